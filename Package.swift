@@ -1,0 +1,28 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "showbatch",
+    products: [
+        .executable(name: "showbatch", targets: ["showbatch"]),
+        .library(name: "ShowbatchCore", targets: ["ShowbatchCore"]),
+        .library(name: "ShowbatchEmulator", targets: ["ShowbatchEmulator"]),
+    ],
+    targets: [
+        // libyaml from the Debian package; only ShowbatchYAML imports it.
+        .systemLibrary(
+            name: "CYAML",
+            pkgConfig: "yaml-0.1",
+            providers: [.apt(["libyaml-dev"])]
+        ),
+        .target(name: "ShowbatchYAML", dependencies: ["CYAML"]),
+        .target(name: "ShowbatchCore", dependencies: ["ShowbatchYAML"]),
+        .target(name: "ShowbatchEmulator", dependencies: ["ShowbatchCore"]),
+        .executableTarget(name: "showbatch", dependencies: ["ShowbatchCore", "ShowbatchEmulator"]),
+        .testTarget(name: "ShowbatchYAMLTests", dependencies: ["ShowbatchYAML"]),
+        .testTarget(name: "ShowbatchCoreTests", dependencies: ["ShowbatchCore", "ShowbatchEmulator"]),
+        .testTarget(name: "ShowbatchEmulatorTests", dependencies: ["ShowbatchEmulator"]),
+        .testTarget(name: "showbatchTests", dependencies: ["showbatch", "ShowbatchCore", "ShowbatchEmulator"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

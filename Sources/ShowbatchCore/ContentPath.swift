@@ -1,0 +1,67 @@
+import Foundation
+
+/// A dot-separated path into a JSON response (`card_data.card_number`, `cards.0.number`, `a\.b`).
+public struct ContentPath: Sendable, Equatable, CustomStringConvertible {
+    /// The segments, with `\.` already unescaped.
+    public let segments: [String]
+    /// The path as written.
+    public let text: String
+
+    /// Parses a content path; the error says what is wrong with it.
+    public init(parsing text: String) throws(ContentPathError) {
+        guard !text.isEmpty else { throw ContentPathError(message: "content path is empty") }
+        guard text.trimmingCharacters(in: .whitespacesAndNewlines) == text else {
+            throw ContentPathError(message: "content path \"\(text)\" has leading or trailing white space")
+        }
+        var segments: [String] = []
+        var current = ""
+        var iterator = text.makeIterator()
+        while let character = iterator.next() {
+            if character == "\\" {
+                if let next = iterator.next() {
+                    if next == "." { current.append(".") } else { current.append("\\"); current.append(next) }
+                } else {
+                    current.append("\\")
+                }
+            } else if character == "." {
+                segments.append(current)
+                current = ""
+            } else {
+                current.append(character)
+            }
+        }
+        segments.append(current)
+        if segments.contains(where: \.isEmpty) {
+            throw ContentPathError(message: "content path \"\(text)\" has an empty segment")
+        }
+        self.segments = segments
+        self.text = text
+    }
+
+    /// The value at this path, or nil when a key is missing or an index is out of range.
+    public func lookup(in root: JSONValue) -> JSONValue? {
+        var current = root
+        for segment in segments {
+            switch current {
+            case .object(let members):
+                guard let member = members.first(where: { $0.key == segment }) else { return nil }
+                current = member.value
+            case .array(let items):
+                guard let index = Int(segment), index >= 0, index < items.count,
+                      segment.allSatisfy(\.isASCII) else { return nil }
+                current = items[index]
+            default:
+                return nil
+            }
+        }
+        return current
+    }
+
+    public var description: String { text }
+}
+
+/// A content path that does not parse.
+public struct ContentPathError: Error, Sendable {
+    /// What is wrong.
+    public let message: String
+}

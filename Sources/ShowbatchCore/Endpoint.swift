@@ -1,0 +1,91 @@
+import Foundation
+
+/// The URL rules of the VGS Show SDKs (SPEC 2.1–2.3).
+public enum Endpoint {
+    /// True for a vault id of letters and digits.
+    public static func isValidVault(_ vault: String) -> Bool {
+        !vault.isEmpty && vault.unicodeScalars.allSatisfy(isAlphanumericASCII)
+    }
+
+    /// True for `sandbox` or `live`, optionally followed by `-region` parts, in any case.
+    public static func isValidEnvironment(_ environment: String) -> Bool {
+        let lower = environment.lowercased()
+        let rest: Substring
+        if lower.hasPrefix("sandbox") {
+            rest = lower.dropFirst(7)
+        } else if lower.hasPrefix("live") {
+            rest = lower.dropFirst(4)
+        } else {
+            return false
+        }
+        if rest.isEmpty { return true }
+        guard rest.hasPrefix("-") else { return false }
+        return isDashedWords(rest.dropFirst())
+    }
+
+    /// True when the environment already names a region (`live-eu-1`).
+    public static func environmentHasRegion(_ environment: String) -> Bool {
+        environment.contains("-")
+    }
+
+    /// True for a data region or route id such as `eu-1` or `ua0505`.
+    public static func isValidRegion(_ region: String) -> Bool {
+        isDashedWords(Substring(region))
+    }
+
+    /// The vault URL: `https://<vault>[-<route>].<environment>[-<region>].verygoodproxy.com`, lower-cased.
+    public static func vaultURL(vault: String, environment: String, dataRegion: String?, routeID: String?) -> String {
+        var host = vault
+        if let routeID, !routeID.isEmpty { host += "-" + routeID }
+        host += "." + environment
+        if let dataRegion, !dataRegion.isEmpty { host += "-" + dataRegion }
+        return "https://" + host.lowercased() + ".verygoodproxy.com"
+    }
+
+    /// Why a hostname is refused.
+    public enum HostnameProblem: Error, Equatable, Sendable {
+        case empty, httpScheme, port, invalid
+    }
+
+    /// Normalises a custom hostname to a bare lower-case host (SPEC 2.2).
+    public static func normalizeHostname(_ raw: String) throws(HostnameProblem) -> String {
+        var text = Substring(raw.trimmingCharacters(in: .whitespaces))
+        if text.lowercased().hasPrefix("http://") { throw .httpScheme }
+        if text.lowercased().hasPrefix("https://") { text = text.dropFirst(8) }
+        if let cut = text.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) { text = text[..<cut] }
+        if text.contains(":") { throw .port }
+        let host = text.lowercased()
+        if host.isEmpty { throw .empty }
+        let labels = host.split(separator: ".", omittingEmptySubsequences: false)
+        for label in labels {
+            guard !label.isEmpty, label.first != "-", label.last != "-",
+                  label.unicodeScalars.allSatisfy({ isAlphanumericASCII($0) || $0 == "-" }) else {
+                throw .invalid
+            }
+        }
+        return host
+    }
+
+    /// The request URL: base URL, one `/`, then the path without its leading slashes.
+    public static func requestURL(base: String, path: String) -> String {
+        let trimmedBase = base.hasSuffix("/") ? String(base.dropLast()) : base
+        return trimmedBase + "/" + path.drop { $0 == "/" }
+    }
+
+    /// The address of the CNAME activation file the SDKs fetch for a custom hostname.
+    public static func hostnameCheckURL(checkBase: String?, host: String, vault: String) -> String {
+        let base = checkBase ?? "https://js.verygoodvault.com"
+        return requestURL(base: base, path: "collect-configs/\(host)__\(vault).txt")
+    }
+
+    static func isAlphanumericASCII(_ scalar: Unicode.Scalar) -> Bool {
+        ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || ("0"..."9").contains(scalar)
+    }
+
+    private static func isDashedWords(_ text: Substring) -> Bool {
+        guard !text.isEmpty else { return false }
+        return text.split(separator: "-", omittingEmptySubsequences: false).allSatisfy { word in
+            !word.isEmpty && word.unicodeScalars.allSatisfy(isAlphanumericASCII)
+        }
+    }
+}

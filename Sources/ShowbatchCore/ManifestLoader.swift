@@ -1,0 +1,650 @@
+import Foundation
+import ShowbatchYAML
+
+/// Reads and validates manifests, collecting every problem it finds.
+public enum ManifestLoader {
+    /// The largest manifest read (a generated 50,000-request manifest is about 10 MB).
+    public static let maxFileSize = 64 << 20
+
+    /// Reads `path` (relative to the current folder) and validates it.
+    public static func load(path: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ManifestError) -> Manifest {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
+            throw ManifestError([Diagnostic(file: path, message: "no such file")])
+        }
+        if isDirectory.boolValue {
+            throw ManifestError([Diagnostic(file: path, message: "is a directory; expected a manifest file")])
+        }
+        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+        if size > maxFileSize {
+            throw ManifestError([Diagnostic(file: path, message: "is \(size >> 20) MiB; manifests are limited to \(maxFileSize >> 20) MiB")])
+        }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ManifestError([Diagnostic(file: path, message: "cannot be read")])
+        }
+        let directory = (path as NSString).deletingLastPathComponent
+        return try load(source: SourceFile(name: path, bytes: Array(data)), directory: directory.isEmpty ? "." : directory, environment: environment)
+    }
+
+    /// Validates manifest text; relative paths are resolved against `directory`.
+    public static func load(source: SourceFile, directory: String, environment: [String: String]) throws(ManifestError) -> Manifest {
+        let root: Node
+        do {
+            root = try YAMLParser.parse(source)
+        } catch {
+            throw ManifestError([error.diagnostic])
+        }
+        var decoder = ManifestDecoder(source: source, directory: directory, environment: environment)
+        let manifest = decoder.decode(root)
+        if !decoder.diagnostics.isEmpty {
+            // Report in file order, whatever order the checks ran in.
+            throw ManifestError(decoder.diagnostics.enumerated().sorted { ($0.element.mark ?? Mark(line: 0, column: 0), $0.offset) < ($1.element.mark ?? Mark(line: 0, column: 0), $1.offset) }.map(\.element))
+        }
+        return manifest
+    }
+}
+
+/// Turns a YAML node tree into a `Manifest`, recording a diagnostic for each problem.
+struct ManifestDecoder {
+    let source: SourceFile
+    let directory: String
+    let environment: [String: String]
+    var diagnostics: [Diagnostic] = []
+
+    static let topKeys = ["version", "vault", "environment", "data_region", "route_id", "hostname", "hostname_check",
+                          "satellite_port", "headers", "concurrency", "rate_limit", "timeout", "retry", "output",
+                          "emulator", "requests"]
+    static let requestKeys = ["name", "path", "method", "headers", "payload", "labels", "each", "output"]
+    static let resultColumns = ["request", "status", "http_status", "attempts", "error"]
+
+    init(source: SourceFile, directory: String, environment: [String: String]) {
+        self.source = source
+        self.directory = directory
+        self.environment = environment
+    }
+
+    mutating func problem(_ mark: Mark, _ message: String, redactFrom: Int? = nil) {
+        diagnostics.append(Diagnostic(source: source, mark: mark, message: message, redactFrom: redactFrom))
+    }
+
+    // MARK: Typed readers
+
+    /// The entries of a mapping by key, reporting unknown keys with the closest known one.
+    mutating func fields(_ node: Node, _ context: String, known: [String]) -> [String: Node.Pair]? {
+        guard let pairs = node.mapping else {
+            problem(node.mark, "\(context) must be a mapping; found \(node.typeName)")
+            return nil
+        }
+        var result: [String: Node.Pair] = [:]
+        for pair in pairs {
+            guard let key = pair.key.scalar?.text else { continue }
+            if known.contains(key) {
+                result[key] = pair
+            } else if let suggestion = closest(key, in: known) {
+                problem(pair.key.mark, "unknown key \"\(key)\" in \(context); did you mean \"\(suggestion)\"?")
+            } else {
+                problem(pair.key.mark, "unknown key \"\(key)\" in \(context); expected \(choices(known))")
+            }
+        }
+        return result
+    }
+
+    /// A scalar's text for identifier-like values: strings, and numbers as written.
+    mutating func text(_ node: Node, _ what: String) -> String? {
+        if let scalar = node.scalar {
+            switch scalar.value {
+            case .string(let text): return text
+            case .int, .float: return scalar.text
+            default: break
+            }
+        }
+        problem(node.mark, "\(what) must be a string; found \(node.typeName)")
+        return nil
+    }
+
+    mutating func integer(_ node: Node, _ what: String, _ range: ClosedRange<Int>) -> Int? {
+        if case .int(let value)? = node.scalar?.value {
+            if range.contains(value) { return value }
+            problem(node.mark, "\(what) must be from \(range.lowerBound) to \(range.upperBound); found \(value)")
+            return nil
+        }
+        problem(node.mark, "\(what) must be an integer from \(range.lowerBound) to \(range.upperBound); found \(node.typeName)")
+        return nil
+    }
+
+    mutating func bool(_ node: Node, _ what: String) -> Bool? {
+        if case .bool(let value)? = node.scalar?.value { return value }
+        problem(node.mark, "\(what) must be true or false; found \(node.typeName)")
+        return nil
+    }
+
+    mutating func duration(_ node: Node, _ what: String) -> Duration? {
+        if let scalar = node.scalar {
+            switch scalar.value {
+            case .int, .float, .string:
+                if let value = Units.duration(scalar.text) { return value }
+                problem(node.mark, "\(what) must be a positive duration such as 500ms, 30s or 2m; found \"\(scalar.text)\"")
+                return nil
+            default: break
+            }
+        }
+        problem(node.mark, "\(what) must be a duration such as 500ms, 30s or 2m; found \(node.typeName)")
+        return nil
+    }
+
+    /// A template from a string value, with environment references resolved.
+    /// `sensitive` values (headers, payload) are never quoted in messages.
+    mutating func template(_ node: Node, _ what: String, allowRow: Bool, sensitive: Bool = false) -> Template? {
+        guard let raw = text(node, what) else { return nil }
+        let redact = sensitive ? node.mark.column : nil
+        var template: Template
+        do {
+            template = try Template(parsing: raw)
+        } catch {
+            problem(node.mark, "\(what): \(sensitive ? "the value has a malformed ${…} reference" : error.message)", redactFrom: redact)
+            return nil
+        }
+        for name in template.resolveEnvironment(environment) {
+            problem(node.mark, "environment variable \(name) is not set (used in \(what))", redactFrom: redact)
+        }
+        if !allowRow {
+            for column in template.rowColumns {
+                problem(node.mark, "${row.\(column)} in \(what) needs a request with \"each\"", redactFrom: redact)
+            }
+            if template.parts.contains(.index) {
+                problem(node.mark, "${index} in \(what) needs a request with \"each\"", redactFrom: redact)
+            }
+        }
+        return template
+    }
+
+    // MARK: The manifest
+
+    mutating func decode(_ root: Node) -> Manifest {
+        var manifest = Manifest(file: source.name, directory: directory)
+        manifest.contentHash = fnv1a(source.bytes)
+        guard let top = fields(root, "the manifest", known: Self.topKeys) else { return manifest }
+
+        if let node = top["version"]?.value, let version = integer(node, "version", 1...Int.max) {
+            if version > 1 {
+                problem(node.mark, "version \(version) is newer than this showbatch understands; expected 1")
+            }
+            manifest.version = version
+        }
+        if let node = top["vault"]?.value {
+            if let vault = text(node, "vault") {
+                if Endpoint.isValidVault(vault) {
+                    manifest.vault = vault
+                } else {
+                    problem(node.mark, "vault \"\(vault)\" is not valid; expected letters and digits only, such as tntaq8uft80")
+                }
+            }
+        } else {
+            problem(root.mark, "missing required key \"vault\" in the manifest")
+        }
+        var environmentMark: Mark?
+        if let node = top["environment"]?.value, let environment = text(node, "environment") {
+            environmentMark = node.mark
+            if Endpoint.isValidEnvironment(environment) {
+                manifest.environment = environment
+            } else {
+                problem(node.mark, "environment \"\(environment)\" is not valid; expected sandbox, live or live-<region>")
+            }
+        }
+        if let node = top["data_region"]?.value, let region = text(node, "data_region") {
+            if !Endpoint.isValidRegion(region) {
+                problem(node.mark, "data_region \"\(region)\" is not valid; expected letters and digits in dash-separated parts, such as eu-1")
+            } else if Endpoint.environmentHasRegion(manifest.environment) {
+                problem(node.mark, "data_region is given but environment \"\(manifest.environment)\" already names a region; give one or the other")
+            } else {
+                manifest.dataRegion = region
+            }
+        }
+        if let node = top["route_id"]?.value, let route = text(node, "route_id") {
+            if Endpoint.isValidRegion(route) {
+                manifest.routeID = route
+            } else {
+                problem(node.mark, "route_id \"\(route)\" is not valid; expected letters, digits and dashes")
+            }
+        }
+        if let node = top["hostname"]?.value, let raw = text(node, "hostname") {
+            do {
+                manifest.hostname = try Endpoint.normalizeHostname(raw)
+            } catch {
+                switch error {
+                case .httpScheme: problem(node.mark, "hostname \"\(raw)\" uses http; only https is supported")
+                case .port: problem(node.mark, "hostname \"\(raw)\" has a port; only the default https port is supported")
+                case .empty, .invalid: problem(node.mark, "hostname \"\(raw)\" is not a valid host name")
+                }
+            }
+        }
+        if let node = top["hostname_check"]?.value, let check = bool(node, "hostname_check") {
+            manifest.hostnameCheck = check
+        }
+        if let node = top["satellite_port"]?.value, let port = integer(node, "satellite_port", 1...65535) {
+            if manifest.environment != "sandbox" || manifest.dataRegion != nil || manifest.hostname != nil || manifest.routeID != nil {
+                problem(node.mark, "satellite_port works only with environment: sandbox and no data_region, route_id or hostname")
+            } else {
+                manifest.satellitePort = port
+            }
+        }
+        _ = environmentMark
+        if let node = top["headers"]?.value { manifest.headers = headers(node, "headers", allowRow: false) }
+        if let node = top["concurrency"]?.value, let value = integer(node, "concurrency", 1...1024) {
+            manifest.concurrency = value
+        }
+        if let node = top["rate_limit"]?.value {
+            if let scalar = node.scalar, let rate = Units.rate(scalar.text) {
+                manifest.rateLimit = rate
+            } else {
+                problem(node.mark, "rate_limit must be N/s or N/m, such as 50/s; found \(node.scalar.map { "\"\($0.text)\"" } ?? node.typeName)")
+            }
+        }
+        if let node = top["timeout"]?.value, let value = duration(node, "timeout") { manifest.timeout = value }
+        if let node = top["retry"]?.value { manifest.retry = retry(node) }
+        if let node = top["output"]?.value { manifest.output = output(node, "output") }
+        if let node = top["emulator"]?.value { manifest.emulator = emulator(node) }
+        if let node = top["requests"]?.value {
+            manifest.requests = requests(node)
+        } else {
+            problem(root.mark, "missing required key \"requests\" in the manifest")
+        }
+        return manifest
+    }
+
+    mutating func headers(_ node: Node, _ context: String, allowRow: Bool) -> [HeaderField] {
+        guard let pairs = node.mapping else {
+            problem(node.mark, "\(context) must be a mapping of header names to values; found \(node.typeName)")
+            return []
+        }
+        var result: [HeaderField] = []
+        var seen: [String: Int] = [:]
+        for pair in pairs {
+            guard let name = pair.key.scalar?.text else { continue }
+            if !isToken(name) {
+                problem(pair.key.mark, "header name \"\(name)\" is not valid; expected letters, digits and !#$%&'*+-.^_`|~")
+                continue
+            }
+            if let line = seen[name.lowercased()] {
+                problem(pair.key.mark, "header \"\(name)\" is given twice (header names ignore case); first at line \(line)")
+                continue
+            }
+            seen[name.lowercased()] = pair.key.mark.line
+            let what = "\(context).\(name)"
+            guard let scalar = pair.value.scalar, scalar.value != .null, !isBool(scalar.value) else {
+                problem(pair.value.mark, "\(what) must be a string; found \(pair.value.typeName)")
+                continue
+            }
+            guard let value = template(pair.value, what, allowRow: allowRow, sensitive: true) else { continue }
+            if value.parts.contains(where: { if case .literal(let text) = $0 { return text.contains("\r") || text.contains("\n") } else { return false } }) {
+                problem(pair.value.mark, "\(what) contains a line break, which a header value cannot hold", redactFrom: pair.value.mark.column)
+                continue
+            }
+            result.append(HeaderField(name: name, value: value))
+        }
+        return result
+    }
+
+    func isBool(_ value: ScalarValue) -> Bool {
+        if case .bool = value { return true }
+        return false
+    }
+
+    func isToken(_ name: String) -> Bool {
+        !name.isEmpty && name.unicodeScalars.allSatisfy { scalar in
+            Endpoint.isAlphanumericASCII(scalar) || "!#$%&'*+-.^_`|~".unicodeScalars.contains(scalar)
+        }
+    }
+
+    mutating func retry(_ node: Node) -> RetryPolicy {
+        var policy = RetryPolicy()
+        guard let map = fields(node, "retry", known: ["attempts", "backoff", "max_backoff", "on"]) else { return policy }
+        if let node = map["attempts"]?.value, let value = integer(node, "retry.attempts", 1...100) { policy.attempts = value }
+        if let node = map["backoff"]?.value, let value = duration(node, "retry.backoff") { policy.backoff = value }
+        if let node = map["max_backoff"]?.value, let value = duration(node, "retry.max_backoff") { policy.maxBackoff = value }
+        if let node = map["on"]?.value {
+            if let items = node.sequence {
+                policy.statuses = []
+                policy.network = false
+                policy.timeout = false
+                for item in items {
+                    switch item.scalar?.value {
+                    case .int(let status)? where (100...599).contains(status): policy.statuses.insert(status)
+                    case .string("network")?: policy.network = true
+                    case .string("timeout")?: policy.timeout = true
+                    default:
+                        problem(item.mark, "retry.on holds HTTP statuses (100-599), network or timeout; found \(item.scalar.map { "\"\($0.text)\"" } ?? item.typeName)")
+                    }
+                }
+            } else {
+                problem(node.mark, "retry.on must be a list such as [429, 503, network, timeout]; found \(node.typeName)")
+            }
+        }
+        return policy
+    }
+
+    mutating func output(_ node: Node, _ context: String) -> OutputSpec? {
+        guard let map = fields(node, context, known: ["path", "format", "csv"]) else { return nil }
+        guard let pathNode = map["path"]?.value else {
+            problem(node.mark, "missing required key \"path\" in \(context)")
+            return nil
+        }
+        guard let path = text(pathNode, "\(context).path"), !path.isEmpty else { return nil }
+        var spec = OutputSpec(path: resolve(path))
+        if let formatNode = map["format"]?.value, let format = text(formatNode, "\(context).format") {
+            if let value = OutputFormat(rawValue: format.lowercased()) {
+                spec.format = value
+            } else {
+                problem(formatNode.mark, "\(context).format \"\(format)\" is not valid; expected csv, json or jsonl")
+            }
+        } else if OutputFormat.fromExtension(path) == nil {
+            problem(pathNode.mark, "cannot tell the format of \"\(path)\" from its extension; add format: csv, json or jsonl")
+        }
+        if let csvNode = map["csv"]?.value, let csv = fields(csvNode, "\(context).csv", known: ["escape_formulas"]),
+           let escape = csv["escape_formulas"]?.value, let value = bool(escape, "\(context).csv.escape_formulas") {
+            spec.escapeFormulas = value
+        }
+        return spec
+    }
+
+    func resolve(_ path: String) -> String {
+        if path.hasPrefix("/") || directory == "." { return path }
+        return (directory as NSString).appendingPathComponent(path)
+    }
+
+    mutating func emulator(_ node: Node) -> EmulatorSpec? {
+        guard let map = fields(node, "emulator", known: ["aliases"]), let aliases = map["aliases"]?.value else { return nil }
+        if let pairs = aliases.mapping {
+            var table: [String: String] = [:]
+            for pair in pairs {
+                guard let alias = pair.key.scalar?.text, let value = pair.value.scalar, value.value != .null else {
+                    problem(pair.value.mark, "emulator.aliases maps aliases to string values; found \(pair.value.typeName)", redactFrom: pair.value.mark.column)
+                    continue
+                }
+                table[alias] = value.text
+            }
+            return .aliases(table)
+        }
+        if let path = aliases.scalar?.text, case .string = aliases.scalar?.value {
+            let resolved = resolve(path)
+            if !FileManager.default.isReadableFile(atPath: resolved) {
+                problem(aliases.mark, "emulator.aliases file \"\(path)\" does not exist or cannot be read")
+            }
+            return .file(resolved)
+        }
+        problem(aliases.mark, "emulator.aliases must be a mapping of alias to value or a file path; found \(aliases.typeName)")
+        return nil
+    }
+
+    // MARK: Requests
+
+    mutating func requests(_ node: Node) -> [RequestSpec] {
+        guard let items = node.sequence else {
+            problem(node.mark, "requests must be a list of requests; found \(node.typeName)")
+            return []
+        }
+        if items.isEmpty { problem(node.mark, "requests is empty; list at least one request") }
+        var result: [RequestSpec] = []
+        var names: [String: Int] = [:]
+        for (index, item) in items.enumerated() {
+            guard let request = request(item, number: index + 1) else { continue }
+            if request.each == nil, case .literal(let name)? = request.name.parts.first, request.name.parts.count == 1 {
+                if let line = names[name] {
+                    problem(item.mapping?.first { $0.key.scalar?.text == "name" }?.value.mark ?? item.mark,
+                            "request name \"\(name)\" is used twice; first at line \(line)")
+                } else {
+                    names[name] = item.mark.line
+                }
+            }
+            result.append(request)
+        }
+        return result
+    }
+
+    mutating func request(_ node: Node, number: Int) -> RequestSpec? {
+        guard let map = fields(node, "request \(number)", known: Self.requestKeys) else { return nil }
+        let context = "request \(number)"
+        var each: DataSource?
+        if let eachNode = map["each"]?.value { each = self.each(eachNode, context) }
+        let dataDriven = map["each"] != nil
+        var spec = RequestSpec(name: Template(literal: ""), path: Template(literal: ""), mark: node.mark)
+        spec.each = each
+        var rowTemplates: [(Template, Mark)] = []
+        if let nameNode = map["name"]?.value {
+            if let name = template(nameNode, "\(context) name", allowRow: dataDriven) {
+                if name.parts.isEmpty { problem(nameNode.mark, "\(context) name is empty") }
+                spec.name = name
+                rowTemplates.append((name, nameNode.mark))
+            }
+        } else {
+            problem(node.mark, "missing required key \"name\" in \(context)")
+        }
+        let label = spec.name.parts.count == 1 && !spec.name.needsRow ? "request \"\(spec.name.expand(row: nil))\"" : context
+        if let pathNode = map["path"]?.value {
+            if let path = template(pathNode, "\(label) path", allowRow: dataDriven) {
+                spec.path = path
+                rowTemplates.append((path, pathNode.mark))
+                if !path.needsRow, URL(string: Endpoint.requestURL(base: "https://h.io", path: path.expand(row: nil))) == nil {
+                    problem(pathNode.mark, "\(label) path does not form a valid URL; percent-encode spaces and special characters")
+                }
+            }
+        } else {
+            problem(node.mark, "missing required key \"path\" in \(label)")
+        }
+        if let methodNode = map["method"]?.value, let method = text(methodNode, "\(label) method") {
+            if let value = HTTPMethod(rawValue: method.uppercased()) {
+                spec.method = value
+            } else {
+                problem(methodNode.mark, "method \"\(method)\" is not valid; expected get, post, put, patch or delete")
+            }
+        }
+        if let headersNode = map["headers"]?.value {
+            spec.headers = headers(headersNode, "\(label) headers", allowRow: dataDriven)
+            for field in spec.headers { rowTemplates.append((field.value, headersNode.mark)) }
+        }
+        if let payloadNode = map["payload"]?.value {
+            if payloadNode.mapping == nil {
+                problem(payloadNode.mark, "\(label) payload must be a mapping (sent as a JSON object); found \(payloadNode.typeName)")
+            } else if spec.method == .get {
+                problem(payloadNode.mark, "\(label) uses method get, which cannot carry a payload; use post or remove the payload")
+            } else {
+                let payload = self.payload(payloadNode, "\(label) payload", allowRow: dataDriven)
+                spec.payload = payload
+                for template in payload.templates { rowTemplates.append((template, payloadNode.mark)) }
+            }
+        }
+        if let labelsNode = map["labels"]?.value { spec.labels = labels(labelsNode, label) }
+        if let outputNode = map["output"]?.value { spec.output = output(outputNode, "\(label) output") }
+        // Every referenced column must be in the CSV header before anything is sent.
+        if let each, each.kind == .csv, let columns = csvHeader(each, map["each"]!.value) {
+            var reported = Set<String>()
+            for (template, mark) in rowTemplates {
+                for column in template.rowColumns where !columns.contains(column) && !reported.contains(column) {
+                    reported.insert(column)
+                    var message = "column \"\(column)\" is not in the header of \(each.name)"
+                    if let suggestion = closest(column, in: columns) { message += "; did you mean \"\(suggestion)\"?" }
+                    else { message += "; it has \(choices(columns))" }
+                    problem(mark, message)
+                }
+            }
+        }
+        return spec
+    }
+
+    mutating func each(_ node: Node, _ context: String) -> DataSource? {
+        guard let map = fields(node, "\(context) each", known: ["csv", "jsonl"]) else { return nil }
+        guard map.count == 1, let (key, pair) = map.first else {
+            if map.isEmpty { problem(node.mark, "\(context) each needs csv: FILE or jsonl: FILE") }
+            else { problem(node.mark, "\(context) each takes one of csv or jsonl, not both") }
+            return nil
+        }
+        guard let path = text(pair.value, "\(context) each.\(key)") else { return nil }
+        let resolved = resolve(path)
+        var isDirectory: ObjCBool = false
+        if !FileManager.default.fileExists(atPath: resolved, isDirectory: &isDirectory) || isDirectory.boolValue
+            || !FileManager.default.isReadableFile(atPath: resolved) {
+            problem(pair.value.mark, "data file \"\(path)\" does not exist or cannot be read")
+            return nil
+        }
+        return DataSource(kind: key == "csv" ? .csv : .jsonl, path: resolved, name: path)
+    }
+
+    mutating func csvHeader(_ source: DataSource, _ node: Node) -> [String]? {
+        do {
+            let reader = try DataRowReader(kind: .csv, path: source.path, name: source.name)
+            defer { reader.close() }
+            return reader.columns
+        } catch {
+            problem(node.mark, "data file \(error)")
+            return nil
+        }
+    }
+
+    mutating func payload(_ node: Node, _ context: String, allowRow: Bool) -> PayloadValue {
+        switch node.content {
+        case .mapping(let pairs):
+            var members: [(key: String, value: PayloadValue)] = []
+            for pair in pairs {
+                guard let key = pair.key.scalar?.text else { continue }
+                members.append((key, payload(pair.value, "\(context).\(key)", allowRow: allowRow)))
+            }
+            return .object(members)
+        case .sequence(let items):
+            return .array(items.enumerated().map { payload($0.element, "\(context).\($0.offset)", allowRow: allowRow) })
+        case .scalar(let scalar):
+            switch scalar.value {
+            case .null: return .null
+            case .bool(let value): return .bool(value)
+            case .int(let value): return .number(String(value))
+            case .float(let value):
+                guard value.isFinite else {
+                    problem(node.mark, "\(context) is not a number JSON can hold", redactFrom: node.mark.column)
+                    return .null
+                }
+                if case .number(let text)? = try? JSONParser.parse(Array(scalar.text.utf8)) { return .number(text) }
+                return .number("\(value)")
+            case .string:
+                return .string(template(node, context, allowRow: allowRow, sensitive: true) ?? Template(literal: ""))
+            }
+        }
+    }
+
+    mutating func labels(_ node: Node, _ context: String) -> [LabelBinding] {
+        guard let pairs = node.mapping else {
+            problem(node.mark, "\(context) labels must be a mapping of label names to content paths; found \(node.typeName)")
+            return []
+        }
+        var result: [LabelBinding] = []
+        for pair in pairs {
+            guard let name = pair.key.scalar?.text else { continue }
+            if name.isEmpty {
+                problem(pair.key.mark, "label names cannot be empty")
+                continue
+            }
+            if Self.resultColumns.contains(name) {
+                problem(pair.key.mark, "label \"\(name)\" has the name of a result column; rename it (result columns are \(choices(Self.resultColumns)))")
+                continue
+            }
+            if let binding = label(name, pair.value, context) { result.append(binding) }
+        }
+        return result
+    }
+
+    mutating func contentPath(_ node: Node, _ what: String) -> ContentPath? {
+        guard let scalar = node.scalar, case .string(let text) = scalar.value else {
+            problem(node.mark, "\(what) must be a content path such as json.card_number; found \(node.typeName)")
+            return nil
+        }
+        do {
+            return try ContentPath(parsing: text)
+        } catch {
+            problem(node.mark, error.message)
+            return nil
+        }
+    }
+
+    mutating func label(_ name: String, _ node: Node, _ context: String) -> LabelBinding? {
+        let what = "label \"\(name)\""
+        if node.scalar != nil {
+            guard let path = contentPath(node, "\(what)") else { return nil }
+            return LabelBinding(name: name, path: path, transforms: [], mask: nil)
+        }
+        guard let map = fields(node, what, known: ["path", "transform", "mask"]) else { return nil }
+        guard let pathNode = map["path"]?.value else {
+            problem(node.mark, "missing required key \"path\" in \(what)")
+            return nil
+        }
+        guard let path = contentPath(pathNode, "\(what) path") else { return nil }
+        var binding = LabelBinding(name: name, path: path, transforms: [], mask: nil)
+        if let transformNode = map["transform"]?.value {
+            if let items = transformNode.sequence {
+                for item in items {
+                    guard let step = fields(item, "\(what) transform", known: ["regex", "template"]) else { continue }
+                    guard let regexNode = step["regex"]?.value, let templateNode = step["template"]?.value else {
+                        problem(item.mark, "each transform of \(what) needs regex and template")
+                        continue
+                    }
+                    guard let pattern = text(regexNode, "\(what) transform regex"),
+                          let template = text(templateNode, "\(what) transform template") else { continue }
+                    do {
+                        binding.transforms.append(try RegexTransform(pattern: pattern, template: template))
+                    } catch {
+                        problem(regexNode.mark, "\(what): \(error.message)")
+                    }
+                }
+            } else {
+                problem(transformNode.mark, "\(what) transform must be a list of {regex, template}; found \(transformNode.typeName)")
+            }
+        }
+        if let maskNode = map["mask"]?.value { binding.mask = mask(maskNode, what) }
+        return binding
+    }
+
+    mutating func mask(_ node: Node, _ what: String) -> Mask? {
+        if case .bool(let on)? = node.scalar?.value { return on ? Mask() : nil }
+        guard let map = fields(node, "\(what) mask", known: ["ranges", "symbol"]) else { return nil }
+        var mask = Mask()
+        if let symbolNode = map["symbol"]?.value, let symbol = text(symbolNode, "\(what) mask symbol") {
+            if symbol.isEmpty {
+                mask.symbol = nil
+            } else if symbol.count == 1 {
+                mask.symbol = symbol.first
+            } else {
+                problem(symbolNode.mark, "\(what) mask symbol must be one character or \"\"; found \"\(symbol)\"")
+            }
+        }
+        if let rangesNode = map["ranges"]?.value {
+            guard let items = rangesNode.sequence else {
+                problem(rangesNode.mark, "\(what) mask ranges must be a list of [start, end] pairs; found \(rangesNode.typeName)")
+                return mask
+            }
+            for item in items {
+                guard let bounds = item.sequence, bounds.count == 2 else {
+                    problem(item.mark, "\(what) mask range must be [start, end] (integers or null); found \(item.typeName)")
+                    continue
+                }
+                var values: [Int?] = []
+                for bound in bounds {
+                    switch bound.scalar?.value {
+                    case .int(let value)?: values.append(value)
+                    case .null?: values.append(nil)
+                    default:
+                        problem(bound.mark, "\(what) mask range bounds must be integers or null; found \(bound.typeName)")
+                    }
+                }
+                if values.count == 2 { mask.ranges.append(Mask.Range(start: values[0], end: values[1])) }
+            }
+        }
+        return mask
+    }
+}
+
+/// FNV-1a, 64-bit: a stable content hash without a crypto library.
+public func fnv1a(_ bytes: [UInt8], seed: UInt64 = 0xcbf29ce484222325) -> UInt64 {
+    var hash = seed
+    for byte in bytes {
+        hash ^= UInt64(byte)
+        hash = hash &* 0x100000001b3
+    }
+    return hash
+}

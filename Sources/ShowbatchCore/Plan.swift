@@ -1,0 +1,114 @@
+/// What `plan` prints: the base URL and each request, with header values redacted. Sends nothing.
+public struct Plan: Sendable {
+    /// One planned request.
+    public struct Entry: Sendable {
+        /// The expanded name.
+        public var name: String
+        /// The method.
+        public var method: String
+        /// The URL (empty when it could not be built).
+        public var url: String
+        /// Header names (values are never shown).
+        public var headerNames: [String]
+        /// Why the work item cannot be sent, if it cannot.
+        public var problem: String?
+    }
+
+    /// A data-driven request's summary.
+    public struct DataSummary: Sendable {
+        /// The request's position in the manifest (1-based).
+        public var request: Int
+        /// The data file as the manifest names it.
+        public var file: String
+        /// Rows in the file.
+        public var rows: Int
+    }
+
+    /// How many rows of a data file are listed before the count.
+    public static let rowsShown = 3
+
+    /// The base URL requests go to.
+    public var baseURL: String
+    /// A note about the custom hostname, when there is one.
+    public var hostnameNote: String?
+    /// Listed requests (the first rows of data-driven ones).
+    public var entries: [Entry] = []
+    /// Data files and their row counts.
+    public var data: [DataSummary] = []
+    /// Output files.
+    public var outputs: [String] = []
+
+    /// Builds the plan of `manifest` without any network call.
+    public init(manifest: Manifest) {
+        if let hostname = manifest.hostname {
+            baseURL = "https://\(hostname)"
+            hostnameNote = manifest.hostnameCheck
+                ? "hostname \(hostname) is checked at run time; if it is not activated, requests go to \(manifest.vaultURL)"
+                : "hostname \(hostname) is used as given (hostname_check: false)"
+        } else {
+            baseURL = manifest.vaultURL
+        }
+        var shown: [Int: Int] = [:]
+        var counts: [Int: Int] = [:]
+        for item in WorkItemSequence(manifest: manifest) {
+            let spec = manifest.requests[item.requestIndex]
+            if spec.each != nil {
+                counts[item.requestIndex, default: 0] += 1
+                guard shown[item.requestIndex, default: 0] < Plan.rowsShown else { continue }
+                shown[item.requestIndex, default: 0] += 1
+            }
+            switch manifest.prepare(item, baseURL: baseURL) {
+            case .success(let request):
+                entries.append(Entry(name: request.name, method: request.method.rawValue, url: request.url,
+                                     headerNames: request.headers.map(\.name), problem: nil))
+            case .failure(let failure):
+                entries.append(Entry(name: failure.name, method: spec.method.rawValue, url: "", headerNames: [],
+                                     problem: failure.error.text))
+            }
+        }
+        for (index, spec) in manifest.requests.enumerated() {
+            if let each = spec.each { data.append(DataSummary(request: index + 1, file: each.name, rows: counts[index] ?? 0)) }
+            if let output = spec.output?.path ?? manifest.output?.path, !outputs.contains(output) { outputs.append(output) }
+        }
+    }
+
+    /// The plan as text: `base_url: URL`, then `METHOD URL name` per request.
+    public var text: String {
+        var lines = ["base_url: \(baseURL)"]
+        for entry in entries {
+            if let problem = entry.problem {
+                lines.append("\(entry.method) - \(entry.name)  [not sent: \(problem)]")
+            } else {
+                lines.append("\(entry.method) \(entry.url) \(entry.name)")
+            }
+        }
+        for summary in data where summary.rows > Plan.rowsShown {
+            lines.append("... request \(summary.request): \(summary.rows) rows from \(summary.file) (first \(Plan.rowsShown) shown)")
+        }
+        if let hostnameNote { lines.append("note: \(hostnameNote)") }
+        if let header = entries.first(where: { $0.problem == nil })?.headerNames, !header.isEmpty {
+            lines.append("headers: " + header.map { "\($0): <redacted>" }.joined(separator: ", "))
+        }
+        for output in outputs { lines.append("output: \(output)") }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// The plan as one JSON object.
+    public var json: String {
+        var members: [JSONMember] = [JSONMember("base_url", .string(baseURL))]
+        if let hostnameNote { members.append(JSONMember("note", .string(hostnameNote))) }
+        members.append(JSONMember("requests", .array(entries.map { entry in
+            var fields = [JSONMember("name", .string(entry.name)), JSONMember("method", .string(entry.method)),
+                          JSONMember("url", entry.problem == nil ? .string(entry.url) : .null),
+                          JSONMember("headers", .object(entry.headerNames.map { JSONMember($0, .string("<redacted>")) }))]
+            if let problem = entry.problem { fields.append(JSONMember("error", .string(problem))) }
+            return .object(fields)
+        })))
+        members.append(JSONMember("data", .array(data.map {
+            .object([JSONMember("request", .number(String($0.request))), JSONMember("file", .string($0.file)),
+                     JSONMember("rows", .number(String($0.rows)))])
+        })))
+        members.append(JSONMember("outputs", .array(outputs.map { .string($0) })))
+        return JSONValue.object(members).compactText + "\n"
+    }
+}

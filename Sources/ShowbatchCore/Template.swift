@@ -1,0 +1,143 @@
+import Foundation
+
+/// A string with `${NAME}`, `${row.COLUMN}` and `${index}` references (`$${` is a literal `${`).
+public struct Template: Sendable, Equatable {
+    /// One piece of a template.
+    public enum Part: Sendable, Equatable {
+        case literal(String)
+        case environment(String)
+        case row(String)
+        case index
+    }
+
+    /// The pieces in order.
+    public private(set) var parts: [Part]
+
+    /// A template with no references.
+    public init(literal: String) { parts = literal.isEmpty ? [] : [.literal(literal)] }
+
+    /// Parses `text`; the error message says what is wrong, never quoting a value.
+    public init(parsing text: String) throws(TemplateSyntaxError) {
+        var parts: [Part] = []
+        var literal = ""
+        var rest = Substring(text)
+        while let dollar = rest.firstIndex(of: "$") {
+            literal += rest[..<dollar]
+            let after = rest[dollar...]
+            if after.hasPrefix("$${") {
+                literal += "${"
+                rest = after.dropFirst(3)
+            } else if after.hasPrefix("${") {
+                guard let close = after.firstIndex(of: "}") else {
+                    throw TemplateSyntaxError(message: "\"${\" is not closed by \"}\" (write $${ for a literal ${)")
+                }
+                let reference = String(after[after.index(after.startIndex, offsetBy: 2)..<close])
+                if !literal.isEmpty { parts.append(.literal(literal)); literal = "" }
+                parts.append(try Template.part(reference))
+                rest = after[after.index(after: close)...]
+            } else {
+                literal += "$"
+                rest = after.dropFirst()
+            }
+        }
+        literal += rest
+        if !literal.isEmpty { parts.append(.literal(literal)) }
+        self.parts = parts
+    }
+
+    private static func part(_ reference: String) throws(TemplateSyntaxError) -> Part {
+        if reference == "index" { return .index }
+        if reference.hasPrefix("row.") {
+            let column = String(reference.dropFirst(4))
+            guard !column.isEmpty else { throw TemplateSyntaxError(message: "${row.} names no column") }
+            return .row(column)
+        }
+        guard let first = reference.unicodeScalars.first,
+              first == "_" || (first.isASCII && first.properties.isAlphabetic),
+              reference.unicodeScalars.allSatisfy({ $0 == "_" || ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) }) else {
+            throw TemplateSyntaxError(message: "${\(reference)} is not a valid reference; expected ${ENV_VAR}, ${row.COLUMN} or ${index}")
+        }
+        return .environment(reference)
+    }
+
+    /// Names of the environment variables referenced.
+    public var environmentNames: [String] {
+        parts.compactMap { if case .environment(let name) = $0 { return name } else { return nil } }
+    }
+
+    /// Names of the data columns referenced.
+    public var rowColumns: [String] {
+        parts.compactMap { if case .row(let name) = $0 { return name } else { return nil } }
+    }
+
+    /// True when the template needs a data row (`${row.…}` or `${index}`).
+    public var needsRow: Bool {
+        parts.contains { if case .literal = $0 { return false } else if case .environment = $0 { return false } else { return true } }
+    }
+
+    /// The column when the whole template is one `${row.COLUMN}` (its value keeps its JSON type).
+    public var wholeRowColumn: String? {
+        if parts.count == 1, case .row(let column) = parts[0] { return column }
+        return nil
+    }
+
+    /// Replaces environment references with their values; returns the names that are unset.
+    public mutating func resolveEnvironment(_ environment: [String: String]) -> [String] {
+        var missing: [String] = []
+        parts = parts.map { part in
+            guard case .environment(let name) = part else { return part }
+            guard let value = environment[name] else {
+                missing.append(name)
+                return part
+            }
+            return .literal(value)
+        }
+        return missing
+    }
+
+    /// The text with row references filled from `row` (a missing column expands to nothing;
+    /// runs check columns before expanding).
+    public func expand(row: DataRow?) -> String {
+        if parts.count == 1, case .literal(let text) = parts[0] { return text }
+        var out = ""
+        for part in parts {
+            switch part {
+            case .literal(let text): out += text
+            case .environment: break
+            case .row(let column): out += row?.text(column) ?? ""
+            case .index: out += row.map { String($0.index) } ?? ""
+            }
+        }
+        return out
+    }
+}
+
+/// A template that does not parse.
+public struct TemplateSyntaxError: Error, Sendable {
+    /// What is wrong.
+    public let message: String
+}
+
+/// One row of an `each` data file, with its 0-based index.
+public struct DataRow: Sendable {
+    /// The 0-based row number among the file's data rows.
+    public let index: Int
+    /// The 1-based line of the file where the row starts.
+    public let line: Int
+    /// Column values; CSV values are strings, JSONL values keep their JSON type.
+    public let values: [String: JSONValue]
+
+    /// Creates a row.
+    public init(index: Int, line: Int, values: [String: JSONValue]) {
+        self.index = index
+        self.line = line
+        self.values = values
+    }
+
+    /// A column's value as text: strings as is, other JSON values as compact JSON.
+    public func text(_ column: String) -> String? {
+        guard let value = values[column] else { return nil }
+        if case .string(let text) = value { return text }
+        return value.compactText
+    }
+}

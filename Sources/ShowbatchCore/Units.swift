@@ -1,0 +1,77 @@
+import Foundation
+
+/// Parsing of durations (`500ms`, `30s`, `2m`, plain seconds) and rates (`50/s`, `600/m`).
+public enum Units {
+    /// A duration from text; nil when it is not one or not positive.
+    public static func duration(_ text: String) -> Duration? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        let units: [(suffix: String, seconds: Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600)]
+        for unit in units where trimmed.hasSuffix(unit.suffix) {
+            let number = trimmed.dropLast(unit.suffix.count)
+            guard let value = Double(number), value.isFinite, value > 0, number.first != "+",
+                  number.allSatisfy({ $0.isNumber || $0 == "." }) else { return nil }
+            return seconds(value * unit.seconds)
+        }
+        guard let value = Double(trimmed), value.isFinite, value > 0,
+              trimmed.allSatisfy({ $0.isNumber || $0 == "." }) else { return nil }
+        return seconds(value)
+    }
+
+    /// A duration of `value` seconds.
+    public static func seconds(_ value: Double) -> Duration {
+        .nanoseconds(Int64((value * 1e9).rounded()))
+    }
+
+    /// A rate from text such as `50/s` or `600/m`; nil when it is not one.
+    public static func rate(_ text: String) -> Rate? {
+        let parts = text.trimmingCharacters(in: .whitespaces).split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 2, let count = Int(parts[0]), count > 0, parts[0].allSatisfy(\.isNumber) else { return nil }
+        switch parts[1] {
+        case "s": return Rate(count: count, per: .seconds(1))
+        case "m": return Rate(count: count, per: .seconds(60))
+        default: return nil
+        }
+    }
+
+    /// Text for a duration as a person reads it (`250ms`, `1.5s`).
+    public static func text(_ duration: Duration) -> String {
+        let seconds = duration.seconds
+        if seconds < 1 { return "\(Int((seconds * 1000).rounded()))ms" }
+        if seconds == seconds.rounded() { return "\(Int(seconds))s" }
+        return String(format2: seconds) + "s"
+    }
+}
+
+/// Requests per interval, across a whole run.
+public struct Rate: Sendable, Equatable {
+    /// How many requests may start per interval.
+    public let count: Int
+    /// The interval.
+    public let per: Duration
+
+    /// Creates a rate.
+    public init(count: Int, per: Duration) {
+        self.count = count
+        self.per = per
+    }
+
+    /// The interval between two requests.
+    public var spacing: Duration { per / count }
+}
+
+extension Duration {
+    /// The duration in seconds as a Double.
+    public var seconds: Double {
+        let parts = components
+        return Double(parts.seconds) + Double(parts.attoseconds) / 1e18
+    }
+}
+
+extension String {
+    init(format2 value: Double) {
+        let scaled = (value * 100).rounded() / 100
+        var text = "\(scaled)"
+        if text.hasSuffix(".0") { text.removeLast(2) }
+        self = text
+    }
+}

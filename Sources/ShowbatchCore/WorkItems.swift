@@ -1,0 +1,130 @@
+import Foundation
+
+/// The version reported by `--version` and the `vgs-client` header.
+public let showbatchVersion = "0.1.0"
+
+/// One unit of work: a static request, or one row of a data-driven request.
+public struct WorkItem: Sendable {
+    /// Position among all work items of the manifest (0-based), the order rows are written in.
+    public let ordinal: Int
+    /// Index into `Manifest.requests`.
+    public let requestIndex: Int
+    /// The data row, or why it could not be read.
+    public let row: Result<DataRow, DataRowFailure>?
+}
+
+/// Streams the work items of a manifest in order: memory does not grow with the data files.
+public struct WorkItemSequence: Sequence, IteratorProtocol {
+    private let manifest: Manifest
+    private var requestIndex = 0
+    private var ordinal = 0
+    private var reader: DataRowReader?
+    private var readerFailed = false
+
+    /// Iterates over `manifest`'s work items.
+    public init(manifest: Manifest) { self.manifest = manifest }
+
+    /// The next work item, or nil after the last.
+    public mutating func next() -> WorkItem? {
+        while requestIndex < manifest.requests.count {
+            let spec = manifest.requests[requestIndex]
+            guard let each = spec.each else {
+                defer { requestIndex += 1; ordinal += 1 }
+                return WorkItem(ordinal: ordinal, requestIndex: requestIndex, row: nil)
+            }
+            if reader == nil && !readerFailed {
+                do {
+                    reader = try DataRowReader(kind: each.kind, path: each.path, name: each.name)
+                } catch {
+                    // The file vanished or broke after validation: one failed row says so.
+                    readerFailed = true
+                    defer { ordinal += 1 }
+                    return WorkItem(ordinal: ordinal, requestIndex: requestIndex,
+                                    row: .failure(DataRowFailure(index: 0, line: nil, message: "\(error)")))
+                }
+            }
+            if let row = reader?.next() {
+                defer { ordinal += 1 }
+                return WorkItem(ordinal: ordinal, requestIndex: requestIndex, row: row)
+            }
+            reader?.close()
+            reader = nil
+            readerFailed = false
+            requestIndex += 1
+        }
+        return nil
+    }
+}
+
+/// A request ready to send: URL, headers and body built from the manifest and a data row.
+public struct PreparedRequest: Sendable {
+    /// The expanded request name.
+    public var name: String
+    /// The method.
+    public var method: HTTPMethod
+    /// The full URL.
+    public var url: String
+    /// Headers in send order (values are secrets: never print them).
+    public var headers: [(name: String, value: String)]
+    /// The JSON body, when the request has a payload.
+    public var body: [UInt8]?
+}
+
+/// A work item that cannot be sent, with the result error it becomes.
+public struct PreparationFailure: Error, Sendable {
+    /// The request name, as far as it could be expanded.
+    public let name: String
+    /// The row error.
+    public let error: RowError
+}
+
+extension Manifest {
+    /// Builds the request for a work item against `baseURL`.
+    public func prepare(_ item: WorkItem, baseURL: String) -> Result<PreparedRequest, PreparationFailure> {
+        let spec = requests[item.requestIndex]
+        var row: DataRow?
+        switch item.row {
+        case .failure(let failure)?:
+            let name = spec.name.needsRow ? "\(spec.each?.name ?? "data"):row \(failure.index)" : spec.name.expand(row: nil)
+            return .failure(PreparationFailure(name: name, error: RowError(code: .invalidRow, label: nil, message: failure.message)))
+        case .success(let value)?: row = value
+        case nil: row = nil
+        }
+        let name = spec.name.expand(row: row)
+        if let row {
+            let templates = [spec.name, spec.path] + spec.headers.map(\.value) + (spec.payload?.templates ?? [])
+            for template in templates {
+                for column in template.rowColumns where row.values[column] == nil {
+                    return .failure(PreparationFailure(name: name, error: RowError(code: .invalidRow, label: nil,
+                        message: "\(spec.each?.name ?? "data"):\(row.line): row has no \"\(column)\" column")))
+                }
+            }
+        }
+        let url = Endpoint.requestURL(base: baseURL, path: spec.path.expand(row: row))
+        guard URL(string: url) != nil else {
+            return .failure(PreparationFailure(name: name, error: RowError(code: .invalidConfigurationURL, label: nil,
+                message: "the request path does not form a valid URL")))
+        }
+        var headers: [(name: String, value: String)] = []
+        for field in mergeHeaders(self.headers, spec.headers) {
+            let value = field.value.expand(row: row)
+            if value.contains("\r") || value.contains("\n") {
+                return .failure(PreparationFailure(name: name, error: RowError(code: .invalidRow, label: nil,
+                    message: "header \(field.name) value from the data row contains a line break")))
+            }
+            headers.append((field.name, value))
+        }
+        var body: [UInt8]?
+        if let payload = spec.payload {
+            var bytes: [UInt8] = []
+            payload.expand(row: row).write(to: &bytes)
+            body = bytes
+            headers.removeAll { $0.name.lowercased() == "content-type" }
+            headers.append(("Content-Type", "application/json"))
+        }
+        if !headers.contains(where: { $0.name.lowercased() == "vgs-client" }) {
+            headers.append(("vgs-client", "source=showbatch&medium=vgs-show&content=\(showbatchVersion)"))
+        }
+        return .success(PreparedRequest(name: name, method: spec.method, url: url, headers: headers, body: body))
+    }
+}

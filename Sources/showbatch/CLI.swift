@@ -1,0 +1,68 @@
+import Foundation
+import ShowbatchCore
+
+/// Exit codes of SPEC section 4.
+enum ExitCode {
+    static let ok: Int32 = 0
+    static let rowsFailed: Int32 = 1
+    static let usage: Int32 = 2
+    static let runtime: Int32 = 3
+    static let interrupted: Int32 = 130
+}
+
+/// Runs one invocation and returns its exit code.
+enum CLI {
+    static func main(_ arguments: [String]) async -> Int32 {
+        let invocation: Invocation
+        do {
+            invocation = try ArgumentParser.parse(arguments)
+        } catch {
+            Console.err(error.description + "\n")
+            return ExitCode.usage
+        }
+        switch invocation {
+        case .help(let topic):
+            Console.out(Help.text(topic))
+            return ExitCode.ok
+        case .version:
+            Console.out("showbatch \(showbatchVersion)\n")
+            return ExitCode.ok
+        case .validate(let manifests):
+            return validate(manifests)
+        case .plan(let manifest, let json):
+            return plan(manifest, json: json)
+        case .run(let run):
+            return await RunCommand.execute(run)
+        case .emulate(let emulate):
+            return await EmulateCommand.execute(emulate)
+        }
+    }
+
+    static func validate(_ paths: [String]) -> Int32 {
+        var failed = false
+        for path in paths {
+            do {
+                let manifest = try ManifestLoader.load(path: path)
+                let count = manifest.requests.count
+                Console.out("\(path): ok (\(count) request\(count == 1 ? "" : "s"))\n")
+            } catch {
+                failed = true
+                Console.err(error.description + "\n")
+                let count = error.diagnostics.count
+                Console.err("\(path): \(count) problem\(count == 1 ? "" : "s")\n")
+            }
+        }
+        return failed ? ExitCode.usage : ExitCode.ok
+    }
+
+    static func plan(_ path: String, json: Bool) -> Int32 {
+        do {
+            let plan = Plan(manifest: try ManifestLoader.load(path: path))
+            Console.out(json ? plan.json : plan.text)
+            return ExitCode.ok
+        } catch {
+            Console.err(error.description + "\n")
+            return ExitCode.usage
+        }
+    }
+}

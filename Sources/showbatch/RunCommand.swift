@@ -1,0 +1,15 @@
+import ShowbatchCore
+
+enum RunCommand {
+    static func execute(_ run: RunArguments) async -> Int32 {
+        Console.err("showbatch: error: run is not yet available\n")
+        return ExitCode.usage
+    }
+}
+
+enum EmulateCommand {
+    static func execute(_ emulate: EmulateArguments) async -> Int32 {
+        Console.err("showbatch: error: emulate is not yet available\n")
+        return ExitCode.usage
+    }
+}
