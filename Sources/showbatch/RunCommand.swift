@@ -7,9 +7,3 @@ enum RunCommand {
     }
 }
 
-enum EmulateCommand {
-    static func execute(_ emulate: EmulateArguments) async -> Int32 {
-        Console.err("showbatch: error: emulate is not yet available\n")
-        return ExitCode.usage
-    }
-}

@@ -1,0 +1,117 @@
+import Foundation
+import ShowbatchCore
+
+/// Settings of an emulator: what it reveals and which faults it injects.
+public struct EmulatorConfiguration: Sendable {
+    /// Port to bind on 127.0.0.1; 0 picks a free one.
+    public var port = 0
+    /// Alias → revealed value.
+    public var aliases: [String: String] = [:]
+    /// Custom hostname → vault, answered by the hostname check endpoint.
+    public var cnames: [String: String] = [:]
+    /// Delay of every answer.
+    public var latency: Duration = .zero
+    /// Up to this much is added to or taken from the latency (uniformly, seeded).
+    public var jitter: Duration = .zero
+    /// Fraction of requests answered with `failStatus`.
+    public var failRate = 0.0
+    /// Status of injected failures.
+    public var failStatus = 500
+    /// Requests per interval before 429 with Retry-After.
+    public var throttle: Rate?
+    /// Fraction of requests whose connection is closed without an answer.
+    public var dropRate = 0.0
+    /// Fraction of requests answered 200 with a body that is not JSON.
+    public var malformedRate = 0.0
+    /// Seed of the fault choices.
+    public var seed: UInt64 = 1
+    /// Largest request head accepted (431 past it).
+    public var maxHeaderBytes = 16 * 1024
+    /// Largest request body accepted (413 past it).
+    public var maxBodyBytes = 8 * 1024 * 1024
+
+    /// The default configuration: no faults, no aliases.
+    public init() {}
+
+    /// Aliases revealed when a manifest has no `emulator:` section (those of the samples).
+    public static let sampleAliases: [String: String] = [
+        "tok_sandbox_abc": "4111111111111111",
+        "tok_sandbox_def": "01/2030",
+        "tok_sandbox_5FvQ8mGm7Xt1": "4111111111111111",
+        "tok_sandbox_9sYzKc3vB2wq": "12/2030",
+        "tok_sandbox_Hd8f3LkQ2mZp": "5555555555554444",
+        "tok_sandbox_Lq2Vn8Rt4sXa": "01/2029",
+        "tok_sandbox_Pz7Yc1Wb6eKd": "Ada Lovelace",
+    ]
+
+    /// Parses `D` or `D±J` (also `D+-J`) into latency and jitter.
+    public static func parseLatency(_ text: String) -> (Duration, Duration)? {
+        for separator in ["±", "+-"] {
+            if let range = text.range(of: separator) {
+                guard let base = Units.duration(String(text[..<range.lowerBound])) ?? zero(text[..<range.lowerBound]),
+                      let jitter = Units.duration(String(text[range.upperBound...])) else { return nil }
+                return (base, jitter)
+            }
+        }
+        guard let base = Units.duration(text) ?? zero(Substring(text)) else { return nil }
+        return (base, .zero)
+    }
+
+    private static func zero(_ text: Substring) -> Duration? {
+        ["0", "0s", "0ms"].contains(text) ? .zero : nil
+    }
+}
+
+/// A problem starting the emulator or reading its alias file.
+public struct EmulatorError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong.
+    public let message: String
+
+    public var description: String { message }
+}
+
+/// Reads alias files: CSV `alias,value` with a header line, or a JSON object.
+public enum AliasFile {
+    /// The alias table in `path`; the error names the file and line, never a value.
+    public static func load(path: String) throws(EmulatorError) -> [String: String] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw EmulatorError(message: "\(path): cannot be read")
+        }
+        let firstByte = data.first { !($0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09) }
+        if firstByte == UInt8(ascii: "{") {
+            guard case .object(let members)? = try? JSONParser.parse(data) else {
+                throw EmulatorError(message: "\(path): is not a JSON object of alias to value")
+            }
+            var table: [String: String] = [:]
+            for member in members {
+                switch member.value {
+                case .string(let text): table[member.key] = text
+                case .number(let text): table[member.key] = text
+                default: throw EmulatorError(message: "\(path): the value of alias \"\(member.key)\" is not a string")
+                }
+            }
+            return table
+        }
+        do {
+            var reader = try CSVRecordReader(path: path, name: path)
+            defer { reader.close() }
+            guard let header = try reader.next() else { return [:] }
+            guard header.fields.count == 2 else {
+                throw EmulatorError(message: "\(path):\(header.line): expected a header of two columns, alias,value")
+            }
+            var table: [String: String] = [:]
+            while let record = try reader.next() {
+                guard record.fields.count == 2 else {
+                    throw EmulatorError(message: "\(path):\(record.line): expected 2 fields, alias,value; found \(record.fields.count)")
+                }
+                table[record.fields[0]] = record.fields[1]
+            }
+            return table
+        } catch let error as EmulatorError {
+            throw error
+        } catch {
+            throw EmulatorError(message: "\(error)")
+        }
+    }
+}
+

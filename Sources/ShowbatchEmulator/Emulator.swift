@@ -1,0 +1,223 @@
+import Foundation
+import ShowbatchCore
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A loopback HTTP/1.1 server standing in for a VGS reveal route in front of an echo upstream.
+///
+/// It binds 127.0.0.1 only. Each connection is served by its own thread with blocking I/O:
+/// on loopback that is as fast as an event loop for the few hundred connections a run opens,
+/// and injected latency can simply sleep.
+public final class Emulator: Sendable {
+    /// Counts of what the emulator answered.
+    public struct Counts: Sendable, Equatable {
+        /// Requests answered or dropped (hostname checks included).
+        public var requests = 0
+        /// Answers with an injected failure status.
+        public var failed = 0
+        /// Answers 429 from the throttle.
+        public var throttled = 0
+        /// Connections dropped without an answer.
+        public var dropped = 0
+        /// Answers whose body is not JSON.
+        public var malformed = 0
+    }
+
+    private struct FaultState {
+        var random: SeededGenerator
+        var tokens: Double
+        var refilled: ContinuousClock.Instant
+    }
+
+    /// The configuration it serves.
+    public let configuration: EmulatorConfiguration
+    /// The port it listens on.
+    public let port: Int
+    private let listener: Int32
+    private let state: Mutex<FaultState>
+    private let counts = Mutex(Counts())
+    private let connections = Mutex<Set<Int32>>([])
+    private let stopped = Atomic<Bool>(false)
+
+    /// `http://127.0.0.1:PORT`.
+    public var baseURL: String { "http://127.0.0.1:\(port)" }
+
+    /// What has been answered so far.
+    public var snapshot: Counts { counts.withLock { $0 } }
+
+    /// Binds and listens; call `start()` to accept connections.
+    public init(configuration: EmulatorConfiguration) throws(EmulatorError) {
+        self.configuration = configuration
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw EmulatorError(message: "cannot create a socket: \(String(cString: strerror(errno)))") }
+        var yes: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(configuration.port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(fd, 1024) == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            throw EmulatorError(message: "cannot listen on 127.0.0.1:\(configuration.port): \(reason)")
+        }
+        var actual = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &actual) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        listener = fd
+        port = Int(UInt16(bigEndian: actual.sin_port))
+        state = Mutex(FaultState(random: SeededGenerator(seed: configuration.seed),
+                                 tokens: Double(configuration.throttle?.count ?? 0),
+                                 refilled: .now))
+    }
+
+    /// Starts accepting connections on a background thread.
+    public func start() {
+        let thread = Thread { [self] in acceptLoop() }
+        thread.name = "showbatch-emulator-accept"
+        thread.start()
+    }
+
+    /// Stops accepting and closes every open connection.
+    public func stop() {
+        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        shutdown(listener, Int32(SHUT_RDWR))
+        close(listener)
+        connections.withLock { open in
+            for fd in open { shutdown(fd, Int32(SHUT_RDWR)) }
+        }
+    }
+
+    deinit { stop() }
+
+    private func acceptLoop() {
+        while !stopped.load(ordering: .acquiring) {
+            let fd = accept(listener, nil, nil)
+            if fd < 0 {
+                if errno == EINTR || errno == ECONNABORTED || errno == EMFILE || errno == ENFILE {
+                    if errno == EMFILE || errno == ENFILE { usleep(10_000) }
+                    continue
+                }
+                return
+            }
+            var yes: Int32 = 1
+            setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &yes, socklen_t(MemoryLayout<Int32>.size))
+            connections.withLock { _ = $0.insert(fd) }
+            let thread = Thread { [self] in
+                serve(fd)
+                connections.withLock { _ = $0.remove(fd) }
+                close(fd)
+            }
+            thread.stackSize = 512 * 1024
+            thread.start()
+        }
+    }
+
+    // MARK: One connection
+
+    private func serve(_ fd: Int32) {
+        var connection = HTTPConnection(fd: fd, maxHeaderBytes: configuration.maxHeaderBytes, maxBodyBytes: configuration.maxBodyBytes)
+        while !stopped.load(ordering: .relaxed) {
+            let request: HTTPRequest
+            switch connection.readRequest() {
+            case .request(let value): request = value
+            case .closed: return
+            case .reject(let status, let reason):
+                _ = connection.write(HTTPResponse.json(status: status, ["error": reason], close: true).bytes)
+                return
+            }
+            guard let response = respond(to: request) else { return }  // dropped
+            guard connection.write(response.bytes) else { return }
+            if response.close || !request.keepAlive { return }
+        }
+    }
+
+    /// The answer to one request; nil drops the connection without one.
+    func respond(to request: HTTPRequest) -> HTTPResponse? {
+        counts.withLock { $0.requests += 1 }
+        let close = !request.keepAlive
+        if request.method == "GET", request.path.hasPrefix("/collect-configs/") {
+            return hostnameCheck(request.path, close: close)
+        }
+        // Four draws per request, always, so each fault's sequence depends on the seed only.
+        let (drop, fail, malformed, jitter, throttled) = state.withLock { state -> (Double, Double, Double, Double, Bool) in
+            let draws = (state.random.unit(), state.random.unit(), state.random.unit(), state.random.unit())
+            var limited = false
+            if let throttle = configuration.throttle {
+                let now = ContinuousClock.now
+                let elapsed = (now - state.refilled).seconds
+                state.refilled = now
+                let capacity = Double(throttle.count)
+                state.tokens = min(capacity, state.tokens + elapsed * capacity / throttle.per.seconds)
+                if state.tokens >= 1 { state.tokens -= 1 } else { limited = true }
+            }
+            return (draws.0, draws.1, draws.2, draws.3, limited)
+        }
+        let delay = configuration.latency.seconds + (jitter * 2 - 1) * configuration.jitter.seconds
+        if delay > 0 { usleep(UInt32(min(delay, 60) * 1_000_000)) }
+        if drop < configuration.dropRate {
+            counts.withLock { $0.dropped += 1 }
+            return nil
+        }
+        if throttled {
+            counts.withLock { $0.throttled += 1 }
+            var response = HTTPResponse.json(status: 429, ["error": "rate limited"], close: close)
+            response.extraHeaders.append(("Retry-After", "1"))
+            return response
+        }
+        if fail < configuration.failRate {
+            counts.withLock { $0.failed += 1 }
+            return HTTPResponse.json(status: configuration.failStatus, ["error": "injected failure"], close: close)
+        }
+        var body: JSONValue = .null
+        if !request.body.isEmpty {
+            guard let parsed = try? JSONParser.parse(request.body) else {
+                return HTTPResponse.json(status: 400, ["error": "request body is not JSON"], close: close)
+            }
+            body = reveal(parsed)
+        }
+        if malformed < configuration.malformedRate {
+            counts.withLock { $0.malformed += 1 }
+            return HTTPResponse(status: 200, contentType: "application/json", body: Array("{\"json\": {\"trunc".utf8), close: close)
+        }
+        let echo: JSONValue = .object([
+            JSONMember("json", body),
+            JSONMember("method", .string(request.method)),
+            JSONMember("path", .string(request.path)),
+            JSONMember("headers", .object(request.headers.map { JSONMember($0.name, .string($0.value)) })),
+        ])
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(512)
+        echo.write(to: &bytes)
+        return HTTPResponse(status: 200, contentType: "application/json", body: bytes, close: close)
+    }
+
+    /// Every string that is a known alias, at any depth, replaced by its value.
+    func reveal(_ value: JSONValue) -> JSONValue {
+        switch value {
+        case .string(let text): return .string(configuration.aliases[text] ?? text)
+        case .array(let items): return .array(items.map(reveal))
+        case .object(let members): return .object(members.map { JSONMember($0.key, reveal($0.value)) })
+        default: return value
+        }
+    }
+
+    private func hostnameCheck(_ path: String, close: Bool) -> HTTPResponse {
+        let file = path.dropFirst("/collect-configs/".count)
+        if file.hasSuffix(".txt"), let separator = file.range(of: "__") {
+            let host = String(file[..<separator.lowerBound])
+            let vault = String(file[separator.upperBound...].dropLast(4))
+            if let expected = configuration.cnames[host], expected == vault {
+                return HTTPResponse(status: 200, contentType: "text/plain", body: Array("https://\(host)\n".utf8), close: close)
+            }
+        }
+        return HTTPResponse(status: 403, contentType: "text/plain", body: Array("forbidden\n".utf8), close: close)
+    }
+}

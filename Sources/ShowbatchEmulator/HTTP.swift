@@ -1,0 +1,236 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A parsed HTTP/1.1 request.
+struct HTTPRequest {
+    var method: String
+    var path: String
+    var version: String
+    var headers: [(name: String, value: String)]
+    var body: [UInt8]
+
+    func header(_ name: String) -> String? {
+        headers.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+    }
+
+    /// Whether the connection stays open after the answer.
+    var keepAlive: Bool {
+        let connection = header("Connection")?.lowercased()
+        if version == "HTTP/1.0" { return connection == "keep-alive" }
+        return connection != "close"
+    }
+}
+
+/// An answer to write.
+struct HTTPResponse {
+    var status: Int
+    var contentType: String
+    var body: [UInt8]
+    var close: Bool
+    var extraHeaders: [(String, String)] = []
+
+    static func json(status: Int, _ fields: [String: String], close: Bool) -> HTTPResponse {
+        var body: [UInt8] = [UInt8(ascii: "{")]
+        for (index, key) in fields.keys.sorted().enumerated() {
+            if index > 0 { body.append(UInt8(ascii: ",")) }
+            body.append(contentsOf: "\"\(key)\":\"\(fields[key]!)\"".utf8)
+        }
+        body.append(UInt8(ascii: "}"))
+        return HTTPResponse(status: status, contentType: "application/json", body: body, close: close)
+    }
+
+    var bytes: [UInt8] {
+        var head = "HTTP/1.1 \(status) \(HTTPResponse.reason(status))\r\nContent-Type: \(contentType)\r\nContent-Length: \(body.count)\r\n"
+        for (name, value) in extraHeaders { head += "\(name): \(value)\r\n" }
+        if close { head += "Connection: close\r\n" }
+        head += "\r\n"
+        return Array(head.utf8) + body
+    }
+
+    static func reason(_ status: Int) -> String {
+        switch status {
+        case 200: return "OK"
+        case 400: return "Bad Request"
+        case 403: return "Forbidden"
+        case 413: return "Content Too Large"
+        case 429: return "Too Many Requests"
+        case 431: return "Request Header Fields Too Large"
+        case 500: return "Internal Server Error"
+        case 502: return "Bad Gateway"
+        case 503: return "Service Unavailable"
+        case 504: return "Gateway Timeout"
+        default: return "Status"
+        }
+    }
+}
+
+/// Reads requests from one socket with bounded buffers; handles pipelining, split reads,
+/// Content-Length and chunked bodies.
+struct HTTPConnection {
+    enum Outcome {
+        case request(HTTPRequest)
+        case closed
+        case reject(status: Int, reason: String)
+    }
+
+    let fd: Int32
+    let maxHeaderBytes: Int
+    let maxBodyBytes: Int
+    private var buffer: [UInt8] = []
+    private var start = 0
+    private var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+
+    init(fd: Int32, maxHeaderBytes: Int, maxBodyBytes: Int) {
+        self.fd = fd
+        self.maxHeaderBytes = maxHeaderBytes
+        self.maxBodyBytes = maxBodyBytes
+    }
+
+    /// Reads more bytes; false when the peer closed or failed.
+    private mutating func fill() -> Bool {
+        if start > 0 && start == buffer.count {
+            buffer.removeAll(keepingCapacity: true)
+            start = 0
+        } else if start > 64 * 1024 {
+            buffer.removeFirst(start)
+            start = 0
+        }
+        while true {
+            let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if count > 0 {
+                buffer.append(contentsOf: chunk[0..<count])
+                return true
+            }
+            if count < 0 && errno == EINTR { continue }
+            return false
+        }
+    }
+
+    private var available: Int { buffer.count - start }
+
+    private func find(_ pattern: [UInt8], from offset: Int) -> Int? {
+        guard buffer.count - offset >= pattern.count else { return nil }
+        var index = offset
+        let last = buffer.count - pattern.count
+        while index <= last {
+            if buffer[index] == pattern[0] {
+                var matched = true
+                for k in 1..<pattern.count where buffer[index + k] != pattern[k] {
+                    matched = false
+                    break
+                }
+                if matched { return index }
+            }
+            index += 1
+        }
+        return nil
+    }
+
+    mutating func readRequest() -> Outcome {
+        // The head.
+        var headEnd: Int?
+        var searched = start
+        while true {
+            if let end = find([13, 10, 13, 10], from: max(start, searched - 3)) {
+                headEnd = end
+                break
+            }
+            searched = buffer.count
+            if available > maxHeaderBytes { return .reject(status: 431, reason: "request header fields too large") }
+            guard fill() else { return .closed }
+        }
+        guard let end = headEnd else { return .closed }
+        if end - start > maxHeaderBytes { return .reject(status: 431, reason: "request header fields too large") }
+        let head = String(decoding: buffer[start..<end], as: UTF8.self)
+        start = end + 4
+        var lines = head.split(separator: "\r\n", omittingEmptySubsequences: false)
+        // Tolerate blank lines before a request (RFC 9112 2.2).
+        while lines.first?.isEmpty == true { lines.removeFirst() }
+        guard let requestLine = lines.first else { return .reject(status: 400, reason: "empty request") }
+        let parts = requestLine.split(separator: " ")
+        guard parts.count == 3, parts[2].hasPrefix("HTTP/1.") else {
+            return .reject(status: 400, reason: "malformed request line")
+        }
+        var headers: [(name: String, value: String)] = []
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { return .reject(status: 400, reason: "malformed header") }
+            headers.append((String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
+        }
+        var request = HTTPRequest(method: String(parts[0]), path: String(parts[1]), version: String(parts[2]), headers: headers, body: [])
+        // The body.
+        if request.header("Transfer-Encoding")?.lowercased().contains("chunked") == true {
+            switch readChunked() {
+            case .success(let body): request.body = body
+            case .failure(let outcome): return outcome.value
+            }
+        } else if let lengthText = request.header("Content-Length") {
+            guard let length = Int(lengthText), length >= 0 else { return .reject(status: 400, reason: "invalid content-length") }
+            if length > maxBodyBytes { return .reject(status: 413, reason: "request body too large") }
+            while available < length {
+                guard fill() else { return .closed }
+            }
+            request.body = Array(buffer[start..<start + length])
+            start += length
+        }
+        return .request(request)
+    }
+
+    private struct Rejected: Error { let value: Outcome }
+
+    private mutating func readChunked() -> Result<[UInt8], Rejected> {
+        var body: [UInt8] = []
+        while true {
+            var lineEnd = find([13, 10], from: start)
+            while lineEnd == nil {
+                if available > 1024 { return .failure(Rejected(value: .reject(status: 400, reason: "malformed chunk size"))) }
+                guard fill() else { return .failure(Rejected(value: .closed)) }
+                lineEnd = find([13, 10], from: start)
+            }
+            let sizeText = String(decoding: buffer[start..<lineEnd!], as: UTF8.self)
+            let sizeField = sizeText.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+            guard let size = Int(sizeField, radix: 16), size >= 0 else {
+                return .failure(Rejected(value: .reject(status: 400, reason: "malformed chunk size")))
+            }
+            start = lineEnd! + 2
+            if size == 0 {
+                // Trailers end with an empty line.
+                while true {
+                    var end = find([13, 10], from: start)
+                    while end == nil {
+                        guard fill() else { return .failure(Rejected(value: .closed)) }
+                        end = find([13, 10], from: start)
+                    }
+                    let empty = end! == start
+                    start = end! + 2
+                    if empty { return .success(body) }
+                }
+            }
+            if body.count + size > maxBodyBytes {
+                return .failure(Rejected(value: .reject(status: 413, reason: "request body too large")))
+            }
+            while available < size + 2 {
+                guard fill() else { return .failure(Rejected(value: .closed)) }
+            }
+            body.append(contentsOf: buffer[start..<start + size])
+            start += size + 2
+        }
+    }
+
+    /// Writes all of `bytes`; false when the peer is gone.
+    func write(_ bytes: [UInt8]) -> Bool {
+        var offset = 0
+        return bytes.withUnsafeBytes { raw in
+            while offset < raw.count {
+                let sent = send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
+                if sent < 0 {
+                    if errno == EINTR { continue }
+                    return false
+                }
+                offset += sent
+            }
+            return true
+        }
+    }
+}

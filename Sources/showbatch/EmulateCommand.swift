@@ -1,0 +1,64 @@
+import Foundation
+import ShowbatchCore
+import ShowbatchEmulator
+
+/// `showbatch emulate`: serve the emulator in the foreground until SIGINT or SIGTERM.
+enum EmulateCommand {
+    static func configuration(_ arguments: EmulateArguments) throws(UsageError) -> EmulatorConfiguration {
+        var configuration = EmulatorConfiguration()
+        configuration.port = arguments.port
+        if let path = arguments.aliases {
+            do {
+                configuration.aliases = try AliasFile.load(path: path)
+            } catch {
+                throw UsageError(message: "--aliases \(error.message)", command: "emulate")
+            }
+        } else {
+            configuration.aliases = EmulatorConfiguration.sampleAliases
+        }
+        for cname in arguments.cnames {
+            let parts = cname.split(separator: "=", maxSplits: 1)
+            configuration.cnames[String(parts[0]).lowercased()] = String(parts[1])
+        }
+        if let latency = arguments.latency {
+            guard let (base, jitter) = EmulatorConfiguration.parseLatency(latency) else {
+                throw UsageError(message: "--latency must be a duration with optional jitter, such as 50ms or 50ms±10ms; got \"\(latency)\"", command: "emulate")
+            }
+            configuration.latency = base
+            configuration.jitter = jitter
+        }
+        configuration.failRate = arguments.failRate
+        configuration.failStatus = arguments.failStatus
+        configuration.throttle = arguments.throttle
+        configuration.dropRate = arguments.dropRate
+        configuration.malformedRate = arguments.malformedRate
+        configuration.seed = arguments.seed
+        return configuration
+    }
+
+    static func execute(_ arguments: EmulateArguments) async -> Int32 {
+        let emulator: Emulator
+        do {
+            emulator = try Emulator(configuration: try configuration(arguments))
+        } catch let error as UsageError {
+            Console.err(error.description + "\n")
+            return ExitCode.usage
+        } catch {
+            Console.err("showbatch: error: \(error)\n")
+            return ExitCode.runtime
+        }
+        emulator.start()
+        Console.out("showbatch emulator serving \(emulator.baseURL) (\(emulator.configuration.aliases.count) aliases); stop with Ctrl-C\n")
+        let signals = SignalWaiter()
+        var last = emulator.snapshot
+        while !(await signals.wait(for: .seconds(60))) {
+            let now = emulator.snapshot
+            Console.out("requests \(now.requests - last.requests)/min: failed \(now.failed - last.failed), throttled \(now.throttled - last.throttled), dropped \(now.dropped - last.dropped), malformed \(now.malformed - last.malformed)\n")
+            last = now
+        }
+        emulator.stop()
+        let total = emulator.snapshot
+        Console.out("stopped after \(total.requests) requests\n")
+        return ExitCode.ok
+    }
+}
