@@ -1,9 +1,191 @@
+import Foundation
 import ShowbatchCore
+import ShowbatchEmulator
+import Synchronization
 
+/// `showbatch run`: load, optionally start the emulator, run, print the summary, map the exit code.
 enum RunCommand {
-    static func execute(_ run: RunArguments) async -> Int32 {
-        Console.err("showbatch: error: run is not yet available\n")
-        return ExitCode.usage
+    static func execute(_ arguments: RunArguments) async -> Int32 {
+        let environment = ProcessInfo.processInfo.environment
+        let manifest: Manifest
+        do {
+            manifest = try ManifestLoader.load(path: arguments.manifest, environment: environment)
+        } catch {
+            Console.err(error.description + "\n")
+            return ExitCode.usage
+        }
+        let values = arguments.options
+        var options = RunOptions()
+        options.output = values.output
+        options.format = values.format
+        options.concurrency = values.concurrency
+        options.rate = values.rate
+        options.timeout = values.timeout
+        options.failFast = values.failFast
+        options.resume = values.resume
+        options.strictHostname = values.strictHostname
+        options.logFormat = values.logFormat
+        options.quiet = values.quiet
+        options.verbose = values.verbose
+        let stderrIsTerminal = isatty(STDERR_FILENO) == 1
+        options.progress = values.progress == .auto ? (stderrIsTerminal && values.logFormat == .text && !values.quiet ? .always : .never) : values.progress
+        if let text = values.shard {
+            switch Shard.parse(text, environment: environment) {
+            case .success(let shard): options.shard = shard
+            case .failure(let error):
+                Console.err(UsageError(message: error.message, command: "run").description + "\n")
+                return ExitCode.usage
+            }
+        }
+        var emulator: Emulator?
+        if arguments.emulate {
+            do {
+                var configuration = EmulatorConfiguration()
+                switch manifest.emulator {
+                case .aliases(let table)?: configuration.aliases = table
+                case .file(let path)?: configuration.aliases = try AliasFile.load(path: path)
+                case nil: configuration.aliases = EmulatorConfiguration.sampleAliases
+                }
+                let started = try Emulator(configuration: configuration)
+                started.start()
+                emulator = started
+                options.baseURLOverride = started.baseURL
+            } catch {
+                Console.err("showbatch: error: cannot start the emulator: \(error)\n")
+                return ExitCode.runtime
+            }
+        }
+        defer { emulator?.stop() }
+
+        let printer = EventPrinter(format: options.logFormat, progress: options.progress == .always, quiet: options.quiet)
+        let runner = Runner(manifest: manifest, options: options, environment: environment) { printer.handle($0) }
+        let task = Task { () throws(RunError) -> RunSummary in try await runner.run() }
+        let signals = SignalWaiter { task.cancel() }
+        defer { _ = signals }
+        let summary: RunSummary
+        do {
+            summary = try await task.value
+        } catch {
+            printer.endProgress()
+            guard let error = error as? RunError else {
+                printer.error("\(error)")
+                return ExitCode.runtime
+            }
+            switch error {
+            case .usage(let message):
+                Console.err(UsageError(message: message, command: "run").description + "\n")
+                return ExitCode.usage
+            case .runtime(let message):
+                printer.error(message)
+                return ExitCode.runtime
+            }
+        }
+        printer.endProgress()
+        printer.summary(summary)
+        if summary.interrupted { return ExitCode.interrupted }
+        return summary.ok == summary.rows && summary.skipped == 0 ? ExitCode.ok : ExitCode.rowsFailed
     }
 }
 
+/// Prints run events on stderr as text or JSON lines, with a live progress line on a terminal.
+final class EventPrinter: Sendable {
+    let format: LogFormat
+    let progress: Bool
+    let quiet: Bool
+    private let progressShown = Mutex(false)
+
+    init(format: LogFormat, progress: Bool, quiet: Bool) {
+        self.format = format
+        self.progress = progress
+        self.quiet = quiet
+    }
+
+    func handle(_ event: RunEvent) {
+        switch event {
+        case .warning(let message):
+            if quiet { return }
+            endProgress()
+            if format == .json {
+                line([JSONMember("event", .string("warning")), JSONMember("message", .string(message))])
+            } else {
+                Console.err("showbatch: warning: \(message)\n")
+            }
+        case .attempt(let record):
+            endProgress()
+            let duration = Units.text(record.duration)
+            if format == .json {
+                line([JSONMember("event", .string("attempt")), JSONMember("request", .string(record.request)),
+                      JSONMember("method", .string(record.method)), JSONMember("url", .string(record.url)),
+                      JSONMember("attempt", .number(String(record.attempt))),
+                      JSONMember("status", record.status.map { .number(String($0)) } ?? .null),
+                      JSONMember("failure", record.failure.map(JSONValue.string) ?? .null),
+                      JSONMember("duration_ms", .number(String(Int(record.duration.seconds * 1000))))])
+            } else {
+                let outcome = record.status.map(String.init) ?? (record.failure ?? "-")
+                Console.err("\(record.method) \(record.url) \(outcome) \(duration) \(record.request) (attempt \(record.attempt))\n")
+            }
+        case .progress(let value):
+            guard progress else { return }
+            var text = "\r\u{1B}[2K"
+            let rate = value.elapsed.seconds > 0 ? Double(value.done) / value.elapsed.seconds : 0
+            if let total = value.total, total > 0 {
+                let fraction = Double(value.done) / Double(total)
+                let filled = Int(fraction * 24)
+                text += "[" + String(repeating: "#", count: filled) + String(repeating: "-", count: 24 - filled) + "] "
+                text += "\(value.done)/\(total) \(Int(fraction * 100))%"
+                if rate > 0, value.done < total { text += " ETA \(Units.text(Units.seconds(Double(total - value.done) / rate)))" }
+            } else {
+                text += "\(value.done) rows"
+            }
+            text += " \(Int(rate)) req/s"
+            if value.failed > 0 { text += " \(value.failed) failed" }
+            progressShown.withLock { $0 = true }
+            Console.err(text)
+        }
+    }
+
+    func endProgress() {
+        let shown = progressShown.withLock { shown in
+            defer { shown = false }
+            return shown
+        }
+        if shown { Console.err("\r\u{1B}[2K") }
+    }
+
+    func error(_ message: String) {
+        if format == .json {
+            line([JSONMember("event", .string("error")), JSONMember("message", .string(message))])
+        } else {
+            Console.err("showbatch: error: \(message)\n")
+        }
+    }
+
+    func summary(_ summary: RunSummary) {
+        if quiet { return }
+        if format == .json {
+            line([JSONMember("event", .string("summary")), JSONMember("rows", .number(String(summary.rows))),
+                  JSONMember("ok", .number(String(summary.ok))), JSONMember("partial", .number(String(summary.partial))),
+                  JSONMember("failed", .number(String(summary.failed))), JSONMember("retries", .number(String(summary.retries))),
+                  JSONMember("replayed", .number(String(summary.replayed))), JSONMember("skipped", .number(String(summary.skipped))),
+                  JSONMember("elapsed_s", .number(String(format: "%.3f", summary.elapsed.seconds))),
+                  JSONMember("requests_per_s", .number(String(format: "%.1f", summary.rate))),
+                  JSONMember("interrupted", .bool(summary.interrupted)),
+                  JSONMember("outputs", .array(summary.outputs.map(JSONValue.string)))])
+            return
+        }
+        var text = "showbatch: \(summary.rows) rows: \(summary.ok) ok, \(summary.partial) partial, \(summary.failed) failed; "
+        text += "\(summary.retries) retries; \(Units.text(summary.elapsed)), \(String(format: "%.1f", summary.rate)) requests/s"
+        if summary.replayed > 0 { text += "; \(summary.replayed) from the journal" }
+        if summary.skipped > 0 { text += "; \(summary.skipped) not sent (--fail-fast)" }
+        if summary.interrupted {
+            text += "; interrupted: outputs left as .partial, rerun with --resume"
+        } else {
+            text += "; wrote \(summary.outputs.joined(separator: ", "))"
+        }
+        Console.err(text + "\n")
+    }
+
+    private func line(_ members: [JSONMember]) {
+        Console.err(JSONValue.object(members).compactText + "\n")
+    }
+}

@@ -1,0 +1,200 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Append-only record of the rows an output has finished, so that `--resume` skips them.
+///
+/// The first line identifies the run (manifest hash, shard, format, columns); each further
+/// line is one row in write order. A torn last line (a crash mid-write) is dropped on resume.
+final class Journal {
+    let path: String
+    private let handle: FileHandle
+    private var buffer: [UInt8] = []
+    private var unsynced = 0
+    private var lastSync = ContinuousClock.now
+    private var replay: [ResultRow] = []
+    private var replayIndex = 0
+    private var reader: ChunkedReader?
+
+    /// The journal's identity line.
+    static func header(manifestHash: UInt64, shard: Shard?, output: String, format: OutputFormat, labels: [String]) -> String {
+        let value: JSONValue = .object([
+            JSONMember("showbatch_journal", .number("1")),
+            JSONMember("manifest", .string(String(manifestHash, radix: 16))),
+            JSONMember("shard", .string(shard.map { "\($0.index)/\($0.count)" } ?? "")),
+            JSONMember("output", .string(output)),
+            JSONMember("format", .string(format.rawValue)),
+            JSONMember("labels", .array(labels.map(JSONValue.string))),
+        ])
+        return value.compactText
+    }
+
+    /// Opens the journal of `output`: with `resume`, keeps the rows an earlier run recorded
+    /// (refusing a journal of another manifest); without it, starts a fresh one.
+    init(output: String, header: String, resume: Bool) throws(RunError) {
+        path = output + ".journal"
+        var keptBytes = 0
+        if resume, FileManager.default.fileExists(atPath: path) {
+            keptBytes = try Journal.validPrefix(path: path, header: header)
+            let fd = open(path, O_WRONLY | O_CLOEXEC)
+            guard fd >= 0, ftruncate(fd, off_t(keptBytes)) == 0 else {
+                throw RunError.runtime("cannot open the journal \(path): \(String(cString: strerror(errno)))")
+            }
+            fchmod(fd, 0o600)
+            handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+            do { _ = try handle.seekToEnd() } catch { throw RunError.runtime("cannot open the journal \(path)") }
+            do {
+                var reader = try ChunkedReader(path: path)
+                // Skip the identity line.
+                while let byte = try reader.next(), byte != 0x0A {}
+                self.reader = reader
+            } catch {
+                throw RunError.runtime("cannot read the journal \(path)")
+            }
+        } else {
+            handle = try createPrivateFile(path)
+            buffer = Array((header + "\n").utf8)
+        }
+    }
+
+    /// The byte length of the journal's complete lines, after checking its identity line.
+    private static func validPrefix(path: String, header: String) throws(RunError) -> Int {
+        do {
+            var reader = try ChunkedReader(path: path)
+            defer { reader.close() }
+            var line: [UInt8] = []
+            var offset = 0
+            var kept = 0
+            var first = true
+            while let byte = try reader.next() {
+                offset += 1
+                if byte != 0x0A {
+                    line.append(byte)
+                    continue
+                }
+                if first {
+                    guard String(decoding: line, as: UTF8.self) == header else {
+                        throw RunError.usage("the journal \(path) belongs to a different manifest, shard or output; remove it to start over, or run without --resume")
+                    }
+                    first = false
+                } else if (try? JSONParser.parse(line)) == nil {
+                    break
+                }
+                kept = offset
+                line.removeAll(keepingCapacity: true)
+            }
+            if first {
+                throw RunError.usage("the journal \(path) is not a showbatch journal; remove it to start over")
+            }
+            return kept
+        } catch let error as RunError {
+            throw error
+        } catch {
+            throw RunError.runtime("cannot read the journal \(path)")
+        }
+    }
+
+    /// The journaled row for `ordinal`, if the earlier run finished it.
+    func replayed(_ ordinal: Int) -> ResultRow? {
+        while true {
+            if replayIndex < replay.count {
+                let row = replay[replayIndex]
+                if row.ordinal > ordinal { return nil }
+                replayIndex += 1
+                if row.ordinal == ordinal { return row }
+                continue
+            }
+            guard reader != nil, let row = readEntry() else { return nil }
+            replay = [row]
+            replayIndex = 0
+        }
+    }
+
+    private func readEntry() -> ResultRow? {
+        var line: [UInt8] = []
+        do {
+            while let byte = try reader!.next() {
+                if byte == 0x0A { return Journal.decode(line) }
+                line.append(byte)
+            }
+        } catch {}
+        reader?.close()
+        reader = nil
+        return nil
+    }
+
+    /// Records a finished row; synced to disk in batches.
+    func append(_ row: ResultRow) throws(RunError) {
+        Journal.encode(row).write(to: &buffer)
+        buffer.append(0x0A)
+        unsynced += 1
+        if unsynced >= 512 || ContinuousClock.now - lastSync > .seconds(1) { try sync() }
+    }
+
+    /// Writes and fsyncs what is buffered.
+    func sync() throws(RunError) {
+        do {
+            if !buffer.isEmpty { try handle.write(contentsOf: buffer) }
+            try handle.synchronize()
+        } catch {
+            throw RunError.runtime("cannot write the journal \(path)")
+        }
+        buffer.removeAll(keepingCapacity: true)
+        unsynced = 0
+        lastSync = .now
+    }
+
+    /// Closes the journal, keeping it (interrupted or failed runs).
+    func close() {
+        try? sync()
+        try? handle.close()
+        reader?.close()
+    }
+
+    /// Closes and deletes the journal (the run finished).
+    func remove() {
+        close()
+        unlink(path)
+    }
+
+    static func encode(_ row: ResultRow) -> JSONValue {
+        .object([
+            JSONMember("o", .number(String(row.ordinal))),
+            JSONMember("r", .string(row.request)),
+            JSONMember("s", .string(row.status.rawValue)),
+            JSONMember("h", row.httpStatus.map { .number(String($0)) } ?? .null),
+            JSONMember("a", .number(String(row.attempts))),
+            JSONMember("l", .array(row.labels.map { .array([.string($0.name), $0.value.map(JSONValue.string) ?? .null]) })),
+            JSONMember("e", .array(row.errors.map {
+                .array([.number(String($0.code.rawValue)), $0.label.map(JSONValue.string) ?? .null, .string($0.message)])
+            })),
+        ])
+    }
+
+    static func decode(_ line: [UInt8]) -> ResultRow? {
+        guard let value = try? JSONParser.parse(line),
+              case .number(let ordinalText)? = value["o"], let ordinal = Int(ordinalText),
+              case .string(let request)? = value["r"],
+              case .string(let statusText)? = value["s"], let status = RowStatus(rawValue: statusText),
+              case .number(let attemptsText)? = value["a"], let attempts = Int(attemptsText),
+              case .array(let labelItems)? = value["l"], case .array(let errorItems)? = value["e"] else { return nil }
+        var httpStatus: Int?
+        if case .number(let text)? = value["h"] { httpStatus = Int(text) }
+        var labels: [(name: String, value: String?)] = []
+        for item in labelItems {
+            guard case .array(let pair) = item, pair.count == 2, case .string(let name) = pair[0] else { return nil }
+            if case .string(let text) = pair[1] { labels.append((name, text)) } else { labels.append((name, nil)) }
+        }
+        var errors: [RowError] = []
+        for item in errorItems {
+            guard case .array(let parts) = item, parts.count == 3, case .number(let codeText) = parts[0],
+                  let code = Int(codeText).flatMap(ErrorCode.init(rawValue:)), case .string(let message) = parts[2] else { return nil }
+            var label: String?
+            if case .string(let text) = parts[1] { label = text }
+            errors.append(RowError(code: code, label: label, message: message))
+        }
+        return ResultRow(ordinal: ordinal, request: request, status: status, httpStatus: httpStatus,
+                         attempts: attempts, labels: labels, errors: errors)
+    }
+}

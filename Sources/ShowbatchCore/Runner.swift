@@ -1,0 +1,435 @@
+import Foundation
+
+/// Something a run reports while it goes; the executable decides how to print it.
+public enum RunEvent: Sendable {
+    /// A warning (hostname fallback, stale journal). Never holds a secret.
+    case warning(String)
+    /// One attempt finished (for `--verbose`): method, URL, status or failure, duration.
+    case attempt(AttemptRecord)
+    /// Rows written so far.
+    case progress(RunProgress)
+}
+
+/// One attempt, as `--verbose` shows it.
+public struct AttemptRecord: Sendable {
+    /// The request name.
+    public var request: String
+    /// The method.
+    public var method: String
+    /// The URL.
+    public var url: String
+    /// 1-based attempt number.
+    public var attempt: Int
+    /// The HTTP status, when one arrived.
+    public var status: Int?
+    /// The failure kind, when none arrived.
+    public var failure: String?
+    /// How long the attempt took.
+    public var duration: Duration
+}
+
+/// Progress of a run.
+public struct RunProgress: Sendable {
+    /// Rows written.
+    public var done: Int
+    /// Rows the run will write, when known.
+    public var total: Int?
+    /// Failed rows so far.
+    public var failed: Int
+    /// Time since the run started.
+    public var elapsed: Duration
+}
+
+/// The outcome of a run.
+public struct RunSummary: Sendable {
+    /// Rows written.
+    public var rows = 0
+    /// Rows with status ok.
+    public var ok = 0
+    /// Rows with status partial.
+    public var partial = 0
+    /// Rows with status failed.
+    public var failed = 0
+    /// Attempts beyond the first, over all rows.
+    public var retries = 0
+    /// Rows taken from the journal instead of being sent.
+    public var replayed = 0
+    /// Work items not sent because `--fail-fast` stopped the run.
+    public var skipped = 0
+    /// Wall time.
+    public var elapsed: Duration = .zero
+    /// Output files written (or "-").
+    public var outputs: [String] = []
+    /// The base URL requests went to.
+    public var baseURL = ""
+    /// True when SIGINT/SIGTERM stopped the run: outputs were not renamed into place.
+    public var interrupted = false
+
+    /// Requests per second over the run.
+    public var rate: Double { elapsed.seconds > 0 ? Double(rows) / elapsed.seconds : 0 }
+}
+
+/// Sends a manifest's requests and writes one row per work item, in order.
+public struct Runner: Sendable {
+    let manifest: Manifest
+    let options: RunOptions
+    let transport: any Transport
+    let events: @Sendable (RunEvent) -> Void
+    let environment: [String: String]
+
+    /// A runner for `manifest`; a URLSession transport is made when none is given.
+    public init(manifest: Manifest, options: RunOptions, transport: (any Transport)? = nil,
+                environment: [String: String] = ProcessInfo.processInfo.environment,
+                events: @escaping @Sendable (RunEvent) -> Void = { _ in }) {
+        self.manifest = manifest
+        self.options = options
+        self.transport = transport ?? URLSessionTransport(maxConnections: options.concurrency ?? manifest.concurrency)
+        self.environment = environment
+        self.events = events
+    }
+
+    struct OutputTarget {
+        var path: String
+        var format: OutputFormat
+        var labels: [String]
+        var escapeFormulas: Bool
+    }
+
+    /// Decides which file each request writes to and each file's columns.
+    func planOutputs() throws(RunError) -> (targets: [OutputTarget], byRequest: [Int]) {
+        let shard = options.shard
+        func shardPath(_ path: String) -> String { path == "-" ? path : (shard?.path(path) ?? path) }
+        var targets: [OutputTarget] = []
+        var byRequest: [Int] = []
+        if let path = options.output {
+            let format: OutputFormat
+            if let explicit = options.format {
+                format = explicit
+            } else if path == "-" {
+                format = .csv
+            } else if let implied = OutputFormat.fromExtension(path) {
+                format = implied
+            } else {
+                throw RunError.usage("cannot tell the format of --output \(path) from its extension; add --format csv, json or jsonl")
+            }
+            targets.append(OutputTarget(path: shardPath(path), format: format, labels: [], escapeFormulas: manifest.output?.escapeFormulas ?? false))
+            byRequest = Array(repeating: 0, count: manifest.requests.count)
+        } else {
+            for (index, request) in manifest.requests.enumerated() {
+                guard let spec = request.output ?? manifest.output else {
+                    throw RunError.usage("request \(index + 1) (line \(request.mark.line)) has no output: give --output PATH, or add output: to the manifest or the request")
+                }
+                let path = shardPath(spec.path)
+                let format = options.format ?? spec.resolvedFormat
+                if let existing = targets.firstIndex(where: { $0.path == path }) {
+                    if targets[existing].format != format {
+                        throw RunError.usage("\(path) is written as both \(targets[existing].format.rawValue) and \(format.rawValue); give one format")
+                    }
+                    byRequest.append(existing)
+                } else {
+                    targets.append(OutputTarget(path: path, format: format, labels: [], escapeFormulas: spec.escapeFormulas))
+                    byRequest.append(targets.count - 1)
+                }
+            }
+        }
+        for (index, request) in manifest.requests.enumerated() {
+            for label in request.labels where !targets[byRequest[index]].labels.contains(label.name) {
+                targets[byRequest[index]].labels.append(label.name)
+            }
+        }
+        return (targets, byRequest)
+    }
+
+    /// The base URL: the override, the satellite, an activated custom hostname, or the vault URL.
+    func resolveBaseURL() async throws(RunError) -> String {
+        if let override = options.baseURLOverride { return override }
+        guard let hostname = manifest.hostname, manifest.satellitePort == nil else { return manifest.vaultURL }
+        guard manifest.hostnameCheck else { return "https://\(hostname)" }
+        let checkURL = Endpoint.hostnameCheckURL(checkBase: environment["SHOWBATCH_HOSTNAME_CHECK_URL"], host: hostname, vault: manifest.vault)
+        let request = PreparedRequest(name: "hostname-check", method: .get, url: checkURL, headers: [], body: nil)
+        let result = await transport.send(request, timeout: min(options.timeout ?? manifest.timeout, .seconds(30)))
+        let reason: String
+        switch result {
+        case .response(let status, _, let body) where (200..<300).contains(status):
+            if String(decoding: body, as: UTF8.self).contains(hostname) { return "https://\(hostname)" }
+            reason = "the answer does not name it"
+        case .response(let status, _, _):
+            reason = "the check answered HTTP \(status)"
+        case .failure(let failure):
+            reason = "the check failed (\(Runner.describe(failure)))"
+        }
+        let message = "hostname \(hostname) is not activated for vault \(manifest.vault) (\(reason))"
+        if options.strictHostname { throw RunError.runtime(message + "; --strict-hostname stops here") }
+        events(.warning(message + "; using \(manifest.vaultURL)"))
+        return manifest.vaultURL
+    }
+
+    static func describe(_ failure: TransportFailure) -> String {
+        switch failure {
+        case .network(let detail): return detail
+        case .timeout: return "timeout"
+        case .bodyTooLarge(let limit): return "body over \(limit >> 20) MiB"
+        case .cancelled: return "cancelled"
+        }
+    }
+
+    /// Runs to the end (or to an interrupt), writing every output.
+    public func run() async throws(RunError) -> RunSummary {
+        let start = ContinuousClock.now
+        let (targets, byRequest) = try planOutputs()
+        var summary = RunSummary()
+        summary.baseURL = try await resolveBaseURL()
+        if options.resume && targets.contains(where: { $0.path == "-" }) {
+            throw RunError.usage("--resume needs file outputs; standard output is not resumable")
+        }
+        var files: [OutputFile] = []
+        var journals: [Journal?] = []
+        do {
+            for target in targets {
+                files.append(try OutputFile(path: target.path, format: target.format, labels: target.labels, escapeFormulas: target.escapeFormulas))
+                if target.path == "-" {
+                    journals.append(nil)
+                } else {
+                    let header = Journal.header(manifestHash: manifest.contentHash, shard: options.shard, output: target.path,
+                                                format: target.format, labels: target.labels)
+                    journals.append(try Journal(output: target.path, header: header, resume: options.resume))
+                }
+            }
+        } catch {
+            files.forEach { $0.abandon() }
+            journals.forEach { $0?.close() }
+            throw error
+        }
+        let total: Int? = options.progress == .never ? nil
+            : WorkItemSequence(manifest: manifest).reduce(0) { count, item in count + (options.shard?.takes(item.ordinal) ?? true ? 1 : 0) }
+
+        let concurrency = options.concurrency ?? manifest.concurrency
+        let window = max(concurrency * 4, 64)
+        let limiter = (options.rate ?? manifest.rateLimit).map { RateLimiter(rate: $0) }
+        let context = AttemptContext(transport: transport, policy: manifest.retry, timeout: options.timeout ?? manifest.timeout,
+                                     limiter: limiter, events: events, verbose: options.verbose)
+        let baseURL = summary.baseURL
+        var writeError: RunError?
+
+        // Rows are written in work-item order; `pending` holds rows that finished early.
+        var pending: [Int: (row: ResultRow, target: Int, replayed: Bool)] = [:]
+        var nextToWrite = 0
+        var nextSequence = 0
+        var inFlight = 0
+        var stopDispatch = false
+        var lastProgress = ContinuousClock.now
+        var items = WorkItemSequence(manifest: manifest)
+        var exhausted = false
+
+        func writeReady() {
+            while let entry = pending.removeValue(forKey: nextToWrite) {
+                nextToWrite += 1
+                guard writeError == nil else { continue }
+                do {
+                    try files[entry.target].write(entry.row)
+                    if !entry.replayed { try journals[entry.target]?.append(entry.row) }
+                } catch {
+                    writeError = error
+                    stopDispatch = true
+                }
+                summary.rows += 1
+                summary.retries += max(0, entry.row.attempts - 1)
+                if entry.replayed { summary.replayed += 1 }
+                switch entry.row.status {
+                case .ok: summary.ok += 1
+                case .partial: summary.partial += 1
+                case .failed: summary.failed += 1
+                }
+                if entry.row.status == .failed && options.failFast { stopDispatch = true }
+            }
+            let now = ContinuousClock.now
+            if now - lastProgress > .milliseconds(100) {
+                lastProgress = now
+                events(.progress(RunProgress(done: summary.rows, total: total, failed: summary.failed, elapsed: now - start)))
+            }
+        }
+
+        await withTaskGroup(of: (Int, Int, ResultRow?).self) { group in
+            while true {
+                if Task.isCancelled { stopDispatch = true }
+                // Fill the window.
+                while !stopDispatch && !exhausted && inFlight < concurrency && nextSequence - nextToWrite < window {
+                    guard let item = items.next() else {
+                        exhausted = true
+                        break
+                    }
+                    if let shard = options.shard, !shard.takes(item.ordinal) { continue }
+                    let sequence = nextSequence
+                    nextSequence += 1
+                    let target = byRequest[item.requestIndex]
+                    if let row = journals[target]?.replayed(item.ordinal) {
+                        pending[sequence] = (row, target, true)
+                        continue
+                    }
+                    switch manifest.prepare(item, baseURL: baseURL) {
+                    case .failure(let failure):
+                        let labels = manifest.requests[item.requestIndex].labels.map { (name: $0.name, value: String?.none) }
+                        pending[sequence] = (ResultRow(ordinal: item.ordinal, request: failure.name, status: .failed, httpStatus: nil,
+                                                       attempts: 0, labels: labels, errors: [failure.error]), target, false)
+                    case .success(let request):
+                        let labels = manifest.requests[item.requestIndex].labels
+                        let ordinal = item.ordinal
+                        inFlight += 1
+                        group.addTask {
+                            (sequence, target, await context.perform(request, ordinal: ordinal, labels: labels))
+                        }
+                    }
+                }
+                writeReady()
+                if inFlight == 0 && (exhausted || stopDispatch) { break }
+                guard let (sequence, target, row) = await group.next() else { break }
+                inFlight -= 1
+                if let row {
+                    pending[sequence] = (row, target, false)
+                } else {
+                    // Cancelled: the row is not written; a resumed run sends it again.
+                    stopDispatch = true
+                }
+            }
+        }
+        // Rows after a gap (a cancelled request) stay unwritten: order is never broken.
+        if stopDispatch && !exhausted && !Task.isCancelled && writeError == nil {
+            summary.skipped = countRemaining(&items)
+        }
+        summary.elapsed = ContinuousClock.now - start
+        summary.outputs = targets.map(\.path)
+        events(.progress(RunProgress(done: summary.rows, total: total, failed: summary.failed, elapsed: summary.elapsed)))
+        if let writeError {
+            files.forEach { $0.abandon() }
+            journals.forEach { $0?.close() }
+            throw writeError
+        }
+        if Task.isCancelled || (!pending.isEmpty) {
+            summary.interrupted = true
+            files.forEach { $0.abandon() }
+            journals.forEach { $0?.close() }
+            return summary
+        }
+        for (index, file) in files.enumerated() {
+            do {
+                try file.finish()
+            } catch {
+                files[index...].forEach { $0.abandon() }
+                journals.forEach { $0?.close() }
+                throw error
+            }
+        }
+        journals.forEach { $0?.remove() }
+        return summary
+    }
+
+    private func countRemaining(_ items: inout WorkItemSequence) -> Int {
+        var count = 0
+        while let item = items.next() {
+            if options.shard?.takes(item.ordinal) ?? true { count += 1 }
+        }
+        return count
+    }
+}
+
+/// A token schedule shared by every attempt of a run: one start per `rate.spacing`.
+actor RateLimiter {
+    private let spacing: Duration
+    private var next = ContinuousClock.now
+
+    init(rate: Rate) { spacing = rate.spacing }
+
+    /// Waits for this attempt's slot.
+    func reserve() -> ContinuousClock.Instant {
+        let now = ContinuousClock.now
+        let slot = max(now, next)
+        next = slot + spacing
+        return slot
+    }
+}
+
+/// Everything an attempt needs, shared by the tasks of a run.
+struct AttemptContext: Sendable {
+    let transport: any Transport
+    let policy: RetryPolicy
+    let timeout: Duration
+    let limiter: RateLimiter?
+    let events: @Sendable (RunEvent) -> Void
+    let verbose: Bool
+
+    /// Sends with retries; nil when the run was cancelled before the row was finished.
+    func perform(_ request: PreparedRequest, ordinal: Int, labels: [LabelBinding]) async -> ResultRow? {
+        var random = SeededGenerator(seed: UInt64(ordinal) &* 0x9E3779B97F4A7C15 &+ 1)
+        var attempt = 0
+        while true {
+            attempt += 1
+            if let limiter {
+                let slot = await limiter.reserve()
+                do { try await Task.sleep(until: slot, clock: .continuous) } catch { return nil }
+            }
+            if Task.isCancelled { return nil }
+            let began = ContinuousClock.now
+            let result = await transport.send(request, timeout: timeout)
+            if verbose {
+                var record = AttemptRecord(request: request.name, method: request.method.rawValue, url: request.url,
+                                           attempt: attempt, status: nil, failure: nil, duration: ContinuousClock.now - began)
+                switch result {
+                case .response(let status, _, _): record.status = status
+                case .failure(let failure): record.failure = Runner.describe(failure)
+                }
+                events(.attempt(record))
+            }
+            let canRetry = attempt < policy.attempts
+            var retryAfter: Duration?
+            switch result {
+            case .failure(.cancelled):
+                return nil
+            case .response(let status, _, let body) where (200..<300).contains(status):
+                return Reveal.row(ordinal: ordinal, request: request.name, status: status, attempts: attempt, body: body, labels: labels)
+            case .response(let status, let headers, _):
+                if !(canRetry && policy.statuses.contains(status)) {
+                    let error = status == 429
+                        ? RowError(code: .rateLimited, label: nil, message: "HTTP 429 after \(attempt) attempt\(attempt == 1 ? "" : "s")")
+                        : RowError(code: .httpStatus, label: nil, message: "HTTP \(status)")
+                    return failed(request, ordinal, labels, status: status, attempts: attempt, error)
+                }
+                retryAfter = headers["retry-after"].flatMap(AttemptContext.parseRetryAfter)
+            case .failure(.timeout):
+                if !(canRetry && policy.timeout) {
+                    return failed(request, ordinal, labels, status: nil, attempts: attempt,
+                                  RowError(code: .timeout, label: nil, message: "no answer within \(Units.text(timeout))"))
+                }
+            case .failure(.network(let detail)):
+                if !(canRetry && policy.network) {
+                    return failed(request, ordinal, labels, status: nil, attempts: attempt,
+                                  RowError(code: .network, label: nil, message: detail))
+                }
+            case .failure(.bodyTooLarge(let limit)):
+                return failed(request, ordinal, labels, status: nil, attempts: attempt,
+                              RowError(code: .unexpectedResponseDataFormat, label: nil, message: "response body is over \(limit >> 20) MiB"))
+            }
+            // Capped exponential backoff with full jitter, unless the server said when.
+            let cap = min(policy.maxBackoff.seconds, policy.backoff.seconds * pow(2, Double(attempt - 1)))
+            let delay = retryAfter ?? Units.seconds(random.unit() * cap)
+            do { try await Task.sleep(for: delay) } catch { return nil }
+        }
+    }
+
+    private func failed(_ request: PreparedRequest, _ ordinal: Int, _ labels: [LabelBinding], status: Int?, attempts: Int,
+                        _ error: RowError) -> ResultRow {
+        ResultRow(ordinal: ordinal, request: request.name, status: .failed, httpStatus: status, attempts: attempts,
+                  labels: labels.map { ($0.name, nil) }, errors: [error])
+    }
+
+    /// `Retry-After` as seconds or an HTTP date, capped at ten minutes.
+    static func parseRetryAfter(_ text: String) -> Duration? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        if let seconds = Double(trimmed), seconds >= 0 { return Units.seconds(min(seconds, 600)) }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        guard let date = formatter.date(from: trimmed) else { return nil }
+        return Units.seconds(min(max(0, date.timeIntervalSinceNow), 600))
+    }
+}
