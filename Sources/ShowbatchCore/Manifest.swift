@@ -117,10 +117,35 @@ public struct RetryPolicy: Sendable, Equatable {
     public init() {}
 }
 
-/// Aliases the emulator reveals for `run --emulate`.
-public enum EmulatorSpec: Sendable, Equatable {
-    case aliases([String: String])
-    case file(String)
+/// The `emulator:` section: what `run --emulate` reveals and which faults it injects.
+public struct EmulatorSpec: Sendable, Equatable {
+    /// Where the aliases come from.
+    public enum Aliases: Sendable, Equatable {
+        case inline([String: String])
+        case file(String)
+    }
+
+    /// The aliases; nil uses the built-in sample aliases.
+    public var aliases: Aliases?
+    /// Delay of every answer.
+    public var latency: Duration = .zero
+    /// Plus or minus this much on the latency.
+    public var jitter: Duration = .zero
+    /// Fraction of requests answered with `failStatus`.
+    public var failRate = 0.0
+    /// Status of injected failures.
+    public var failStatus = 500
+    /// Requests per interval before 429.
+    public var throttle: Rate?
+    /// Fraction of connections dropped without an answer.
+    public var dropRate = 0.0
+    /// Fraction of answers whose body is not JSON.
+    public var malformedRate = 0.0
+    /// Seed of the fault choices.
+    public var seed: UInt64 = 1
+
+    /// No aliases, no faults.
+    public init() {}
 }
 
 /// A label binding: where a value is in the response and how it is shaped.

@@ -50,6 +50,8 @@ struct ManifestDecoder {
     let directory: String
     let environment: [String: String]
     var diagnostics: [Diagnostic] = []
+    /// Source spans of header, payload and alias values by line: never quoted in errors.
+    var sensitive: [Int: [SourceSpan]] = [:]
 
     static let topKeys = ["version", "vault", "environment", "data_region", "route_id", "hostname", "hostname_check",
                           "satellite_port", "headers", "concurrency", "rate_limit", "timeout", "retry", "output",
@@ -63,8 +65,32 @@ struct ManifestDecoder {
         self.environment = environment
     }
 
-    mutating func problem(_ mark: Mark, _ message: String, redactFrom: Int? = nil) {
-        diagnostics.append(Diagnostic(source: source, mark: mark, message: message, redactFrom: redactFrom))
+    mutating func problem(_ mark: Mark, _ message: String) {
+        diagnostics.append(Diagnostic(source: source, mark: mark, message: message, redacting: sensitive[mark.line] ?? []))
+    }
+
+    /// Records the spans of every secret-bearing value before any problem is reported.
+    mutating func collectSensitive(_ root: Node) {
+        func value(_ node: Node?, _ key: String) -> Node? {
+            node?.mapping?.first { $0.key.scalar?.text == key }?.value
+        }
+        func scalars(_ node: Node?, valuesOnly: Bool = true) {
+            guard let node else { return }
+            switch node.content {
+            case .scalar:
+                for line in node.mark.line...max(node.mark.line, node.end.line) {
+                    sensitive[line, default: []].append(node.span)
+                }
+            case .sequence(let items): items.forEach { scalars($0) }
+            case .mapping(let pairs): pairs.forEach { scalars($0.value) }
+            }
+        }
+        scalars(value(root, "headers"))
+        scalars(value(value(root, "emulator"), "aliases"))
+        for request in value(root, "requests")?.sequence ?? [] {
+            scalars(value(request, "headers"))
+            scalars(value(request, "payload"))
+        }
     }
 
     // MARK: Typed readers
@@ -136,23 +162,22 @@ struct ManifestDecoder {
     /// `sensitive` values (headers, payload) are never quoted in messages.
     mutating func template(_ node: Node, _ what: String, allowRow: Bool, sensitive: Bool = false) -> Template? {
         guard let raw = text(node, what) else { return nil }
-        let redact = sensitive ? node.mark.column : nil
         var template: Template
         do {
             template = try Template(parsing: raw)
         } catch {
-            problem(node.mark, "\(what): \(sensitive ? "the value has a malformed ${…} reference" : error.message)", redactFrom: redact)
+            problem(node.mark, "\(what): \(sensitive ? "the value has a malformed ${…} reference" : error.message)")
             return nil
         }
         for name in template.resolveEnvironment(environment) {
-            problem(node.mark, "environment variable \(name) is not set (used in \(what))", redactFrom: redact)
+            problem(node.mark, "environment variable \(name) is not set (used in \(what))")
         }
         if !allowRow {
             for column in template.rowColumns {
-                problem(node.mark, "${row.\(column)} in \(what) needs a request with \"each\"", redactFrom: redact)
+                problem(node.mark, "${row.\(column)} in \(what) needs a request with \"each\"")
             }
             if template.parts.contains(.index) {
-                problem(node.mark, "${index} in \(what) needs a request with \"each\"", redactFrom: redact)
+                problem(node.mark, "${index} in \(what) needs a request with \"each\"")
             }
         }
         return template
@@ -161,6 +186,7 @@ struct ManifestDecoder {
     // MARK: The manifest
 
     mutating func decode(_ root: Node) -> Manifest {
+        collectSensitive(root)
         var manifest = Manifest(file: source.name, directory: directory)
         manifest.contentHash = fnv1a(source.bytes)
         guard let top = fields(root, "the manifest", known: Self.topKeys) else { return manifest }
@@ -277,7 +303,7 @@ struct ManifestDecoder {
             }
             guard let value = template(pair.value, what, allowRow: allowRow, sensitive: true) else { continue }
             if value.parts.contains(where: { if case .literal(let text) = $0 { return text.contains("\r") || text.contains("\n") } else { return false } }) {
-                problem(pair.value.mark, "\(what) contains a line break, which a header value cannot hold", redactFrom: pair.value.mark.column)
+                problem(pair.value.mark, "\(what) contains a line break, which a header value cannot hold")
                 continue
             }
             result.append(HeaderField(name: name, value: value))
@@ -352,28 +378,62 @@ struct ManifestDecoder {
         return (directory as NSString).appendingPathComponent(path)
     }
 
+    static let emulatorKeys = ["aliases", "latency", "fail_rate", "fail_status", "throttle", "drop_rate", "malformed_rate", "seed"]
+
     mutating func emulator(_ node: Node) -> EmulatorSpec? {
-        guard let map = fields(node, "emulator", known: ["aliases"]), let aliases = map["aliases"]?.value else { return nil }
-        if let pairs = aliases.mapping {
-            var table: [String: String] = [:]
-            for pair in pairs {
-                guard let alias = pair.key.scalar?.text, let value = pair.value.scalar, value.value != .null else {
-                    problem(pair.value.mark, "emulator.aliases maps aliases to string values; found \(pair.value.typeName)", redactFrom: pair.value.mark.column)
-                    continue
+        guard let map = fields(node, "emulator", known: Self.emulatorKeys) else { return nil }
+        var spec = EmulatorSpec()
+        if let aliases = map["aliases"]?.value {
+            if let pairs = aliases.mapping {
+                var table: [String: String] = [:]
+                for pair in pairs {
+                    guard let alias = pair.key.scalar?.text, let value = pair.value.scalar, value.value != .null else {
+                        problem(pair.value.mark, "emulator.aliases maps aliases to string values; found \(pair.value.typeName)")
+                        continue
+                    }
+                    table[alias] = value.text
                 }
-                table[alias] = value.text
+                spec.aliases = .inline(table)
+            } else if let path = aliases.scalar?.text, case .string = aliases.scalar?.value {
+                let resolved = resolve(path)
+                if !FileManager.default.isReadableFile(atPath: resolved) {
+                    problem(aliases.mark, "emulator.aliases file \"\(path)\" does not exist or cannot be read")
+                }
+                spec.aliases = .file(resolved)
+            } else {
+                problem(aliases.mark, "emulator.aliases must be a mapping of alias to value or a file path; found \(aliases.typeName)")
             }
-            return .aliases(table)
         }
-        if let path = aliases.scalar?.text, case .string = aliases.scalar?.value {
-            let resolved = resolve(path)
-            if !FileManager.default.isReadableFile(atPath: resolved) {
-                problem(aliases.mark, "emulator.aliases file \"\(path)\" does not exist or cannot be read")
+        if let latency = map["latency"]?.value {
+            if let text = latency.scalar?.text, let (base, jitter) = Units.latency(text) {
+                spec.latency = base
+                spec.jitter = jitter
+            } else {
+                problem(latency.mark, "emulator.latency must be a duration with optional jitter, such as 50ms or 50ms±10ms")
             }
-            return .file(resolved)
         }
-        problem(aliases.mark, "emulator.aliases must be a mapping of alias to value or a file path; found \(aliases.typeName)")
-        return nil
+        for (key, keyPath) in [("fail_rate", \EmulatorSpec.failRate), ("drop_rate", \.dropRate), ("malformed_rate", \.malformedRate)] {
+            guard let value = map[key]?.value else { continue }
+            switch value.scalar?.value {
+            case .float(let rate)? where (0...1).contains(rate): spec[keyPath: keyPath] = rate
+            case .int(let rate)? where (0...1).contains(rate): spec[keyPath: keyPath] = Double(rate)
+            default: problem(value.mark, "emulator.\(key) must be a probability from 0 to 1, such as 0.05")
+            }
+        }
+        if let value = map["fail_status"]?.value, let status = integer(value, "emulator.fail_status", 100...599) {
+            spec.failStatus = status
+        }
+        if let value = map["throttle"]?.value {
+            if let text = value.scalar?.text, let rate = Units.rate(text) {
+                spec.throttle = rate
+            } else {
+                problem(value.mark, "emulator.throttle must be N/s or N/m, such as 100/s")
+            }
+        }
+        if let value = map["seed"]?.value, let seed = integer(value, "emulator.seed", 0...Int.max) {
+            spec.seed = UInt64(seed)
+        }
+        return spec
     }
 
     // MARK: Requests
@@ -518,7 +578,7 @@ struct ManifestDecoder {
             case .int(let value): return .number(String(value))
             case .float(let value):
                 guard value.isFinite else {
-                    problem(node.mark, "\(context) is not a number JSON can hold", redactFrom: node.mark.column)
+                    problem(node.mark, "\(context) is not a number JSON can hold")
                     return .null
                 }
                 if case .number(let text)? = try? JSONParser.parse(Array(scalar.text.utf8)) { return .number(text) }

@@ -92,6 +92,16 @@ public struct Template: Sendable, Equatable {
             }
             return .literal(value)
         }
+        // Adjacent literals merge so that equal texts compare equal.
+        var merged: [Part] = []
+        for part in parts {
+            if case .literal(let text) = part, case .literal(let previous)? = merged.last {
+                merged[merged.count - 1] = .literal(previous + text)
+            } else {
+                merged.append(part)
+            }
+        }
+        parts = merged
         return missing
     }
 

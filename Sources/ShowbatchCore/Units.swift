@@ -33,6 +33,22 @@ public enum Units {
         }
     }
 
+    /// A latency `D` or `D±J` (also `D+-J`): the base and the jitter; `0` is allowed.
+    public static func latency(_ text: String) -> (Duration, Duration)? {
+        func base(_ part: String) -> Duration? {
+            ["0", "0s", "0ms"].contains(part) ? .zero : duration(part)
+        }
+        for separator in ["±", "+-"] {
+            if let range = text.range(of: separator) {
+                guard let value = base(String(text[..<range.lowerBound])),
+                      let jitter = duration(String(text[range.upperBound...])) else { return nil }
+                return (value, jitter)
+            }
+        }
+        guard let value = base(text) else { return nil }
+        return (value, .zero)
+    }
+
     /// Text for a duration as a person reads it (`250ms`, `1.5s`).
     public static func text(_ duration: Duration) -> String {
         let seconds = duration.seconds

@@ -44,21 +44,26 @@ public struct EmulatorConfiguration: Sendable {
         "tok_sandbox_Pz7Yc1Wb6eKd": "Ada Lovelace",
     ]
 
-    /// Parses `D` or `D±J` (also `D+-J`) into latency and jitter.
-    public static func parseLatency(_ text: String) -> (Duration, Duration)? {
-        for separator in ["±", "+-"] {
-            if let range = text.range(of: separator) {
-                guard let base = Units.duration(String(text[..<range.lowerBound])) ?? zero(text[..<range.lowerBound]),
-                      let jitter = Units.duration(String(text[range.upperBound...])) else { return nil }
-                return (base, jitter)
-            }
+    /// The configuration a manifest's `emulator:` section asks for (aliases loaded from a file if named).
+    public init(spec: EmulatorSpec?) throws(EmulatorError) {
+        self.init()
+        guard let spec else {
+            aliases = EmulatorConfiguration.sampleAliases
+            return
         }
-        guard let base = Units.duration(text) ?? zero(Substring(text)) else { return nil }
-        return (base, .zero)
-    }
-
-    private static func zero(_ text: Substring) -> Duration? {
-        ["0", "0s", "0ms"].contains(text) ? .zero : nil
+        switch spec.aliases {
+        case .inline(let table)?: aliases = table
+        case .file(let path)?: aliases = try AliasFile.load(path: path)
+        case nil: aliases = EmulatorConfiguration.sampleAliases
+        }
+        latency = spec.latency
+        jitter = spec.jitter
+        failRate = spec.failRate
+        failStatus = spec.failStatus
+        throttle = spec.throttle
+        dropRate = spec.dropRate
+        malformedRate = spec.malformedRate
+        seed = spec.seed
     }
 }
 

@@ -93,28 +93,53 @@ public struct Diagnostic: Sendable, Hashable, CustomStringConvertible {
     public let message: String
     /// The quoted source line, when the mark points into the file.
     public let sourceLine: String?
+    /// The caret's column within the quoted (possibly redacted) line.
+    let caretColumn: Int
 
     /// Creates a diagnostic, quoting the line of `mark` from `source`.
     ///
-    /// With `redactFrom`, the quoted line is cut at that column and `<redacted>` stands for the
-    /// rest, so that an error about a header or payload value never prints the value.
-    public init(source: SourceFile, mark: Mark?, message: String, redactFrom: Int? = nil) {
+    /// Parts of the line inside `redacting` spans (header and payload values) are shown as
+    /// `<redacted>`, so that an error never prints a secret even when it points next to one.
+    public init(source: SourceFile, mark: Mark?, message: String, redacting spans: [SourceSpan] = []) {
         self.file = source.name
-        self.mark = mark
         self.message = message
-        self.sourceLine = mark.flatMap { mark in
-            guard var line = source.line(mark.line) else { return nil }
-            if let redactFrom {
-                line = String(String.UnicodeScalarView(line.unicodeScalars.prefix(max(0, redactFrom - 1)))) + "<redacted>"
-            }
-            // A binary or minified file can be one enormous line: quote only a readable part.
-            let limit = 160
-            if line.unicodeScalars.count > limit {
-                guard mark.column < limit else { return nil }
-                line = String(String.UnicodeScalarView(line.unicodeScalars.prefix(limit))) + "…"
-            }
-            return line
+        guard let mark, let text = source.line(mark.line) else {
+            self.mark = mark
+            self.sourceLine = nil
+            self.caretColumn = mark?.column ?? 1
+            return
         }
+        self.mark = mark
+        var scalars = Array(text.unicodeScalars)
+        var caret = mark.column
+        // Replace right to left so earlier columns stay valid.
+        let cuts = spans.compactMap { $0.columns(onLine: mark.line, lineLength: scalars.count) }
+            .sorted { $0.lowerBound > $1.lowerBound }
+        var lastStart = Int.max
+        for cut in cuts where cut.upperBound <= lastStart {
+            let replacement = Array("<redacted>".unicodeScalars)
+            let lower = cut.lowerBound - 1, upper = min(cut.upperBound - 1, scalars.count)
+            guard lower < upper else { continue }
+            scalars.replaceSubrange(lower..<upper, with: replacement)
+            if caret > cut.lowerBound {
+                caret = caret >= cut.upperBound ? caret + replacement.count - (upper - lower) : cut.lowerBound
+            }
+            lastStart = cut.lowerBound
+        }
+        // A binary or minified file can be one enormous line: quote only a readable part.
+        let limit = 160
+        if scalars.count > limit {
+            guard caret < limit else {
+                self.sourceLine = nil
+                self.caretColumn = caret
+                return
+            }
+            scalars = Array(scalars.prefix(limit)) + ["…"]
+        }
+        var line = String.UnicodeScalarView()
+        line.append(contentsOf: scalars)
+        self.sourceLine = String(line)
+        self.caretColumn = caret
     }
 
     /// Creates a diagnostic for a file whose text is not at hand (missing, unreadable).
@@ -123,6 +148,7 @@ public struct Diagnostic: Sendable, Hashable, CustomStringConvertible {
         self.mark = nil
         self.message = message
         self.sourceLine = nil
+        self.caretColumn = 1
     }
 
     public var description: String {
@@ -131,11 +157,33 @@ public struct Diagnostic: Sendable, Hashable, CustomStringConvertible {
         if let sourceLine {
             // Tabs stay tabs under the caret so it lines up in any terminal.
             var pad = ""
-            for scalar in sourceLine.unicodeScalars.prefix(max(0, mark.column - 1)) {
+            for scalar in sourceLine.unicodeScalars.prefix(max(0, caretColumn - 1)) {
                 pad.append(scalar == "\t" ? "\t" : " ")
             }
             text += "\n  \(sourceLine)\n  \(pad)^"
         }
         return text
+    }
+}
+
+/// A range of source text between two marks (end exclusive).
+public struct SourceSpan: Sendable, Hashable {
+    /// The first character.
+    public let start: Mark
+    /// Just past the last character.
+    public let end: Mark
+
+    /// Creates a span.
+    public init(start: Mark, end: Mark) {
+        self.start = start
+        self.end = end
+    }
+
+    /// The columns the span covers on `line` (1-based, end exclusive), if any.
+    func columns(onLine line: Int, lineLength: Int) -> Range<Int>? {
+        guard start.line <= line, end.line >= line else { return nil }
+        let lower = start.line == line ? start.column : 1
+        let upper = end.line == line ? end.column : lineLength + 1
+        return lower < upper ? lower..<upper : nil
     }
 }

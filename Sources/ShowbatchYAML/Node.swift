@@ -56,12 +56,18 @@ public struct Node: Sendable {
     public let content: Content
     /// Where the node starts in the source (for an alias: where the alias is written).
     public let mark: Mark
+    /// Where the node ends (exclusive).
+    public let end: Mark
 
     /// Creates a node.
-    public init(content: Content, mark: Mark) {
+    public init(content: Content, mark: Mark, end: Mark? = nil) {
         self.content = content
         self.mark = mark
+        self.end = end ?? mark
     }
+
+    /// The source range the node covers.
+    public var span: SourceSpan { SourceSpan(start: mark, end: end) }
 
     /// The scalar, if this node is one.
     public var scalar: Scalar? {
@@ -91,7 +97,7 @@ public struct Node: Sendable {
     }
 
     /// The same content seen at another mark (an alias is reported where it is used).
-    func moved(to mark: Mark) -> Node { Node(content: content, mark: mark) }
+    func moved(to mark: Mark, end: Mark) -> Node { Node(content: content, mark: mark, end: end) }
 }
 
 /// Resolution of plain scalars under the YAML 1.2 core schema.

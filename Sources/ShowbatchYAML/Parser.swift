@@ -86,6 +86,21 @@ public enum YAMLParser {
             YAMLError(diagnostic: Diagnostic(source: source, mark: mark, message: message))
         }
 
+        /// A syntax error quotes its line with the value part hidden: before the tree exists
+        /// nothing tells a header or payload value from any other, and those may be secrets.
+        func syntax(_ mark: Mark, _ message: String) -> YAMLError {
+            var spans: [SourceSpan] = []
+            if let line = source.line(mark.line) {
+                let scalars = Array(line.unicodeScalars)
+                if let colon = (0..<max(0, scalars.count - 1)).first(where: { scalars[$0] == ":" && scalars[$0 + 1] == " " }),
+                   colon + 2 < scalars.count {
+                    spans.append(SourceSpan(start: Mark(line: mark.line, column: colon + 3),
+                                            end: Mark(line: mark.line, column: scalars.count + 1)))
+                }
+            }
+            return YAMLError(diagnostic: Diagnostic(source: source, mark: mark, message: message, redacting: spans))
+        }
+
         func syntaxError(_ parser: yaml_parser_t) -> YAMLError {
             let problem = parser.problem.map { String(cString: $0) } ?? "unknown problem"
             if parser.error == YAML_READER_ERROR {
@@ -93,7 +108,7 @@ public enum YAMLParser {
                 let mark = source.mark(ofByteOffset: parser.problem_offset)
                 let detail = problem == "control characters are not allowed" || problem.contains("UTF-8")
                     ? "\(problem); the manifest must be UTF-8 text" : problem
-                return error(mark, detail)
+                return syntax(mark, detail)
             }
             var message = problem
             if let context = parser.context.map({ String(cString: $0) }) {
@@ -104,7 +119,7 @@ public enum YAMLParser {
                line.contains("\t") {
                 message += " (tabs cannot indent YAML; use spaces)"
             }
-            return error(mark(parser.problem_mark), message)
+            return syntax(mark(parser.problem_mark), message)
         }
 
         func mark(_ mark: yaml_mark_t) -> Mark {
@@ -119,6 +134,7 @@ public enum YAMLParser {
         /// Handles one event; returns true at the end of the stream.
         mutating func handle(_ event: inout yaml_event_t) throws(YAMLError) -> Bool {
             let start = mark(event.start_mark)
+            let end = mark(event.end_mark)
             switch event.type {
             case YAML_STREAM_START_EVENT, YAML_DOCUMENT_END_EVENT, YAML_NO_EVENT:
                 return false
@@ -135,7 +151,7 @@ public enum YAMLParser {
                 guard let anchored = anchors[name] else {
                     throw error(start, "alias *\(name) refers to no anchor defined before it")
                 }
-                try add(anchored.node.moved(to: start), size: anchored.size)
+                try add(anchored.node.moved(to: start, end: end), size: anchored.size)
             case YAML_SCALAR_EVENT:
                 let data = event.data.scalar
                 let text = String(decoding: UnsafeBufferPointer(start: data.value, count: data.length), as: UTF8.self)
@@ -156,7 +172,7 @@ public enum YAMLParser {
                 } else {
                     value = .string(text)
                 }
-                let node = Node(content: .scalar(.init(text: text, style: style, tag: tag, value: value)), mark: start)
+                let node = Node(content: .scalar(.init(text: text, style: style, tag: tag, value: value)), mark: start, end: end)
                 if let anchor = string(data.anchor) { anchors[anchor] = (node, 1) }
                 try add(node, size: 1)
             case YAML_SEQUENCE_START_EVENT:
@@ -167,9 +183,9 @@ public enum YAMLParser {
                 let frame = stack.removeLast()
                 let node: Node
                 if frame.kind == .sequence {
-                    node = Node(content: .sequence(frame.items), mark: frame.mark)
+                    node = Node(content: .sequence(frame.items), mark: frame.mark, end: end)
                 } else {
-                    node = Node(content: .mapping(try mergedPairs(frame.items)), mark: frame.mark)
+                    node = Node(content: .mapping(try mergedPairs(frame.items)), mark: frame.mark, end: end)
                 }
                 if let anchor = frame.anchor { anchors[anchor] = (node, frame.size) }
                 try add(node, size: frame.size, counted: true)

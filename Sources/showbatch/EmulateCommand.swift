@@ -21,7 +21,7 @@ enum EmulateCommand {
             configuration.cnames[String(parts[0]).lowercased()] = String(parts[1])
         }
         if let latency = arguments.latency {
-            guard let (base, jitter) = EmulatorConfiguration.parseLatency(latency) else {
+            guard let (base, jitter) = Units.latency(latency) else {
                 throw UsageError(message: "--latency must be a duration with optional jitter, such as 50ms or 50ms±10ms; got \"\(latency)\"", command: "emulate")
             }
             configuration.latency = base

@@ -40,12 +40,7 @@ enum RunCommand {
         var emulator: Emulator?
         if arguments.emulate {
             do {
-                var configuration = EmulatorConfiguration()
-                switch manifest.emulator {
-                case .aliases(let table)?: configuration.aliases = table
-                case .file(let path)?: configuration.aliases = try AliasFile.load(path: path)
-                case nil: configuration.aliases = EmulatorConfiguration.sampleAliases
-                }
+                let configuration = try EmulatorConfiguration(spec: manifest.emulator)
                 let started = try Emulator(configuration: configuration)
                 started.start()
                 emulator = started
