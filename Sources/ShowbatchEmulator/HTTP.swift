@@ -131,13 +131,14 @@ struct HTTPConnection {
     mutating func readRequest() -> Outcome {
         // The head.
         var headEnd: Int?
-        var searched = start
+        // Bytes past `start` already searched; relative, because fill() may move `start`.
+        var scanned = 0
         while true {
-            if let end = find([13, 10, 13, 10], from: max(start, searched - 3)) {
+            if let end = find([13, 10, 13, 10], from: start + max(0, scanned - 3)) {
                 headEnd = end
                 break
             }
-            searched = buffer.count
+            scanned = available
             if available > maxHeaderBytes { return .reject(status: 431, reason: "request header fields too large") }
             guard fill() else { return .closed }
         }

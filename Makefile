@@ -1,0 +1,25 @@
+# The two commands of the README: `make demo` and `make test`.
+# Both install the C libraries the package links (Debian -dev packages) when missing.
+
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: deps demo test build release
+
+deps:
+	@pkg-config --exists yaml-0.1 2>/dev/null || { \
+		echo "installing libyaml-dev (the YAML parser showbatch links)"; \
+		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq libyaml-dev pkg-config; }
+
+build: deps
+	swift build
+
+release: deps
+	swift build -c release
+
+# The main job on the built-in emulator: no account, no network. Rows print to the terminal.
+demo: deps
+	swift run showbatch run samples/nightly-card-export.yaml --emulate --output -
+
+test: deps
+	swift build
+	swift test
