@@ -1,0 +1,239 @@
+import Foundation
+import Testing
+@testable import ShowbatchCore
+import ShowbatchEmulator
+
+private let cardManifest = """
+vault: tnt1
+concurrency: 4
+output: {path: out/cards.csv}
+emulator:
+  aliases: {tok_card: "4111111111111111", tok_exp: "01/2030", tok_name: "Ada, \\"The\\" Countess"}
+requests:
+  - name: full
+    path: /post
+    payload: {card: {number: tok_card, exp: tok_exp}, name: tok_name, n: 1.50, flag: true}
+    labels:
+      number:
+        path: json.card.number
+        transform: [{regex: '(\\d{4})(\\d{4})(\\d{4})(\\d{4})', template: '$1 $2 $3 $4'}]
+        mask: {ranges: [[0, 13]], symbol: "*"}
+      exp: json.card.exp
+      name: json.name
+      n: json.n
+      flag: json.flag
+      card: json.card
+  - name: partial
+    path: /post
+    payload: {card: {number: tok_card}}
+    labels:
+      number: json.card.number
+      exp: json.card.exp
+"""
+
+@Suite(.serialized) struct RunnerTests {
+    @Test func writesExactCSVInManifestOrder() async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let summary = try await fixture.run(try fixture.manifest(cardManifest))
+        #expect(summary.rows == 2 && summary.ok == 1 && summary.partial == 1 && summary.failed == 0)
+        #expect(fixture.read("out/cards.csv") == """
+        request,status,http_status,attempts,error,number,exp,name,n,flag,card
+        full,ok,200,1,,************** 1111,01/2030,"Ada, ""The"" Countess",1.50,true,"{""number"":""4111111111111111"",""exp"":""01/2030""}"
+        partial,partial,200,1,1403 field_not_found: label exp: no value at json.card.exp,4111111111111111,,,,,
+
+        """)
+        #expect(fixture.mode("out/cards.csv") == 0o600)
+        #expect(!fixture.dir.exists("out/cards.csv.partial"))
+        #expect(!fixture.dir.exists("out/cards.csv.journal"))
+    }
+
+    @Test func writesExactJSONAndJSONLines() async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let manifest = try fixture.manifest(cardManifest)
+        var options = RunOptions()
+        options.output = fixture.dir.path + "/r.json"
+        _ = try await fixture.run(manifest, options: options)
+        let full = #"{"request":"full","status":"ok","http_status":200,"attempts":1,"labels":{"number":"************** 1111","exp":"01/2030","name":"Ada, \"The\" Countess","n":"1.50","flag":"true","card":"{\"number\":\"4111111111111111\",\"exp\":\"01/2030\"}"},"errors":[]}"#
+        let partial = #"{"request":"partial","status":"partial","http_status":200,"attempts":1,"labels":{"number":"4111111111111111","exp":null},"errors":[{"code":1403,"kind":"field_not_found","label":"exp","message":"label exp: no value at json.card.exp"}]}"#
+        #expect(fixture.read("r.json") == "[\n\(full),\n\(partial)\n]\n")
+        options.output = fixture.dir.path + "/r.jsonl"
+        _ = try await fixture.run(manifest, options: options)
+        #expect(fixture.read("r.jsonl") == "\(full)\n\(partial)\n")
+        #expect(fixture.mode("r.jsonl") == 0o600)
+    }
+
+    @Test func formulaEscaping() async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let manifest = try fixture.manifest("""
+        vault: tnt1
+        output: {path: f.csv, csv: {escape_formulas: true}}
+        emulator: {aliases: {tok: "=HYPERLINK(1)"}}
+        requests:
+          - {name: "+r", path: /p, payload: {v: tok, w: "@x", z: "-1"}, labels: {v: json.v, w: json.w, z: json.z}}
+        """)
+        _ = try await fixture.run(manifest)
+        #expect(fixture.read("f.csv") == "request,status,http_status,attempts,error,v,w,z\n'+r,ok,200,1,,'=HYPERLINK(1),'@x,'-1\n")
+    }
+
+    @Test func failuresAreRetriedPerPolicy() async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let manifest = try fixture.manifest("""
+        vault: tnt1
+        output: {path: r.csv}
+        retry: {attempts: 3, backoff: 1ms, max_backoff: 2ms}
+        emulator: {fail_rate: 1, fail_status: 503}
+        requests: [{name: a, path: /p, labels: {x: json.x}}]
+        """)
+        let summary = try await fixture.run(manifest)
+        #expect(summary.failed == 1 && summary.retries == 2)
+        #expect(fixture.read("r.csv") == "request,status,http_status,attempts,error,x\na,failed,503,3,1500 http_status: HTTP 503,\n")
+    }
+
+    @Test func a500IsNotRetriedUnlessAsked() async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let text = """
+        vault: tnt1
+        output: {path: r.csv}
+        retry: {attempts: 4, backoff: 1ms%@}
+        emulator: {fail_rate: 1, fail_status: 500}
+        requests: [{name: a, path: /p}]
+        """
+        _ = try await fixture.run(try fixture.manifest(text.replacingOccurrences(of: "%@", with: "")))
+        #expect(fixture.read("r.csv") == "request,status,http_status,attempts,error\na,failed,500,1,1500 http_status: HTTP 500\n")
+        _ = try await fixture.run(try fixture.manifest(text.replacingOccurrences(of: "%@", with: ", on: [500]")))
+        #expect(fixture.read("r.csv") == "request,status,http_status,attempts,error\na,failed,500,4,1500 http_status: HTTP 500\n")
+    }
+
+    @Test func throttlingHonoursRetryAfterAndEndsAs1429() async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let manifest = try fixture.manifest("""
+        vault: tnt1
+        concurrency: 1
+        output: {path: r.csv}
+        retry: {attempts: 2, backoff: 1ms}
+        emulator: {throttle: 1/m}
+        requests: [{name: a, path: /p}, {name: b, path: /p}]
+        """)
+        let start = ContinuousClock.now
+        let summary = try await fixture.run(manifest)
+        // The second request waited the emulator's Retry-After: 1 before its second attempt.
+        #expect(ContinuousClock.now - start >= .seconds(1))
+        #expect(summary.retries == 1)
+        #expect(fixture.read("r.csv") == "request,status,http_status,attempts,error\na,ok,200,1,\nb,failed,429,2,1429 rate_limited: HTTP 429 after 2 attempts\n")
+    }
+
+    @Test func malformedDroppedAndSlowAnswers() async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let base = "vault: tnt1\noutput: {path: r.csv}\nretry: {attempts: 2, backoff: 1ms}\ntimeout: 200ms\nrequests: [{name: a, path: /p, labels: {x: json.x}}]\n"
+        _ = try await fixture.run(try fixture.manifest(base + "emulator: {malformed_rate: 1}\n"))
+        #expect(fixture.read("r.csv") == "request,status,http_status,attempts,error,x\na,failed,200,1,1402 response_invalid_json: response body is not valid JSON (unterminated string at byte 16),\n")
+        _ = try await fixture.run(try fixture.manifest(base + "emulator: {drop_rate: 1}\n"))
+        #expect(fixture.read("r.csv")?.hasPrefix("request,status,http_status,attempts,error,x\na,failed,,2,1501 network: ") == true)
+        _ = try await fixture.run(try fixture.manifest(base + "emulator: {latency: 2s}\n"))
+        #expect(fixture.read("r.csv") == "request,status,http_status,attempts,error,x\na,failed,,2,1502 timeout: no answer within 200ms,\n")
+    }
+
+    @Test func rateLimitHoldsAcrossTheRun() async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let requests = (0..<6).map { "  - {name: r\($0), path: /p}" }.joined(separator: "\n")
+        let manifest = try fixture.manifest("vault: tnt1\nconcurrency: 6\nrate_limit: 10/s\noutput: {path: r.csv}\nrequests:\n\(requests)\n")
+        let start = ContinuousClock.now
+        let summary = try await fixture.run(manifest)
+        #expect(summary.ok == 6)
+        // Six starts at 10/s need at least five spacings of 100 ms.
+        #expect(ContinuousClock.now - start >= .milliseconds(500))
+    }
+
+    @Test func rowsStayInOrderWhateverOrderAnswersArriveIn() async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let requests = (0..<300).map { "  - {name: r\($0), path: /p, payload: {i: \"\($0)\"}, labels: {i: json.i}}" }.joined(separator: "\n")
+        let manifest = try fixture.manifest("vault: tnt1\nconcurrency: 16\noutput: {path: r.csv}\nemulator: {latency: 5ms±5ms, seed: 3}\nrequests:\n\(requests)\n")
+        let summary = try await fixture.run(manifest)
+        #expect(summary.ok == 300)
+        let expected = "request,status,http_status,attempts,error,i\n" + (0..<300).map { "r\($0),ok,200,1,,\($0)\n" }.joined()
+        #expect(fixture.read("r.csv") == expected)
+    }
+
+    @Test func verboseEventsCarryNoSecrets() async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let manifest = try fixture.manifest("""
+        vault: tnt1
+        output: {path: r.csv}
+        headers: {Authorization: "Bearer ${TOKEN}"}
+        emulator: {aliases: {tok: "4111111111111111"}}
+        requests: [{name: a, path: /p, payload: {c: tok, note: "payload-secret"}, labels: {c: json.c}}]
+        """, environment: ["TOKEN": "sk_header_secret"])
+        var options = RunOptions()
+        options.verbose = true
+        _ = try await fixture.run(manifest, options: options)
+        let events = fixture.log.all.joined(separator: "\n")
+        #expect(events.contains("attempt: POST http://127.0.0.1:"))
+        for secret in ["sk_header_secret", "4111111111111111", "payload-secret", "tok"] {
+            #expect(!events.contains(secret))
+        }
+    }
+
+    @Test func noOutputAnywhereIsAUsageError() async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let manifest = try fixture.manifest("vault: tnt1\nrequests: [{name: a, path: /p}]\n")
+        await #expect(throws: RunError.self) { try await fixture.run(manifest) }
+        do {
+            _ = try await fixture.run(manifest)
+        } catch {
+            #expect((error as? RunError)?.description == "request 1 (line 2) has no output: give --output PATH, or add output: to the manifest or the request")
+        }
+    }
+
+    @Test func hostnameCheckActivatesOrFallsBack() async throws {
+        let emulator = try Emulator(configuration: { var c = EmulatorConfiguration(); c.cnames = ["reveal.example.com": "tnt1"]; return c }())
+        emulator.start()
+        defer { emulator.stop() }
+        let environment = ["SHOWBATCH_HOSTNAME_CHECK_URL": emulator.baseURL]
+        let activated = try loadManifest("vault: tnt1\nhostname: reveal.example.com\nrequests: [{name: a, path: /p}]\n")
+        #expect(try await Runner(manifest: activated, options: RunOptions(), environment: environment).resolveBaseURL() == "https://reveal.example.com")
+        let other = try loadManifest("vault: tnt2\nhostname: reveal.example.com\nrequests: [{name: a, path: /p}]\n")
+        let log = EventLog()
+        let fallback = try await Runner(manifest: other, options: RunOptions(), environment: environment) { log.record($0) }.resolveBaseURL()
+        #expect(fallback == "https://tnt2.sandbox.verygoodproxy.com")
+        #expect(log.all == ["warning: hostname reveal.example.com is not activated for vault tnt2 (the check answered HTTP 403); using https://tnt2.sandbox.verygoodproxy.com"])
+        var strict = RunOptions()
+        strict.strictHostname = true
+        await #expect(throws: RunError.self) { try await Runner(manifest: other, options: strict, environment: environment).resolveBaseURL() }
+        let unchecked = try loadManifest("vault: tnt2\nhostname: reveal.example.com\nhostname_check: false\nrequests: [{name: a, path: /p}]\n")
+        #expect(try await Runner(manifest: unchecked, options: RunOptions(), environment: environment).resolveBaseURL() == "https://reveal.example.com")
+    }
+}
+
+@Suite struct RevealTests {
+    let labels = [LabelBinding(name: "x", path: try! ContentPath(parsing: "json.x"), transforms: [], mask: nil)]
+
+    @Test(arguments: [
+        ("", "1401 unexpected_response_data_format: empty response body"),
+        ("  \n", "1401 unexpected_response_data_format: empty response body"),
+        ("[1]", "1402 response_invalid_json: response body is JSON but not an object"),
+        ("{\"json\":", "1402 response_invalid_json: response body is not valid JSON (unexpected end of input at byte 8)"),
+        ("{\"json\":{}}", "1403 field_not_found: label x: no value at json.x"),
+        ("{\"json\":{\"x\":null}}", "1403 field_not_found: label x: no value at json.x"),
+    ])
+    func bodyErrors(body: String, error: String) {
+        let row = Reveal.row(ordinal: 0, request: "r", status: 200, attempts: 1, body: Array(body.utf8), labels: labels)
+        #expect(row.errors.map(\.text) == [error])
+    }
+
+    @Test func retryAfterAcceptsSecondsAndDates() {
+        #expect(AttemptContext.parseRetryAfter("3") == .seconds(3))
+        #expect(AttemptContext.parseRetryAfter("Wed, 21 Oct 2015 07:28:00 GMT") == .zero)
+        #expect(AttemptContext.parseRetryAfter("soon") == nil)
+    }
+}
