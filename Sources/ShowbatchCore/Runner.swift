@@ -271,6 +271,7 @@ public struct Runner: Sendable {
                         let labels = manifest.requests[item.requestIndex].labels.map { (name: $0.name, value: String?.none) }
                         pending[sequence] = (ResultRow(ordinal: item.ordinal, request: failure.name, status: .failed, httpStatus: nil,
                                                        attempts: 0, labels: labels, errors: [failure.error]), target, false)
+                        if options.failFast { stopDispatch = true }
                     case .success(let request):
                         let labels = manifest.requests[item.requestIndex].labels
                         let ordinal = item.ordinal
@@ -281,11 +282,16 @@ public struct Runner: Sendable {
                     }
                 }
                 writeReady()
-                if inFlight == 0 && (exhausted || stopDispatch) { break }
+                if inFlight == 0 {
+                    if exhausted || stopDispatch { break }
+                    continue
+                }
                 guard let (sequence, target, row) = await group.next() else { break }
                 inFlight -= 1
                 if let row {
                     pending[sequence] = (row, target, false)
+                    // Written before the next dispatch, so --fail-fast sends nothing past a failure.
+                    writeReady()
                 } else {
                     // Cancelled: the row is not written; a resumed run sends it again.
                     stopDispatch = true

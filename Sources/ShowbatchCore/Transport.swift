@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -59,44 +60,36 @@ public final class URLSessionTransport: Transport, @unchecked Sendable {
         for header in prepared.headers { request.setValue(header.value, forHTTPHeaderField: header.name) }
         if let body = prepared.body { request.httpBody = Data(body) }
         let session = self.session
+        let state = AttemptState()
         let limit = maxBodyBytes
-        let finished = request
-        // The request races a timer: URLRequest's timeout is an idle timeout, not a deadline.
-        return await withTaskGroup(of: TransportResult?.self) { group in
-            group.addTask {
-                do {
-                    let (data, response) = try await session.data(for: finished)
-                    guard let http = response as? HTTPURLResponse else { return .failure(.network("not an HTTP response")) }
-                    if data.count > limit { return .failure(.bodyTooLarge(limit)) }
-                    var headers: [String: String] = [:]
-                    for (key, value) in http.allHeaderFields {
-                        if let key = key as? String, let value = value as? String { headers[key.lowercased()] = value }
-                    }
-                    return .response(status: http.statusCode, headers: headers, body: [UInt8](data))
-                } catch {
-                    if Task.isCancelled { return nil }
-                    return .failure(URLSessionTransport.classify(error))
+        // A completion handler, not async data(for:): cancelling the data task is what reliably
+        // ends a transfer on Linux, both for an interrupt and for the per-attempt deadline
+        // (URLRequest's timeout is an idle timeout, not a deadline).
+        let (data, response, error) = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<(Data?, URLResponse?, (any Error)?), Never>) in
+                let task = session.dataTask(with: request) { data, response, error in
+                    continuation.resume(returning: (data, response, error))
                 }
+                state.start(task, deadline: timeout)
             }
-            group.addTask {
-                do {
-                    try await Task.sleep(for: timeout)
-                    return .failure(.timeout)
-                } catch {
-                    return nil
-                }
-            }
-            var outcome: TransportResult = .failure(.cancelled)
-            for await result in group {
-                if let result {
-                    outcome = result
-                    break
-                }
-                if Task.isCancelled { break }
-            }
-            group.cancelAll()
-            return outcome
+        } onCancel: {
+            state.cancel(timedOut: false)
         }
+        if let error {
+            switch state.outcome {
+            case .timedOut: return .failure(.timeout)
+            case .cancelled: return .failure(.cancelled)
+            case .running: return .failure(URLSessionTransport.classify(error))
+            }
+        }
+        guard let http = response as? HTTPURLResponse else { return .failure(.network("not an HTTP response")) }
+        let body = data ?? Data()
+        if body.count > limit { return .failure(.bodyTooLarge(limit)) }
+        var headers: [String: String] = [:]
+        for (key, value) in http.allHeaderFields {
+            if let key = key as? String, let value = value as? String { headers[key.lowercased()] = value }
+        }
+        return .response(status: http.statusCode, headers: headers, body: [UInt8](body))
     }
 
     static func classify(_ error: any Error) -> TransportFailure {
@@ -115,5 +108,47 @@ public final class URLSessionTransport: Transport, @unchecked Sendable {
         case .dataLengthExceedsMaximum: return .bodyTooLarge(16 << 20)
         default: return .network("URL error \(urlError.code.rawValue)")
         }
+    }
+}
+
+/// The data task of one attempt and why it ended, shared with the cancel and deadline paths.
+private final class AttemptState: Sendable {
+    enum Outcome { case running, cancelled, timedOut }
+
+    private struct Inner: @unchecked Sendable {
+        // URLSessionDataTask is thread-safe for resume/cancel.
+        var task: URLSessionDataTask?
+        var outcome = Outcome.running
+    }
+
+    private let inner = Mutex(Inner())
+
+    var outcome: Outcome { inner.withLock { $0.outcome } }
+
+    /// Starts `task` unless the attempt was already cancelled, and arms the deadline.
+    func start(_ task: URLSessionDataTask, deadline: Duration) {
+        let cancelled = inner.withLock { inner -> Bool in
+            inner.task = task
+            return inner.outcome != .running
+        }
+        task.resume()
+        if cancelled {
+            task.cancel()
+            return
+        }
+        let nanoseconds = Int(min(deadline.seconds, 86_400) * 1e9)
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [weak self] in
+            self?.cancel(timedOut: true)
+        }
+    }
+
+    /// Ends the transfer; the first reason wins.
+    func cancel(timedOut: Bool) {
+        let task = inner.withLock { inner -> URLSessionDataTask? in
+            guard inner.outcome == .running else { return nil }
+            inner.outcome = timedOut ? .timedOut : .cancelled
+            return inner.task
+        }
+        task?.cancel()
     }
 }

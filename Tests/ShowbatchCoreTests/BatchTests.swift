@@ -1,0 +1,221 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import ShowbatchCore
+import ShowbatchEmulator
+
+/// Wraps a transport and cancels the run when the `after`-th request is sent.
+final class InterruptingTransport: Transport, Sendable {
+    let inner: any Transport
+    let after: Int
+    let sent = Atomic<Int>(0)
+    let cancel: Mutex<(@Sendable () -> Void)?> = Mutex(nil)
+
+    init(inner: any Transport, after: Int) {
+        self.inner = inner
+        self.after = after
+    }
+
+    func send(_ request: PreparedRequest, timeout: Duration) async -> TransportResult {
+        if sent.add(1, ordering: .relaxed).newValue == after {
+            cancel.withLock { $0 }?()
+        }
+        return await inner.send(request, timeout: timeout)
+    }
+}
+
+private func rowsFile(_ count: Int) -> String {
+    "id,alias\n" + (0..<count).map { "\($0),tok_\($0 % 7)" }.joined(separator: "\n") + "\n"
+}
+
+private let batchManifest = """
+vault: tnt1
+concurrency: 8
+output: {path: out/rows.csv}
+emulator:
+  aliases: {tok_0: "4000000000000000", tok_1: "4111111111111111", tok_2: "4222222222222222", tok_3: "4333333333333333"}
+  latency: 1ms±1ms
+  seed: 9
+requests:
+  - name: header-check
+    path: /post
+    payload: {card: tok_1}
+    labels: {card: json.card}
+  - name: "row-${row.id}"
+    each: {csv: data/rows.csv}
+    path: "/reveal/${index}"
+    payload: {card: "${row.alias}", id: "${row.id}"}
+    labels:
+      card: {path: json.card, mask: {ranges: [[0, 11]]}}
+      path: path
+"""
+
+@Suite(.serialized) struct BatchTests {
+    @Test func eachRowIsOneRequestInOrder() async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let manifest = try fixture.manifest(batchManifest, files: ["data/rows.csv": rowsFile(500)])
+        let summary = try await fixture.run(manifest)
+        #expect(summary.rows == 501 && summary.ok == 501)
+        let lines = try #require(fixture.read("out/rows.csv")).split(separator: "\n")
+        #expect(lines[0] == "request,status,http_status,attempts,error,card,path")
+        #expect(lines[1] == "header-check,ok,200,1,,4111111111111111,")
+        #expect(lines[2] == "row-0,ok,200,1,,************0000,/reveal/0")
+        #expect(lines[3] == "row-1,ok,200,1,,************1111,/reveal/1")
+        #expect(lines[9] == "row-7,ok,200,1,,************0000,/reveal/7")
+        #expect(lines[501] == "row-499,ok,200,1,,************2222,/reveal/499")
+        #expect(lines.count == 502)
+    }
+
+    @Test func jsonLinesKeepValueTypesAndMalformedRowsFailAlone() async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let manifest = try fixture.manifest("""
+        vault: tnt1
+        output: {path: r.jsonl}
+        requests:
+          - name: "n-${index}"
+            each: {jsonl: d.jsonl}
+            path: /p
+            payload: {n: "${row.n}", s: "x${row.n}"}
+            labels: {n: json.n, s: json.s}
+        """, files: ["d.jsonl": "{\"n\": 42}\nnot json\n{\"n\": \"a\"}\n{\"m\": 1}\n"])
+        let summary = try await fixture.run(manifest)
+        #expect(summary.ok == 2 && summary.failed == 2)
+        #expect(fixture.read("r.jsonl") == """
+        {"request":"n-0","status":"ok","http_status":200,"attempts":1,"labels":{"n":"42","s":"x42"},"errors":[]}
+        {"request":"d.jsonl:row 1","status":"failed","http_status":null,"attempts":0,"labels":{"n":null,"s":null},"errors":[{"code":1490,"kind":"invalid_row","message":"d.jsonl:2: is not a JSON object"}]}
+        {"request":"n-2","status":"ok","http_status":200,"attempts":1,"labels":{"n":"a","s":"xa"},"errors":[]}
+        {"request":"n-3","status":"failed","http_status":null,"attempts":0,"labels":{"n":null,"s":null},"errors":[{"code":1490,"kind":"invalid_row","message":"d.jsonl:4: row has no \\"n\\" column"}]}
+
+        """)
+    }
+
+    @Test func eachRequestWritesToItsOwnOutputWithItsOwnColumns() async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let manifest = try fixture.manifest("""
+        vault: tnt1
+        output: {path: main.csv}
+        requests:
+          - {name: a, path: /p, payload: {x: "1"}, labels: {x: json.x}}
+          - {name: b, path: /p, payload: {y: "2"}, labels: {y: json.y}, output: {path: side.json}}
+          - {name: c, path: /p, payload: {z: "3"}, labels: {z: json.z}}
+        """)
+        _ = try await fixture.run(manifest)
+        #expect(fixture.read("main.csv") == "request,status,http_status,attempts,error,x,z\na,ok,200,1,,1,\nc,ok,200,1,,,3\n")
+        #expect(fixture.read("side.json") == "[\n{\"request\":\"b\",\"status\":\"ok\",\"http_status\":200,\"attempts\":1,\"labels\":{\"y\":\"2\"},\"errors\":[]}\n]\n")
+    }
+
+    @Test(arguments: [7, 60, 233, 480])
+    func interruptedRunsResumeToIdenticalFiles(interruptAfter: Int) async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let manifest = try fixture.manifest(batchManifest, files: ["data/rows.csv": rowsFile(500)])
+        _ = try await fixture.run(manifest)
+        let baseline = try #require(fixture.read("out/rows.csv"))
+        try FileManager.default.removeItem(atPath: fixture.dir.path + "/out/rows.csv")
+
+        let emulator = try Emulator(configuration: try EmulatorConfiguration(spec: manifest.emulator))
+        emulator.start()
+        defer { emulator.stop() }
+        var options = RunOptions()
+        options.baseURLOverride = emulator.baseURL
+        options.progress = .never
+        let transport = InterruptingTransport(inner: URLSessionTransport(maxConnections: 8), after: interruptAfter)
+        let runner = Runner(manifest: manifest, options: options, transport: transport, environment: [:])
+        let task = Task {
+            // Start only once the interrupt is armed.
+            while transport.cancel.withLock({ $0 == nil }) { await Task.yield() }
+            return try await runner.run()
+        }
+        transport.cancel.withLock { $0 = { task.cancel() } }
+        let interrupted = try await task.value
+        #expect(interrupted.interrupted)
+        #expect(!fixture.dir.exists("out/rows.csv"))
+        #expect(fixture.dir.exists("out/rows.csv.partial"))
+        #expect(fixture.dir.exists("out/rows.csv.journal"))
+        #expect(fixture.mode("out/rows.csv.journal") == 0o600)
+
+        // A torn last line (a crash mid-write) is dropped on resume.
+        let journal = try FileHandle(forWritingTo: URL(fileURLWithPath: fixture.dir.path + "/out/rows.csv.journal"))
+        try journal.seekToEnd()
+        try journal.write(contentsOf: Data("{\"o\":99".utf8))
+        try journal.close()
+
+        options.resume = true
+        let resumed = try await Runner(manifest: manifest, options: options, environment: [:]).run()
+        #expect(!resumed.interrupted)
+        #expect(resumed.rows == 501)
+        #expect(resumed.replayed == interrupted.rows)
+        #expect(fixture.read("out/rows.csv") == baseline)
+        #expect(!fixture.dir.exists("out/rows.csv.journal"))
+        #expect(!fixture.dir.exists("out/rows.csv.partial"))
+    }
+
+    @Test func aJournalOfAnotherManifestIsRefused() async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        _ = fixture.dir.file("r.csv.journal", "{\"showbatch_journal\":1,\"manifest\":\"deadbeef\"}\n")
+        let manifest = try fixture.manifest("vault: tnt1\noutput: {path: r.csv}\nrequests: [{name: a, path: /p}]\n")
+        var options = RunOptions()
+        options.resume = true
+        do {
+            _ = try await fixture.run(manifest, options: options)
+            Issue.record("expected a refusal")
+        } catch let error as RunError {
+            guard case .usage(let message) = error else { Issue.record("expected a usage error"); return }
+            #expect(message == "the journal \(fixture.dir.path)/r.csv.journal belongs to a different manifest, shard or output; remove it to start over, or run without --resume")
+        }
+        // Without --resume the stale journal is replaced and the run goes on.
+        let summary = try await fixture.run(manifest)
+        #expect(summary.ok == 1)
+    }
+
+    @Test func shardsPartitionTheRowsExactly() async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let manifest = try fixture.manifest(batchManifest, files: ["data/rows.csv": rowsFile(100)])
+        _ = try await fixture.run(manifest)
+        let all = try #require(fixture.read("out/rows.csv")).split(separator: "\n").dropFirst()
+        var union: [Substring] = []
+        for index in 0..<3 {
+            var options = RunOptions()
+            options.shard = Shard(index: index, count: 3)
+            let summary = try await fixture.run(manifest, options: options)
+            #expect(summary.outputs == [fixture.dir.path + "/out/rows-shard-\(index).csv"])
+            let rows = try #require(fixture.read("out/rows-shard-\(index).csv")).split(separator: "\n")
+            #expect(rows.first == "request,status,http_status,attempts,error,card,path")
+            #expect(Array(rows.dropFirst()) == all.enumerated().filter { $0.offset % 3 == index }.map(\.element))
+            union += rows.dropFirst()
+        }
+        #expect(union.sorted() == all.sorted())
+    }
+
+    @Test(arguments: [("out/{shard}/r.csv", 2, 5, "out/2/r.csv"), ("r.csv", 1, 1, "r.csv"), ("r.tar.gz", 0, 2, "r.tar-shard-0.gz"),
+                      ("dir.v1/r", 1, 2, "dir.v1/r-shard-1")])
+    func shardPaths(path: String, index: Int, count: Int, expected: String) {
+        #expect(Shard(index: index, count: count).path(path) == expected)
+    }
+
+    @Test func shardSpecs() throws {
+        #expect(try Shard.parse("2/5", environment: [:]).get() == Shard(index: 2, count: 5))
+        #expect(try Shard.parse("auto/4", environment: ["JOB_COMPLETION_INDEX": "3"]).get() == Shard(index: 3, count: 4))
+        guard case .failure(let error) = Shard.parse("5/5", environment: [:]) else { Issue.record("expected failure"); return }
+        #expect(error.message == "shard index 5 is out of range for 5 shards; expected 0 to 4")
+        guard case .failure(let auto) = Shard.parse("auto/4", environment: [:]) else { Issue.record("expected failure"); return }
+        #expect(auto.message == "--shard auto/4 needs JOB_COMPLETION_INDEX, which is not set (it is set in Kubernetes Indexed Jobs)")
+    }
+
+    @Test func failFastStopsAtTheFirstFailedRow() async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let requests = (0..<10).map { "  - {name: r\($0), path: /p}" }.joined(separator: "\n")
+        let manifest = try fixture.manifest("vault: tnt1\nconcurrency: 1\nretry: {attempts: 1}\noutput: {path: r.csv}\nemulator: {fail_rate: 1}\nrequests:\n\(requests)\n")
+        var options = RunOptions()
+        options.failFast = true
+        let summary = try await fixture.run(manifest, options: options)
+        #expect(summary.rows == 1 && summary.failed == 1 && summary.skipped == 9)
+        #expect(fixture.read("r.csv") == "request,status,http_status,attempts,error\nr0,failed,500,1,1500 http_status: HTTP 500\n")
+    }
+}
