@@ -53,7 +53,7 @@ final class Journal {
                 throw RunError.runtime("cannot read the journal \(path)")
             }
         } else {
-            handle = try createPrivateFile(path)
+            handle = try createPrivateFile(path, for: output)
             buffer = Array((header + "\n").utf8)
         }
     }

@@ -79,17 +79,18 @@ public enum RunError: Error, Sendable, CustomStringConvertible {
 }
 
 /// Creates a file with mode 0600, whatever the umask; parent folders are created.
-func createPrivateFile(_ path: String) throws(RunError) -> FileHandle {
+/// Errors name `output`, the path the user knows, rather than the working file.
+func createPrivateFile(_ path: String, for output: String) throws(RunError) -> FileHandle {
     let parent = (path as NSString).deletingLastPathComponent
     if !parent.isEmpty {
         do {
             try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
         } catch {
-            throw RunError.runtime("cannot create the folder \(parent) for \(path)")
+            throw RunError.runtime("cannot create the folder \(parent) for \(output)")
         }
     }
     let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-    guard fd >= 0 else { throw RunError.runtime("cannot create \(path): \(String(cString: strerror(errno)))") }
+    guard fd >= 0 else { throw RunError.runtime("cannot create \(path) for \(output): \(String(cString: strerror(errno)))") }
     // An existing file keeps its old mode through O_CREAT: set it.
     fchmod(fd, 0o600)
     return FileHandle(fileDescriptor: fd, closeOnDealloc: true)
@@ -117,7 +118,7 @@ final class OutputFile {
             partialPath = nil
         } else {
             let partial = path + ".partial"
-            handle = try createPrivateFile(partial)
+            handle = try createPrivateFile(partial, for: path)
             partialPath = partial
         }
         buffer.reserveCapacity(1 << 16)

@@ -1,0 +1,94 @@
+import Testing
+import ShowbatchCore
+@testable import showbatch
+
+@Suite struct ArgumentParserTests {
+    @Test func runFlagsInBothSpellings() throws {
+        let invocation = try ArgumentParser.parse(["run", "m.yaml", "--output=out.csv", "--format", "jsonl", "--concurrency=32",
+                                                   "--rate", "50/s", "--timeout=500ms", "--fail-fast", "--resume", "--shard", "auto/4",
+                                                   "--emulate", "--strict-hostname", "--progress=never", "--log-format", "json", "--verbose"])
+        guard case .run(let run) = invocation else { Issue.record("expected run"); return }
+        #expect(run.manifest == "m.yaml")
+        #expect(run.emulate)
+        var expected = RunOptionsValues()
+        expected.output = "out.csv"
+        expected.format = .jsonl
+        expected.concurrency = 32
+        expected.rate = Rate(count: 50, per: .seconds(1))
+        expected.timeout = .milliseconds(500)
+        expected.failFast = true
+        expected.resume = true
+        expected.shard = "auto/4"
+        expected.strictHostname = true
+        expected.progress = .never
+        expected.logFormat = .json
+        expected.verbose = true
+        #expect(run.options == expected)
+    }
+
+    @Test(arguments: [
+        ([String](), Invocation.help(nil)),
+        (["--help"], .help(nil)),
+        (["help", "run"], .help("run")),
+        (["run", "--help"], .help("run")),
+        (["plan", "-h"], .help("plan")),
+        (["--version"], .version),
+        (["validate", "a.yaml", "b.yaml"], .validate(["a.yaml", "b.yaml"])),
+        (["plan", "m.yaml", "--format=json"], .plan(manifest: "m.yaml", json: true)),
+        (["plan", "m.yaml"], .plan(manifest: "m.yaml", json: false)),
+    ])
+    func invocations(arguments: [String], expected: Invocation) throws {
+        #expect(try ArgumentParser.parse(arguments) == expected)
+    }
+
+    @Test func emulateFlags() throws {
+        let invocation = try ArgumentParser.parse(["emulate", "--port", "0", "--cname", "a.io=tnt1", "--cname=b.io=tnt2", "--latency", "50ms±10ms",
+                                                   "--fail-rate", "0.1", "--fail-status", "503", "--throttle", "100/s", "--drop-rate=0.01",
+                                                   "--malformed-rate", "0.02", "--seed", "7", "--aliases", "a.csv"])
+        var expected = EmulateArguments()
+        expected.port = 0
+        expected.cnames = ["a.io=tnt1", "b.io=tnt2"]
+        expected.latency = "50ms±10ms"
+        expected.failRate = 0.1
+        expected.failStatus = 503
+        expected.throttle = Rate(count: 100, per: .seconds(1))
+        expected.dropRate = 0.01
+        expected.malformedRate = 0.02
+        expected.seed = 7
+        expected.aliases = "a.csv"
+        #expect(try ArgumentParser.parse(["emulate"] + []) == .emulate(EmulateArguments()))
+        #expect(invocation == .emulate(expected))
+    }
+
+    @Test(arguments: [
+        (["frobnicate"], "showbatch: error: unknown command \"frobnicate\"; expected run, validate, plan, emulate or help\nRun 'showbatch help' for usage."),
+        (["rnu"], "showbatch: error: unknown command \"rnu\"; did you mean \"run\"?\nRun 'showbatch help' for usage."),
+        (["--bogus"], "showbatch: error: unknown option --bogus; expected a command (run, validate, plan, emulate or help), --help or --version\nRun 'showbatch help' for usage."),
+        (["run", "m.yaml", "--outptu", "x"], "showbatch: error: unknown flag --outptu for run; did you mean --output?\nRun 'showbatch help run' for usage."),
+        (["run", "m.yaml", "--format", "xml"], "showbatch: error: --format must be csv, json or jsonl; got \"xml\"\nRun 'showbatch help run' for usage."),
+        (["run", "m.yaml", "--concurrency", "0"], "showbatch: error: --concurrency must be an integer from 1 to 1024; got \"0\"\nRun 'showbatch help run' for usage."),
+        (["run", "m.yaml", "--rate", "fast"], "showbatch: error: --rate must be N/s or N/m, such as 50/s; got \"fast\"\nRun 'showbatch help run' for usage."),
+        (["run", "m.yaml", "--timeout"], "showbatch: error: --timeout needs a value\nRun 'showbatch help run' for usage."),
+        (["run", "m.yaml", "--progress", "sometimes"], "showbatch: error: --progress must be auto, always or never; got \"sometimes\"\nRun 'showbatch help run' for usage."),
+        (["run", "m.yaml", "--fail-fast=yes"], "showbatch: error: --fail-fast takes no value\nRun 'showbatch help run' for usage."),
+        (["run"], "showbatch: error: run needs a MANIFEST\nRun 'showbatch help run' for usage."),
+        (["run", "a.yaml", "b.yaml"], "showbatch: error: run takes one MANIFEST; got 2 arguments\nRun 'showbatch help run' for usage."),
+        (["run", "m.yaml", "--quiet", "--verbose"], "showbatch: error: --quiet and --verbose cannot be used together\nRun 'showbatch help run' for usage."),
+        (["run", "m.yaml", "--resume", "--output", "-"], "showbatch: error: --resume cannot be used with --output - (standard output is not resumable)\nRun 'showbatch help run' for usage."),
+        (["validate"], "showbatch: error: validate needs at least one MANIFEST\nRun 'showbatch help validate' for usage."),
+        (["validate", "m.yaml", "--format", "x"], "showbatch: error: unknown flag --format for validate; it takes no flags\nRun 'showbatch help validate' for usage."),
+        (["plan", "m.yaml", "--format", "yaml"], "showbatch: error: --format for plan must be text or json; got \"yaml\"\nRun 'showbatch help plan' for usage."),
+        (["emulate", "--port", "99999"], "showbatch: error: --port must be an integer from 0 to 65535; got \"99999\"\nRun 'showbatch help emulate' for usage."),
+        (["emulate", "--cname", "a.io"], "showbatch: error: --cname must be HOST=VAULT, such as reveal.example.com=tntaq8uft80; got \"a.io\"\nRun 'showbatch help emulate' for usage."),
+        (["emulate", "--fail-rate", "2"], "showbatch: error: --fail-rate must be a probability from 0 to 1, such as 0.05; got \"2\"\nRun 'showbatch help emulate' for usage."),
+        (["help", "nope"], "showbatch: error: no help for \"nope\"; commands are run, validate, plan, emulate or help\nRun 'showbatch help' for usage."),
+    ])
+    func usageErrors(arguments: [String], message: String) {
+        do {
+            _ = try ArgumentParser.parse(arguments)
+            Issue.record("expected a usage error")
+        } catch {
+            #expect(error.description == message)
+        }
+    }
+}

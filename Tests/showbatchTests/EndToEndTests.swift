@@ -1,0 +1,288 @@
+import Foundation
+import Testing
+import ShowbatchEmulator
+
+/// The result of running the built `showbatch` executable.
+struct Execution {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+}
+
+/// The `showbatch` executable built next to the test bundle.
+let binary: String = {
+    let bundle = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    return (bundle as NSString).deletingLastPathComponent + "/showbatch"
+}()
+
+/// Runs showbatch with `arguments` in `directory`; `interruptAfter` sends SIGINT after that long.
+func showbatch(_ arguments: [String], in directory: String, environment: [String: String] = [:],
+               interrupt: (@Sendable (String) -> Bool)? = nil) throws -> Execution {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: binary)
+    process.arguments = arguments
+    process.currentDirectoryURL = URL(fileURLWithPath: directory)
+    var env = ProcessInfo.processInfo.environment
+    env.removeValue(forKey: "JOB_COMPLETION_INDEX")
+    for (key, value) in environment { env[key] = value }
+    process.environment = env
+    let outPipe = Pipe(), errPipe = Pipe()
+    process.standardOutput = outPipe
+    process.standardError = errPipe
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    if let interrupt {
+        // Poll the work folder until the condition holds, then interrupt.
+        let deadline = Date().addingTimeInterval(30)
+        while process.isRunning && Date() < deadline && !interrupt(directory) { usleep(2_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGINT) }
+    }
+    let out = outPipe.fileHandleForReading.readDataToEndOfFile()
+    let err = errPipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return Execution(status: process.terminationStatus, stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self))
+}
+
+/// A private work folder with files.
+struct Workspace {
+    let path: String
+
+    init(_ files: [String: String] = [:]) {
+        path = FileManager.default.temporaryDirectory.path + "/showbatch-e2e-" + UUID().uuidString
+        try! FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        for (name, text) in files { write(name, text) }
+    }
+
+    func write(_ name: String, _ text: String) { write(name, Data(text.utf8)) }
+
+    func write(_ name: String, _ data: Data) {
+        let full = path + "/" + name
+        try! FileManager.default.createDirectory(atPath: (full as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try! data.write(to: URL(fileURLWithPath: full))
+    }
+
+    func read(_ name: String) -> String? {
+        FileManager.default.contents(atPath: path + "/" + name).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    func exists(_ name: String) -> Bool { FileManager.default.fileExists(atPath: path + "/" + name) }
+
+    func remove() { try? FileManager.default.removeItem(atPath: path) }
+}
+
+/// The repository root (tests run from it under `swift test`).
+let repository = FileManager.default.currentDirectoryPath
+
+private let demoManifest = """
+vault: tnt1
+headers: {Authorization: "Bearer ${SB_TEST_TOKEN}"}
+output: {path: out/r.csv}
+emulator:
+  aliases: {tok_card: "4111111111111111"}
+requests:
+  - name: one
+    path: /post
+    payload: {card: tok_card, note: "payload-secret-note"}
+    labels: {card: {path: json.card, mask: {ranges: [[0, 11]]}}}
+  - name: two
+    path: post?x=1
+    headers: {X-Request-Id: "2"}
+    payload: {card: tok_card}
+    labels: {card: json.card, missing: json.nope}
+"""
+
+@Suite(.serialized) struct EndToEndTests {
+    let env = ["SB_TEST_TOKEN": "sk_header_secret_value"]
+
+    @Test func versionAndHelp() throws {
+        let version = try showbatch(["--version"], in: repository)
+        #expect(version.status == 0 && version.stdout == "showbatch 0.1.0\n")
+        let help = try showbatch(["help", "run"], in: repository)
+        #expect(help.status == 0 && help.stdout.hasPrefix("usage: showbatch run MANIFEST [options]\n"))
+        let bad = try showbatch(["rnu"], in: repository)
+        #expect(bad.status == 2 && bad.stderr == "showbatch: error: unknown command \"rnu\"; did you mean \"run\"?\nRun 'showbatch help' for usage.\n")
+    }
+
+    @Test func validateTheSamples() throws {
+        let result = try showbatch(["validate", "samples/nightly-card-export.yaml"], in: repository)
+        #expect(result.stderr == "")
+        #expect(result.status == 0)
+        #expect(result.stdout == "samples/nightly-card-export.yaml: ok (3 requests)\n")
+    }
+
+    @Test func validateReportsAllProblemsOfAllFiles() throws {
+        let work = Workspace(["a.yaml": "vault: tnt1\nenvironment: sandox\nconcurency: 2\nrequests: [{name: a, path: /p}]\n",
+                              "b.yaml": minimalValid])
+        defer { work.remove() }
+        let result = try showbatch(["validate", "a.yaml", "b.yaml"], in: work.path)
+        #expect(result.status == 2)
+        #expect(result.stdout == "b.yaml: ok (1 request)\n")
+        #expect(result.stderr == """
+        a.yaml:2:14: error: environment "sandox" is not valid; expected sandbox, live or live-<region>
+          environment: sandox
+                       ^
+        a.yaml:3:1: error: unknown key "concurency" in the manifest; did you mean "concurrency"?
+          concurency: 2
+          ^
+        a.yaml: 2 problems
+
+        """)
+    }
+
+    @Test func planPrintsURLsAndRedactsHeaders() throws {
+        let work = Workspace(["m.yaml": demoManifest, "d.csv": "id\n1\n2\n3\n4\n5\n"])
+        defer { work.remove() }
+        let text = try showbatch(["plan", "m.yaml"], in: work.path, environment: env)
+        #expect(text.status == 0)
+        #expect(text.stdout == """
+        base_url: https://tnt1.sandbox.verygoodproxy.com
+        POST https://tnt1.sandbox.verygoodproxy.com/post one
+        POST https://tnt1.sandbox.verygoodproxy.com/post?x=1 two
+        headers: Authorization: <redacted>, Content-Type: <redacted>, vgs-client: <redacted>
+        output: out/r.csv
+
+        """)
+        work.write("h.yaml", "vault: tnt1\nenvironment: live\ndata_region: eu-1\nhostname: https://reveal.example.com/\nrequests:\n  - {name: \"r-${row.id}\", each: {csv: d.csv}, path: \"/reveal/${row.id}\", method: get}\n")
+        let data = try showbatch(["plan", "h.yaml"], in: work.path)
+        #expect(data.stdout == """
+        base_url: https://reveal.example.com
+        GET https://reveal.example.com/reveal/1 r-1
+        GET https://reveal.example.com/reveal/2 r-2
+        GET https://reveal.example.com/reveal/3 r-3
+        ... request 1: 5 rows from d.csv (first 3 shown)
+        note: hostname reveal.example.com is checked at run time; if it is not activated, requests go to https://tnt1.live-eu-1.verygoodproxy.com
+        headers: vgs-client: <redacted>
+
+        """)
+        let json = try showbatch(["plan", "m.yaml", "--format", "json"], in: work.path, environment: env)
+        #expect(json.stdout.hasPrefix(#"{"base_url":"https://tnt1.sandbox.verygoodproxy.com","requests":[{"name":"one","method":"POST","url":"https://tnt1.sandbox.verygoodproxy.com/post","headers":{"Authorization":"<redacted>","#))
+        #expect(!json.stdout.contains("sk_header_secret_value") && !text.stdout.contains("sk_header_secret_value"))
+    }
+
+    @Test func runWithTheBuiltInEmulator() throws {
+        let work = Workspace(["m.yaml": demoManifest])
+        defer { work.remove() }
+        let result = try showbatch(["run", "m.yaml", "--emulate", "--verbose"], in: work.path, environment: env)
+        #expect(result.status == 1)  // "two" is partial: json.nope is missing
+        #expect(work.read("out/r.csv") == """
+        request,status,http_status,attempts,error,card,missing
+        one,ok,200,1,,************1111,
+        two,partial,200,1,1403 field_not_found: label missing: no value at json.nope,4111111111111111,
+
+        """)
+        let permissions = try FileManager.default.attributesOfItem(atPath: work.path + "/out/r.csv")[.posixPermissions] as? Int
+        #expect(permissions == 0o600)
+        #expect(result.stderr.contains("POST http://127.0.0.1:"))
+        #expect(result.stderr.hasSuffix("wrote out/r.csv\n"))
+        for secret in ["sk_header_secret_value", "4111111111111111", "payload-secret-note", "tok_card"] {
+            #expect(!result.stderr.contains(secret))
+        }
+    }
+
+    @Test func jsonLogsAndStandardOutput() throws {
+        let work = Workspace(["m.yaml": demoManifest])
+        defer { work.remove() }
+        let result = try showbatch(["run", "m.yaml", "--emulate", "--output", "-", "--format", "jsonl", "--log-format", "json", "--verbose"], in: work.path, environment: env)
+        #expect(result.status == 1)
+        #expect(result.stdout.split(separator: "\n").count == 2)
+        #expect(result.stdout.hasPrefix(#"{"request":"one","status":"ok","http_status":200,"attempts":1,"labels":{"card":"************1111"},"errors":[]}"#))
+        let events = result.stderr.split(separator: "\n")
+        #expect(events.count == 3)
+        #expect(events.allSatisfy { $0.hasPrefix("{\"event\":") })
+        #expect(events.last?.hasPrefix(#"{"event":"summary","rows":2,"ok":1,"partial":1,"failed":0,"retries":0"#) == true)
+        #expect(!result.stderr.contains("sk_header_secret_value") && !result.stderr.contains("payload-secret-note"))
+        #expect(!work.exists("out/r.csv"))
+    }
+
+    @Test func usageAndRuntimeFailuresHaveTheirExitCodes() throws {
+        let work = Workspace(["noout.yaml": "vault: tnt1\nrequests: [{name: a, path: /p}]\n", "m.yaml": demoManifest, "blocker": "a file"])
+        defer { work.remove() }
+        let noOutput = try showbatch(["run", "noout.yaml", "--emulate"], in: work.path)
+        #expect(noOutput.status == 2)
+        #expect(noOutput.stderr == "showbatch: error: request 1 (line 2) has no output: give --output PATH, or add output: to the manifest or the request\nRun 'showbatch help run' for usage.\n")
+        let unwritable = try showbatch(["run", "m.yaml", "--emulate", "--output", "blocker/r.csv"], in: work.path, environment: env)
+        #expect(unwritable.status == 3)
+        #expect(unwritable.stderr == "showbatch: error: cannot create the folder blocker for blocker/r.csv\n")
+        let unset = try showbatch(["run", "m.yaml", "--emulate"], in: work.path)
+        #expect(unset.status == 2)
+        #expect(unset.stderr.hasPrefix("m.yaml:2:26: error: environment variable SB_TEST_TOKEN is not set (used in headers.Authorization)\n  headers: {Authorization: <redacted>}\n"))
+        let shard = try showbatch(["run", "m.yaml", "--shard", "auto/3"], in: work.path, environment: env)
+        #expect(shard.status == 2)
+        #expect(shard.stderr == "showbatch: error: --shard auto/3 needs JOB_COMPLETION_INDEX, which is not set (it is set in Kubernetes Indexed Jobs)\nRun 'showbatch help run' for usage.\n")
+    }
+
+    @Test func strictHostnameCheckExitsThree() throws {
+        let emulator = try Emulator(configuration: EmulatorConfiguration())
+        emulator.start()
+        defer { emulator.stop() }
+        let work = Workspace(["m.yaml": "vault: tnt1\nhostname: reveal.example.com\noutput: {path: r.csv}\nrequests: [{name: a, path: /p}]\n"])
+        defer { work.remove() }
+        let result = try showbatch(["run", "m.yaml", "--strict-hostname"], in: work.path,
+                                   environment: ["SHOWBATCH_HOSTNAME_CHECK_URL": emulator.baseURL])
+        #expect(result.status == 3)
+        #expect(result.stderr == "showbatch: error: hostname reveal.example.com is not activated for vault tnt1 (the check answered HTTP 403); --strict-hostname stops here\n")
+        #expect(!work.exists("r.csv"))
+    }
+
+    @Test func interruptedRunExits130AndResumes() throws {
+        let rows = (0..<400).map { "\($0),tok_\($0 % 3)" }.joined(separator: "\n")
+        let manifest = """
+        vault: tnt1
+        concurrency: 4
+        output: {path: out/r.csv}
+        emulator: {aliases: {tok_0: "4000", tok_1: "4111", tok_2: "4222"}, latency: 5ms}
+        requests:
+          - {name: "r-${row.id}", each: {csv: d.csv}, path: /p, payload: {c: "${row.alias}"}, labels: {c: json.c}}
+        """
+        let work = Workspace(["m.yaml": manifest, "d.csv": "id,alias\n" + rows + "\n"])
+        defer { work.remove() }
+        // 400 answers at 5 ms over 4 connections take at least 500 ms: interrupt well before.
+        let started = Date()
+        let interrupted = try showbatch(["run", "m.yaml", "--emulate"], in: work.path) { _ in
+            Date().timeIntervalSince(started) > 0.2
+        }
+        #expect(interrupted.status == 130)
+        #expect(interrupted.stderr.contains("interrupted: outputs left as .partial, rerun with --resume"))
+        #expect(!work.exists("out/r.csv"))
+        #expect(work.exists("out/r.csv.journal"))
+        let resumed = try showbatch(["run", "m.yaml", "--emulate", "--resume"], in: work.path)
+        #expect(resumed.status == 0)
+        #expect(resumed.stderr.contains("from the journal"))
+        let expected = "request,status,http_status,attempts,error,c\n" + (0..<400).map { "r-\($0),ok,200,1,,\(["4000", "4111", "4222"][$0 % 3])\n" }.joined()
+        #expect(work.read("out/r.csv") == expected)
+        #expect(!work.exists("out/r.csv.journal"))
+    }
+
+    @Test func hostileManifestsEndInExitTwo() throws {
+        let work = Workspace()
+        defer { work.remove() }
+        work.write("empty.yaml", "")
+        work.write("binary.yaml", Data((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 31) }))
+        work.write("tabs.yaml", "vault: tnt1\nrequests:\n\t- name: a\n")
+        work.write("utf8.yaml", Data([0x76, 0x61, 0x75, 0x6C, 0x74, 0x3A, 0x20, 0xC3, 0x28, 0x0A]))
+        work.write("deep.yaml", String(repeating: "[", count: 20_000) + String(repeating: "]", count: 20_000))
+        var big = "vault: tnt1\nrequests:\n"
+        while big.utf8.count < 10_000_000 { big += "  - {name: \"\(big.utf8.count)\", path: /p, payload: {a: b}}\n" }
+        work.write("big.yaml", big + "  - oops: [\n")
+        try FileManager.default.createDirectory(atPath: work.path + "/dir.yaml", withIntermediateDirectories: true)
+        let expectations = [
+            ("empty.yaml", "empty.yaml: error: the file is empty; expected a YAML mapping\n"),
+            ("binary.yaml", "binary.yaml:1:1: error: control characters are not allowed; the manifest must be UTF-8 text\n"),
+            ("tabs.yaml", "tabs.yaml:3:1: error: while scanning for the next token: found character that cannot start any token (tabs cannot indent YAML; use spaces)\n"),
+            ("utf8.yaml", "utf8.yaml:1:9: error: invalid trailing UTF-8 octet; the manifest must be UTF-8 text\n  vault: <redacted>\n         ^\n"),
+            ("deep.yaml", "deep.yaml:1:257: error: nesting is deeper than 256 levels\n"),
+            ("missing.yaml", "missing.yaml: error: no such file\n"),
+            ("dir.yaml", "dir.yaml: error: is a directory; expected a manifest file\n"),
+        ]
+        for (file, prefix) in expectations {
+            let result = try showbatch(["validate", file], in: work.path)
+            #expect(result.status == 2, "\(file)")
+            #expect(result.stderr.hasPrefix(prefix), "\(file): \(result.stderr.prefix(300))")
+        }
+        let bigResult = try showbatch(["validate", "big.yaml"], in: work.path)
+        #expect(bigResult.status == 2)
+        #expect(bigResult.stderr.contains("error: while parsing a flow node: did not find expected node content"))
+    }
+}
+
+private let minimalValid = "vault: tnt1\nrequests: [{name: a, path: /p}]\n"
