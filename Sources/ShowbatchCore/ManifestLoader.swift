@@ -53,10 +53,8 @@ struct ManifestDecoder {
     /// Source spans of header, payload and alias values by line: never quoted in errors.
     var sensitive: [Int: [SourceSpan]] = [:]
 
-    static let topKeys = ["version", "vault", "environment", "data_region", "route_id", "hostname", "hostname_check",
-                          "satellite_port", "headers", "concurrency", "rate_limit", "timeout", "retry", "output",
-                          "emulator", "requests"]
-    static let requestKeys = ["name", "path", "method", "headers", "payload", "labels", "each", "output"]
+    static let topKeys = ManifestReference.keys(under: "")
+    static let requestKeys = ManifestReference.keys(under: "requests")
     static let resultColumns = ["request", "status", "http_status", "attempts", "error"]
 
     init(source: SourceFile, directory: String, environment: [String: String]) {
@@ -324,7 +322,7 @@ struct ManifestDecoder {
 
     mutating func retry(_ node: Node) -> RetryPolicy {
         var policy = RetryPolicy()
-        guard let map = fields(node, "retry", known: ["attempts", "backoff", "max_backoff", "on"]) else { return policy }
+        guard let map = fields(node, "retry", known: ManifestReference.keys(under: "retry")) else { return policy }
         if let node = map["attempts"]?.value, let value = integer(node, "retry.attempts", 1...100) { policy.attempts = value }
         if let node = map["backoff"]?.value, let value = duration(node, "retry.backoff") { policy.backoff = value }
         if let node = map["max_backoff"]?.value, let value = duration(node, "retry.max_backoff") { policy.maxBackoff = value }
@@ -350,7 +348,7 @@ struct ManifestDecoder {
     }
 
     mutating func output(_ node: Node, _ context: String) -> OutputSpec? {
-        guard let map = fields(node, context, known: ["path", "format", "csv"]) else { return nil }
+        guard let map = fields(node, context, known: ManifestReference.keys(under: "output")) else { return nil }
         guard let pathNode = map["path"]?.value else {
             problem(node.mark, "missing required key \"path\" in \(context)")
             return nil
@@ -366,7 +364,7 @@ struct ManifestDecoder {
         } else if OutputFormat.fromExtension(path) == nil {
             problem(pathNode.mark, "cannot tell the format of \"\(path)\" from its extension; add format: csv, json or jsonl")
         }
-        if let csvNode = map["csv"]?.value, let csv = fields(csvNode, "\(context).csv", known: ["escape_formulas"]),
+        if let csvNode = map["csv"]?.value, let csv = fields(csvNode, "\(context).csv", known: ManifestReference.keys(under: "output.csv")),
            let escape = csv["escape_formulas"]?.value, let value = bool(escape, "\(context).csv.escape_formulas") {
             spec.escapeFormulas = value
         }
@@ -378,7 +376,7 @@ struct ManifestDecoder {
         return (directory as NSString).appendingPathComponent(path)
     }
 
-    static let emulatorKeys = ["aliases", "latency", "fail_rate", "fail_status", "throttle", "drop_rate", "malformed_rate", "seed"]
+    static let emulatorKeys = ManifestReference.keys(under: "emulator")
 
     mutating func emulator(_ node: Node) -> EmulatorSpec? {
         guard let map = fields(node, "emulator", known: Self.emulatorKeys) else { return nil }
@@ -532,7 +530,7 @@ struct ManifestDecoder {
     }
 
     mutating func each(_ node: Node, _ context: String) -> DataSource? {
-        guard let map = fields(node, "\(context) each", known: ["csv", "jsonl"]) else { return nil }
+        guard let map = fields(node, "\(context) each", known: ManifestReference.keys(under: "requests[].each")) else { return nil }
         guard map.count == 1, let (key, pair) = map.first else {
             if map.isEmpty { problem(node.mark, "\(context) each needs csv: FILE or jsonl: FILE") }
             else { problem(node.mark, "\(context) each takes one of csv or jsonl, not both") }
@@ -629,7 +627,7 @@ struct ManifestDecoder {
             guard let path = contentPath(node, "\(what)") else { return nil }
             return LabelBinding(name: name, path: path, transforms: [], mask: nil)
         }
-        guard let map = fields(node, what, known: ["path", "transform", "mask"]) else { return nil }
+        guard let map = fields(node, what, known: ManifestReference.keys(under: "requests[].labels.<name>")) else { return nil }
         guard let pathNode = map["path"]?.value else {
             problem(node.mark, "missing required key \"path\" in \(what)")
             return nil
@@ -639,7 +637,7 @@ struct ManifestDecoder {
         if let transformNode = map["transform"]?.value {
             if let items = transformNode.sequence {
                 for item in items {
-                    guard let step = fields(item, "\(what) transform", known: ["regex", "template"]) else { continue }
+                    guard let step = fields(item, "\(what) transform", known: ManifestReference.keys(under: "requests[].labels.<name>.transform")) else { continue }
                     guard let regexNode = step["regex"]?.value, let templateNode = step["template"]?.value else {
                         problem(item.mark, "each transform of \(what) needs regex and template")
                         continue
@@ -662,7 +660,7 @@ struct ManifestDecoder {
 
     mutating func mask(_ node: Node, _ what: String) -> Mask? {
         if case .bool(let on)? = node.scalar?.value { return on ? Mask() : nil }
-        guard let map = fields(node, "\(what) mask", known: ["ranges", "symbol"]) else { return nil }
+        guard let map = fields(node, "\(what) mask", known: ManifestReference.keys(under: "requests[].labels.<name>.mask")) else { return nil }
         var mask = Mask()
         if let symbolNode = map["symbol"]?.value, let symbol = text(symbolNode, "\(what) mask symbol") {
             if symbol.isEmpty {

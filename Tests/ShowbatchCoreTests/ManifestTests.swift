@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import ShowbatchYAML
 @testable import ShowbatchCore
@@ -233,5 +234,36 @@ private let minimal = "vault: tnt1\nrequests:\n  - {name: a, path: /post}\n"
     @Test(arguments: ["0", "-1s", "abc", "", "5 s", "+3s", "1e3"])
     func badDurations(text: String) {
         #expect(Units.duration(text) == nil)
+    }
+}
+
+@Suite struct ManifestReferenceTests {
+    @Test(arguments: [
+        ("", ["version", "vault", "environment", "data_region", "route_id", "hostname", "hostname_check", "satellite_port", "headers",
+              "concurrency", "rate_limit", "timeout", "retry", "output", "emulator", "requests"]),
+        ("requests", ["name", "path", "method", "headers", "payload", "labels", "each", "output"]),
+        ("retry", ["attempts", "backoff", "max_backoff", "on"]),
+        ("output", ["path", "format", "csv"]),
+        ("requests[].labels.<name>", ["path", "transform", "mask"]),
+        ("requests[].labels.<name>.transform", ["regex", "template"]),
+        ("requests[].each", ["csv", "jsonl"]),
+    ])
+    func keysComeFromTheReference(parent: String, keys: [String]) {
+        #expect(ManifestReference.keys(under: parent) == keys)
+    }
+
+    @Test func readmeHoldsTheGeneratedReference() throws {
+        let readme = try String(contentsOfFile: FileManager.default.currentDirectoryPath + "/README.md", encoding: .utf8)
+        let begin = "<!-- manifest-reference:begin (generated from ManifestReference.swift; a test checks it) -->\n"
+        let end = "<!-- manifest-reference:end -->"
+        let start = try #require(readme.range(of: begin), "README.md lacks the reference begin marker")
+        let stop = try #require(readme.range(of: end), "README.md lacks the reference end marker")
+        let table = String(readme[start.upperBound..<stop.lowerBound])
+        if table != ManifestReference.markdown {
+            // Leave the regenerated README next to the build for a person to copy over.
+            let regenerated = String(readme[..<start.upperBound]) + ManifestReference.markdown + String(readme[stop.lowerBound...])
+            try Data(regenerated.utf8).write(to: URL(fileURLWithPath: FileManager.default.currentDirectoryPath + "/.build/README.generated.md"))
+            Issue.record("the README's manifest reference is out of date; copy .build/README.generated.md over README.md")
+        }
     }
 }

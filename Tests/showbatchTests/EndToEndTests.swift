@@ -104,10 +104,30 @@ requests:
     }
 
     @Test func validateTheSamples() throws {
-        let result = try showbatch(["validate", "samples/nightly-card-export.yaml"], in: repository)
+        let result = try showbatch(["validate", "samples/nightly-card-export.yaml", "samples/nightly-rows.yaml"], in: repository)
         #expect(result.stderr == "")
         #expect(result.status == 0)
-        #expect(result.stdout == "samples/nightly-card-export.yaml: ok (3 requests)\n")
+        #expect(result.stdout == "samples/nightly-card-export.yaml: ok (3 requests)\nsamples/nightly-rows.yaml: ok (1 request)\n")
+    }
+
+    @Test func theDemoPrintsRevealedRows() throws {
+        let work = Workspace()
+        defer { work.remove() }
+        let result = try showbatch(["run", repository + "/samples/nightly-card-export.yaml", "--emulate", "--output", "-"], in: work.path)
+        #expect(result.status == 0)
+        #expect(result.stdout.hasPrefix("request,status,http_status,attempts,error,card_number,last4,exp_date,holder,wallet_json\ncustomer-1001,ok,200,1,,4111 1111 1111 1111,************1111,12/2030,Ada Lovelace,\n"))
+        #expect(result.stdout.split(separator: "\n").count == 4)
+    }
+
+    @Test func theReadmeExampleValidates() throws {
+        let readme = try String(contentsOfFile: repository + "/README.md", encoding: .utf8)
+        let start = try #require(readme.range(of: "```yaml\n"))
+        let end = try #require(readme.range(of: "```\n", range: start.upperBound..<readme.endIndex))
+        let work = Workspace(["m.yaml": String(readme[start.upperBound..<end.lowerBound]), "data/aliases.csv": "id,card_alias\n1,tok\n"])
+        defer { work.remove() }
+        let result = try showbatch(["validate", "m.yaml"], in: work.path, environment: ["REVEAL_TOKEN": "t"])
+        #expect(result.stderr == "")
+        #expect(result.stdout == "m.yaml: ok (2 requests)\n")
     }
 
     @Test func validateReportsAllProblemsOfAllFiles() throws {

@@ -1,0 +1,90 @@
+/// Every manifest key with its type, default and meaning: the one list that both the decoder
+/// (known keys, suggestions) and the README's reference table come from, so they cannot drift.
+public enum ManifestReference {
+    /// One documented key. `path` uses `.` for nesting, `[]` for list items and `<name>` for
+    /// user-chosen keys.
+    public struct Entry: Sendable {
+        /// The key's path.
+        public let path: String
+        /// Its type.
+        public let type: String
+        /// Its default, or "required".
+        public let defaultValue: String
+        /// What it does.
+        public let meaning: String
+    }
+
+    /// The entries in document order.
+    public static let entries: [Entry] = [
+        Entry(path: "version", type: "integer", defaultValue: "1", meaning: "Manifest format version; a higher version is an error."),
+        Entry(path: "vault", type: "string", defaultValue: "required", meaning: "Vault id: letters and digits."),
+        Entry(path: "environment", type: "string", defaultValue: "sandbox", meaning: "`sandbox` or `live`, optionally with `-region` parts (`live-eu-1`), any case."),
+        Entry(path: "data_region", type: "string", defaultValue: "—", meaning: "Data region such as `eu-1`; not allowed when `environment` already names one."),
+        Entry(path: "route_id", type: "string", defaultValue: "—", meaning: "Route id (Android SDK `routeId`): `https://<vault>-<route_id>.<environment>…`."),
+        Entry(path: "hostname", type: "string", defaultValue: "—", meaning: "Custom hostname (CNAME). Scheme, path, query and trailing slashes are stripped; `http://` or a port is an error."),
+        Entry(path: "hostname_check", type: "boolean", defaultValue: "true", meaning: "Ask VGS whether the hostname is activated; if not, warn and use the vault URL (`--strict-hostname`: exit 3). `false` uses the hostname as given."),
+        Entry(path: "satellite_port", type: "integer", defaultValue: "—", meaning: "Send every request to `http://localhost:PORT`. Only with `environment: sandbox` and no region, route id or hostname."),
+        Entry(path: "headers", type: "mapping", defaultValue: "—", meaning: "Headers of every request. Values may use `${ENV_VAR}` and are never printed."),
+        Entry(path: "concurrency", type: "integer", defaultValue: "8", meaning: "Requests in flight, 1…1024 (`--concurrency`)."),
+        Entry(path: "rate_limit", type: "string", defaultValue: "—", meaning: "`N/s` or `N/m` across the whole run, retries included (`--rate`)."),
+        Entry(path: "timeout", type: "duration", defaultValue: "60s", meaning: "Per attempt: `500ms`, `30s`, `2m` or a number of seconds (`--timeout`)."),
+        Entry(path: "retry", type: "mapping", defaultValue: "—", meaning: "Retry policy."),
+        Entry(path: "retry.attempts", type: "integer", defaultValue: "3", meaning: "Total attempts per request, 1…100 (1 = no retry)."),
+        Entry(path: "retry.backoff", type: "duration", defaultValue: "200ms", meaning: "Base of the capped exponential backoff with full jitter."),
+        Entry(path: "retry.max_backoff", type: "duration", defaultValue: "10s", meaning: "Cap of the backoff. A `Retry-After` answer is honoured instead (up to 10 minutes)."),
+        Entry(path: "retry.on", type: "list", defaultValue: "[429, 502, 503, 504, network, timeout]", meaning: "HTTP statuses and failure kinds (`network`, `timeout`) that are retried."),
+        Entry(path: "output", type: "mapping", defaultValue: "—", meaning: "Where rows go when neither `--output` nor the request says."),
+        Entry(path: "output.path", type: "string", defaultValue: "required", meaning: "The file, relative to the manifest's folder; may hold `{shard}`."),
+        Entry(path: "output.format", type: "string", defaultValue: "extension", meaning: "`csv`, `json` or `jsonl`; without it the extension decides (`.csv`, `.json`, `.jsonl`/`.ndjson`)."),
+        Entry(path: "output.csv", type: "mapping", defaultValue: "—", meaning: "CSV options."),
+        Entry(path: "output.csv.escape_formulas", type: "boolean", defaultValue: "false", meaning: "Prefix cells starting with `=` `+` `-` `@` with `'`."),
+        Entry(path: "emulator", type: "mapping", defaultValue: "—", meaning: "Used only by `run --emulate`."),
+        Entry(path: "emulator.aliases", type: "mapping or path", defaultValue: "sample aliases", meaning: "Alias → value, or a file (CSV `alias,value` with a header, or a JSON object)."),
+        Entry(path: "emulator.latency", type: "duration", defaultValue: "0", meaning: "Delay of every answer: `D` or `D±J`."),
+        Entry(path: "emulator.fail_rate", type: "number", defaultValue: "0", meaning: "Fraction of requests answered with `fail_status`."),
+        Entry(path: "emulator.fail_status", type: "integer", defaultValue: "500", meaning: "Status of injected failures."),
+        Entry(path: "emulator.throttle", type: "string", defaultValue: "—", meaning: "`N/s` or `N/m`; past it, 429 with `Retry-After: 1`."),
+        Entry(path: "emulator.drop_rate", type: "number", defaultValue: "0", meaning: "Fraction of requests whose connection is closed without an answer."),
+        Entry(path: "emulator.malformed_rate", type: "number", defaultValue: "0", meaning: "Fraction of requests answered 200 with a body that is not JSON."),
+        Entry(path: "emulator.seed", type: "integer", defaultValue: "1", meaning: "Seed of the fault choices: the same seed gives the same faults."),
+        Entry(path: "requests", type: "list", defaultValue: "required", meaning: "The requests; rows are written in this order."),
+        Entry(path: "requests[].name", type: "string", defaultValue: "required", meaning: "Row name, unique among static requests; templates allowed."),
+        Entry(path: "requests[].path", type: "string", defaultValue: "required", meaning: "Path with an optional `?query` (kept as written); templates allowed."),
+        Entry(path: "requests[].method", type: "string", defaultValue: "post", meaning: "`get`, `post`, `put`, `patch` or `delete`, any case; `get` takes no payload."),
+        Entry(path: "requests[].headers", type: "mapping", defaultValue: "—", meaning: "Merged over the manifest headers, case-insensitively (the request wins)."),
+        Entry(path: "requests[].payload", type: "mapping", defaultValue: "—", meaning: "Sent as a JSON object; strings may use templates."),
+        Entry(path: "requests[].labels", type: "mapping", defaultValue: "—", meaning: "Label name → content path (short form) or a binding; names become output columns."),
+        Entry(path: "requests[].labels.<name>.path", type: "string", defaultValue: "required", meaning: "Content path: dot-separated keys, integer segments index arrays, `\\.` is a literal dot."),
+        Entry(path: "requests[].labels.<name>.transform", type: "list", defaultValue: "—", meaning: "Replacements applied in order, every match replaced."),
+        Entry(path: "requests[].labels.<name>.transform[].regex", type: "string", defaultValue: "required", meaning: "ICU regular expression."),
+        Entry(path: "requests[].labels.<name>.transform[].template", type: "string", defaultValue: "required", meaning: "Replacement; `$1` is the first group."),
+        Entry(path: "requests[].labels.<name>.mask", type: "boolean or mapping", defaultValue: "—", meaning: "`true` masks everything; a mapping masks ranges. Runs after the transforms."),
+        Entry(path: "requests[].labels.<name>.mask.ranges", type: "list", defaultValue: "everything", meaning: "Closed `[start, end]` ranges over characters; `null` is the start or the end; invalid ranges are ignored."),
+        Entry(path: "requests[].labels.<name>.mask.symbol", type: "string", defaultValue: "*", meaning: "One character; `\"\"` disables the mask."),
+        Entry(path: "requests[].each", type: "mapping", defaultValue: "—", meaning: "One request per data row, streamed."),
+        Entry(path: "requests[].each.csv", type: "path", defaultValue: "—", meaning: "CSV file with a header line (RFC 4180, BOM allowed)."),
+        Entry(path: "requests[].each.jsonl", type: "path", defaultValue: "—", meaning: "JSON Lines file of objects (blank lines ignored)."),
+        Entry(path: "requests[].output", type: "mapping", defaultValue: "—", meaning: "This request's own output; the same keys as `output`."),
+    ]
+
+    /// The keys directly under `parent` ("" for the top level), in document order.
+    public static func keys(under parent: String) -> [String] {
+        entries.compactMap { entry in
+            if parent.isEmpty { return entry.path.contains(where: { $0 == "." || $0 == "[" }) ? nil : entry.path }
+            for separator in [".", "[]."] where entry.path.hasPrefix(parent + separator) {
+                let rest = entry.path.dropFirst(parent.count + separator.count)
+                return rest.contains(where: { $0 == "." || $0 == "[" }) ? nil : String(rest)
+            }
+            return nil
+        }
+    }
+
+    /// The Markdown table for the README.
+    public static var markdown: String {
+        var lines = ["| key | type | default | meaning |", "| --- | --- | --- | --- |"]
+        for entry in entries {
+            lines.append("| `\(entry.path)` | \(entry.type) | \(entry.defaultValue == "—" ? "—" : "`\(entry.defaultValue)`") | \(entry.meaning) |")
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+}
