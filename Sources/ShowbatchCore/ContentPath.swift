@@ -10,7 +10,7 @@ public struct ContentPath: Sendable, Equatable, CustomStringConvertible {
     /// Parses a content path; the error says what is wrong with it.
     public init(parsing text: String) throws(ContentPathError) {
         guard !text.isEmpty else { throw ContentPathError(message: "content path is empty") }
-        guard text.trimmingCharacters(in: .whitespacesAndNewlines) == text else {
+        guard !(text.first!.isWhitespace || text.last!.isWhitespace) else {
             throw ContentPathError(message: "content path \"\(text)\" has leading or trailing white space")
         }
         var segments: [String] = []

@@ -44,6 +44,15 @@ public enum ManifestLoader {
     }
 }
 
+/// The known keys of one mapping, in source order. Mappings are small, so a linear lookup beats hashing.
+struct KnownKeys {
+    var pairs: [(key: String, pair: Node.Pair)] = []
+
+    subscript(key: String) -> Node.Pair? {
+        pairs.first { $0.key == key }?.pair
+    }
+}
+
 /// Turns a YAML node tree into a `Manifest`, recording a diagnostic for each problem.
 struct ManifestDecoder {
     let source: SourceFile
@@ -52,6 +61,8 @@ struct ManifestDecoder {
     var diagnostics: [Diagnostic] = []
     /// Source spans of header, payload and alias values by line: never quoted in errors.
     var sensitive: [Int: [SourceSpan]] = [:]
+    /// Compiled transforms by pattern and template: the same label set is often repeated per request.
+    var transforms: [String: RegexTransform] = [:]
 
     static let topKeys = ManifestReference.keys(under: "")
     static let requestKeys = ManifestReference.keys(under: "requests")
@@ -94,16 +105,16 @@ struct ManifestDecoder {
     // MARK: Typed readers
 
     /// The entries of a mapping by key, reporting unknown keys with the closest known one.
-    mutating func fields(_ node: Node, _ context: String, known: [String]) -> [String: Node.Pair]? {
+    mutating func fields(_ node: Node, _ context: String, known: [String]) -> KnownKeys? {
         guard let pairs = node.mapping else {
             problem(node.mark, "\(context) must be a mapping; found \(node.typeName)")
             return nil
         }
-        var result: [String: Node.Pair] = [:]
+        var result = KnownKeys()
         for pair in pairs {
             guard let key = pair.key.scalar?.text else { continue }
             if known.contains(key) {
-                result[key] = pair
+                result.pairs.append((key, pair))
             } else if let suggestion = closest(key, in: known) {
                 problem(pair.key.mark, "unknown key \"\(key)\" in \(context); did you mean \"\(suggestion)\"?")
             } else {
@@ -322,7 +333,7 @@ struct ManifestDecoder {
 
     mutating func retry(_ node: Node) -> RetryPolicy {
         var policy = RetryPolicy()
-        guard let map = fields(node, "retry", known: ManifestReference.keys(under: "retry")) else { return policy }
+        guard let map = fields(node, "retry", known: Self.retryKeys) else { return policy }
         if let node = map["attempts"]?.value, let value = integer(node, "retry.attempts", 1...100) { policy.attempts = value }
         if let node = map["backoff"]?.value, let value = duration(node, "retry.backoff") { policy.backoff = value }
         if let node = map["max_backoff"]?.value, let value = duration(node, "retry.max_backoff") { policy.maxBackoff = value }
@@ -348,7 +359,7 @@ struct ManifestDecoder {
     }
 
     mutating func output(_ node: Node, _ context: String) -> OutputSpec? {
-        guard let map = fields(node, context, known: ManifestReference.keys(under: "output")) else { return nil }
+        guard let map = fields(node, context, known: Self.outputKeys) else { return nil }
         guard let pathNode = map["path"]?.value else {
             problem(node.mark, "missing required key \"path\" in \(context)")
             return nil
@@ -364,7 +375,7 @@ struct ManifestDecoder {
         } else if OutputFormat.fromExtension(path) == nil {
             problem(pathNode.mark, "cannot tell the format of \"\(path)\" from its extension; add format: csv, json or jsonl")
         }
-        if let csvNode = map["csv"]?.value, let csv = fields(csvNode, "\(context).csv", known: ManifestReference.keys(under: "output.csv")),
+        if let csvNode = map["csv"]?.value, let csv = fields(csvNode, "\(context).csv", known: Self.csvKeys),
            let escape = csv["escape_formulas"]?.value, let value = bool(escape, "\(context).csv.escape_formulas") {
             spec.escapeFormulas = value
         }
@@ -377,6 +388,14 @@ struct ManifestDecoder {
     }
 
     static let emulatorKeys = ManifestReference.keys(under: "emulator")
+    // Computed once: a manifest can hold tens of thousands of labels.
+    static let retryKeys = ManifestReference.keys(under: "retry")
+    static let outputKeys = ManifestReference.keys(under: "output")
+    static let csvKeys = ManifestReference.keys(under: "output.csv")
+    static let eachKeys = ManifestReference.keys(under: "requests[].each")
+    static let labelKeys = ManifestReference.keys(under: "requests[].labels.<name>")
+    static let transformKeys = ManifestReference.keys(under: "requests[].labels.<name>.transform")
+    static let maskKeys = ManifestReference.keys(under: "requests[].labels.<name>.mask")
 
     mutating func emulator(_ node: Node) -> EmulatorSpec? {
         guard let map = fields(node, "emulator", known: Self.emulatorKeys) else { return nil }
@@ -530,9 +549,9 @@ struct ManifestDecoder {
     }
 
     mutating func each(_ node: Node, _ context: String) -> DataSource? {
-        guard let map = fields(node, "\(context) each", known: ManifestReference.keys(under: "requests[].each")) else { return nil }
-        guard map.count == 1, let (key, pair) = map.first else {
-            if map.isEmpty { problem(node.mark, "\(context) each needs csv: FILE or jsonl: FILE") }
+        guard let map = fields(node, "\(context) each", known: Self.eachKeys) else { return nil }
+        guard map.pairs.count == 1, let (key, pair) = map.pairs.first else {
+            if map.pairs.isEmpty { problem(node.mark, "\(context) each needs csv: FILE or jsonl: FILE") }
             else { problem(node.mark, "\(context) each takes one of csv or jsonl, not both") }
             return nil
         }
@@ -627,7 +646,7 @@ struct ManifestDecoder {
             guard let path = contentPath(node, "\(what)") else { return nil }
             return LabelBinding(name: name, path: path, transforms: [], mask: nil)
         }
-        guard let map = fields(node, what, known: ManifestReference.keys(under: "requests[].labels.<name>")) else { return nil }
+        guard let map = fields(node, what, known: Self.labelKeys) else { return nil }
         guard let pathNode = map["path"]?.value else {
             problem(node.mark, "missing required key \"path\" in \(what)")
             return nil
@@ -637,15 +656,22 @@ struct ManifestDecoder {
         if let transformNode = map["transform"]?.value {
             if let items = transformNode.sequence {
                 for item in items {
-                    guard let step = fields(item, "\(what) transform", known: ManifestReference.keys(under: "requests[].labels.<name>.transform")) else { continue }
+                    guard let step = fields(item, "\(what) transform", known: Self.transformKeys) else { continue }
                     guard let regexNode = step["regex"]?.value, let templateNode = step["template"]?.value else {
                         problem(item.mark, "each transform of \(what) needs regex and template")
                         continue
                     }
                     guard let pattern = text(regexNode, "\(what) transform regex"),
                           let template = text(templateNode, "\(what) transform template") else { continue }
+                    let key = pattern + "\u{0}" + template
+                    if let compiled = transforms[key] {
+                        binding.transforms.append(compiled)
+                        continue
+                    }
                     do {
-                        binding.transforms.append(try RegexTransform(pattern: pattern, template: template))
+                        let compiled = try RegexTransform(pattern: pattern, template: template)
+                        transforms[key] = compiled
+                        binding.transforms.append(compiled)
                     } catch {
                         problem(regexNode.mark, "\(what): \(error.message)")
                     }
@@ -660,7 +686,7 @@ struct ManifestDecoder {
 
     mutating func mask(_ node: Node, _ what: String) -> Mask? {
         if case .bool(let on)? = node.scalar?.value { return on ? Mask() : nil }
-        guard let map = fields(node, "\(what) mask", known: ManifestReference.keys(under: "requests[].labels.<name>.mask")) else { return nil }
+        guard let map = fields(node, "\(what) mask", known: Self.maskKeys) else { return nil }
         var mask = Mask()
         if let symbolNode = map["symbol"]?.value, let symbol = text(symbolNode, "\(what) mask symbol") {
             if symbol.isEmpty {

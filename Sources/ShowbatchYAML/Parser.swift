@@ -244,7 +244,8 @@ public enum YAMLParser {
         /// (explicit keys win over merged ones; earlier merge sources win over later ones).
         func mergedPairs(_ items: [Node]) throws(YAMLError) -> [Node.Pair] {
             var pairs: [Node.Pair] = []
-            var seen: [ScalarValue: Mark] = [:]
+            pairs.reserveCapacity(items.count / 2)
+            var seen = SeenKeys()
             var merges: [Node] = []
             var index = 0
             while index + 1 < items.count {
@@ -289,5 +290,31 @@ public enum YAMLParser {
 extension String {
     func replacingPrefix(_ prefix: String, with replacement: String) -> String {
         hasPrefix(prefix) ? replacement + dropFirst(prefix.count) : self
+    }
+}
+
+/// Keys already in a mapping: a linear scan for the usual handful, a hash table past that.
+private struct SeenKeys {
+    private var small: [(ScalarValue, Mark)] = []
+    private var large: [ScalarValue: Mark]?
+
+    subscript(key: ScalarValue) -> Mark? {
+        get {
+            if let large { return large[key] }
+            return small.first { $0.0 == key }?.1
+        }
+        set {
+            guard let newValue else { return }
+            if large != nil {
+                large![key] = newValue
+            } else if small.count < 16 {
+                small.append((key, newValue))
+            } else {
+                var table = Dictionary(small, uniquingKeysWith: { first, _ in first })
+                table[key] = newValue
+                large = table
+                small = []
+            }
+        }
     }
 }

@@ -1,0 +1,135 @@
+"""Shared helpers of the benchmark scripts: build, tools, loopback servers, medians."""
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BINARY = os.path.join(ROOT, ".build", "release", "showbatch")
+
+
+def say(text):
+    print(text, flush=True)
+
+
+def apt_install(*packages):
+    """Installs Debian packages that are missing (the benchmarks' peers), saying so."""
+    missing = [p for p in packages if subprocess.run(["dpkg", "-s", p], capture_output=True).returncode != 0]
+    if not missing:
+        return
+    say(f"installing {' '.join(missing)} (apt-get)")
+    sudo = [] if os.geteuid() == 0 else ["sudo"]
+    subprocess.run(sudo + ["apt-get", "update", "-qq"], check=True)
+    subprocess.run(sudo + ["apt-get", "install", "-y", "-qq", *missing], check=True,
+                   env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+
+
+def build_release():
+    """Builds showbatch in release mode (installing libyaml-dev if needed)."""
+    apt_install("libyaml-dev", "pkg-config")
+    say("building showbatch in release mode")
+    subprocess.run(["swift", "build", "-c", "release", "--product", "showbatch"], cwd=ROOT, check=True,
+                   stdout=subprocess.DEVNULL)
+    return BINARY
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port, timeout=10):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise RuntimeError(f"nothing listens on 127.0.0.1:{port}")
+
+
+class Emulator:
+    """`showbatch emulate` on a free loopback port."""
+
+    def __init__(self, *flags):
+        self.port = free_port()
+        self.process = subprocess.Popen([BINARY, "emulate", "--port", str(self.port), *flags],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_port(self.port)
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait()
+
+
+BODY = '{"json":{"card_number":"4111111111111111","exp_date":"01/2030"},"method":"POST","path":"/post","headers":{}}'
+
+
+class Nginx:
+    """nginx on a free loopback port answering every request with a static JSON body."""
+
+    def __init__(self, workers=1):
+        apt_install("nginx-light")
+        self.port = free_port()
+        self.dir = tempfile.mkdtemp(prefix="bench-nginx-")
+        conf = os.path.join(self.dir, "nginx.conf")
+        with open(conf, "w") as f:
+            f.write(f"""
+worker_processes {workers};
+daemon off;
+error_log {self.dir}/error.log;
+pid {self.dir}/nginx.pid;
+events {{ worker_connections 4096; }}
+http {{
+    access_log off;
+    client_body_temp_path {self.dir};
+    keepalive_requests 1000000;
+    server {{
+        listen 127.0.0.1:{self.port};
+        location / {{ default_type application/json; return 200 '{BODY}'; }}
+    }}
+}}
+""")
+        self.process = subprocess.Popen(["nginx", "-c", conf, "-p", self.dir], stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL)
+        wait_port(self.port)
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def timed(command, **kwargs):
+    """Wall seconds of one command (output discarded unless captured)."""
+    start = time.perf_counter()
+    result = subprocess.run(command, stdout=kwargs.pop("stdout", subprocess.DEVNULL),
+                            stderr=kwargs.pop("stderr", subprocess.DEVNULL), **kwargs)
+    elapsed = time.perf_counter() - start
+    if result.returncode not in kwargs.get("ok_codes", (0,)):
+        raise RuntimeError(f"{command[0]} exited {result.returncode}")
+    return elapsed
+
+
+def median(values):
+    return statistics.median(values)
+
+
+def machine():
+    cpu = "unknown cpu"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return f"{os.cpu_count()} cores, {cpu}"

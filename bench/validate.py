@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""`showbatch validate` on a generated 50,000-request manifest (~10 MB), alternated with the raw
+libyaml event loop (yaml_events.c) and PyYAML's CSafeLoader on the same file. Prints medians and ratios.
+
+usage: bench/validate.py [--runs N] [--requests N]
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from lib import ROOT, apt_install, build_release, machine, median, say, timed
+
+
+def generate(path, count):
+    with open(path, "w") as f:
+        f.write("version: 1\nvault: tntaq8uft80\nenvironment: live\ndata_region: eu-1\nconcurrency: 32\n")
+        f.write("headers:\n  X-Team: payments\noutput: {path: out/r.csv}\nrequests:\n")
+        for i in range(count):
+            f.write(f"""  - name: customer-{i}
+    path: /post
+    headers: {{X-Request-Id: "{i}"}}
+    payload: {{card_number: tok_live_{i:012d}, exp_date: tok_live_exp_{i:08d}}}
+    labels:
+      card_number: {{path: json.card_number, mask: {{ranges: [[0, 11]]}}}}
+      exp_date: json.exp_date
+""")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--requests", type=int, default=50_000)
+    args = parser.parse_args()
+    binary = build_release()
+    apt_install("python3-yaml", "gcc")
+    work = tempfile.mkdtemp(prefix="bench-validate-")
+    manifest = os.path.join(work, "big.yaml")
+    generate(manifest, args.requests)
+    raw = os.path.join(work, "yaml_events")
+    cflags = subprocess.run(["pkg-config", "--cflags", "--libs", "yaml-0.1"], capture_output=True, text=True).stdout.split()
+    subprocess.run(["gcc", "-O2", "-o", raw, os.path.join(ROOT, "bench", "yaml_events.c"), *cflags], check=True)
+    pyyaml = [sys.executable if os.path.exists("/usr/bin/python3") is False else "/usr/bin/python3", "-c",
+              "import sys, yaml; yaml.load(open(sys.argv[1]), Loader=yaml.CSafeLoader)", manifest]
+    size = os.path.getsize(manifest) / 1e6
+    say(f"manifest: {args.requests} requests, {size:.1f} MB; {machine()}")
+    times = {"showbatch validate": [], "raw libyaml events": [], "PyYAML CSafeLoader": []}
+    for run in range(args.runs):
+        times["showbatch validate"].append(timed([binary, "validate", manifest]))
+        times["raw libyaml events"].append(timed([raw, manifest]))
+        times["PyYAML CSafeLoader"].append(timed(pyyaml))
+    medians = {name: median(values) for name, values in times.items()}
+    for name, value in medians.items():
+        say(f"  {name:22s} median {value * 1000:8.0f} ms  runs: {', '.join(f'{v * 1000:.0f}' for v in times[name])}")
+    ours = medians["showbatch validate"]
+    say(f"showbatch / raw libyaml = {ours / medians['raw libyaml events']:.2f}x the time")
+    say(f"PyYAML CSafeLoader / showbatch = {medians['PyYAML CSafeLoader'] / ours:.1f}x (how many times faster showbatch is)")
+
+
+if __name__ == "__main__":
+    main()
