@@ -15,8 +15,14 @@ let package = Package(
             pkgConfig: "yaml-0.1",
             providers: [.apt(["libyaml-dev"])]
         ),
+        // libcurl's multi interface for the curl transport; only ShowbatchCore imports it.
+        .systemLibrary(
+            name: "CCurl",
+            pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]
+        ),
         .target(name: "ShowbatchYAML", dependencies: ["CYAML"]),
-        .target(name: "ShowbatchCore", dependencies: ["ShowbatchYAML"]),
+        .target(name: "ShowbatchCore", dependencies: ["ShowbatchYAML", "CCurl"]),
         .target(name: "ShowbatchEmulator", dependencies: ["ShowbatchCore"]),
         .executableTarget(name: "showbatch", dependencies: ["ShowbatchCore", "ShowbatchEmulator"]),
         .testTarget(name: "ShowbatchYAMLTests", dependencies: ["ShowbatchYAML"]),

@@ -32,6 +32,8 @@ public struct Manifest: Sendable {
     public var rateLimit: Rate?
     /// Per-attempt timeout.
     public var timeout: Duration = .seconds(60)
+    /// The HTTP client.
+    public var transport: TransportKind = .curl
     /// Retry policy.
     public var retry = RetryPolicy()
     /// Where rows go when neither `--output` nor the request says.

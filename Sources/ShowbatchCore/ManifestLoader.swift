@@ -276,6 +276,13 @@ struct ManifestDecoder {
             }
         }
         if let node = top["timeout"]?.value, let value = duration(node, "timeout") { manifest.timeout = value }
+        if let node = top["transport"]?.value, let value = text(node, "transport") {
+            if let kind = TransportKind(rawValue: value.lowercased()) {
+                manifest.transport = kind
+            } else {
+                problem(node.mark, "transport \"\(value)\" is not valid; expected curl or urlsession")
+            }
+        }
         if let node = top["retry"]?.value { manifest.retry = retry(node) }
         if let node = top["output"]?.value { manifest.output = output(node, "output") }
         if let node = top["emulator"]?.value { manifest.emulator = emulator(node) }

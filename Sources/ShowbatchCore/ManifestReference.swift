@@ -28,6 +28,7 @@ public enum ManifestReference {
         Entry(path: "concurrency", type: "integer", defaultValue: "8", meaning: "Requests in flight, 1…1024 (`--concurrency`)."),
         Entry(path: "rate_limit", type: "string", defaultValue: "—", meaning: "`N/s` or `N/m` across the whole run, retries included (`--rate`)."),
         Entry(path: "timeout", type: "duration", defaultValue: "60s", meaning: "Per attempt: `500ms`, `30s`, `2m` or a number of seconds (`--timeout`)."),
+        Entry(path: "transport", type: "string", defaultValue: "curl", meaning: "`curl` (libcurl's multi interface, one event loop) or `urlsession` (FoundationNetworking) (`--transport`)."),
         Entry(path: "retry", type: "mapping", defaultValue: "—", meaning: "Retry policy."),
         Entry(path: "retry.attempts", type: "integer", defaultValue: "3", meaning: "Total attempts per request, 1…100 (1 = no retry)."),
         Entry(path: "retry.backoff", type: "duration", defaultValue: "200ms", meaning: "Base of the capped exponential backoff with full jitter."),

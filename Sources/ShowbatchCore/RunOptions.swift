@@ -66,6 +66,14 @@ public enum ProgressMode: String, Sendable, CaseIterable {
     case auto, always, never
 }
 
+/// The HTTP clients showbatch can send with.
+public enum TransportKind: String, Sendable, CaseIterable {
+    /// libcurl's multi interface on one event-loop thread (the default: measured faster).
+    case curl
+    /// FoundationNetworking's URLSession.
+    case urlsession
+}
+
 /// How log lines are written on stderr.
 public enum LogFormat: String, Sendable, CaseIterable {
     case text, json
@@ -99,6 +107,8 @@ public struct RunOptions: Sendable {
     public var quiet = false
     /// `--verbose`: a line per attempt (method, URL, status, duration).
     public var verbose = false
+    /// `--transport`: which HTTP client sends the requests.
+    public var transport: TransportKind?
     /// Send every request here instead (the emulator of `--emulate`).
     public var baseURLOverride: String?
 

@@ -83,7 +83,12 @@ public struct Runner: Sendable {
                 events: @escaping @Sendable (RunEvent) -> Void = { _ in }) {
         self.manifest = manifest
         self.options = options
-        self.transport = transport ?? URLSessionTransport(maxConnections: options.concurrency ?? manifest.concurrency)
+        let connections = options.concurrency ?? manifest.concurrency
+        switch options.transport ?? manifest.transport {
+        case _ where transport != nil: self.transport = transport!
+        case .curl: self.transport = CurlTransport(maxConnections: connections)
+        case .urlsession: self.transport = URLSessionTransport(maxConnections: connections)
+        }
         self.environment = environment
         self.events = events
     }

@@ -32,6 +32,7 @@ struct RunOptionsValues: Equatable {
     var logFormat: LogFormat = .text
     var quiet = false
     var verbose = false
+    var transport: TransportKind?
 }
 
 /// Arguments of `emulate`.
@@ -80,7 +81,7 @@ enum ArgumentParser {
     static let commands = ["run", "validate", "plan", "emulate", "help"]
 
     private static let runFlags = FlagTable(
-        valued: ["--output", "--format", "--concurrency", "--rate", "--timeout", "--shard", "--progress", "--log-format"],
+        valued: ["--output", "--format", "--concurrency", "--rate", "--timeout", "--shard", "--progress", "--log-format", "--transport"],
         switches: ["--fail-fast", "--resume", "--emulate", "--strict-hostname", "--quiet", "--verbose"])
     private static let planFlags = FlagTable(valued: ["--format"], switches: [])
     private static let validateFlags = FlagTable(valued: [], switches: [])
@@ -162,6 +163,7 @@ enum ArgumentParser {
         options.shard = flags.last("--shard")
         if let text = flags.last("--progress") { options.progress = try choice(text, flag: "--progress", command: "run") }
         if let text = flags.last("--log-format") { options.logFormat = try choice(text, flag: "--log-format", command: "run") }
+        if let text = flags.last("--transport") { options.transport = try choice(text, flag: "--transport", command: "run") as TransportKind }
         options.failFast = flags.switches.contains("--fail-fast")
         options.resume = flags.switches.contains("--resume")
         options.strictHostname = flags.switches.contains("--strict-hostname")

@@ -48,6 +48,7 @@ enum Help {
       --log-format text|json     how log lines and the summary are written
       --quiet                    print only errors
       --verbose                  print a line per attempt: method, URL, status, duration
+      --transport curl|urlsession   HTTP client (default: manifest, else curl)
 
     """
 

@@ -27,6 +27,7 @@ enum RunCommand {
         options.logFormat = values.logFormat
         options.quiet = values.quiet
         options.verbose = values.verbose
+        options.transport = values.transport
         let stderrIsTerminal = isatty(STDERR_FILENO) == 1
         options.progress = values.progress == .auto ? (stderrIsTerminal && values.logFormat == .text && !values.quiet ? .always : .never) : values.progress
         if let text = values.shard {

@@ -51,8 +51,8 @@ requests:
 """
 
 @Suite(.serialized) struct BatchTests {
-    @Test func eachRowIsOneRequestInOrder() async throws {
-        let fixture = RunFixture()
+    @Test(arguments: TransportKind.allCases) func eachRowIsOneRequestInOrder(transport: TransportKind) async throws {
+        let fixture = RunFixture(transport: transport)
         defer { fixture.dir.remove() }
         let manifest = try fixture.manifest(batchManifest, files: ["data/rows.csv": rowsFile(500)])
         let summary = try await fixture.run(manifest)
@@ -67,8 +67,8 @@ requests:
         #expect(lines.count == 502)
     }
 
-    @Test func jsonLinesKeepValueTypesAndMalformedRowsFailAlone() async throws {
-        let fixture = RunFixture()
+    @Test(arguments: TransportKind.allCases) func jsonLinesKeepValueTypesAndMalformedRowsFailAlone(transport: TransportKind) async throws {
+        let fixture = RunFixture(transport: transport)
         defer { fixture.dir.remove() }
         let manifest = try fixture.manifest("""
         vault: tnt1
@@ -91,8 +91,8 @@ requests:
         """)
     }
 
-    @Test func eachRequestWritesToItsOwnOutputWithItsOwnColumns() async throws {
-        let fixture = RunFixture()
+    @Test(arguments: TransportKind.allCases) func eachRequestWritesToItsOwnOutputWithItsOwnColumns(transport: TransportKind) async throws {
+        let fixture = RunFixture(transport: transport)
         defer { fixture.dir.remove() }
         let manifest = try fixture.manifest("""
         vault: tnt1
@@ -107,9 +107,9 @@ requests:
         #expect(fixture.read("side.json") == "[\n{\"request\":\"b\",\"status\":\"ok\",\"http_status\":200,\"attempts\":1,\"labels\":{\"y\":\"2\"},\"errors\":[]}\n]\n")
     }
 
-    @Test(arguments: [7, 60, 233, 480])
-    func interruptedRunsResumeToIdenticalFiles(interruptAfter: Int) async throws {
-        let fixture = RunFixture()
+    @Test(arguments: TransportKind.allCases, [7, 60, 233, 480])
+    func interruptedRunsResumeToIdenticalFiles(transport kind: TransportKind, interruptAfter: Int) async throws {
+        let fixture = RunFixture(transport: kind)
         defer { fixture.dir.remove() }
         let manifest = try fixture.manifest(batchManifest, files: ["data/rows.csv": rowsFile(500)])
         _ = try await fixture.run(manifest)
@@ -122,7 +122,8 @@ requests:
         var options = RunOptions()
         options.baseURLOverride = emulator.baseURL
         options.progress = .never
-        let transport = InterruptingTransport(inner: URLSessionTransport(maxConnections: 8), after: interruptAfter)
+        let inner: any Transport = kind == .curl ? CurlTransport(maxConnections: 8) : URLSessionTransport(maxConnections: 8)
+        let transport = InterruptingTransport(inner: inner, after: interruptAfter)
         let runner = Runner(manifest: manifest, options: options, transport: transport, environment: [:])
         let task = Task {
             // Start only once the interrupt is armed.
@@ -144,6 +145,7 @@ requests:
         try journal.close()
 
         options.resume = true
+        options.transport = kind
         let resumed = try await Runner(manifest: manifest, options: options, environment: [:]).run()
         #expect(!resumed.interrupted)
         #expect(resumed.rows == 501)
@@ -153,8 +155,8 @@ requests:
         #expect(!fixture.dir.exists("out/rows.csv.partial"))
     }
 
-    @Test func aJournalOfAnotherManifestIsRefused() async throws {
-        let fixture = RunFixture()
+    @Test(arguments: TransportKind.allCases) func aJournalOfAnotherManifestIsRefused(transport: TransportKind) async throws {
+        let fixture = RunFixture(transport: transport)
         defer { fixture.dir.remove() }
         _ = fixture.dir.file("r.csv.journal", "{\"showbatch_journal\":1,\"manifest\":\"deadbeef\"}\n")
         let manifest = try fixture.manifest("vault: tnt1\noutput: {path: r.csv}\nrequests: [{name: a, path: /p}]\n")
@@ -172,8 +174,8 @@ requests:
         #expect(summary.ok == 1)
     }
 
-    @Test func shardsPartitionTheRowsExactly() async throws {
-        let fixture = RunFixture()
+    @Test(arguments: TransportKind.allCases) func shardsPartitionTheRowsExactly(transport: TransportKind) async throws {
+        let fixture = RunFixture(transport: transport)
         defer { fixture.dir.remove() }
         let manifest = try fixture.manifest(batchManifest, files: ["data/rows.csv": rowsFile(100)])
         _ = try await fixture.run(manifest)
@@ -207,8 +209,8 @@ requests:
         #expect(auto.message == "--shard auto/4 needs JOB_COMPLETION_INDEX, which is not set (it is set in Kubernetes Indexed Jobs)")
     }
 
-    @Test func failFastStopsAtTheFirstFailedRow() async throws {
-        let fixture = RunFixture()
+    @Test(arguments: TransportKind.allCases) func failFastStopsAtTheFirstFailedRow(transport: TransportKind) async throws {
+        let fixture = RunFixture(transport: transport)
         defer { fixture.dir.remove() }
         let requests = (0..<10).map { "  - {name: r\($0), path: /p}" }.joined(separator: "\n")
         let manifest = try fixture.manifest("vault: tnt1\nconcurrency: 1\nretry: {attempts: 1}\noutput: {path: r.csv}\nemulator: {fail_rate: 1}\nrequests:\n\(requests)\n")

@@ -24,6 +24,8 @@ final class EventLog: Sendable {
 struct RunFixture {
     let dir = TempDir()
     let log = EventLog()
+    /// The HTTP client the runs use; engine tests run with each.
+    var transport: TransportKind = .curl
 
     func manifest(_ text: String, files: [String: String] = [:], environment: [String: String] = [:]) throws -> Manifest {
         for (name, content) in files { _ = dir.file(name, content) }
@@ -40,6 +42,7 @@ struct RunFixture {
         var options = options
         options.baseURLOverride = emulator.baseURL
         options.progress = .never
+        options.transport = options.transport ?? transport
         let log = self.log
         let runner = Runner(manifest: manifest, options: options, environment: [:]) { log.record($0) }
         return try await runner.run()

@@ -32,8 +32,8 @@ requests:
 """
 
 @Suite(.serialized) struct RunnerTests {
-    @Test func writesExactCSVInManifestOrder() async throws {
-        let fixture = RunFixture()
+    @Test(arguments: TransportKind.allCases) func writesExactCSVInManifestOrder(transport: TransportKind) async throws {
+        let fixture = RunFixture(transport: transport)
         defer { fixture.dir.remove() }
         let summary = try await fixture.run(try fixture.manifest(cardManifest))
         #expect(summary.rows == 2 && summary.ok == 1 && summary.partial == 1 && summary.failed == 0)
@@ -48,8 +48,8 @@ requests:
         #expect(!fixture.dir.exists("out/cards.csv.journal"))
     }
 
-    @Test func writesExactJSONAndJSONLines() async throws {
-        let fixture = RunFixture()
+    @Test(arguments: TransportKind.allCases) func writesExactJSONAndJSONLines(transport: TransportKind) async throws {
+        let fixture = RunFixture(transport: transport)
         defer { fixture.dir.remove() }
         let manifest = try fixture.manifest(cardManifest)
         var options = RunOptions()
@@ -64,8 +64,8 @@ requests:
         #expect(fixture.mode("r.jsonl") == 0o600)
     }
 
-    @Test func formulaEscaping() async throws {
-        let fixture = RunFixture()
+    @Test(arguments: TransportKind.allCases) func formulaEscaping(transport: TransportKind) async throws {
+        let fixture = RunFixture(transport: transport)
         defer { fixture.dir.remove() }
         let manifest = try fixture.manifest("""
         vault: tnt1
@@ -78,8 +78,8 @@ requests:
         #expect(fixture.read("f.csv") == "request,status,http_status,attempts,error,v,w,z\n'+r,ok,200,1,,'=HYPERLINK(1),'@x,'-1\n")
     }
 
-    @Test func failuresAreRetriedPerPolicy() async throws {
-        let fixture = RunFixture()
+    @Test(arguments: TransportKind.allCases) func failuresAreRetriedPerPolicy(transport: TransportKind) async throws {
+        let fixture = RunFixture(transport: transport)
         defer { fixture.dir.remove() }
         let manifest = try fixture.manifest("""
         vault: tnt1
@@ -93,8 +93,8 @@ requests:
         #expect(fixture.read("r.csv") == "request,status,http_status,attempts,error,x\na,failed,503,3,1500 http_status: HTTP 503,\n")
     }
 
-    @Test func a500IsNotRetriedUnlessAsked() async throws {
-        let fixture = RunFixture()
+    @Test(arguments: TransportKind.allCases) func a500IsNotRetriedUnlessAsked(transport: TransportKind) async throws {
+        let fixture = RunFixture(transport: transport)
         defer { fixture.dir.remove() }
         let text = """
         vault: tnt1
@@ -109,8 +109,8 @@ requests:
         #expect(fixture.read("r.csv") == "request,status,http_status,attempts,error\na,failed,500,4,1500 http_status: HTTP 500\n")
     }
 
-    @Test func throttlingHonoursRetryAfterAndEndsAs1429() async throws {
-        let fixture = RunFixture()
+    @Test(arguments: TransportKind.allCases) func throttlingHonoursRetryAfterAndEndsAs1429(transport: TransportKind) async throws {
+        let fixture = RunFixture(transport: transport)
         defer { fixture.dir.remove() }
         let manifest = try fixture.manifest("""
         vault: tnt1
@@ -128,8 +128,8 @@ requests:
         #expect(fixture.read("r.csv") == "request,status,http_status,attempts,error\na,ok,200,1,\nb,failed,429,2,1429 rate_limited: HTTP 429 after 2 attempts\n")
     }
 
-    @Test func malformedDroppedAndSlowAnswers() async throws {
-        let fixture = RunFixture()
+    @Test(arguments: TransportKind.allCases) func malformedDroppedAndSlowAnswers(transport: TransportKind) async throws {
+        let fixture = RunFixture(transport: transport)
         defer { fixture.dir.remove() }
         // Only the slow case has a short timeout: on a loaded machine 200 ms can pass before a drop is seen.
         let base = "vault: tnt1\noutput: {path: r.csv}\nretry: {attempts: 2, backoff: 1ms}\nrequests: [{name: a, path: /p, labels: {x: json.x}}]\n"
@@ -142,8 +142,8 @@ requests:
         #expect(fixture.read("r.csv") == "request,status,http_status,attempts,error,x\na,failed,,2,1502 timeout: no answer within 200ms,\n")
     }
 
-    @Test func rateLimitHoldsAcrossTheRun() async throws {
-        let fixture = RunFixture()
+    @Test(arguments: TransportKind.allCases) func rateLimitHoldsAcrossTheRun(transport: TransportKind) async throws {
+        let fixture = RunFixture(transport: transport)
         defer { fixture.dir.remove() }
         let requests = (0..<6).map { "  - {name: r\($0), path: /p}" }.joined(separator: "\n")
         let manifest = try fixture.manifest("vault: tnt1\nconcurrency: 6\nrate_limit: 10/s\noutput: {path: r.csv}\nrequests:\n\(requests)\n")
@@ -154,8 +154,8 @@ requests:
         #expect(ContinuousClock.now - start >= .milliseconds(500))
     }
 
-    @Test func rowsStayInOrderWhateverOrderAnswersArriveIn() async throws {
-        let fixture = RunFixture()
+    @Test(arguments: TransportKind.allCases) func rowsStayInOrderWhateverOrderAnswersArriveIn(transport: TransportKind) async throws {
+        let fixture = RunFixture(transport: transport)
         defer { fixture.dir.remove() }
         let requests = (0..<300).map { "  - {name: r\($0), path: /p, payload: {i: \"\($0)\"}, labels: {i: json.i}}" }.joined(separator: "\n")
         let manifest = try fixture.manifest("vault: tnt1\nconcurrency: 16\noutput: {path: r.csv}\nemulator: {latency: 5ms±5ms, seed: 3}\nrequests:\n\(requests)\n")
@@ -165,8 +165,8 @@ requests:
         #expect(fixture.read("r.csv") == expected)
     }
 
-    @Test func verboseEventsCarryNoSecrets() async throws {
-        let fixture = RunFixture()
+    @Test(arguments: TransportKind.allCases) func verboseEventsCarryNoSecrets(transport: TransportKind) async throws {
+        let fixture = RunFixture(transport: transport)
         defer { fixture.dir.remove() }
         let manifest = try fixture.manifest("""
         vault: tnt1
@@ -185,8 +185,8 @@ requests:
         }
     }
 
-    @Test func noOutputAnywhereIsAUsageError() async throws {
-        let fixture = RunFixture()
+    @Test(arguments: TransportKind.allCases) func noOutputAnywhereIsAUsageError(transport: TransportKind) async throws {
+        let fixture = RunFixture(transport: transport)
         defer { fixture.dir.remove() }
         let manifest = try fixture.manifest("vault: tnt1\nrequests: [{name: a, path: /p}]\n")
         await #expect(throws: RunError.self) { try await fixture.run(manifest) }

@@ -1,0 +1,243 @@
+import Foundation
+import Synchronization
+internal import CCurl
+
+/// The transport on libcurl's multi interface: every transfer of a run is driven by one event-loop
+/// thread, with connections reused from the multi handle's cache (HTTP/2 when a TLS server offers
+/// it). URLSession on Linux hops threads for every callback; this loop does not.
+public final class CurlTransport: Transport, Sendable {
+    private let loop: CurlLoop
+
+    /// A transport allowing `maxConnections` connections per host, refusing bodies over `maxBodyBytes`.
+    public init(maxConnections: Int, maxBodyBytes: Int = 16 << 20) {
+        loop = CurlLoop(maxConnections: max(1, maxConnections), maxBodyBytes: maxBodyBytes)
+    }
+
+    deinit { loop.stop() }
+
+    public func send(_ request: PreparedRequest, timeout: Duration) async -> TransportResult {
+        let transfer = CurlTransfer(request: request, timeout: timeout)
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                transfer.continuation = continuation
+                loop.submit(transfer)
+            }
+        } onCancel: {
+            loop.cancel(transfer)
+        }
+    }
+}
+
+/// One request in flight. After `submit` only the loop thread touches its mutable state;
+/// `cancelled` is the one field other threads write.
+final class CurlTransfer: @unchecked Sendable {
+    let request: PreparedRequest
+    let timeout: Duration
+    var continuation: CheckedContinuation<TransportResult, Never>?
+    var easy: UnsafeMutableRawPointer?
+    var headerList: UnsafeMutablePointer<curl_slist>?
+    var body: [UInt8] = []
+    var headers: [String: String] = [:]
+    var limit = 0
+    var tooLarge = false
+    let cancelled = Atomic<Bool>(false)
+
+    init(request: PreparedRequest, timeout: Duration) {
+        self.request = request
+        self.timeout = timeout
+    }
+}
+
+/// The event loop: a thread that owns the multi handle and every easy handle.
+final class CurlLoop: @unchecked Sendable {
+    // `multi`, `running` and `pool` are touched only by the loop thread; `inbox` is shared.
+    private struct Inbox {
+        var submitted: [CurlTransfer] = []
+        var cancelled: [CurlTransfer] = []
+        var stopping = false
+    }
+
+    private static let globalInit: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
+
+    private let multi: UnsafeMutableRawPointer
+    private let maxBodyBytes: Int
+    private let inbox = Mutex(Inbox())
+    private var running: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+    private var pool: [UnsafeMutableRawPointer] = []
+    private let finished = DispatchSemaphore(value: 0)
+
+    init(maxConnections: Int, maxBodyBytes: Int) {
+        _ = CurlLoop.globalInit
+        multi = curl_multi_init()!
+        self.maxBodyBytes = maxBodyBytes
+        _ = sb_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, maxConnections)
+        _ = sb_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, maxConnections * 2)
+        _ = sb_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
+        let thread = Thread { [self] in run() }
+        thread.name = "showbatch-curl"
+        thread.start()
+    }
+
+    func submit(_ transfer: CurlTransfer) {
+        inbox.withLock { $0.submitted.append(transfer) }
+        curl_multi_wakeup(multi)
+    }
+
+    func cancel(_ transfer: CurlTransfer) {
+        transfer.cancelled.store(true, ordering: .releasing)
+        inbox.withLock { $0.cancelled.append(transfer) }
+        curl_multi_wakeup(multi)
+    }
+
+    /// Ends the loop, failing what is still in flight as cancelled, and frees the handles.
+    func stop() {
+        inbox.withLock { $0.stopping = true }
+        curl_multi_wakeup(multi)
+        finished.wait()
+        curl_multi_cleanup(multi)
+    }
+
+    private func run() {
+        while true {
+            let work = inbox.withLock { inbox -> Inbox in
+                defer { inbox.submitted.removeAll(keepingCapacity: true); inbox.cancelled.removeAll(keepingCapacity: true) }
+                return inbox
+            }
+            for transfer in work.submitted { start(transfer) }
+            for transfer in work.cancelled {
+                if let easy = transfer.easy, running[easy] != nil { finish(easy, .failure(.cancelled)) }
+            }
+            if work.stopping {
+                for easy in Array(running.keys) { finish(easy, .failure(.cancelled)) }
+                for easy in pool { curl_easy_cleanup(easy) }
+                pool.removeAll()
+                finished.signal()
+                return
+            }
+            var stillRunning: Int32 = 0
+            curl_multi_perform(multi, &stillRunning)
+            var queued: Int32 = 0
+            while let message = curl_multi_info_read(multi, &queued) {
+                guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
+                complete(easy, code: sb_message_result(message))
+            }
+            curl_multi_poll(multi, nil, 0, 1000, nil)
+        }
+    }
+
+    private func start(_ transfer: CurlTransfer) {
+        if transfer.cancelled.load(ordering: .acquiring) {
+            transfer.continuation?.resume(returning: .failure(.cancelled))
+            return
+        }
+        let easy = pool.popLast() ?? curl_easy_init()!
+        transfer.easy = easy
+        transfer.limit = maxBodyBytes
+        let request = transfer.request
+        _ = sb_easy_setopt_pointer(easy, CURLOPT_URL, request.url)
+        _ = sb_easy_setopt_pointer(easy, CURLOPT_PROTOCOLS_STR, "http,https")
+        _ = sb_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
+        let milliseconds = max(1, Int(transfer.timeout.seconds * 1000))
+        _ = sb_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, milliseconds)
+        _ = sb_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, milliseconds)
+        _ = sb_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
+        // TLS verification stays on: peer certificate and host name.
+        _ = sb_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 1)
+        _ = sb_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 2)
+        _ = sb_easy_setopt_offset(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(maxBodyBytes))
+        switch request.method {
+        case .get: _ = sb_easy_setopt_long(easy, CURLOPT_HTTPGET, 1)
+        case .post: _ = sb_easy_setopt_long(easy, CURLOPT_POST, 1)
+        default:
+            if request.body != nil { _ = sb_easy_setopt_long(easy, CURLOPT_POST, 1) }
+            _ = sb_easy_setopt_pointer(easy, CURLOPT_CUSTOMREQUEST, request.method.rawValue)
+        }
+        if let body = request.body {
+            _ = sb_easy_setopt_offset(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count))
+            body.withUnsafeBytes { _ = sb_easy_setopt_pointer(easy, CURLOPT_COPYPOSTFIELDS, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1)) }
+        }
+        var list: UnsafeMutablePointer<curl_slist>?
+        for header in request.headers { list = curl_slist_append(list, "\(header.name): \(header.value)") }
+        // No "Expect: 100-continue" round trip before small JSON bodies.
+        list = curl_slist_append(list, "Expect:")
+        transfer.headerList = list
+        _ = sb_easy_setopt_pointer(easy, CURLOPT_HTTPHEADER, list)
+        let context = Unmanaged.passUnretained(transfer).toOpaque()
+        _ = sb_easy_setopt_callback(easy, CURLOPT_WRITEFUNCTION, curlWriteBody)
+        _ = sb_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context)
+        _ = sb_easy_setopt_callback(easy, CURLOPT_HEADERFUNCTION, curlWriteHeader)
+        _ = sb_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context)
+        running[easy] = transfer
+        curl_multi_add_handle(multi, easy)
+    }
+
+    private func complete(_ easy: UnsafeMutableRawPointer, code: CURLcode) {
+        guard let transfer = running[easy] else { return }
+        if code == CURLE_OK {
+            var status = 0
+            _ = sb_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+            finish(easy, .response(status: status, headers: transfer.headers, body: transfer.body))
+            return
+        }
+        let failure: TransportFailure
+        switch code {
+        case CURLE_OPERATION_TIMEDOUT: failure = .timeout
+        case CURLE_FILESIZE_EXCEEDED: failure = .bodyTooLarge(maxBodyBytes)
+        case CURLE_WRITE_ERROR where transfer.tooLarge: failure = .bodyTooLarge(maxBodyBytes)
+        case CURLE_COULDNT_CONNECT: failure = .network("connection refused")
+        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY: failure = .network("host not found")
+        case CURLE_GOT_NOTHING: failure = .network("connection closed without an answer")
+        case CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_PARTIAL_FILE: failure = .network("connection lost")
+        case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
+             CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+            failure = .network("TLS failure")
+        case CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT: failure = .network("invalid URL")
+        default: failure = .network("curl error \(code.rawValue)")
+        }
+        finish(easy, .failure(failure))
+    }
+
+    private func finish(_ easy: UnsafeMutableRawPointer, _ result: TransportResult) {
+        guard let transfer = running.removeValue(forKey: easy) else { return }
+        curl_multi_remove_handle(multi, easy)
+        curl_slist_free_all(transfer.headerList)
+        transfer.headerList = nil
+        transfer.easy = nil
+        curl_easy_reset(easy)
+        pool.append(easy)
+        let continuation = transfer.continuation
+        transfer.continuation = nil
+        continuation?.resume(returning: transfer.cancelled.load(ordering: .acquiring) ? .failure(.cancelled) : result)
+    }
+}
+
+/// Appends body bytes, refusing a body past the limit (curl then ends the transfer).
+private let curlWriteBody: sb_data_callback = { data, size, count, context in
+    let transfer = Unmanaged<CurlTransfer>.fromOpaque(context!).takeUnretainedValue()
+    let length = size * count
+    if transfer.body.count + length > transfer.limit {
+        transfer.tooLarge = true
+        return 0
+    }
+    data!.withMemoryRebound(to: UInt8.self, capacity: length) {
+        transfer.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: length))
+    }
+    return length
+}
+
+/// Collects response headers (lower-cased names); a new status line starts a new set.
+private let curlWriteHeader: sb_data_callback = { data, size, count, context in
+    let transfer = Unmanaged<CurlTransfer>.fromOpaque(context!).takeUnretainedValue()
+    let length = size * count
+    let line = data!.withMemoryRebound(to: UInt8.self, capacity: length) {
+        String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
+    }
+    if line.hasPrefix("HTTP/") {
+        transfer.headers.removeAll()
+    } else if let colon = line.firstIndex(of: ":") {
+        let name = line[..<colon].lowercased()
+        let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
+        transfer.headers[name] = value
+    }
+    return length
+}

@@ -1,0 +1,66 @@
+import Foundation
+import Testing
+@testable import ShowbatchCore
+import ShowbatchEmulator
+
+@Suite struct TransportTests {
+    func make(_ kind: TransportKind, maxBodyBytes: Int = 16 << 20) -> any Transport {
+        kind == .curl ? CurlTransport(maxConnections: 4, maxBodyBytes: maxBodyBytes)
+                      : URLSessionTransport(maxConnections: 4, maxBodyBytes: maxBodyBytes)
+    }
+
+    func emulator(_ configure: (inout EmulatorConfiguration) -> Void = { _ in }) throws -> Emulator {
+        var configuration = EmulatorConfiguration()
+        configuration.aliases = ["tok": "4111"]
+        configure(&configuration)
+        let emulator = try Emulator(configuration: configuration)
+        emulator.start()
+        return emulator
+    }
+
+    @Test(arguments: TransportKind.allCases, HTTPMethod.allCases)
+    func methodsHeadersAndBodies(kind: TransportKind, method: HTTPMethod) async throws {
+        let server = try emulator()
+        defer { server.stop() }
+        let body: [UInt8]? = method == .get ? nil : Array(#"{"c":"tok"}"#.utf8)
+        let request = PreparedRequest(name: "r", method: method, url: server.baseURL + "/p?q=1",
+                                      headers: [("X-Id", "7"), ("Content-Type", "application/json")], body: body)
+        guard case .response(let status, let headers, let received) = await make(kind).send(request, timeout: .seconds(10)) else {
+            Issue.record("expected a response")
+            return
+        }
+        #expect(status == 200)
+        #expect(headers["content-type"] == "application/json")
+        let json = try JSONParser.parse(received)
+        #expect(json["method"] == .string(method.rawValue))
+        #expect(json["path"] == .string("/p?q=1"))
+        #expect(json["json"] == (method == .get ? .null : .object([JSONMember("c", .string("4111"))])))
+        guard case .object(let echoed)? = json["headers"] else { Issue.record("no headers"); return }
+        #expect(echoed.contains { $0.key.lowercased() == "x-id" && $0.value == .string("7") })
+    }
+
+    @Test(arguments: TransportKind.allCases)
+    func bodiesOverTheLimitAreRefused(kind: TransportKind) async throws {
+        let server = try emulator()
+        defer { server.stop() }
+        let request = PreparedRequest(name: "r", method: .post, url: server.baseURL + "/p", headers: [], body: Array(#"{"c":"tok"}"#.utf8))
+        guard case .failure(let failure) = await make(kind, maxBodyBytes: 20).send(request, timeout: .seconds(10)) else {
+            Issue.record("expected a failure")
+            return
+        }
+        #expect(failure == .bodyTooLarge(20))
+    }
+
+    @Test(arguments: TransportKind.allCases)
+    func refusedConnectionsAndTimeouts(kind: TransportKind) async throws {
+        let closed = try emulator()
+        let url = closed.baseURL
+        closed.stop()
+        let refused = await make(kind).send(PreparedRequest(name: "r", method: .get, url: url + "/p", headers: [], body: nil), timeout: .seconds(5))
+        guard case .failure(.network) = refused else { Issue.record("expected a network failure, got \(refused)"); return }
+        let slow = try emulator { $0.latency = .seconds(3) }
+        defer { slow.stop() }
+        let timedOut = await make(kind).send(PreparedRequest(name: "r", method: .get, url: slow.baseURL + "/p", headers: [], body: nil), timeout: .milliseconds(150))
+        guard case .failure(.timeout) = timedOut else { Issue.record("expected a timeout, got \(timedOut)"); return }
+    }
+}

@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Throughput of `showbatch run` against the emulator and against nginx (static JSON body) on
+loopback, next to `curl --parallel` doing the same requests in the same run (alternated).
+
+Each showbatch run reveals N data rows (a CSV streamed through `each`), parses every response,
+extracts a label and writes a CSV file; curl only sends the requests and discards the answers.
+
+usage: bench/throughput.py [--requests 20000] [--concurrency 32] [--runs 3] [--targets emulator,nginx]
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from lib import Emulator, Nginx, apt_install, build_release, machine, median, say, timed
+
+PAYLOAD = '{"card_number":"tok_sandbox_abc","exp_date":"tok_sandbox_def"}'
+
+
+def write_inputs(work, requests, concurrency, port):
+    with open(os.path.join(work, "rows.csv"), "w") as f:
+        f.write("id,alias\n")
+        for i in range(requests):
+            f.write(f"{i},tok_sandbox_abc\n")
+    manifest = os.path.join(work, f"m{port}.yaml")
+    with open(manifest, "w") as f:
+        f.write(f"""vault: tntbench
+satellite_port: {port}
+concurrency: {concurrency}
+timeout: 30s
+output: {{path: out/revealed-{port}.csv}}
+requests:
+  - name: "row-${{row.id}}"
+    each: {{csv: rows.csv}}
+    path: /post
+    payload: {{card_number: "${{row.alias}}", exp_date: tok_sandbox_def}}
+    labels: {{card_number: json.card_number}}
+""")
+    config = os.path.join(work, f"curl{port}.cfg")
+    with open(config, "w") as f:
+        f.write('header = "Content-Type: application/json"\n')
+        escaped = PAYLOAD.replace('"', '\\"')
+        f.write(f'data = "{escaped}"\n')
+        for _ in range(requests):
+            f.write(f'url = "http://127.0.0.1:{port}/post"\n')
+    return manifest, config
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--requests", type=int, default=20_000)
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--targets", default="emulator,nginx")
+    args = parser.parse_args()
+    binary = build_release()
+    apt_install("curl")
+    say(f"{args.requests} requests, concurrency {args.concurrency}, {args.runs} alternated runs; {machine()}")
+    for target in args.targets.split(","):
+        server = Emulator() if target == "emulator" else Nginx()
+        work = tempfile.mkdtemp(prefix="bench-throughput-")
+        try:
+            manifest, config = write_inputs(work, args.requests, args.concurrency, server.port)
+            ours, theirs = [], []
+            for _ in range(args.runs):
+                ours.append(args.requests / timed([binary, "run", manifest, "--progress", "never", "--quiet"]))
+                theirs.append(args.requests / timed(["curl", "--parallel", "--parallel-max", str(args.concurrency),
+                                                     "-s", "-o", "/dev/null", "--config", config]))
+            with open(os.path.join(work, f"out/revealed-{server.port}.csv")) as f:
+                rows = sum(1 for _ in f) - 1
+            assert rows == args.requests, f"showbatch wrote {rows} rows"
+            a, b = median(ours), median(theirs)
+            say(f"[{target}] showbatch run   median {a:8.0f} req/s  runs: {', '.join(f'{v:.0f}' for v in ours)}")
+            say(f"[{target}] curl --parallel median {b:8.0f} req/s  runs: {', '.join(f'{v:.0f}' for v in theirs)}")
+            say(f"[{target}] showbatch / curl = {a / b:.2f}")
+        finally:
+            server.stop()
+
+
+if __name__ == "__main__":
+    main()
