@@ -37,7 +37,14 @@ public final class Emulator: Sendable {
     public let port: Int
     private let listener: Int32
     private let state: Mutex<FaultState>
-    private let counts = Mutex(Counts())
+    // Atomics, not a lock: every connection thread counts every request.
+    private let requestCount = Atomic<Int>(0)
+    private let failedCount = Atomic<Int>(0)
+    private let throttledCount = Atomic<Int>(0)
+    private let droppedCount = Atomic<Int>(0)
+    private let malformedCount = Atomic<Int>(0)
+    /// Whether any fault needs the shared seeded generator (it is skipped otherwise).
+    private let injectsFaults: Bool
     private let connections = Mutex<Set<Int32>>([])
     private let stopped = Atomic<Bool>(false)
 
@@ -45,7 +52,11 @@ public final class Emulator: Sendable {
     public var baseURL: String { "http://127.0.0.1:\(port)" }
 
     /// What has been answered so far.
-    public var snapshot: Counts { counts.withLock { $0 } }
+    public var snapshot: Counts {
+        Counts(requests: requestCount.load(ordering: .relaxed), failed: failedCount.load(ordering: .relaxed),
+               throttled: throttledCount.load(ordering: .relaxed), dropped: droppedCount.load(ordering: .relaxed),
+               malformed: malformedCount.load(ordering: .relaxed))
+    }
 
     /// Binds and listens; call `start()` to accept connections.
     public init(configuration: EmulatorConfiguration) throws(EmulatorError) {
@@ -73,6 +84,8 @@ public final class Emulator: Sendable {
         }
         listener = fd
         port = Int(UInt16(bigEndian: actual.sin_port))
+        injectsFaults = configuration.failRate > 0 || configuration.dropRate > 0 || configuration.malformedRate > 0
+            || configuration.throttle != nil || configuration.jitter > .zero
         state = Mutex(FaultState(random: SeededGenerator(seed: configuration.seed),
                                  tokens: Double(configuration.throttle?.count ?? 0),
                                  refilled: .now))
@@ -141,13 +154,13 @@ public final class Emulator: Sendable {
 
     /// The answer to one request; nil drops the connection without one.
     func respond(to request: HTTPRequest) -> HTTPResponse? {
-        counts.withLock { $0.requests += 1 }
+        requestCount.add(1, ordering: .relaxed)
         let close = !request.keepAlive
         if request.method == "GET", request.path.hasPrefix("/collect-configs/") {
             return hostnameCheck(request.path, close: close)
         }
         // Four draws per request, always, so each fault's sequence depends on the seed only.
-        let (drop, fail, malformed, jitter, throttled) = state.withLock { state -> (Double, Double, Double, Double, Bool) in
+        let (drop, fail, malformed, jitter, throttled) = !injectsFaults ? (1, 1, 1, 0.5, false) : state.withLock { state -> (Double, Double, Double, Double, Bool) in
             let draws = (state.random.unit(), state.random.unit(), state.random.unit(), state.random.unit())
             var limited = false
             if let throttle = configuration.throttle {
@@ -163,17 +176,17 @@ public final class Emulator: Sendable {
         let delay = configuration.latency.seconds + (jitter * 2 - 1) * configuration.jitter.seconds
         if delay > 0 { usleep(UInt32(min(delay, 60) * 1_000_000)) }
         if drop < configuration.dropRate {
-            counts.withLock { $0.dropped += 1 }
+            droppedCount.add(1, ordering: .relaxed)
             return nil
         }
         if throttled {
-            counts.withLock { $0.throttled += 1 }
+            throttledCount.add(1, ordering: .relaxed)
             var response = HTTPResponse.json(status: 429, ["error": "rate limited"], close: close)
             response.extraHeaders.append(("Retry-After", "1"))
             return response
         }
         if fail < configuration.failRate {
-            counts.withLock { $0.failed += 1 }
+            failedCount.add(1, ordering: .relaxed)
             return HTTPResponse.json(status: configuration.failStatus, ["error": "injected failure"], close: close)
         }
         var body: JSONValue = .null
@@ -184,7 +197,7 @@ public final class Emulator: Sendable {
             body = reveal(parsed)
         }
         if malformed < configuration.malformedRate {
-            counts.withLock { $0.malformed += 1 }
+            malformedCount.add(1, ordering: .relaxed)
             return HTTPResponse(status: 200, contentType: "application/json", body: Array("{\"json\": {\"trunc".utf8), close: close)
         }
         let echo: JSONValue = .object([

@@ -12,12 +12,13 @@ struct HTTPRequest {
     var body: [UInt8]
 
     func header(_ name: String) -> String? {
-        headers.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+        // ASCII case folding: Foundation's locale-aware compare costs more than the rest of a request.
+        headers.first { asciiLowercased($0.name) == name }?.value
     }
 
     /// Whether the connection stays open after the answer.
     var keepAlive: Bool {
-        let connection = header("Connection")?.lowercased()
+        let connection = header("connection").map(asciiLowercased)
         if version == "HTTP/1.0" { return connection == "keep-alive" }
         return connection != "close"
     }
@@ -161,12 +162,12 @@ struct HTTPConnection {
         }
         var request = HTTPRequest(method: String(parts[0]), path: String(parts[1]), version: String(parts[2]), headers: headers, body: [])
         // The body.
-        if request.header("Transfer-Encoding")?.lowercased().contains("chunked") == true {
+        if request.header("transfer-encoding")?.lowercased().contains("chunked") == true {
             switch readChunked() {
             case .success(let body): request.body = body
             case .failure(let outcome): return outcome.value
             }
-        } else if let lengthText = request.header("Content-Length") {
+        } else if let lengthText = request.header("content-length") {
             guard let length = Int(lengthText), length >= 0 else { return .reject(status: 400, reason: "invalid content-length") }
             if length > maxBodyBytes { return .reject(status: 413, reason: "request body too large") }
             while available < length {
@@ -234,4 +235,10 @@ struct HTTPConnection {
             return true
         }
     }
+}
+
+/// `text` with ASCII letters lower-cased (header names are ASCII tokens).
+func asciiLowercased(_ text: String) -> String {
+    guard text.utf8.contains(where: { $0 >= 65 && $0 <= 90 }) else { return text }
+    return String(decoding: text.utf8.map { $0 >= 65 && $0 <= 90 ? $0 + 32 : $0 }, as: UTF8.self)
 }
