@@ -430,13 +430,13 @@ struct ManifestDecoder {
         }
         if let latency = map["latency"]?.value {
             if let text = latency.scalar?.text, let (base, jitter) = Units.latency(text) {
-                spec.latency = base
-                spec.jitter = jitter
+                spec.faults.latency = base
+                spec.faults.jitter = jitter
             } else {
                 problem(latency.mark, "emulator.latency must be a duration with optional jitter, such as 50ms or 50ms±10ms")
             }
         }
-        for (key, keyPath) in [("fail_rate", \EmulatorSpec.failRate), ("drop_rate", \.dropRate), ("malformed_rate", \.malformedRate)] {
+        for (key, keyPath) in [("fail_rate", \EmulatorSpec.faults.failRate), ("drop_rate", \.faults.dropRate), ("malformed_rate", \.faults.malformedRate)] {
             guard let value = map[key]?.value else { continue }
             switch value.scalar?.value {
             case .float(let rate)? where (0...1).contains(rate): spec[keyPath: keyPath] = rate
@@ -445,17 +445,17 @@ struct ManifestDecoder {
             }
         }
         if let value = map["fail_status"]?.value, let status = integer(value, "emulator.fail_status", 100...599) {
-            spec.failStatus = status
+            spec.faults.failStatus = status
         }
         if let value = map["throttle"]?.value {
             if let text = value.scalar?.text, let rate = Units.rate(text) {
-                spec.throttle = rate
+                spec.faults.throttle = rate
             } else {
                 problem(value.mark, "emulator.throttle must be N/s or N/m, such as 100/s")
             }
         }
         if let value = map["seed"]?.value, let seed = integer(value, "emulator.seed", 0...Int.max) {
-            spec.seed = UInt64(seed)
+            spec.faults.seed = UInt64(seed)
         }
         return spec
     }

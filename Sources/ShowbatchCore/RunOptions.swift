@@ -80,7 +80,7 @@ public enum LogFormat: String, Sendable, CaseIterable {
 }
 
 /// Options of one run; flags beat manifest values.
-public struct RunOptions: Sendable {
+public struct RunOptions: Sendable, Equatable {
     /// `--output PATH` (relative to the current folder), or `-` for standard output.
     public var output: String?
     /// `--format`.

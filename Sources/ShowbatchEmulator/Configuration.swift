@@ -9,22 +9,8 @@ public struct EmulatorConfiguration: Sendable {
     public var aliases: [String: String] = [:]
     /// Custom hostname → vault, answered by the hostname check endpoint.
     public var cnames: [String: String] = [:]
-    /// Delay of every answer.
-    public var latency: Duration = .zero
-    /// Up to this much is added to or taken from the latency (uniformly, seeded).
-    public var jitter: Duration = .zero
-    /// Fraction of requests answered with `failStatus`.
-    public var failRate = 0.0
-    /// Status of injected failures.
-    public var failStatus = 500
-    /// Requests per interval before 429 with Retry-After.
-    public var throttle: Rate?
-    /// Fraction of requests whose connection is closed without an answer.
-    public var dropRate = 0.0
-    /// Fraction of requests answered 200 with a body that is not JSON.
-    public var malformedRate = 0.0
-    /// Seed of the fault choices.
-    public var seed: UInt64 = 1
+    /// The faults it injects.
+    public var faults = EmulatorFaults()
     /// Largest request head accepted (431 past it).
     public var maxHeaderBytes = 16 * 1024
     /// Largest request body accepted (413 past it).
@@ -56,14 +42,7 @@ public struct EmulatorConfiguration: Sendable {
         case .file(let path)?: aliases = try AliasFile.load(path: path)
         case nil: aliases = EmulatorConfiguration.sampleAliases
         }
-        latency = spec.latency
-        jitter = spec.jitter
-        failRate = spec.failRate
-        failStatus = spec.failStatus
-        throttle = spec.throttle
-        dropRate = spec.dropRate
-        malformedRate = spec.malformedRate
-        seed = spec.seed
+        faults = spec.faults
     }
 }
 

@@ -84,10 +84,10 @@ public final class Emulator: Sendable {
         }
         listener = fd
         port = Int(UInt16(bigEndian: actual.sin_port))
-        injectsFaults = configuration.failRate > 0 || configuration.dropRate > 0 || configuration.malformedRate > 0
-            || configuration.throttle != nil || configuration.jitter > .zero
-        state = Mutex(FaultState(random: SeededGenerator(seed: configuration.seed),
-                                 tokens: Double(configuration.throttle?.count ?? 0),
+        injectsFaults = configuration.faults.failRate > 0 || configuration.faults.dropRate > 0 || configuration.faults.malformedRate > 0
+            || configuration.faults.throttle != nil || configuration.faults.jitter > .zero
+        state = Mutex(FaultState(random: SeededGenerator(seed: configuration.faults.seed),
+                                 tokens: Double(configuration.faults.throttle?.count ?? 0),
                                  refilled: .now))
     }
 
@@ -163,7 +163,7 @@ public final class Emulator: Sendable {
         let (drop, fail, malformed, jitter, throttled) = !injectsFaults ? (1, 1, 1, 0.5, false) : state.withLock { state -> (Double, Double, Double, Double, Bool) in
             let draws = (state.random.unit(), state.random.unit(), state.random.unit(), state.random.unit())
             var limited = false
-            if let throttle = configuration.throttle {
+            if let throttle = configuration.faults.throttle {
                 let now = ContinuousClock.now
                 let elapsed = (now - state.refilled).seconds
                 state.refilled = now
@@ -173,9 +173,9 @@ public final class Emulator: Sendable {
             }
             return (draws.0, draws.1, draws.2, draws.3, limited)
         }
-        let delay = configuration.latency.seconds + (jitter * 2 - 1) * configuration.jitter.seconds
+        let delay = configuration.faults.latency.seconds + (jitter * 2 - 1) * configuration.faults.jitter.seconds
         if delay > 0 { usleep(UInt32(min(delay, 60) * 1_000_000)) }
-        if drop < configuration.dropRate {
+        if drop < configuration.faults.dropRate {
             droppedCount.add(1, ordering: .relaxed)
             return nil
         }
@@ -185,9 +185,9 @@ public final class Emulator: Sendable {
             response.extraHeaders.append(("Retry-After", "1"))
             return response
         }
-        if fail < configuration.failRate {
+        if fail < configuration.faults.failRate {
             failedCount.add(1, ordering: .relaxed)
-            return HTTPResponse.json(status: configuration.failStatus, ["error": "injected failure"], close: close)
+            return HTTPResponse.json(status: configuration.faults.failStatus, ["error": "injected failure"], close: close)
         }
         var body: JSONValue = .null
         if !request.body.isEmpty {
@@ -196,7 +196,7 @@ public final class Emulator: Sendable {
             }
             body = reveal(parsed)
         }
-        if malformed < configuration.malformedRate {
+        if malformed < configuration.faults.malformedRate {
             malformedCount.add(1, ordering: .relaxed)
             return HTTPResponse(status: 200, contentType: "application/json", body: Array("{\"json\": {\"trunc".utf8), close: close)
         }

@@ -10,29 +10,13 @@ struct UsageError: Error, Equatable, CustomStringConvertible {
     }
 }
 
-/// Arguments of `run`.
+/// Arguments of `run`: the library's options, plus what the command resolves itself.
 struct RunArguments: Equatable {
     var manifest = ""
-    var options = RunOptionsValues()
-    var emulate = false
-}
-
-/// Flag values of `run`, kept as parsed text where the library checks them against the environment.
-struct RunOptionsValues: Equatable {
-    var output: String?
-    var format: OutputFormat?
-    var concurrency: Int?
-    var rate: Rate?
-    var timeout: Duration?
-    var failFast = false
-    var resume = false
+    var options = RunOptions()
+    /// `--shard` as written; `auto/N` needs the environment, read when the run starts.
     var shard: String?
-    var strictHostname = false
-    var progress: ProgressMode = .auto
-    var logFormat: LogFormat = .text
-    var quiet = false
-    var verbose = false
-    var transport: TransportKind?
+    var emulate = false
 }
 
 /// Arguments of `emulate`.
@@ -137,7 +121,7 @@ enum ArgumentParser {
         if flags.help { return .help("run") }
         var run = RunArguments()
         run.manifest = try single(flags, command: "run")
-        var options = RunOptionsValues()
+        var options = RunOptions()
         options.output = flags.last("--output")
         if let format = flags.last("--format") {
             options.format = try choice(format, flag: "--format", command: "run")
@@ -160,7 +144,7 @@ enum ArgumentParser {
             }
             options.timeout = value
         }
-        options.shard = flags.last("--shard")
+        run.shard = flags.last("--shard")
         if let text = flags.last("--progress") { options.progress = try choice(text, flag: "--progress", command: "run") }
         if let text = flags.last("--log-format") { options.logFormat = try choice(text, flag: "--log-format", command: "run") }
         if let text = flags.last("--transport") { options.transport = try choice(text, flag: "--transport", command: "run") as TransportKind }

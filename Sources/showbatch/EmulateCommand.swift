@@ -24,15 +24,15 @@ enum EmulateCommand {
             guard let (base, jitter) = Units.latency(latency) else {
                 throw UsageError(message: "--latency must be a duration with optional jitter, such as 50ms or 50ms±10ms; got \"\(latency)\"", command: "emulate")
             }
-            configuration.latency = base
-            configuration.jitter = jitter
+            configuration.faults.latency = base
+            configuration.faults.jitter = jitter
         }
-        configuration.failRate = arguments.failRate
-        configuration.failStatus = arguments.failStatus
-        configuration.throttle = arguments.throttle
-        configuration.dropRate = arguments.dropRate
-        configuration.malformedRate = arguments.malformedRate
-        configuration.seed = arguments.seed
+        configuration.faults.failRate = arguments.failRate
+        configuration.faults.failStatus = arguments.failStatus
+        configuration.faults.throttle = arguments.throttle
+        configuration.faults.dropRate = arguments.dropRate
+        configuration.faults.malformedRate = arguments.malformedRate
+        configuration.faults.seed = arguments.seed
         return configuration
     }
 

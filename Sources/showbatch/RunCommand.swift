@@ -14,23 +14,12 @@ enum RunCommand {
             Console.err(error.description + "\n")
             return ExitCode.usage
         }
-        let values = arguments.options
-        var options = RunOptions()
-        options.output = values.output
-        options.format = values.format
-        options.concurrency = values.concurrency
-        options.rate = values.rate
-        options.timeout = values.timeout
-        options.failFast = values.failFast
-        options.resume = values.resume
-        options.strictHostname = values.strictHostname
-        options.logFormat = values.logFormat
-        options.quiet = values.quiet
-        options.verbose = values.verbose
-        options.transport = values.transport
+        var options = arguments.options
         let stderrIsTerminal = isatty(STDERR_FILENO) == 1
-        options.progress = values.progress == .auto ? (stderrIsTerminal && values.logFormat == .text && !values.quiet ? .always : .never) : values.progress
-        if let text = values.shard {
+        if options.progress == .auto {
+            options.progress = stderrIsTerminal && options.logFormat == .text && !options.quiet ? .always : .never
+        }
+        if let text = arguments.shard {
             switch Shard.parse(text, environment: environment) {
             case .success(let shard): options.shard = shard
             case .failure(let error):

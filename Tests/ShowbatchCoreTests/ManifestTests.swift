@@ -65,7 +65,7 @@ private let minimal = "vault: tnt1\nrequests:\n  - {name: a, path: /post}\n"
         #expect(manifest.retry.maxBackoff == .seconds(120))
         #expect(manifest.output == OutputSpec(path: dir.path + "/out/r.json", format: nil, escapeFormulas: true))
         #expect(manifest.emulator?.aliases == .inline(["tok_a": "4111"]))
-        #expect(manifest.emulator?.latency == .milliseconds(5) && manifest.emulator?.jitter == .milliseconds(1))
+        #expect(manifest.emulator?.faults.latency == .milliseconds(5) && manifest.emulator?.faults.jitter == .milliseconds(1))
         let first = manifest.requests[0]
         #expect(first.method == .put)
         #expect(first.labels.map(\.name) == ["card", "n"])

@@ -58,7 +58,7 @@ import ShowbatchEmulator
         closed.stop()
         let refused = await make(kind).send(PreparedRequest(name: "r", method: .get, url: url + "/p", headers: [], body: nil), timeout: .seconds(5))
         guard case .failure(.network) = refused else { Issue.record("expected a network failure, got \(refused)"); return }
-        let slow = try emulator { $0.latency = .seconds(3) }
+        let slow = try emulator { $0.faults.latency = .seconds(3) }
         defer { slow.stop() }
         let timedOut = await make(kind).send(PreparedRequest(name: "r", method: .get, url: slow.baseURL + "/p", headers: [], body: nil), timeout: .milliseconds(150))
         guard case .failure(.timeout) = timedOut else { Issue.record("expected a timeout, got \(timedOut)"); return }

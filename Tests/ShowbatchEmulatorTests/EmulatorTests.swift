@@ -219,14 +219,14 @@ func withEmulator(_ configure: (inout EmulatorConfiguration) -> Void = { _ in },
     }
 
     @Test(arguments: [
-        { (c: inout EmulatorConfiguration) in c.failRate = 0.3; c.failStatus = 503 },
-        { (c: inout EmulatorConfiguration) in c.dropRate = 0.3 },
-        { (c: inout EmulatorConfiguration) in c.malformedRate = 0.3 },
+        { (c: inout EmulatorConfiguration) in c.faults.failRate = 0.3; c.faults.failStatus = 503 },
+        { (c: inout EmulatorConfiguration) in c.faults.dropRate = 0.3 },
+        { (c: inout EmulatorConfiguration) in c.faults.malformedRate = 0.3 },
     ] as [@Sendable (inout EmulatorConfiguration) -> Void])
     func faultsRepeatWithTheirSeed(configure: @Sendable (inout EmulatorConfiguration) -> Void) throws {
-        let first = try statuses { configure(&$0); $0.seed = 42 }
-        let second = try statuses { configure(&$0); $0.seed = 42 }
-        let other = try statuses { configure(&$0); $0.seed = 43 }
+        let first = try statuses { configure(&$0); $0.faults.seed = 42 }
+        let second = try statuses { configure(&$0); $0.faults.seed = 42 }
+        let other = try statuses { configure(&$0); $0.faults.seed = 43 }
         #expect(first == second)
         #expect(first != other)
         let faults = first.filter { $0 != 200 }.count
@@ -234,7 +234,7 @@ func withEmulator(_ configure: (inout EmulatorConfiguration) -> Void = { _ in },
     }
 
     @Test func throttleAnswers429WithRetryAfter() throws {
-        try withEmulator({ $0.throttle = Rate(count: 2, per: .seconds(60)) }) { emulator in
+        try withEmulator({ $0.faults.throttle = Rate(count: 2, per: .seconds(60)) }) { emulator in
             let client = try RawClient(port: emulator.port)
             var seen: [Int] = []
             for _ in 0..<4 {
@@ -249,7 +249,7 @@ func withEmulator(_ configure: (inout EmulatorConfiguration) -> Void = { _ in },
     }
 
     @Test func latencyDelaysAnswers() throws {
-        try withEmulator({ $0.latency = .milliseconds(120) }) { emulator in
+        try withEmulator({ $0.faults.latency = .milliseconds(120) }) { emulator in
             let client = try RawClient(port: emulator.port)
             let start = ContinuousClock.now
             client.send(post(#"{"a":"tok_a"}"#))

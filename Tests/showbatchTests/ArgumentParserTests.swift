@@ -10,7 +10,8 @@ import ShowbatchCore
         guard case .run(let run) = invocation else { Issue.record("expected run"); return }
         #expect(run.manifest == "m.yaml")
         #expect(run.emulate)
-        var expected = RunOptionsValues()
+        #expect(run.shard == "auto/4")
+        var expected = RunOptions()
         expected.output = "out.csv"
         expected.format = .jsonl
         expected.concurrency = 32
@@ -18,7 +19,6 @@ import ShowbatchCore
         expected.timeout = .milliseconds(500)
         expected.failFast = true
         expected.resume = true
-        expected.shard = "auto/4"
         expected.strictHostname = true
         expected.progress = .never
         expected.logFormat = .json
