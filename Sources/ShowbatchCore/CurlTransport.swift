@@ -226,18 +226,24 @@ private let curlWriteBody: sb_data_callback = { data, size, count, context in
 }
 
 /// Collects response headers (lower-cased names); a new status line starts a new set.
+/// Works on the bytes: this runs for every header line of every answer.
 private let curlWriteHeader: sb_data_callback = { data, size, count, context in
     let transfer = Unmanaged<CurlTransfer>.fromOpaque(context!).takeUnretainedValue()
     let length = size * count
-    let line = data!.withMemoryRebound(to: UInt8.self, capacity: length) {
-        String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
-    }
-    if line.hasPrefix("HTTP/") {
-        transfer.headers.removeAll()
-    } else if let colon = line.firstIndex(of: ":") {
-        let name = line[..<colon].lowercased()
-        let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
-        transfer.headers[name] = value
+    data!.withMemoryRebound(to: UInt8.self, capacity: length) { pointer in
+        let line = UnsafeBufferPointer(start: pointer, count: length)
+        if length >= 5, line[0] == UInt8(ascii: "H"), line[1] == UInt8(ascii: "T"), line[2] == UInt8(ascii: "T"),
+           line[3] == UInt8(ascii: "P"), line[4] == UInt8(ascii: "/") {
+            transfer.headers.removeAll()
+            return
+        }
+        guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return }
+        var start = colon + 1
+        var end = length
+        while start < end, line[start] == 0x20 || line[start] == 0x09 { start += 1 }
+        while end > start, line[end - 1] == 0x0A || line[end - 1] == 0x0D || line[end - 1] == 0x20 { end -= 1 }
+        let name = String(decoding: line[..<colon].map { $0 >= 65 && $0 <= 90 ? $0 + 32 : $0 }, as: UTF8.self)
+        transfer.headers[name] = String(decoding: UnsafeBufferPointer(rebasing: line[start..<end]), as: UTF8.self)
     }
     return length
 }
