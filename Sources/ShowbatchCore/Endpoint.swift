@@ -78,6 +78,19 @@ public enum Endpoint {
         return requestURL(base: base, path: "collect-configs/\(host)__\(vault).txt")
     }
 
+    /// True when every byte of `url` is an unreserved, reserved or `%` URL character, so it
+    /// needs no further parsing to be known valid.
+    public static func isPlainURL(_ url: String) -> Bool {
+        url.utf8.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+                return true
+            default:
+                return "-._~:/?#[]@!$&'()*+,;=%".utf8.contains(byte)
+            }
+        }
+    }
+
     static func isAlphanumericASCII(_ scalar: Unicode.Scalar) -> Bool {
         ("a"..."z").contains(scalar) || ("A"..."Z").contains(scalar) || ("0"..."9").contains(scalar)
     }

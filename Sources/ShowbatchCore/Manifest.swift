@@ -243,6 +243,18 @@ public struct RequestSpec: Sendable {
     public var output: OutputSpec?
     /// Where the request is written in the manifest.
     public var mark: Mark
+
+    /// Every data column the request's templates reference, checked on each row (set by the decoder).
+    public var rowColumns: [String] = []
+
+    /// Collects `rowColumns` from the templates.
+    func referencedColumns() -> [String] {
+        var columns: [String] = []
+        for template in [name, path] + headers.map(\.value) + (payload?.templates ?? []) {
+            for column in template.rowColumns where !columns.contains(column) { columns.append(column) }
+        }
+        return columns
+    }
 }
 
 /// Errors found in a manifest; `validate` prints them all.

@@ -539,6 +539,7 @@ struct ManifestDecoder {
         }
         if let labelsNode = map["labels"]?.value { spec.labels = labels(labelsNode, label) }
         if let outputNode = map["output"]?.value { spec.output = output(outputNode, "\(label) output") }
+        spec.rowColumns = spec.referencedColumns()
         // Every referenced column must be in the CSV header before anything is sent.
         if let each, each.kind == .csv, let columns = csvHeader(each, map["each"]!.value) {
             var reported = Set<String>()

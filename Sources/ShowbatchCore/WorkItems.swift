@@ -92,16 +92,14 @@ extension Manifest {
         }
         let name = spec.name.expand(row: row)
         if let row {
-            let templates = [spec.name, spec.path] + spec.headers.map(\.value) + (spec.payload?.templates ?? [])
-            for template in templates {
-                for column in template.rowColumns where row.values[column] == nil {
-                    return .failure(PreparationFailure(name: name, error: RowError(code: .invalidRow, label: nil,
-                        message: "\(spec.each?.name ?? "data"):\(row.line): row has no \"\(column)\" column")))
-                }
+            for column in spec.rowColumns where row.values[column] == nil {
+                return .failure(PreparationFailure(name: name, error: RowError(code: .invalidRow, label: nil,
+                    message: "\(spec.each?.name ?? "data"):\(row.line): row has no \"\(column)\" column")))
             }
         }
         let url = Endpoint.requestURL(base: baseURL, path: spec.path.expand(row: row))
-        guard URL(string: url) != nil else {
+        // Foundation's URL parser only for paths with characters outside plain URL syntax.
+        guard Endpoint.isPlainURL(url) || URL(string: url) != nil else {
             return .failure(PreparationFailure(name: name, error: RowError(code: .invalidConfigurationURL, label: nil,
                 message: "the request path does not form a valid URL")))
         }
