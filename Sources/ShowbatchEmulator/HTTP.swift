@@ -43,11 +43,18 @@ struct HTTPResponse {
     }
 
     var bytes: [UInt8] {
-        var head = "HTTP/1.1 \(status) \(HTTPResponse.reason(status))\r\nContent-Type: \(contentType)\r\nContent-Length: \(body.count)\r\n"
-        for (name, value) in extraHeaders { head += "\(name): \(value)\r\n" }
-        if close { head += "Connection: close\r\n" }
-        head += "\r\n"
-        return Array(head.utf8) + body
+        var out: [UInt8] = []
+        out.reserveCapacity(body.count + 128)
+        out.append(contentsOf: "HTTP/1.1 \(status) \(HTTPResponse.reason(status))\r\nContent-Type: ".utf8)
+        out.append(contentsOf: contentType.utf8)
+        out.append(contentsOf: "\r\nContent-Length: ".utf8)
+        out.append(contentsOf: String(body.count).utf8)
+        out.append(contentsOf: [13, 10])
+        for (name, value) in extraHeaders { out.append(contentsOf: "\(name): \(value)\r\n".utf8) }
+        if close { out.append(contentsOf: "Connection: close\r\n".utf8) }
+        out.append(contentsOf: [13, 10])
+        out.append(contentsOf: body)
+        return out
     }
 
     static func reason(_ status: Int) -> String {
@@ -145,22 +152,27 @@ struct HTTPConnection {
         }
         guard let end = headEnd else { return .closed }
         if end - start > maxHeaderBytes { return .reject(status: 431, reason: "request header fields too large") }
-        let head = String(decoding: buffer[start..<end], as: UTF8.self)
+        // Parsed as bytes: String splitting and Foundation trimming cost more than the rest of a request.
+        var lines = HTTPConnection.lines(buffer[start..<end])
         start = end + 4
-        var lines = head.split(separator: "\r\n", omittingEmptySubsequences: false)
         // Tolerate blank lines before a request (RFC 9112 2.2).
         while lines.first?.isEmpty == true { lines.removeFirst() }
         guard let requestLine = lines.first else { return .reject(status: 400, reason: "empty request") }
-        let parts = requestLine.split(separator: " ")
-        guard parts.count == 3, parts[2].hasPrefix("HTTP/1.") else {
+        let parts = requestLine.split(separator: 0x20)
+        guard parts.count == 3, parts[2].starts(with: "HTTP/1.".utf8) else {
             return .reject(status: 400, reason: "malformed request line")
         }
         var headers: [(name: String, value: String)] = []
         for line in lines.dropFirst() {
-            guard let colon = line.firstIndex(of: ":") else { return .reject(status: 400, reason: "malformed header") }
-            headers.append((String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
+            guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return .reject(status: 400, reason: "malformed header") }
+            var valueStart = colon + 1
+            var valueEnd = line.endIndex
+            while valueStart < valueEnd, line[valueStart] == 0x20 || line[valueStart] == 0x09 { valueStart += 1 }
+            while valueEnd > valueStart, line[valueEnd - 1] == 0x20 || line[valueEnd - 1] == 0x09 { valueEnd -= 1 }
+            headers.append((String(decoding: line[..<colon], as: UTF8.self), String(decoding: line[valueStart..<valueEnd], as: UTF8.self)))
         }
-        var request = HTTPRequest(method: String(parts[0]), path: String(parts[1]), version: String(parts[2]), headers: headers, body: [])
+        var request = HTTPRequest(method: String(decoding: parts[0], as: UTF8.self), path: String(decoding: parts[1], as: UTF8.self),
+                                  version: String(decoding: parts[2], as: UTF8.self), headers: headers, body: [])
         // The body.
         if request.header("transfer-encoding")?.lowercased().contains("chunked") == true {
             switch readChunked() {
@@ -177,6 +189,24 @@ struct HTTPConnection {
             start += length
         }
         return .request(request)
+    }
+
+    /// The CRLF-separated lines of a request head.
+    static func lines(_ head: ArraySlice<UInt8>) -> [ArraySlice<UInt8>] {
+        var result: [ArraySlice<UInt8>] = []
+        var lineStart = head.startIndex
+        var index = head.startIndex
+        while index + 1 < head.endIndex {
+            if head[index] == 13 && head[index + 1] == 10 {
+                result.append(head[lineStart..<index])
+                index += 2
+                lineStart = index
+            } else {
+                index += 1
+            }
+        }
+        result.append(head[lineStart..<head.endIndex])
+        return result
     }
 
     private struct Rejected: Error { let value: Outcome }
