@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Throughput of `showbatch run` against the emulator and against nginx (static JSON body) on
-loopback, next to `curl --parallel` doing the same requests in the same run (alternated).
+loopback, next to `curl --parallel` and an aiohttp script doing the same requests in the same run
+(alternated).
 
 Each showbatch run reveals N data rows (a CSV streamed through `each`), parses every response,
 extracts a label and writes a CSV file; curl only sends the requests and discards the answers.
 
 usage: bench/throughput.py [--requests 20000] [--concurrency 32] [--runs 3] [--targets emulator,nginx]
+                          [--peers curl,aiohttp]
 """
 import argparse
 import os
@@ -54,27 +56,43 @@ def main():
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--targets", default="emulator,nginx")
+    parser.add_argument("--peers", default="curl,aiohttp")
     args = parser.parse_args()
     binary = build_release()
     apt_install("curl")
+    peers = args.peers.split(",")
+    if "aiohttp" in peers:
+        try:
+            import aiohttp  # noqa: F401
+        except ImportError:
+            say("installing aiohttp (pip)")
+            subprocess.run([sys.executable, "-m", "pip", "install", "-q", "aiohttp"], check=True)
+    aiohttp_script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "aiohttp_peer.py")
     say(f"{args.requests} requests, concurrency {args.concurrency}, {args.runs} alternated runs; {machine()}")
     for target in args.targets.split(","):
         server = Emulator() if target == "emulator" else Nginx()
         work = tempfile.mkdtemp(prefix="bench-throughput-")
         try:
             manifest, config = write_inputs(work, args.requests, args.concurrency, server.port)
-            ours, theirs = [], []
+            ours = []
+            theirs = {peer: [] for peer in peers}
             for _ in range(args.runs):
                 ours.append(args.requests / timed([binary, "run", manifest, "--progress", "never", "--quiet"]))
-                theirs.append(args.requests / timed(["curl", "--parallel", "--parallel-max", str(args.concurrency),
-                                                     "-s", "-o", "/dev/null", "--config", config]))
+                if "curl" in peers:
+                    theirs["curl"].append(args.requests / timed(["curl", "--parallel", "--parallel-max", str(args.concurrency),
+                                                                 "-s", "-o", "/dev/null", "--config", config]))
+                if "aiohttp" in peers:
+                    theirs["aiohttp"].append(args.requests / timed([sys.executable, aiohttp_script, f"{server.url}/post",
+                                                                    str(args.requests), str(args.concurrency)]))
             with open(os.path.join(work, f"out/revealed-{server.port}.csv")) as f:
                 rows = sum(1 for _ in f) - 1
             assert rows == args.requests, f"showbatch wrote {rows} rows"
-            a, b = median(ours), median(theirs)
+            a = median(ours)
             say(f"[{target}] showbatch run   median {a:8.0f} req/s  runs: {', '.join(f'{v:.0f}' for v in ours)}")
-            say(f"[{target}] curl --parallel median {b:8.0f} req/s  runs: {', '.join(f'{v:.0f}' for v in theirs)}")
-            say(f"[{target}] showbatch / curl = {a / b:.2f}")
+            for peer, values in theirs.items():
+                b = median(values)
+                say(f"[{target}] {peer:14s} median {b:8.0f} req/s  runs: {', '.join(f'{v:.0f}' for v in values)}")
+                say(f"[{target}] showbatch / {peer} = {a / b:.2f}")
         finally:
             server.stop()
 
