@@ -165,7 +165,7 @@ final class EventPrinter: Sendable {
         if summary.interrupted {
             text += "; interrupted: outputs left as .partial, rerun with --resume"
         } else {
-            text += "; wrote \(summary.outputs.joined(separator: ", "))"
+            text += "; wrote \(summary.outputs.map { $0 == "-" ? "standard output" : $0 }.joined(separator: ", "))"
         }
         Console.err(text + "\n")
     }
