@@ -75,7 +75,7 @@ final class Journal {
                 }
                 if first {
                     guard String(decoding: line, as: UTF8.self) == header else {
-                        throw RunError.usage("the journal \(path) belongs to a different manifest, shard or output; remove it to start over, or run without --resume")
+                        throw RunError.usage("the journal \(path) belongs to a different manifest, data file, shard or output; remove it to start over, or run without --resume")
                     }
                     first = false
                 } else if (try? JSONParser.parse(line)) == nil {

@@ -189,13 +189,14 @@ public struct Runner: Sendable {
         }
         var files: [OutputFile] = []
         var journals: [Journal?] = []
+        let inputHash = targets.contains { $0.path != "-" } ? try manifest.inputHash() : 0
         do {
             for target in targets {
                 files.append(try OutputFile(path: target.path, format: target.format, labels: target.labels, escapeFormulas: target.escapeFormulas))
                 if target.path == "-" {
                     journals.append(nil)
                 } else {
-                    let header = Journal.header(manifestHash: manifest.contentHash, shard: options.shard, output: target.path,
+                    let header = Journal.header(manifestHash: inputHash, shard: options.shard, output: target.path,
                                                 format: target.format, labels: target.labels)
                     journals.append(try Journal(output: target.path, header: header, resume: options.resume))
                 }

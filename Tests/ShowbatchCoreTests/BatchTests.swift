@@ -167,11 +167,34 @@ requests:
             Issue.record("expected a refusal")
         } catch let error as RunError {
             guard case .usage(let message) = error else { Issue.record("expected a usage error"); return }
-            #expect(message == "the journal \(fixture.dir.path)/r.csv.journal belongs to a different manifest, shard or output; remove it to start over, or run without --resume")
+            #expect(message == "the journal \(fixture.dir.path)/r.csv.journal belongs to a different manifest, data file, shard or output; remove it to start over, or run without --resume")
         }
         // Without --resume the stale journal is replaced and the run goes on.
         let summary = try await fixture.run(manifest)
         #expect(summary.ok == 1)
+    }
+
+    @Test func aJournalIsRefusedWhenItsDataFileChanged() async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let manifest = try fixture.manifest(batchManifest, files: ["data/rows.csv": rowsFile(20)])
+        let emulator = try Emulator(configuration: try EmulatorConfiguration(spec: manifest.emulator))
+        emulator.start()
+        defer { emulator.stop() }
+        var options = RunOptions()
+        options.baseURLOverride = emulator.baseURL
+        options.progress = .never
+        let transport = InterruptingTransport(inner: CurlTransport(maxConnections: 8), after: 10)
+        let runner = Runner(manifest: manifest, options: options, transport: transport, environment: [:])
+        let task = Task {
+            while transport.cancel.withLock({ $0 == nil }) { await Task.yield() }
+            return try await runner.run()
+        }
+        transport.cancel.withLock { $0 = { task.cancel() } }
+        #expect(try await task.value.interrupted)
+        _ = fixture.dir.file("data/rows.csv", rowsFile(21))
+        options.resume = true
+        await #expect(throws: RunError.self) { try await Runner(manifest: manifest, options: options, environment: [:]).run() }
     }
 
     @Test(arguments: TransportKind.allCases) func shardsPartitionTheRowsExactly(transport: TransportKind) async throws {
