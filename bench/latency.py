@@ -10,7 +10,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from lib import Emulator, build_release, machine, median, say, timed
+from lib import Emulator, build_release, machine, median, say, timed, write_rows_manifest
 
 
 def main():
@@ -26,17 +26,7 @@ def main():
     emulator = Emulator("--latency", f"{args.latency_ms}ms")
     work = tempfile.mkdtemp(prefix="bench-latency-")
     try:
-        with open(os.path.join(work, "rows.csv"), "w") as f:
-            f.write("id\n" + "".join(f"{i}\n" for i in range(args.requests)))
-        manifest = os.path.join(work, "m.yaml")
-        with open(manifest, "w") as f:
-            f.write(f"""vault: tntbench
-satellite_port: {emulator.port}
-concurrency: {args.concurrency}
-output: {{path: out/rows.csv}}
-requests:
-  - {{name: "row-${{row.id}}", each: {{csv: rows.csv}}, path: /post, payload: {{card_number: tok_sandbox_abc}}, labels: {{c: json.card_number}}}}
-""")
+        manifest = write_rows_manifest(work, args.requests, emulator.port, args.concurrency)
         rates = [args.requests / timed([binary, "run", manifest, "--progress", "never", "--quiet"]) for _ in range(args.runs)]
     finally:
         emulator.stop()

@@ -133,3 +133,29 @@ def machine():
     except OSError:
         pass
     return f"{os.cpu_count()} cores, {cpu}"
+
+
+def write_rows_manifest(work, rows, port, concurrency, name="m.yaml", output="out/rows.csv"):
+    """A data file of `rows` aliases and a manifest revealing one request per row through
+    `satellite_port` (the emulator or nginx on loopback). Returns the manifest's path."""
+    data = os.path.join(work, "rows.csv")
+    if not os.path.exists(data):
+        with open(data, "w") as f:
+            f.write("id,alias\n")
+            for i in range(rows):
+                f.write(f"{i},tok_sandbox_abc\n")
+    manifest = os.path.join(work, name)
+    with open(manifest, "w") as f:
+        f.write(f"""vault: tntbench
+satellite_port: {port}
+concurrency: {concurrency}
+timeout: 30s
+output: {{path: {output}}}
+requests:
+  - name: "row-${{row.id}}"
+    each: {{csv: rows.csv}}
+    path: /post
+    payload: {{card_number: "${{row.alias}}", exp_date: tok_sandbox_def}}
+    labels: {{card_number: json.card_number}}
+""")
+    return manifest

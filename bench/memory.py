@@ -13,7 +13,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from lib import Emulator, apt_install, build_release, machine, say
+from lib import Emulator, apt_install, build_release, machine, say, write_rows_manifest
 
 
 def main():
@@ -28,23 +28,7 @@ def main():
     try:
         for count in [int(v) for v in args.rows.split(",")]:
             work = tempfile.mkdtemp(prefix="bench-memory-")
-            with open(os.path.join(work, "rows.csv"), "w") as f:
-                f.write("id,alias\n")
-                for i in range(count):
-                    f.write(f"{i},tok_sandbox_abc\n")
-            manifest = os.path.join(work, "m.yaml")
-            with open(manifest, "w") as f:
-                f.write(f"""vault: tntbench
-satellite_port: {emulator.port}
-concurrency: {args.concurrency}
-output: {{path: out/rows.csv}}
-requests:
-  - name: "row-${{row.id}}"
-    each: {{csv: rows.csv}}
-    path: /post
-    payload: {{card_number: "${{row.alias}}", id: "${{row.id}}"}}
-    labels: {{card_number: json.card_number}}
-""")
+            manifest = write_rows_manifest(work, count, emulator.port, args.concurrency)
             start = time.perf_counter()
             result = subprocess.run(["/usr/bin/time", "-v", binary, "run", manifest, "--progress", "never", "--quiet"],
                                     capture_output=True, text=True)

@@ -16,30 +16,13 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from lib import Emulator, Nginx, apt_install, build_release, machine, median, say, timed
+from lib import Emulator, Nginx, apt_install, build_release, machine, median, say, timed, write_rows_manifest
 
 PAYLOAD = '{"card_number":"tok_sandbox_abc","exp_date":"tok_sandbox_def"}'
 
 
 def write_inputs(work, requests, concurrency, port):
-    with open(os.path.join(work, "rows.csv"), "w") as f:
-        f.write("id,alias\n")
-        for i in range(requests):
-            f.write(f"{i},tok_sandbox_abc\n")
-    manifest = os.path.join(work, f"m{port}.yaml")
-    with open(manifest, "w") as f:
-        f.write(f"""vault: tntbench
-satellite_port: {port}
-concurrency: {concurrency}
-timeout: 30s
-output: {{path: out/revealed-{port}.csv}}
-requests:
-  - name: "row-${{row.id}}"
-    each: {{csv: rows.csv}}
-    path: /post
-    payload: {{card_number: "${{row.alias}}", exp_date: tok_sandbox_def}}
-    labels: {{card_number: json.card_number}}
-""")
+    manifest = write_rows_manifest(work, requests, port, concurrency, name=f"m{port}.yaml", output=f"out/revealed-{port}.csv")
     config = os.path.join(work, f"curl{port}.cfg")
     with open(config, "w") as f:
         f.write('header = "Content-Type: application/json"\n')

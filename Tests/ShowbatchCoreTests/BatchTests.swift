@@ -24,6 +24,27 @@ final class InterruptingTransport: Transport, Sendable {
     }
 }
 
+/// Runs `manifest` against its emulator and interrupts it as the `after`-th request is sent.
+/// Returns the emulator (still running, for a resume), the summary and the options used.
+private func interruptedRun(_ manifest: Manifest, kind: TransportKind, after: Int) async throws -> (Emulator, RunSummary, RunOptions) {
+    let emulator = try Emulator(configuration: try EmulatorConfiguration(spec: manifest.emulator))
+    emulator.start()
+    var options = RunOptions()
+    options.baseURLOverride = emulator.baseURL
+    options.progress = .never
+    options.transport = kind
+    let inner: any Transport = kind == .curl ? CurlTransport(maxConnections: 8) : URLSessionTransport(maxConnections: 8)
+    let transport = InterruptingTransport(inner: inner, after: after)
+    let runner = Runner(manifest: manifest, options: options, transport: transport, environment: [:])
+    let task = Task {
+        // Start only once the interrupt is armed.
+        while transport.cancel.withLock({ $0 == nil }) { await Task.yield() }
+        return try await runner.run()
+    }
+    transport.cancel.withLock { $0 = { task.cancel() } }
+    return (emulator, try await task.value, options)
+}
+
 private func rowsFile(_ count: Int) -> String {
     "id,alias\n" + (0..<count).map { "\($0),tok_\($0 % 7)" }.joined(separator: "\n") + "\n"
 }
@@ -116,22 +137,9 @@ requests:
         let baseline = try #require(fixture.read("out/rows.csv"))
         try FileManager.default.removeItem(atPath: fixture.dir.path + "/out/rows.csv")
 
-        let emulator = try Emulator(configuration: try EmulatorConfiguration(spec: manifest.emulator))
-        emulator.start()
+        let (emulator, interrupted, baseOptions) = try await interruptedRun(manifest, kind: kind, after: interruptAfter)
         defer { emulator.stop() }
-        var options = RunOptions()
-        options.baseURLOverride = emulator.baseURL
-        options.progress = .never
-        let inner: any Transport = kind == .curl ? CurlTransport(maxConnections: 8) : URLSessionTransport(maxConnections: 8)
-        let transport = InterruptingTransport(inner: inner, after: interruptAfter)
-        let runner = Runner(manifest: manifest, options: options, transport: transport, environment: [:])
-        let task = Task {
-            // Start only once the interrupt is armed.
-            while transport.cancel.withLock({ $0 == nil }) { await Task.yield() }
-            return try await runner.run()
-        }
-        transport.cancel.withLock { $0 = { task.cancel() } }
-        let interrupted = try await task.value
+        var options = baseOptions
         #expect(interrupted.interrupted)
         #expect(!fixture.dir.exists("out/rows.csv"))
         #expect(fixture.dir.exists("out/rows.csv.partial"))
@@ -145,7 +153,6 @@ requests:
         try journal.close()
 
         options.resume = true
-        options.transport = kind
         let resumed = try await Runner(manifest: manifest, options: options, environment: [:]).run()
         #expect(!resumed.interrupted)
         #expect(resumed.rows == 501)
@@ -178,20 +185,10 @@ requests:
         let fixture = RunFixture()
         defer { fixture.dir.remove() }
         let manifest = try fixture.manifest(batchManifest, files: ["data/rows.csv": rowsFile(20)])
-        let emulator = try Emulator(configuration: try EmulatorConfiguration(spec: manifest.emulator))
-        emulator.start()
+        let (emulator, interrupted, baseOptions) = try await interruptedRun(manifest, kind: .curl, after: 10)
         defer { emulator.stop() }
-        var options = RunOptions()
-        options.baseURLOverride = emulator.baseURL
-        options.progress = .never
-        let transport = InterruptingTransport(inner: CurlTransport(maxConnections: 8), after: 10)
-        let runner = Runner(manifest: manifest, options: options, transport: transport, environment: [:])
-        let task = Task {
-            while transport.cancel.withLock({ $0 == nil }) { await Task.yield() }
-            return try await runner.run()
-        }
-        transport.cancel.withLock { $0 = { task.cancel() } }
-        #expect(try await task.value.interrupted)
+        #expect(interrupted.interrupted)
+        var options = baseOptions
         _ = fixture.dir.file("data/rows.csv", rowsFile(21))
         options.resume = true
         await #expect(throws: RunError.self) { try await Runner(manifest: manifest, options: options, environment: [:]).run() }
