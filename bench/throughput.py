@@ -6,7 +6,7 @@ loopback, next to `curl --parallel` and an aiohttp script doing the same request
 Each showbatch run reveals N data rows (a CSV streamed through `each`), parses every response,
 extracts a label and writes a CSV file; curl only sends the requests and discards the answers.
 
-usage: bench/throughput.py [--requests 20000] [--concurrency 32] [--runs 3] [--targets emulator,nginx]
+usage: bench/throughput.py [--requests 20000] [--concurrency 16,32,64] [--runs 3] [--targets emulator,nginx]
                           [--peers curl,aiohttp]
 """
 import argparse
@@ -36,7 +36,7 @@ def write_inputs(work, requests, concurrency, port):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", type=int, default=20_000)
-    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--concurrency", default="16,32,64", help="comma-separated levels")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--targets", default="emulator,nginx")
     parser.add_argument("--peers", default="curl,aiohttp")
@@ -52,30 +52,30 @@ def main():
             subprocess.run([sys.executable, "-m", "pip", "install", "-q", "aiohttp"], check=True)
     aiohttp_script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "aiohttp_peer.py")
     say(f"{args.requests} requests, concurrency {args.concurrency}, {args.runs} alternated runs; {machine()}")
-    for target in args.targets.split(","):
+    for target, concurrency in [(t, int(c)) for t in args.targets.split(",") for c in args.concurrency.split(",")]:
         server = Emulator() if target == "emulator" else Nginx()
         work = tempfile.mkdtemp(prefix="bench-throughput-")
         try:
-            manifest, config = write_inputs(work, args.requests, args.concurrency, server.port)
+            manifest, config = write_inputs(work, args.requests, concurrency, server.port)
             ours = []
             theirs = {peer: [] for peer in peers}
             for _ in range(args.runs):
                 ours.append(args.requests / timed([binary, "run", manifest, "--progress", "never", "--quiet"]))
                 if "curl" in peers:
-                    theirs["curl"].append(args.requests / timed(["curl", "--parallel", "--parallel-max", str(args.concurrency),
+                    theirs["curl"].append(args.requests / timed(["curl", "--parallel", "--parallel-max", str(concurrency),
                                                                  "-s", "-o", "/dev/null", "--config", config]))
                 if "aiohttp" in peers:
                     theirs["aiohttp"].append(args.requests / timed([sys.executable, aiohttp_script, f"{server.url}/post",
-                                                                    str(args.requests), str(args.concurrency)]))
+                                                                    str(args.requests), str(concurrency)]))
             with open(os.path.join(work, f"out/revealed-{server.port}.csv")) as f:
                 rows = sum(1 for _ in f) - 1
             assert rows == args.requests, f"showbatch wrote {rows} rows"
             a = median(ours)
-            say(f"[{target}] showbatch run   median {a:8.0f} req/s  runs: {', '.join(f'{v:.0f}' for v in ours)}")
+            say(f"[{target} c={concurrency}] showbatch run   median {a:8.0f} req/s  runs: {', '.join(f'{v:.0f}' for v in ours)}")
             for peer, values in theirs.items():
                 b = median(values)
-                say(f"[{target}] {peer:14s} median {b:8.0f} req/s  runs: {', '.join(f'{v:.0f}' for v in values)}")
-                say(f"[{target}] showbatch / {peer} = {a / b:.2f}")
+                say(f"[{target} c={concurrency}] {peer:14s} median {b:8.0f} req/s  runs: {', '.join(f'{v:.0f}' for v in values)}")
+                say(f"[{target} c={concurrency}] showbatch / {peer} = {a / b:.2f}")
         finally:
             server.stop()
 
