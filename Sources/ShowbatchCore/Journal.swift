@@ -32,18 +32,19 @@ final class Journal {
 
     /// Opens the journal of `output`: with `resume`, keeps the rows an earlier run recorded
     /// (refusing a journal of another manifest); without it, starts a fresh one.
+    ///
+    /// The journal is locked for the run: a second run writing the same output (an overlapping
+    /// cron job) is refused instead of interleaving its rows.
     init(output: String, header: String, resume: Bool) throws(RunError) {
         path = output + ".journal"
+        handle = try createPrivateFile(path, for: output, truncate: false)
+        guard flock(handle.fileDescriptor, LOCK_EX | LOCK_NB) == 0 else {
+            throw RunError.runtime("another showbatch run is writing \(output) (its journal \(path) is locked)")
+        }
+        let size = (try? handle.seekToEnd()).map(Int.init) ?? 0
         var keptBytes = 0
-        if resume, FileManager.default.fileExists(atPath: path) {
+        if resume && size > 0 {
             keptBytes = try Journal.validPrefix(path: path, header: header)
-            let fd = open(path, O_WRONLY | O_CLOEXEC)
-            guard fd >= 0, ftruncate(fd, off_t(keptBytes)) == 0 else {
-                throw RunError.runtime("cannot open the journal \(path): \(String(cString: strerror(errno)))")
-            }
-            fchmod(fd, 0o600)
-            handle = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
-            do { _ = try handle.seekToEnd() } catch { throw RunError.runtime("cannot open the journal \(path)") }
             do {
                 var reader = try ChunkedReader(path: path)
                 // Skip the identity line.
@@ -52,10 +53,17 @@ final class Journal {
             } catch {
                 throw RunError.runtime("cannot read the journal \(path)")
             }
-        } else {
-            handle = try createPrivateFile(path, for: output)
+        }
+        if keptBytes == 0 {
+            // A new journal, or one torn before its identity line was complete.
+            reader?.close()
+            reader = nil
             buffer = Array((header + "\n").utf8)
         }
+        guard ftruncate(handle.fileDescriptor, off_t(keptBytes)) == 0 else {
+            throw RunError.runtime("cannot write the journal \(path): \(String(cString: strerror(errno)))")
+        }
+        do { try handle.seek(toOffset: UInt64(keptBytes)) } catch { throw RunError.runtime("cannot write the journal \(path)") }
     }
 
     /// The byte length of the journal's complete lines, after checking its identity line.
@@ -85,7 +93,11 @@ final class Journal {
                 line.removeAll(keepingCapacity: true)
             }
             if first {
-                throw RunError.usage("the journal \(path) is not a showbatch journal; remove it to start over")
+                // No complete line: a journal torn while its identity line was written starts over.
+                guard header.utf8.starts(with: line) else {
+                    throw RunError.usage("the journal \(path) is not a showbatch journal; remove it to start over")
+                }
+                return 0
             }
             return kept
         } catch let error as RunError {

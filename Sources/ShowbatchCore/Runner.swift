@@ -191,8 +191,8 @@ public struct Runner: Sendable {
         var journals: [Journal?] = []
         let inputHash = targets.contains { $0.path != "-" } ? try manifest.inputHash() : 0
         do {
+            // Journals first: taking a journal's lock is what keeps a second run off the output.
             for target in targets {
-                files.append(try OutputFile(path: target.path, format: target.format, labels: target.labels, escapeFormulas: target.escapeFormulas))
                 if target.path == "-" {
                     journals.append(nil)
                 } else {
@@ -200,6 +200,9 @@ public struct Runner: Sendable {
                                                 format: target.format, labels: target.labels)
                     journals.append(try Journal(output: target.path, header: header, resume: options.resume))
                 }
+            }
+            for target in targets {
+                files.append(try OutputFile(path: target.path, format: target.format, labels: target.labels, escapeFormulas: target.escapeFormulas))
             }
         } catch {
             files.forEach { $0.abandon() }
