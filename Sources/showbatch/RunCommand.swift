@@ -44,9 +44,13 @@ enum RunCommand {
 
         let printer = EventPrinter(format: options.logFormat, progress: options.progress == .always, quiet: options.quiet)
         let runner = Runner(manifest: manifest, options: options, environment: environment) { printer.handle($0) }
-        let task = Task { () throws(RunError) -> RunSummary in try await runner.run() }
-        let signals = SignalWaiter { task.cancel() }
+        // Signals are caught before the run starts; one that comes before the task exists cancels it at once.
+        let running = Mutex<Task<RunSummary, any Error>?>(nil)
+        let signals = SignalWaiter { running.withLock { $0?.cancel() } }
         defer { _ = signals }
+        let task = Task { () throws(RunError) -> RunSummary in try await runner.run() }
+        running.withLock { $0 = task }
+        if signals.fired { task.cancel() }
         let summary: RunSummary
         do {
             summary = try await task.value

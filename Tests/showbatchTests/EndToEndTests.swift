@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import ShowbatchEmulator
 
@@ -250,16 +251,22 @@ requests:
         vault: tnt1
         concurrency: 4
         output: {path: out/r.csv}
-        emulator: {aliases: {tok_0: "4000", tok_1: "4111", tok_2: "4222"}, latency: 5ms}
+        emulator: {aliases: {tok_0: "4000", tok_1: "4111", tok_2: "4222"}, latency: 20ms}
         requests:
           - {name: "r-${row.id}", each: {csv: d.csv}, path: /p, payload: {c: "${row.alias}"}, labels: {c: json.c}}
         """
         let work = Workspace(["m.yaml": manifest, "d.csv": "id,alias\n" + rows + "\n"])
         defer { work.remove() }
-        // 400 answers at 5 ms over 4 connections take at least 500 ms: interrupt well before.
-        let started = Date()
-        let interrupted = try showbatch(["run", "m.yaml", "--emulate"], in: work.path) { _ in
-            Date().timeIntervalSince(started) > 0.2
+        // 400 answers at 20 ms over 4 connections take at least 2 s. Interrupt 300 ms after the
+        // journal appears: the run has started (signals are handled) and has written some rows.
+        let seen = Mutex<Date?>(nil)
+        let interrupted = try showbatch(["run", "m.yaml", "--emulate"], in: work.path) { folder in
+            guard FileManager.default.fileExists(atPath: folder + "/out/r.csv.journal") else { return false }
+            let first = seen.withLock { value in
+                if value == nil { value = Date() }
+                return value!
+            }
+            return Date().timeIntervalSince(first) > 0.3
         }
         #expect(interrupted.status == 130)
         #expect(interrupted.stderr.contains("interrupted: outputs left as .partial, rerun with --resume"))
