@@ -217,9 +217,7 @@ struct ManifestDecoder {
         } else {
             problem(root.mark, "missing required key \"vault\" in the manifest")
         }
-        var environmentMark: Mark?
         if let node = top["environment"]?.value, let environment = text(node, "environment") {
-            environmentMark = node.mark
             if Endpoint.isValidEnvironment(environment) {
                 manifest.environment = environment
             } else {
@@ -263,7 +261,6 @@ struct ManifestDecoder {
                 manifest.satellitePort = port
             }
         }
-        _ = environmentMark
         if let node = top["headers"]?.value { manifest.headers = headers(node, "headers", allowRow: false) }
         if let node = top["concurrency"]?.value, let value = integer(node, "concurrency", 1...1024) {
             manifest.concurrency = value
