@@ -505,9 +505,6 @@ struct ManifestDecoder {
             if let path = template(pathNode, "\(label) path", allowRow: dataDriven) {
                 spec.path = path
                 rowTemplates.append((path, pathNode.mark))
-                if !path.needsRow, URL(string: Endpoint.requestURL(base: "https://h.io", path: path.expand(row: nil))) == nil {
-                    problem(pathNode.mark, "\(label) path does not form a valid URL; percent-encode spaces and special characters")
-                }
             }
         } else {
             problem(node.mark, "missing required key \"path\" in \(label)")

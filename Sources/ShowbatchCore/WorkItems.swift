@@ -97,11 +97,15 @@ extension Manifest {
                     message: "\(spec.each?.name ?? "data"):\(row.line): row has no \"\(column)\" column")))
             }
         }
-        let url = Endpoint.requestURL(base: baseURL, path: spec.path.expand(row: row))
-        // Foundation's URL parser only for paths with characters outside plain URL syntax.
-        guard Endpoint.isPlainURL(url) || URL(string: url) != nil else {
-            return .failure(PreparationFailure(name: name, error: RowError(code: .invalidConfigurationURL, label: nil,
-                message: "the request path does not form a valid URL")))
+        var url = Endpoint.requestURL(base: baseURL, path: spec.path.expand(row: row))
+        // Characters a URL cannot hold (spaces, quotes, non-ASCII from a data row) are
+        // percent-encoded, the same way for every transport; plain URLs skip Foundation's parser.
+        if !Endpoint.isPlainURL(url) {
+            guard let parsed = URL(string: url) else {
+                return .failure(PreparationFailure(name: name, error: RowError(code: .invalidConfigurationURL, label: nil,
+                    message: "the request path does not form a valid URL")))
+            }
+            url = parsed.absoluteString
         }
         var headers: [(name: String, value: String)] = []
         for field in mergeHeaders(self.headers, spec.headers) {

@@ -112,6 +112,25 @@ requests:
         """)
     }
 
+    @Test(arguments: TransportKind.allCases) func rowValuesThatAURLCannotHoldArePercentEncoded(transport: TransportKind) async throws {
+        let fixture = RunFixture(transport: transport)
+        defer { fixture.dir.remove() }
+        let manifest = try fixture.manifest("""
+        vault: tnt1
+        output: {path: r.csv}
+        requests:
+          - {name: "r${index}", each: {csv: d.csv}, path: "/r/${row.id}?q=${row.id}", method: get, labels: {path: path}}
+        """, files: ["d.csv": "id\nplain-1\na b\ncafé\n"])
+        _ = try await fixture.run(manifest)
+        #expect(fixture.read("r.csv") == """
+        request,status,http_status,attempts,error,path
+        r0,ok,200,1,,/r/plain-1?q=plain-1
+        r1,ok,200,1,,/r/a%20b?q=a%20b
+        r2,ok,200,1,,/r/caf%C3%A9?q=caf%C3%A9
+
+        """)
+    }
+
     @Test(arguments: TransportKind.allCases) func eachRequestWritesToItsOwnOutputWithItsOwnColumns(transport: TransportKind) async throws {
         let fixture = RunFixture(transport: transport)
         defer { fixture.dir.remove() }
