@@ -46,7 +46,9 @@ public final class URLSessionTransport: Transport, @unchecked Sendable {
         configuration.httpCookieStorage = nil
         configuration.httpShouldSetCookies = false
         configuration.timeoutIntervalForResource = 24 * 3600
-        session = URLSession(configuration: configuration)
+        // Redirects are answers, as with the curl transport: following one could carry the
+        // request's headers (credentials) to another host.
+        session = URLSession(configuration: configuration, delegate: RefuseRedirects(), delegateQueue: nil)
         self.maxBodyBytes = maxBodyBytes
     }
 
@@ -150,5 +152,13 @@ private final class AttemptState: Sendable {
             return inner.task
         }
         task?.cancel()
+    }
+}
+
+/// Hands 3xx answers back instead of following them.
+private final class RefuseRedirects: NSObject, URLSessionTaskDelegate, @unchecked Sendable {
+    func urlSession(_ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+                    newRequest request: URLRequest, completionHandler: @escaping (URLRequest?) -> Void) {
+        completionHandler(nil)
     }
 }
