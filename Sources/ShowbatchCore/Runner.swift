@@ -218,6 +218,7 @@ public struct Runner: Sendable {
         let context = AttemptContext(transport: transport, policy: manifest.retry, timeout: options.timeout ?? manifest.timeout,
                                      limiter: limiter, events: events, verbose: options.verbose)
         let baseURL = summary.baseURL
+        let sendHeaders = manifest.requests.map(manifest.sendHeaders(for:))
         var writeError: RunError?
 
         // Rows are written in work-item order; `pending` holds rows that finished early.
@@ -275,7 +276,7 @@ public struct Runner: Sendable {
                         pending[sequence] = (row, target, true)
                         continue
                     }
-                    switch manifest.prepare(item, baseURL: baseURL) {
+                    switch manifest.prepare(item, baseURL: baseURL, sendHeaders: sendHeaders[item.requestIndex]) {
                     case .failure(let failure):
                         let labels = manifest.requests[item.requestIndex].labels.map { (name: $0.name, value: String?.none) }
                         pending[sequence] = (ResultRow(ordinal: item.ordinal, request: failure.name, status: .failed, httpStatus: nil,

@@ -79,8 +79,24 @@ public struct PreparationFailure: Error, Sendable {
 }
 
 extension Manifest {
-    /// Builds the request for a work item against `baseURL`.
-    public func prepare(_ item: WorkItem, baseURL: String) -> Result<PreparedRequest, PreparationFailure> {
+    /// The headers a request sends, as templates: manifest headers, then the request's (merged
+    /// case-insensitively, later wins), `Content-Type: application/json` with a payload, and a
+    /// `vgs-client` header unless the manifest sets one. The same for every row of a request, so
+    /// runs compute it once per request.
+    public func sendHeaders(for spec: RequestSpec) -> [HeaderField] {
+        var headers = mergeHeaders(self.headers, spec.headers)
+        if spec.payload != nil {
+            headers = mergeHeaders(headers, [HeaderField(name: "Content-Type", value: Template(literal: "application/json"))])
+        }
+        if !headers.contains(where: { $0.name.lowercased() == "vgs-client" }) {
+            headers.append(HeaderField(name: "vgs-client", value: Template(literal: "source=showbatch&medium=vgs-show&content=\(showbatchVersion)")))
+        }
+        return headers
+    }
+
+    /// Builds the request for a work item against `baseURL`; `sendHeaders` is the request's
+    /// precomputed `sendHeaders(for:)`.
+    public func prepare(_ item: WorkItem, baseURL: String, sendHeaders: [HeaderField]? = nil) -> Result<PreparedRequest, PreparationFailure> {
         let spec = requests[item.requestIndex]
         var row: DataRow?
         switch item.row {
@@ -108,9 +124,10 @@ extension Manifest {
             url = parsed.absoluteString
         }
         var headers: [(name: String, value: String)] = []
-        for field in mergeHeaders(self.headers, spec.headers) {
+        for field in sendHeaders ?? self.sendHeaders(for: spec) {
             let value = field.value.expand(row: row)
-            if value.contains("\r") || value.contains("\n") {
+            // Literal values were checked when the manifest was read; row values are checked here.
+            if field.value.needsRow && (value.contains("\r") || value.contains("\n")) {
                 return .failure(PreparationFailure(name: name, error: RowError(code: .invalidRow, label: nil,
                     message: "header \(field.name) value from the data row contains a line break")))
             }
@@ -121,11 +138,6 @@ extension Manifest {
             var bytes: [UInt8] = []
             payload.expand(row: row).write(to: &bytes)
             body = bytes
-            headers.removeAll { $0.name.lowercased() == "content-type" }
-            headers.append(("Content-Type", "application/json"))
-        }
-        if !headers.contains(where: { $0.name.lowercased() == "vgs-client" }) {
-            headers.append(("vgs-client", "source=showbatch&medium=vgs-show&content=\(showbatchVersion)"))
         }
         return .success(PreparedRequest(name: name, method: spec.method, url: url, headers: headers, body: body))
     }
