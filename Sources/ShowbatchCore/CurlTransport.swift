@@ -225,7 +225,8 @@ private let curlWriteBody: sb_data_callback = { data, size, count, context in
     return length
 }
 
-/// Collects response headers (lower-cased names); a new status line starts a new set.
+/// Collects the response headers the engine reads (`retry-after`, `content-type`, lower-cased);
+/// a new status line starts a new set.
 /// Works on the bytes: this runs for every header line of every answer.
 private let curlWriteHeader: sb_data_callback = { data, size, count, context in
     let transfer = Unmanaged<CurlTransfer>.fromOpaque(context!).takeUnretainedValue()
@@ -238,12 +239,16 @@ private let curlWriteHeader: sb_data_callback = { data, size, count, context in
             return
         }
         guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return }
+        // Only the headers the engine reads are kept: this runs for every header of every answer.
+        let name = line[..<colon]
+        guard name.count == 11 || name.count == 12 else { return }
+        let lower = name.map { $0 >= 65 && $0 <= 90 ? $0 + 32 : $0 }
+        guard lower.elementsEqual("retry-after".utf8) || lower.elementsEqual("content-type".utf8) else { return }
         var start = colon + 1
         var end = length
         while start < end, line[start] == 0x20 || line[start] == 0x09 { start += 1 }
         while end > start, line[end - 1] == 0x0A || line[end - 1] == 0x0D || line[end - 1] == 0x20 { end -= 1 }
-        let name = String(decoding: line[..<colon].map { $0 >= 65 && $0 <= 90 ? $0 + 32 : $0 }, as: UTF8.self)
-        transfer.headers[name] = String(decoding: UnsafeBufferPointer(rebasing: line[start..<end]), as: UTF8.self)
+        transfer.headers[String(decoding: lower, as: UTF8.self)] = String(decoding: UnsafeBufferPointer(rebasing: line[start..<end]), as: UTF8.self)
     }
     return length
 }
