@@ -87,6 +87,7 @@ public struct Template: Sendable, Equatable {
 
     /// Replaces environment references with their values; returns the names that are unset.
     public mutating func resolveEnvironment(_ environment: [String: String]) -> [String] {
+        guard parts.contains(where: { if case .environment = $0 { return true } else { return false } }) else { return [] }
         var missing: [String] = []
         parts = parts.map { part in
             guard case .environment(let name) = part else { return part }

@@ -104,6 +104,17 @@ public struct Node: Sendable {
 public enum CoreSchema {
     /// The typed value of a plain scalar's text.
     public static func resolve(_ text: String) -> ScalarValue {
+        // Most scalars are words: only these first characters can start a non-string.
+        if let first = text.utf8.first {
+            switch first {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "+"), UInt8(ascii: "."),
+                 UInt8(ascii: "~"), UInt8(ascii: "n"), UInt8(ascii: "N"), UInt8(ascii: "t"), UInt8(ascii: "T"),
+                 UInt8(ascii: "f"), UInt8(ascii: "F"):
+                break
+            default:
+                return .string(text)
+            }
+        }
         switch text {
         case "", "~", "null", "Null", "NULL": return .null
         case "true", "True", "TRUE": return .bool(true)
