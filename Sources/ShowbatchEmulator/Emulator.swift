@@ -159,33 +159,19 @@ public final class Emulator: Sendable {
         if request.method == "GET", request.path.hasPrefix("/collect-configs/") {
             return hostnameCheck(request.path, close: close)
         }
-        // Four draws per request, always, so each fault's sequence depends on the seed only.
-        let (drop, fail, malformed, jitter, throttled) = !injectsFaults ? (1, 1, 1, 0.5, false) : state.withLock { state -> (Double, Double, Double, Double, Bool) in
-            let draws = (state.random.unit(), state.random.unit(), state.random.unit(), state.random.unit())
-            var limited = false
-            if let throttle = configuration.faults.throttle {
-                let now = ContinuousClock.now
-                let elapsed = (now - state.refilled).seconds
-                state.refilled = now
-                let capacity = Double(throttle.count)
-                state.tokens = min(capacity, state.tokens + elapsed * capacity / throttle.per.seconds)
-                if state.tokens >= 1 { state.tokens -= 1 } else { limited = true }
-            }
-            return (draws.0, draws.1, draws.2, draws.3, limited)
-        }
-        let delay = configuration.faults.latency.seconds + (jitter * 2 - 1) * configuration.faults.jitter.seconds
-        if delay > 0 { usleep(UInt32(min(delay, 60) * 1_000_000)) }
-        if drop < configuration.faults.dropRate {
+        let faults = nextFaults()
+        if faults.delay > 0 { usleep(UInt32(min(faults.delay, 60) * 1_000_000)) }
+        if faults.drop {
             droppedCount.add(1, ordering: .relaxed)
             return nil
         }
-        if throttled {
+        if faults.throttled {
             throttledCount.add(1, ordering: .relaxed)
             var response = HTTPResponse.json(status: 429, ["error": "rate limited"], close: close)
             response.extraHeaders.append(("Retry-After", "1"))
             return response
         }
-        if fail < configuration.faults.failRate {
+        if faults.fail {
             failedCount.add(1, ordering: .relaxed)
             return HTTPResponse.json(status: configuration.faults.failStatus, ["error": "injected failure"], close: close)
         }
@@ -196,7 +182,7 @@ public final class Emulator: Sendable {
             }
             body = reveal(parsed)
         }
-        if malformed < configuration.faults.malformedRate {
+        if faults.malformed {
             malformedCount.add(1, ordering: .relaxed)
             return HTTPResponse(status: 200, contentType: "application/json", body: Array("{\"json\": {\"trunc".utf8), close: close)
         }
@@ -210,6 +196,39 @@ public final class Emulator: Sendable {
         bytes.reserveCapacity(512)
         echo.write(to: &bytes)
         return HTTPResponse(status: 200, contentType: "application/json", body: bytes, close: close)
+    }
+
+    /// What happens to one request.
+    struct FaultDecision: Equatable {
+        var delay: Double
+        var drop: Bool
+        var fail: Bool
+        var malformed: Bool
+        var throttled: Bool
+    }
+
+    /// The faults of the next request. Four draws per request, always, so that each fault's
+    /// sequence depends on the seed alone.
+    func nextFaults() -> FaultDecision {
+        let faults = configuration.faults
+        guard injectsFaults else {
+            return FaultDecision(delay: faults.latency.seconds, drop: false, fail: false, malformed: false, throttled: false)
+        }
+        return state.withLock { state in
+            let drop = state.random.unit(), fail = state.random.unit(), malformed = state.random.unit(), jitter = state.random.unit()
+            var limited = false
+            if let throttle = faults.throttle {
+                let now = ContinuousClock.now
+                let elapsed = (now - state.refilled).seconds
+                state.refilled = now
+                let capacity = Double(throttle.count)
+                state.tokens = min(capacity, state.tokens + elapsed * capacity / throttle.per.seconds)
+                if state.tokens >= 1 { state.tokens -= 1 } else { limited = true }
+            }
+            return FaultDecision(delay: faults.latency.seconds + (jitter * 2 - 1) * faults.jitter.seconds,
+                                 drop: drop < faults.dropRate, fail: fail < faults.failRate,
+                                 malformed: malformed < faults.malformedRate, throttled: limited)
+        }
     }
 
     /// Every string that is a known alias, at any depth, replaced by its value.

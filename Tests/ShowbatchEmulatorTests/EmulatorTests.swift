@@ -270,3 +270,28 @@ func withEmulator(_ configure: (inout EmulatorConfiguration) -> Void = { _ in },
         #expect(throws: EmulatorError.self) { try AliasFile.load(path: dir + "/bad.csv") }
     }
 }
+
+@Suite struct FaultSequenceTests {
+    func decisions(seed: UInt64) throws -> [Emulator.FaultDecision] {
+        var configuration = EmulatorConfiguration()
+        configuration.faults.latency = .milliseconds(50)
+        configuration.faults.jitter = .milliseconds(20)
+        configuration.faults.failRate = 0.2
+        configuration.faults.dropRate = 0.1
+        configuration.faults.malformedRate = 0.1
+        configuration.faults.seed = seed
+        let emulator = try Emulator(configuration: configuration)
+        defer { emulator.stop() }
+        return (0..<200).map { _ in emulator.nextFaults() }
+    }
+
+    @Test func everyFaultIncludingJitterRepeatsWithItsSeed() throws {
+        let first = try decisions(seed: 11), again = try decisions(seed: 11), other = try decisions(seed: 12)
+        #expect(first == again)
+        #expect(first != other)
+        #expect(first.allSatisfy { $0.delay >= 0.030 && $0.delay <= 0.070 })
+        #expect(Set(first.map(\.delay)).count > 150)
+        let fails = first.filter(\.fail).count, drops = first.filter(\.drop).count, malformed = first.filter(\.malformed).count
+        #expect((20...60).contains(fails) && (5...35).contains(drops) && (5...35).contains(malformed))
+    }
+}
