@@ -85,7 +85,7 @@ public struct CSVRecordReader {
                 }
             }
         }
-        let startLine = line
+        var startLine = line
         var fields: [String] = []
         var field: [UInt8] = []
         var quoted = false
@@ -123,8 +123,10 @@ public struct CSVRecordReader {
                 if byte == UInt8(ascii: "\r"), try reader.peek() == UInt8(ascii: "\n") { _ = try reader.next() }
                 line += 1
                 if fields.isEmpty && field.isEmpty && !afterQuote {
-                    // A blank line holds no record.
-                    return try next()
+                    // A blank line holds no record; the next one starts below it. (A loop, not a
+                    // recursive call: a file of a million blank lines must not exhaust the stack.)
+                    startLine = line
+                    continue
                 }
                 fields.append(try finish(&field))
                 return (startLine, fields)

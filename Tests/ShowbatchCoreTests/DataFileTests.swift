@@ -37,6 +37,10 @@ import Testing
         #expect(try records(text) == expected)
     }
 
+    @Test func manyBlankLinesDoNotExhaustTheStack() throws {
+        #expect(try records("id\n" + String(repeating: "\n", count: 1_000_000) + "7\n") == ["1:id", "1000002:7"])
+    }
+
     @Test func byteOrderMarkIsSkipped() throws {
         #expect(try records("", bytes: [0xEF, 0xBB, 0xBF] + Array("id\n1\n".utf8)) == ["1:id", "2:1"])
     }
