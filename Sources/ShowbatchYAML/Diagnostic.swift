@@ -25,10 +25,17 @@ public struct SourceFile: Sendable {
     /// The raw bytes of the file.
     public let bytes: [UInt8]
 
+    /// Byte offsets where each line starts: found once, so that a file with thousands of problems
+    /// does not rescan itself for every quoted line.
+    private let lineStarts: [Int]
+
     /// Wraps bytes read from `name`.
     public init(name: String, bytes: [UInt8]) {
         self.name = name
         self.bytes = bytes
+        var starts = [0]
+        for (index, byte) in bytes.enumerated() where byte == UInt8(ascii: "\n") { starts.append(index + 1) }
+        lineStarts = starts
     }
 
     /// Wraps a string, as tests and generated manifests do.
@@ -38,28 +45,12 @@ public struct SourceFile: Sendable {
 
     /// The text of the 1-based line `number`, without its line break; nil past the end.
     public func line(_ number: Int) -> String? {
-        guard number >= 1 else { return nil }
-        var current = 1
-        var start = 0
-        if number > 1 {
-            var index = 0
-            while index < bytes.count {
-                if bytes[index] == UInt8(ascii: "\n") {
-                    current += 1
-                    if current == number {
-                        start = index + 1
-                        break
-                    }
-                }
-                index += 1
-            }
-            if current != number { return nil }
-        }
+        guard number >= 1, number <= lineStarts.count else { return nil }
+        let start = lineStarts[number - 1]
         var end = start
         while end < bytes.count, bytes[end] != UInt8(ascii: "\n"), bytes[end] != UInt8(ascii: "\r") {
             end += 1
         }
-        if start > bytes.count { return nil }
         return String(decoding: bytes[start..<end], as: UTF8.self)
     }
 
