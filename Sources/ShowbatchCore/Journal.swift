@@ -13,8 +13,8 @@ final class Journal {
     private var buffer: [UInt8] = []
     private var unsynced = 0
     private var lastSync = ContinuousClock.now
-    private var replay: [ResultRow] = []
-    private var replayIndex = 0
+    /// The next journaled row not yet replayed (read ahead by one).
+    private var upcoming: ResultRow?
     private var reader: ChunkedReader?
 
     /// The journal's identity line.
@@ -110,16 +110,10 @@ final class Journal {
     /// The journaled row for `ordinal`, if the earlier run finished it.
     func replayed(_ ordinal: Int) -> ResultRow? {
         while true {
-            if replayIndex < replay.count {
-                let row = replay[replayIndex]
-                if row.ordinal > ordinal { return nil }
-                replayIndex += 1
-                if row.ordinal == ordinal { return row }
-                continue
-            }
-            guard reader != nil, let row = readEntry() else { return nil }
-            replay = [row]
-            replayIndex = 0
+            if upcoming == nil { upcoming = reader == nil ? nil : readEntry() }
+            guard let row = upcoming, row.ordinal <= ordinal else { return nil }
+            upcoming = nil
+            if row.ordinal == ordinal { return row }
         }
     }
 

@@ -60,8 +60,6 @@ public struct RunSummary: Sendable {
     public var elapsed: Duration = .zero
     /// Output files written (or "-").
     public var outputs: [String] = []
-    /// The base URL requests went to.
-    public var baseURL = ""
     /// True when SIGINT/SIGTERM stopped the run: outputs were not renamed into place.
     public var interrupted = false
 
@@ -183,7 +181,7 @@ public struct Runner: Sendable {
         let start = ContinuousClock.now
         let (targets, byRequest) = try planOutputs()
         var summary = RunSummary()
-        summary.baseURL = try await resolveBaseURL()
+        let baseURL = try await resolveBaseURL()
         if options.resume && targets.contains(where: { $0.path == "-" }) {
             throw RunError.usage("--resume needs file outputs; standard output is not resumable")
         }
@@ -217,7 +215,6 @@ public struct Runner: Sendable {
         let limiter = (options.rate ?? manifest.rateLimit).map { RateLimiter(rate: $0) }
         let context = AttemptContext(transport: transport, policy: manifest.retry, timeout: options.timeout ?? manifest.timeout,
                                      limiter: limiter, events: events, verbose: options.verbose)
-        let baseURL = summary.baseURL
         let sendHeaders = manifest.requests.map(manifest.sendHeaders(for:))
         var writeError: RunError?
 
