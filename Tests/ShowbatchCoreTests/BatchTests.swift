@@ -24,25 +24,22 @@ final class InterruptingTransport: Transport, Sendable {
     }
 }
 
-/// Runs `manifest` against its emulator and interrupts it as the `after`-th request is sent.
-/// Returns the emulator (still running, for a resume), the summary and the options used.
-private func interruptedRun(_ manifest: Manifest, kind: TransportKind, after: Int) async throws -> (Emulator, RunSummary, RunOptions) {
-    let emulator = try Emulator(configuration: try EmulatorConfiguration(spec: manifest.emulator))
-    emulator.start()
-    var options = RunOptions()
-    options.baseURLOverride = emulator.baseURL
-    options.progress = .never
-    options.transport = kind
-    let inner: any Transport = kind == .curl ? CurlTransport(maxConnections: 8) : URLSessionTransport(maxConnections: 8)
-    let transport = InterruptingTransport(inner: inner, after: after)
-    let runner = Runner(manifest: manifest, options: options, transport: transport, environment: [:])
-    let task = Task {
-        // Start only once the interrupt is armed.
-        while transport.cancel.withLock({ $0 == nil }) { await Task.yield() }
-        return try await runner.run()
+extension RunFixture {
+    /// Runs `manifest` against its emulator and interrupts it as the `after`-th request is sent.
+    /// Returns the emulator (still running, for a resume), the summary and the options used.
+    func interruptedRun(_ manifest: Manifest, after: Int) async throws -> (Emulator, RunSummary, RunOptions) {
+        let (emulator, options) = try emulator(for: manifest)
+        let inner: any Transport = transport == .curl ? CurlTransport(maxConnections: 8) : URLSessionTransport(maxConnections: 8)
+        let interrupting = InterruptingTransport(inner: inner, after: after)
+        let runner = Runner(manifest: manifest, options: options, transport: interrupting, environment: [:])
+        let task = Task {
+            // Start only once the interrupt is armed.
+            while interrupting.cancel.withLock({ $0 == nil }) { await Task.yield() }
+            return try await runner.run()
+        }
+        interrupting.cancel.withLock { $0 = { task.cancel() } }
+        return (emulator, try await task.value, options)
     }
-    transport.cancel.withLock { $0 = { task.cancel() } }
-    return (emulator, try await task.value, options)
 }
 
 private func rowsFile(_ count: Int) -> String {
@@ -156,7 +153,7 @@ requests:
         let baseline = try #require(fixture.read("out/rows.csv"))
         try FileManager.default.removeItem(atPath: fixture.dir.path + "/out/rows.csv")
 
-        let (emulator, interrupted, baseOptions) = try await interruptedRun(manifest, kind: kind, after: interruptAfter)
+        let (emulator, interrupted, baseOptions) = try await fixture.interruptedRun(manifest, after: interruptAfter)
         defer { emulator.stop() }
         var options = baseOptions
         #expect(interrupted.interrupted)
@@ -204,7 +201,7 @@ requests:
         let fixture = RunFixture()
         defer { fixture.dir.remove() }
         let manifest = try fixture.manifest(batchManifest, files: ["data/rows.csv": rowsFile(20)])
-        let (emulator, interrupted, baseOptions) = try await interruptedRun(manifest, kind: .curl, after: 10)
+        let (emulator, interrupted, baseOptions) = try await fixture.interruptedRun(manifest, after: 10)
         defer { emulator.stop() }
         #expect(interrupted.interrupted)
         var options = baseOptions

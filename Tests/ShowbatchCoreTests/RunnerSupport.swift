@@ -32,17 +32,25 @@ struct RunFixture {
         return try loadManifest(text, in: dir, environment: environment)
     }
 
-    /// Runs `manifest` with the emulator its `emulator:` section describes.
-    func run(_ manifest: Manifest, options: RunOptions = RunOptions(), configure: (inout EmulatorConfiguration) -> Void = { _ in }) async throws -> RunSummary {
+    /// Starts the emulator `manifest`'s `emulator:` section describes, and the options that point
+    /// a run at it with this fixture's transport. The caller stops the emulator.
+    func emulator(for manifest: Manifest, options: RunOptions = RunOptions(),
+                  configure: (inout EmulatorConfiguration) -> Void = { _ in }) throws -> (Emulator, RunOptions) {
         var configuration = try EmulatorConfiguration(spec: manifest.emulator)
         configure(&configuration)
         let emulator = try Emulator(configuration: configuration)
         emulator.start()
-        defer { emulator.stop() }
         var options = options
         options.baseURLOverride = emulator.baseURL
         options.progress = .never
         options.transport = options.transport ?? transport
+        return (emulator, options)
+    }
+
+    /// Runs `manifest` with the emulator its `emulator:` section describes.
+    func run(_ manifest: Manifest, options: RunOptions = RunOptions(), configure: (inout EmulatorConfiguration) -> Void = { _ in }) async throws -> RunSummary {
+        let (emulator, options) = try emulator(for: manifest, options: options, configure: configure)
+        defer { emulator.stop() }
         let log = self.log
         let runner = Runner(manifest: manifest, options: options, environment: [:]) { log.record($0) }
         return try await runner.run()
