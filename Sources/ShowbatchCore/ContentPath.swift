@@ -9,9 +9,24 @@ public struct ContentPath: Sendable, Equatable, CustomStringConvertible {
 
     /// Parses a content path; the error says what is wrong with it.
     public init(parsing text: String) throws(ContentPathError) {
-        guard !text.isEmpty else { throw ContentPathError(message: "content path is empty") }
-        guard !(text.first!.isWhitespace || text.last!.isWhitespace) else {
+        guard let firstByte = text.utf8.first, let lastByte = text.utf8.last else {
+            throw ContentPathError(message: "content path is empty")
+        }
+        // ASCII ends are checked by byte; only other characters need Character's white-space rules.
+        func isSpace(_ byte: UInt8) -> Bool { byte == 0x20 || (0x09...0x0D).contains(byte) }
+        if isSpace(firstByte) || isSpace(lastByte)
+            || (firstByte >= 0x80 && text.first!.isWhitespace) || (lastByte >= 0x80 && text.last!.isWhitespace) {
             throw ContentPathError(message: "content path \"\(text)\" has leading or trailing white space")
+        }
+        if !text.utf8.contains(UInt8(ascii: "\\")) {
+            // No escapes (the usual case): split the bytes at dots.
+            let segments = text.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false).map { String(Substring($0))  }
+            if segments.contains(where: \.isEmpty) {
+                throw ContentPathError(message: "content path \"\(text)\" has an empty segment")
+            }
+            self.segments = segments
+            self.text = text
+            return
         }
         var segments: [String] = []
         var current = ""

@@ -36,21 +36,24 @@ public enum ManifestLoader {
         }
         var decoder = ManifestDecoder(source: source, directory: directory, environment: environment)
         let manifest = decoder.decode(root)
-        if !decoder.diagnostics.isEmpty {
-            // Report in file order, whatever order the checks ran in.
-            throw ManifestError(decoder.diagnostics.enumerated().sorted { ($0.element.mark ?? Mark(line: 0, column: 0), $0.offset) < ($1.element.mark ?? Mark(line: 0, column: 0), $1.offset) }.map(\.element))
+        if !decoder.problems.isEmpty {
+            throw ManifestError(decoder.diagnostics(root))
         }
         return manifest
     }
 }
 
-/// The known keys of one mapping, in source order. Mappings are small, so a linear lookup beats hashing.
+/// A mapping whose keys were checked against the known ones. Mappings are small, so a linear
+/// byte comparison beats hashing or making a String per key.
 struct KnownKeys {
-    var pairs: [(key: String, pair: Node.Pair)] = []
+    let node: Node
 
-    subscript(key: String) -> Node.Pair? {
-        pairs.first { $0.key == key }?.pair
+    subscript(key: String) -> Node? {
+        node.value(forKey: key)
     }
+
+    /// The entries of the mapping.
+    var pairs: Node.Pairs { node.mapping! }
 }
 
 /// Turns a YAML node tree into a `Manifest`, recording a diagnostic for each problem.
@@ -58,9 +61,9 @@ struct ManifestDecoder {
     let source: SourceFile
     let directory: String
     let environment: [String: String]
-    var diagnostics: [Diagnostic] = []
-    /// Source spans of header, payload and alias values by line: never quoted in errors.
-    var sensitive: [Int: [SourceSpan]] = [:]
+    /// Problems found, rendered only at the end: most manifests have none, and rendering needs
+    /// the spans of every secret, which a valid manifest never has to find.
+    var problems: [(mark: Mark, message: String)] = []
     /// Compiled transforms by pattern and template: the same label set is often repeated per request.
     var transforms: [String: RegexTransform] = [:]
 
@@ -75,13 +78,23 @@ struct ManifestDecoder {
     }
 
     mutating func problem(_ mark: Mark, _ message: String) {
-        diagnostics.append(Diagnostic(source: source, mark: mark, message: message, redacting: sensitive[mark.line] ?? []))
+        problems.append((mark, message))
     }
 
-    /// Records the spans of every secret-bearing value before any problem is reported.
-    mutating func collectSensitive(_ root: Node) {
+    /// The problems as diagnostics in file order (whatever order the checks ran in), with header,
+    /// payload and alias values redacted from every quoted line.
+    func diagnostics(_ root: Node) -> [Diagnostic] {
+        let sensitive = Self.sensitiveSpans(root)
+        return problems.enumerated().sorted { ($0.element.mark, $0.offset) < ($1.element.mark, $1.offset) }.map {
+            Diagnostic(source: source, mark: $0.element.mark, message: $0.element.message, redacting: sensitive[$0.element.mark.line] ?? [])
+        }
+    }
+
+    /// Source spans of header, payload and alias values by line: never quoted in errors.
+    static func sensitiveSpans(_ root: Node) -> [Int: [SourceSpan]] {
+        var sensitive: [Int: [SourceSpan]] = [:]
         func value(_ node: Node?, _ key: String) -> Node? {
-            node?.mapping?.first { $0.key.scalar?.text == key }?.value
+            node?.mapping?.first { $0.key.hasText(key) }?.value
         }
         func scalars(_ node: Node?, valuesOnly: Bool = true) {
             guard let node else { return }
@@ -96,44 +109,43 @@ struct ManifestDecoder {
         }
         scalars(value(root, "headers"))
         scalars(value(value(root, "emulator"), "aliases"))
-        for request in value(root, "requests")?.sequence ?? [] {
+        for request in value(root, "requests")?.sequence.map(Array.init) ?? [] {
             scalars(value(request, "headers"))
             scalars(value(request, "payload"))
         }
+        return sensitive
     }
 
     // MARK: Typed readers
 
     /// The entries of a mapping by key, reporting unknown keys with the closest known one.
-    mutating func fields(_ node: Node, _ context: String, known: [String]) -> KnownKeys? {
-        guard let pairs = node.mapping else {
-            problem(node.mark, "\(context) must be a mapping; found \(node.typeName)")
+    mutating func fields(_ node: Node, _ context: @autoclosure () -> String, known: [String]) -> KnownKeys? {
+        guard node.kind == .mapping else {
+            problem(node.mark, "\(context()) must be a mapping; found \(node.typeName)")
             return nil
         }
-        var result = KnownKeys()
-        for pair in pairs {
-            guard let key = pair.key.scalar?.text else { continue }
-            if known.contains(key) {
-                result.pairs.append((key, pair))
-            } else if let suggestion = closest(key, in: known) {
-                problem(pair.key.mark, "unknown key \"\(key)\" in \(context); did you mean \"\(suggestion)\"?")
+        for keyNode in node.unknownKeys(known) where keyNode.kind == .scalar {
+            let key = keyNode.text
+            let context = context()
+            if let suggestion = closest(key, in: known) {
+                problem(keyNode.mark, "unknown key \"\(key)\" in \(context); did you mean \"\(suggestion)\"?")
             } else {
-                problem(pair.key.mark, "unknown key \"\(key)\" in \(context); expected \(choices(known))")
+                problem(keyNode.mark, "unknown key \"\(key)\" in \(context); expected \(choices(known))")
             }
         }
-        return result
+        return KnownKeys(node: node)
     }
 
     /// A scalar's text for identifier-like values: strings, and numbers as written.
-    mutating func text(_ node: Node, _ what: String) -> String? {
-        if let scalar = node.scalar {
-            switch scalar.value {
+    mutating func text(_ node: Node, _ what: @autoclosure () -> String) -> String? {
+        if node.kind == .scalar {
+            switch node.value {
             case .string(let text): return text
-            case .int, .float: return scalar.text
+            case .int, .float: return node.text
             default: break
             }
         }
-        problem(node.mark, "\(what) must be a string; found \(node.typeName)")
+        problem(node.mark, "\(what()) must be a string; found \(node.typeName)")
         return nil
     }
 
@@ -169,24 +181,24 @@ struct ManifestDecoder {
 
     /// A template from a string value, with environment references resolved.
     /// `sensitive` values (headers, payload) are never quoted in messages.
-    mutating func template(_ node: Node, _ what: String, allowRow: Bool, sensitive: Bool = false) -> Template? {
-        guard let raw = text(node, what) else { return nil }
+    mutating func template(_ node: Node, _ what: @autoclosure () -> String, allowRow: Bool, sensitive: Bool = false) -> Template? {
+        guard let raw = text(node, what()) else { return nil }
         var template: Template
         do {
             template = try Template(parsing: raw)
         } catch {
-            problem(node.mark, "\(what): \(sensitive ? "the value has a malformed ${…} reference" : error.message)")
+            problem(node.mark, "\(what()): \(sensitive ? "the value has a malformed ${…} reference" : error.message)")
             return nil
         }
         for name in template.resolveEnvironment(environment) {
-            problem(node.mark, "environment variable \(name) is not set (used in \(what))")
+            problem(node.mark, "environment variable \(name) is not set (used in \(what()))")
         }
         if !allowRow {
             for column in template.rowColumns {
-                problem(node.mark, "${row.\(column)} in \(what) needs a request with \"each\"")
+                problem(node.mark, "${row.\(column)} in \(what()) needs a request with \"each\"")
             }
             if template.parts.contains(.index) {
-                problem(node.mark, "${index} in \(what) needs a request with \"each\"")
+                problem(node.mark, "${index} in \(what()) needs a request with \"each\"")
             }
         }
         return template
@@ -195,18 +207,17 @@ struct ManifestDecoder {
     // MARK: The manifest
 
     mutating func decode(_ root: Node) -> Manifest {
-        collectSensitive(root)
         var manifest = Manifest(file: source.name, directory: directory)
         manifest.contentHash = fnv1a(source.bytes)
         guard let top = fields(root, "the manifest", known: Self.topKeys) else { return manifest }
 
-        if let node = top["version"]?.value, let version = integer(node, "version", 1...Int.max) {
+        if let node = top["version"], let version = integer(node, "version", 1...Int.max) {
             if version > 1 {
                 problem(node.mark, "version \(version) is newer than this showbatch understands; expected 1")
             }
             manifest.version = version
         }
-        if let node = top["vault"]?.value {
+        if let node = top["vault"] {
             if let vault = text(node, "vault") {
                 if Endpoint.isValidVault(vault) {
                     manifest.vault = vault
@@ -217,14 +228,14 @@ struct ManifestDecoder {
         } else {
             problem(root.mark, "missing required key \"vault\" in the manifest")
         }
-        if let node = top["environment"]?.value, let environment = text(node, "environment") {
+        if let node = top["environment"], let environment = text(node, "environment") {
             if Endpoint.isValidEnvironment(environment) {
                 manifest.environment = environment
             } else {
                 problem(node.mark, "environment \"\(environment)\" is not valid; expected sandbox, live or live-<region>")
             }
         }
-        if let node = top["data_region"]?.value, let region = text(node, "data_region") {
+        if let node = top["data_region"], let region = text(node, "data_region") {
             if !Endpoint.isValidRegion(region) {
                 problem(node.mark, "data_region \"\(region)\" is not valid; expected letters and digits in dash-separated parts, such as eu-1")
             } else if Endpoint.environmentHasRegion(manifest.environment) {
@@ -233,14 +244,14 @@ struct ManifestDecoder {
                 manifest.dataRegion = region
             }
         }
-        if let node = top["route_id"]?.value, let route = text(node, "route_id") {
+        if let node = top["route_id"], let route = text(node, "route_id") {
             if Endpoint.isValidRegion(route) {
                 manifest.routeID = route
             } else {
                 problem(node.mark, "route_id \"\(route)\" is not valid; expected letters, digits and dashes")
             }
         }
-        if let node = top["hostname"]?.value, let raw = text(node, "hostname") {
+        if let node = top["hostname"], let raw = text(node, "hostname") {
             do {
                 manifest.hostname = try Endpoint.normalizeHostname(raw)
             } catch {
@@ -251,39 +262,39 @@ struct ManifestDecoder {
                 }
             }
         }
-        if let node = top["hostname_check"]?.value, let check = bool(node, "hostname_check") {
+        if let node = top["hostname_check"], let check = bool(node, "hostname_check") {
             manifest.hostnameCheck = check
         }
-        if let node = top["satellite_port"]?.value, let port = integer(node, "satellite_port", 1...65535) {
+        if let node = top["satellite_port"], let port = integer(node, "satellite_port", 1...65535) {
             if manifest.environment != "sandbox" || manifest.dataRegion != nil || manifest.hostname != nil || manifest.routeID != nil {
                 problem(node.mark, "satellite_port works only with environment: sandbox and no data_region, route_id or hostname")
             } else {
                 manifest.satellitePort = port
             }
         }
-        if let node = top["headers"]?.value { manifest.headers = headers(node, "headers", allowRow: false) }
-        if let node = top["concurrency"]?.value, let value = integer(node, "concurrency", 1...1024) {
+        if let node = top["headers"] { manifest.headers = headers(node, "headers", allowRow: false) }
+        if let node = top["concurrency"], let value = integer(node, "concurrency", 1...1024) {
             manifest.concurrency = value
         }
-        if let node = top["rate_limit"]?.value {
+        if let node = top["rate_limit"] {
             if let scalar = node.scalar, let rate = Units.rate(scalar.text) {
                 manifest.rateLimit = rate
             } else {
                 problem(node.mark, "rate_limit must be N/s or N/m, such as 50/s; found \(node.scalar.map { "\"\($0.text)\"" } ?? node.typeName)")
             }
         }
-        if let node = top["timeout"]?.value, let value = duration(node, "timeout") { manifest.timeout = value }
-        if let node = top["transport"]?.value, let value = text(node, "transport") {
+        if let node = top["timeout"], let value = duration(node, "timeout") { manifest.timeout = value }
+        if let node = top["transport"], let value = text(node, "transport") {
             if let kind = TransportKind(rawValue: value.lowercased()) {
                 manifest.transport = kind
             } else {
                 problem(node.mark, "transport \"\(value)\" is not valid; expected curl or urlsession")
             }
         }
-        if let node = top["retry"]?.value { manifest.retry = retry(node) }
-        if let node = top["output"]?.value { manifest.output = output(node, "output") }
-        if let node = top["emulator"]?.value { manifest.emulator = emulator(node) }
-        if let node = top["requests"]?.value {
+        if let node = top["retry"] { manifest.retry = retry(node) }
+        if let node = top["output"] { manifest.output = output(node, "output") }
+        if let node = top["emulator"] { manifest.emulator = emulator(node) }
+        if let node = top["requests"] {
             manifest.requests = requests(node)
         } else {
             problem(root.mark, "missing required key \"requests\" in the manifest")
@@ -291,32 +302,34 @@ struct ManifestDecoder {
         return manifest
     }
 
-    mutating func headers(_ node: Node, _ context: String, allowRow: Bool) -> [HeaderField] {
+    mutating func headers(_ node: Node, _ context: @autoclosure () -> String, allowRow: Bool) -> [HeaderField] {
         guard let pairs = node.mapping else {
-            problem(node.mark, "\(context) must be a mapping of header names to values; found \(node.typeName)")
+            problem(node.mark, "\(context()) must be a mapping of header names to values; found \(node.typeName)")
             return []
         }
         var result: [HeaderField] = []
-        var seen: [String: Int] = [:]
+        var seen: [(name: String, line: Int)] = []
         for pair in pairs {
-            guard let name = pair.key.scalar?.text else { continue }
+            guard pair.key.kind == .scalar else { continue }
+            let name = pair.key.text
             if !isToken(name) {
                 problem(pair.key.mark, "header name \"\(name)\" is not valid; expected letters, digits and !#$%&'*+-.^_`|~")
                 continue
             }
-            if let line = seen[name.lowercased()] {
+            let lowercased = name.lowercased()
+            if let line = seen.first(where: { $0.name == lowercased })?.line {
                 problem(pair.key.mark, "header \"\(name)\" is given twice (header names ignore case); first at line \(line)")
                 continue
             }
-            seen[name.lowercased()] = pair.key.mark.line
-            let what = "\(context).\(name)"
+            seen.append((lowercased, pair.key.mark.line))
+            func what() -> String { "\(context()).\(name)" }
             guard let scalar = pair.value.scalar, scalar.value != .null, !isBool(scalar.value) else {
-                problem(pair.value.mark, "\(what) must be a string; found \(pair.value.typeName)")
+                problem(pair.value.mark, "\(what()) must be a string; found \(pair.value.typeName)")
                 continue
             }
-            guard let value = template(pair.value, what, allowRow: allowRow, sensitive: true) else { continue }
-            if value.parts.contains(where: { if case .literal(let text) = $0 { return text.contains("\r") || text.contains("\n") } else { return false } }) {
-                problem(pair.value.mark, "\(what) contains a line break, which a header value cannot hold")
+            guard let value = template(pair.value, what(), allowRow: allowRow, sensitive: true) else { continue }
+            if value.parts.contains(where: { if case .literal(let text) = $0 { return text.utf8.contains { $0 == 13 || $0 == 10 } } else { return false } }) {
+                problem(pair.value.mark, "\(what()) contains a line break, which a header value cannot hold")
                 continue
             }
             result.append(HeaderField(name: name, value: value))
@@ -338,10 +351,10 @@ struct ManifestDecoder {
     mutating func retry(_ node: Node) -> RetryPolicy {
         var policy = RetryPolicy()
         guard let map = fields(node, "retry", known: Self.retryKeys) else { return policy }
-        if let node = map["attempts"]?.value, let value = integer(node, "retry.attempts", 1...100) { policy.attempts = value }
-        if let node = map["backoff"]?.value, let value = duration(node, "retry.backoff") { policy.backoff = value }
-        if let node = map["max_backoff"]?.value, let value = duration(node, "retry.max_backoff") { policy.maxBackoff = value }
-        if let node = map["on"]?.value {
+        if let node = map["attempts"], let value = integer(node, "retry.attempts", 1...100) { policy.attempts = value }
+        if let node = map["backoff"], let value = duration(node, "retry.backoff") { policy.backoff = value }
+        if let node = map["max_backoff"], let value = duration(node, "retry.max_backoff") { policy.maxBackoff = value }
+        if let node = map["on"] {
             if let items = node.sequence {
                 policy.statuses = []
                 policy.network = false
@@ -362,25 +375,25 @@ struct ManifestDecoder {
         return policy
     }
 
-    mutating func output(_ node: Node, _ context: String) -> OutputSpec? {
-        guard let map = fields(node, context, known: Self.outputKeys) else { return nil }
-        guard let pathNode = map["path"]?.value else {
-            problem(node.mark, "missing required key \"path\" in \(context)")
+    mutating func output(_ node: Node, _ context: @autoclosure () -> String) -> OutputSpec? {
+        guard let map = fields(node, context(), known: Self.outputKeys) else { return nil }
+        guard let pathNode = map["path"] else {
+            problem(node.mark, "missing required key \"path\" in \(context())")
             return nil
         }
-        guard let path = text(pathNode, "\(context).path"), !path.isEmpty else { return nil }
+        guard let path = text(pathNode, "\(context()).path"), !path.isEmpty else { return nil }
         var spec = OutputSpec(path: resolve(path))
-        if let formatNode = map["format"]?.value, let format = text(formatNode, "\(context).format") {
+        if let formatNode = map["format"], let format = text(formatNode, "\(context()).format") {
             if let value = OutputFormat(rawValue: format.lowercased()) {
                 spec.format = value
             } else {
-                problem(formatNode.mark, "\(context).format \"\(format)\" is not valid; expected csv, json or jsonl")
+                problem(formatNode.mark, "\(context()).format \"\(format)\" is not valid; expected csv, json or jsonl")
             }
         } else if OutputFormat.fromExtension(path) == nil {
             problem(pathNode.mark, "cannot tell the format of \"\(path)\" from its extension; add format: csv, json or jsonl")
         }
-        if let csvNode = map["csv"]?.value, let csv = fields(csvNode, "\(context).csv", known: Self.csvKeys),
-           let escape = csv["escape_formulas"]?.value, let value = bool(escape, "\(context).csv.escape_formulas") {
+        if let csvNode = map["csv"], let csv = fields(csvNode, "\(context()).csv", known: Self.csvKeys),
+           let escape = csv["escape_formulas"], let value = bool(escape, "\(context()).csv.escape_formulas") {
             spec.escapeFormulas = value
         }
         return spec
@@ -404,7 +417,7 @@ struct ManifestDecoder {
     mutating func emulator(_ node: Node) -> EmulatorSpec? {
         guard let map = fields(node, "emulator", known: Self.emulatorKeys) else { return nil }
         var spec = EmulatorSpec()
-        if let aliases = map["aliases"]?.value {
+        if let aliases = map["aliases"] {
             if let pairs = aliases.mapping {
                 var table: [String: String] = [:]
                 for pair in pairs {
@@ -425,7 +438,7 @@ struct ManifestDecoder {
                 problem(aliases.mark, "emulator.aliases must be a mapping of alias to value or a file path; found \(aliases.typeName)")
             }
         }
-        if let latency = map["latency"]?.value {
+        if let latency = map["latency"] {
             if let text = latency.scalar?.text, let (base, jitter) = Units.latency(text) {
                 spec.faults.latency = base
                 spec.faults.jitter = jitter
@@ -434,24 +447,24 @@ struct ManifestDecoder {
             }
         }
         for (key, keyPath) in [("fail_rate", \EmulatorSpec.faults.failRate), ("drop_rate", \.faults.dropRate), ("malformed_rate", \.faults.malformedRate)] {
-            guard let value = map[key]?.value else { continue }
+            guard let value = map[key] else { continue }
             switch value.scalar?.value {
             case .float(let rate)? where (0...1).contains(rate): spec[keyPath: keyPath] = rate
             case .int(let rate)? where (0...1).contains(rate): spec[keyPath: keyPath] = Double(rate)
             default: problem(value.mark, "emulator.\(key) must be a probability from 0 to 1, such as 0.05")
             }
         }
-        if let value = map["fail_status"]?.value, let status = integer(value, "emulator.fail_status", 100...599) {
+        if let value = map["fail_status"], let status = integer(value, "emulator.fail_status", 100...599) {
             spec.faults.failStatus = status
         }
-        if let value = map["throttle"]?.value {
+        if let value = map["throttle"] {
             if let text = value.scalar?.text, let rate = Units.rate(text) {
                 spec.faults.throttle = rate
             } else {
                 problem(value.mark, "emulator.throttle must be N/s or N/m, such as 100/s")
             }
         }
-        if let value = map["seed"]?.value, let seed = integer(value, "emulator.seed", 0...Int.max) {
+        if let value = map["seed"], let seed = integer(value, "emulator.seed", 0...Int.max) {
             spec.faults.seed = UInt64(seed)
         }
         return spec
@@ -483,59 +496,62 @@ struct ManifestDecoder {
     }
 
     mutating func request(_ node: Node, number: Int) -> RequestSpec? {
-        guard let map = fields(node, "request \(number)", known: Self.requestKeys) else { return nil }
-        let context = "request \(number)"
+        // Names for messages are made only when a message is: most requests have none.
+        func context() -> String { "request \(number)" }
+        guard let map = fields(node, context(), known: Self.requestKeys) else { return nil }
         var each: DataSource?
-        if let eachNode = map["each"]?.value { each = self.each(eachNode, context) }
+        if let eachNode = map["each"] { each = self.each(eachNode, context()) }
         let dataDriven = map["each"] != nil
         var spec = RequestSpec(name: Template(literal: ""), path: Template(literal: ""), mark: node.mark)
         spec.each = each
         var rowTemplates: [(Template, Mark)] = []
-        if let nameNode = map["name"]?.value {
-            if let name = template(nameNode, "\(context) name", allowRow: dataDriven) {
-                if name.parts.isEmpty { problem(nameNode.mark, "\(context) name is empty") }
+        if let nameNode = map["name"] {
+            if let name = template(nameNode, "\(context()) name", allowRow: dataDriven) {
+                if name.parts.isEmpty { problem(nameNode.mark, "\(context()) name is empty") }
                 spec.name = name
-                rowTemplates.append((name, nameNode.mark))
+                if dataDriven { rowTemplates.append((name, nameNode.mark)) }
             }
         } else {
-            problem(node.mark, "missing required key \"name\" in \(context)")
+            problem(node.mark, "missing required key \"name\" in \(context())")
         }
-        let label = spec.name.parts.count == 1 && !spec.name.needsRow ? "request \"\(spec.name.expand(row: nil))\"" : context
-        if let pathNode = map["path"]?.value {
-            if let path = template(pathNode, "\(label) path", allowRow: dataDriven) {
+        let literalName = spec.name.parts.count == 1 && !spec.name.needsRow ? spec.name.expand(row: nil) : nil
+        func label() -> String { literalName.map { "request \"\($0)\"" } ?? context() }
+        if let pathNode = map["path"] {
+            if let path = template(pathNode, "\(label()) path", allowRow: dataDriven) {
                 spec.path = path
-                rowTemplates.append((path, pathNode.mark))
+                if dataDriven { rowTemplates.append((path, pathNode.mark)) }
             }
         } else {
-            problem(node.mark, "missing required key \"path\" in \(label)")
+            problem(node.mark, "missing required key \"path\" in \(label())")
         }
-        if let methodNode = map["method"]?.value, let method = text(methodNode, "\(label) method") {
+        if let methodNode = map["method"], let method = text(methodNode, "\(label()) method") {
             if let value = HTTPMethod(rawValue: method.uppercased()) {
                 spec.method = value
             } else {
                 problem(methodNode.mark, "method \"\(method)\" is not valid; expected get, post, put, patch or delete")
             }
         }
-        if let headersNode = map["headers"]?.value {
-            spec.headers = headers(headersNode, "\(label) headers", allowRow: dataDriven)
-            for field in spec.headers { rowTemplates.append((field.value, headersNode.mark)) }
+        if let headersNode = map["headers"] {
+            spec.headers = headers(headersNode, "\(label()) headers", allowRow: dataDriven)
+            if dataDriven { for field in spec.headers { rowTemplates.append((field.value, headersNode.mark)) } }
         }
-        if let payloadNode = map["payload"]?.value {
+        if let payloadNode = map["payload"] {
             if payloadNode.mapping == nil {
-                problem(payloadNode.mark, "\(label) payload must be a mapping (sent as a JSON object); found \(payloadNode.typeName)")
+                problem(payloadNode.mark, "\(label()) payload must be a mapping (sent as a JSON object); found \(payloadNode.typeName)")
             } else if spec.method == .get {
-                problem(payloadNode.mark, "\(label) uses method get, which cannot carry a payload; use post or remove the payload")
+                problem(payloadNode.mark, "\(label()) uses method get, which cannot carry a payload; use post or remove the payload")
             } else {
-                let payload = self.payload(payloadNode, "\(label) payload", allowRow: dataDriven)
+                let payload = self.payload(payloadNode, "\(label()) payload", allowRow: dataDriven)
                 spec.payload = payload
-                for template in payload.templates { rowTemplates.append((template, payloadNode.mark)) }
+                if dataDriven { for template in payload.templates { rowTemplates.append((template, payloadNode.mark)) } }
             }
         }
-        if let labelsNode = map["labels"]?.value { spec.labels = labels(labelsNode, label) }
-        if let outputNode = map["output"]?.value { spec.output = output(outputNode, "\(label) output") }
-        spec.rowColumns = spec.referencedColumns()
+        if let labelsNode = map["labels"] { spec.labels = labels(labelsNode, label()) }
+        if let outputNode = map["output"] { spec.output = output(outputNode, "\(label()) output") }
+        // Without "each" a row reference is already a problem, so there are no columns to read.
+        if dataDriven { spec.rowColumns = spec.referencedColumns() }
         // Every referenced column must be in the CSV header before anything is sent.
-        if let each, each.kind == .csv, let columns = csvHeader(each, map["each"]!.value) {
+        if let each, each.kind == .csv, let columns = csvHeader(each, map["each"]!) {
             var reported = Set<String>()
             for (template, mark) in rowTemplates {
                 for column in template.rowColumns where !columns.contains(column) && !reported.contains(column) {
@@ -550,14 +566,16 @@ struct ManifestDecoder {
         return spec
     }
 
-    mutating func each(_ node: Node, _ context: String) -> DataSource? {
-        guard let map = fields(node, "\(context) each", known: Self.eachKeys) else { return nil }
-        guard map.pairs.count == 1, let (key, pair) = map.pairs.first else {
-            if map.pairs.isEmpty { problem(node.mark, "\(context) each needs csv: FILE or jsonl: FILE") }
-            else { problem(node.mark, "\(context) each takes one of csv or jsonl, not both") }
+    mutating func each(_ node: Node, _ context: @autoclosure () -> String) -> DataSource? {
+        guard let map = fields(node, "\(context()) each", known: Self.eachKeys) else { return nil }
+        let chosen = map.pairs.filter { pair in Self.eachKeys.contains { pair.key.hasText($0) } }
+        guard chosen.count == 1, let pair = chosen.first else {
+            if chosen.isEmpty { problem(node.mark, "\(context()) each needs csv: FILE or jsonl: FILE") }
+            else { problem(node.mark, "\(context()) each takes one of csv or jsonl, not both") }
             return nil
         }
-        guard let path = text(pair.value, "\(context) each.\(key)") else { return nil }
+        let key = pair.key.text
+        guard let path = text(pair.value, "\(context()) each.\(key)") else { return nil }
         let resolved = resolve(path)
         var isDirectory: ObjCBool = false
         if !FileManager.default.fileExists(atPath: resolved, isDirectory: &isDirectory) || isDirectory.boolValue
@@ -579,17 +597,17 @@ struct ManifestDecoder {
         }
     }
 
-    mutating func payload(_ node: Node, _ context: String, allowRow: Bool) -> PayloadValue {
+    mutating func payload(_ node: Node, _ context: @autoclosure () -> String, allowRow: Bool) -> PayloadValue {
         switch node.content {
         case .mapping(let pairs):
             var members: [(key: String, value: PayloadValue)] = []
             for pair in pairs {
                 guard let key = pair.key.scalar?.text else { continue }
-                members.append((key, payload(pair.value, "\(context).\(key)", allowRow: allowRow)))
+                members.append((key, payload(pair.value, "\(context()).\(key)", allowRow: allowRow)))
             }
             return .object(members)
         case .sequence(let items):
-            return .array(items.enumerated().map { payload($0.element, "\(context).\($0.offset)", allowRow: allowRow) })
+            return .array(items.enumerated().map { payload($0.element, "\(context()).\($0.offset)", allowRow: allowRow) })
         case .scalar(let scalar):
             switch scalar.value {
             case .null: return .null
@@ -597,20 +615,20 @@ struct ManifestDecoder {
             case .int(let value): return .number(String(value))
             case .float(let value):
                 guard value.isFinite else {
-                    problem(node.mark, "\(context) is not a number JSON can hold")
+                    problem(node.mark, "\(context()) is not a number JSON can hold")
                     return .null
                 }
                 if case .number(let text)? = try? JSONParser.parse(Array(scalar.text.utf8)) { return .number(text) }
                 return .number("\(value)")
             case .string:
-                return .string(template(node, context, allowRow: allowRow, sensitive: true) ?? Template(literal: ""))
+                return .string(template(node, context(), allowRow: allowRow, sensitive: true) ?? Template(literal: ""))
             }
         }
     }
 
-    mutating func labels(_ node: Node, _ context: String) -> [LabelBinding] {
+    mutating func labels(_ node: Node, _ context: @autoclosure () -> String) -> [LabelBinding] {
         guard let pairs = node.mapping else {
-            problem(node.mark, "\(context) labels must be a mapping of label names to content paths; found \(node.typeName)")
+            problem(node.mark, "\(context()) labels must be a mapping of label names to content paths; found \(node.typeName)")
             return []
         }
         var result: [LabelBinding] = []
@@ -624,14 +642,14 @@ struct ManifestDecoder {
                 problem(pair.key.mark, "label \"\(name)\" has the name of a result column; rename it (result columns are \(choices(Self.resultColumns)))")
                 continue
             }
-            if let binding = label(name, pair.value, context) { result.append(binding) }
+            if let binding = label(name, pair.value) { result.append(binding) }
         }
         return result
     }
 
-    mutating func contentPath(_ node: Node, _ what: String) -> ContentPath? {
+    mutating func contentPath(_ node: Node, _ what: @autoclosure () -> String) -> ContentPath? {
         guard let scalar = node.scalar, case .string(let text) = scalar.value else {
-            problem(node.mark, "\(what) must be a content path such as json.card_number; found \(node.typeName)")
+            problem(node.mark, "\(what()) must be a content path such as json.card_number; found \(node.typeName)")
             return nil
         }
         do {
@@ -642,29 +660,29 @@ struct ManifestDecoder {
         }
     }
 
-    mutating func label(_ name: String, _ node: Node, _ context: String) -> LabelBinding? {
-        let what = "label \"\(name)\""
-        if node.scalar != nil {
-            guard let path = contentPath(node, "\(what)") else { return nil }
+    mutating func label(_ name: String, _ node: Node) -> LabelBinding? {
+        func what() -> String { "label \"\(name)\"" }
+        if node.kind == .scalar {
+            guard let path = contentPath(node, what()) else { return nil }
             return LabelBinding(name: name, path: path, transforms: [], mask: nil)
         }
-        guard let map = fields(node, what, known: Self.labelKeys) else { return nil }
-        guard let pathNode = map["path"]?.value else {
-            problem(node.mark, "missing required key \"path\" in \(what)")
+        guard let map = fields(node, what(), known: Self.labelKeys) else { return nil }
+        guard let pathNode = map["path"] else {
+            problem(node.mark, "missing required key \"path\" in \(what())")
             return nil
         }
-        guard let path = contentPath(pathNode, "\(what) path") else { return nil }
+        guard let path = contentPath(pathNode, "\(what()) path") else { return nil }
         var binding = LabelBinding(name: name, path: path, transforms: [], mask: nil)
-        if let transformNode = map["transform"]?.value {
+        if let transformNode = map["transform"] {
             if let items = transformNode.sequence {
                 for item in items {
-                    guard let step = fields(item, "\(what) transform", known: Self.transformKeys) else { continue }
-                    guard let regexNode = step["regex"]?.value, let templateNode = step["template"]?.value else {
-                        problem(item.mark, "each transform of \(what) needs regex and template")
+                    guard let step = fields(item, "\(what()) transform", known: Self.transformKeys) else { continue }
+                    guard let regexNode = step["regex"], let templateNode = step["template"] else {
+                        problem(item.mark, "each transform of \(what()) needs regex and template")
                         continue
                     }
-                    guard let pattern = text(regexNode, "\(what) transform regex"),
-                          let template = text(templateNode, "\(what) transform template") else { continue }
+                    guard let pattern = text(regexNode, "\(what()) transform regex"),
+                          let template = text(templateNode, "\(what()) transform template") else { continue }
                     let key = pattern + "\u{0}" + template
                     if let compiled = transforms[key] {
                         binding.transforms.append(compiled)
@@ -675,38 +693,38 @@ struct ManifestDecoder {
                         transforms[key] = compiled
                         binding.transforms.append(compiled)
                     } catch {
-                        problem(regexNode.mark, "\(what): \(error.message)")
+                        problem(regexNode.mark, "\(what()): \(error.message)")
                     }
                 }
             } else {
-                problem(transformNode.mark, "\(what) transform must be a list of {regex, template}; found \(transformNode.typeName)")
+                problem(transformNode.mark, "\(what()) transform must be a list of {regex, template}; found \(transformNode.typeName)")
             }
         }
-        if let maskNode = map["mask"]?.value { binding.mask = mask(maskNode, what) }
+        if let maskNode = map["mask"] { binding.mask = mask(maskNode, what()) }
         return binding
     }
 
-    mutating func mask(_ node: Node, _ what: String) -> Mask? {
+    mutating func mask(_ node: Node, _ what: @autoclosure () -> String) -> Mask? {
         if case .bool(let on)? = node.scalar?.value { return on ? Mask() : nil }
-        guard let map = fields(node, "\(what) mask", known: Self.maskKeys) else { return nil }
+        guard let map = fields(node, "\(what()) mask", known: Self.maskKeys) else { return nil }
         var mask = Mask()
-        if let symbolNode = map["symbol"]?.value, let symbol = text(symbolNode, "\(what) mask symbol") {
+        if let symbolNode = map["symbol"], let symbol = text(symbolNode, "\(what()) mask symbol") {
             if symbol.isEmpty {
                 mask.symbol = nil
             } else if symbol.count == 1 {
                 mask.symbol = symbol.first
             } else {
-                problem(symbolNode.mark, "\(what) mask symbol must be one character or \"\"; found \"\(symbol)\"")
+                problem(symbolNode.mark, "\(what()) mask symbol must be one character or \"\"; found \"\(symbol)\"")
             }
         }
-        if let rangesNode = map["ranges"]?.value {
+        if let rangesNode = map["ranges"] {
             guard let items = rangesNode.sequence else {
-                problem(rangesNode.mark, "\(what) mask ranges must be a list of [start, end] pairs; found \(rangesNode.typeName)")
+                problem(rangesNode.mark, "\(what()) mask ranges must be a list of [start, end] pairs; found \(rangesNode.typeName)")
                 return mask
             }
             for item in items {
                 guard let bounds = item.sequence, bounds.count == 2 else {
-                    problem(item.mark, "\(what) mask range must be [start, end] (integers or null); found \(item.typeName)")
+                    problem(item.mark, "\(what()) mask range must be [start, end] (integers or null); found \(item.typeName)")
                     continue
                 }
                 var values: [Int?] = []
@@ -715,7 +733,7 @@ struct ManifestDecoder {
                     case .int(let value)?: values.append(value)
                     case .null?: values.append(nil)
                     default:
-                        problem(bound.mark, "\(what) mask range bounds must be integers or null; found \(bound.typeName)")
+                        problem(bound.mark, "\(what()) mask range bounds must be integers or null; found \(bound.typeName)")
                     }
                 }
                 if values.count == 2 { mask.ranges.append(Mask.Range(start: values[0], end: values[1])) }

@@ -1,5 +1,5 @@
 /// How a scalar was written in the source.
-public enum ScalarStyle: Sendable, Hashable {
+public enum ScalarStyle: UInt8, Sendable, Hashable {
     case plain, singleQuoted, doubleQuoted, literal, folded
 }
 
@@ -23,18 +23,99 @@ public enum ScalarValue: Sendable, Hashable {
     }
 }
 
-/// A node of a YAML document with the 1-based mark of where it starts.
+/// The explicit tags a scalar may carry; any other tag is rejected while parsing.
+public enum ScalarTag: UInt8, Sendable {
+    case nonSpecific, str, null, bool, int, float
+
+    /// The tag's full name as YAML spells it.
+    public var name: String {
+        switch self {
+        case .nonSpecific: return "!"
+        case .str: return "tag:yaml.org,2002:str"
+        case .null: return "tag:yaml.org,2002:null"
+        case .bool: return "tag:yaml.org,2002:bool"
+        case .int: return "tag:yaml.org,2002:int"
+        case .float: return "tag:yaml.org,2002:float"
+        }
+    }
+}
+
+/// A parsed YAML document stored flat: one record per node, scalar text in one byte buffer and
+/// children as index lists. A 50,000-request manifest holds two million nodes; a tree of Swift
+/// values with a String per scalar spent more time allocating and freeing than libyaml parsing.
+public final class Document: Sendable {
+    struct Record {
+        /// Integer, float or bool payload of a typed scalar.
+        var bits: UInt64 = 0
+        var startLine: UInt32
+        var startColumn: UInt32
+        var endLine: UInt32
+        var endColumn: UInt32
+        /// Scalars: offset of the text in `text`; containers: offset of the children in `children`.
+        var offset: UInt32
+        /// Scalars: text length in bytes; sequences: item count; mappings: pair count.
+        var count: UInt32
+        var kind: Node.Kind
+        var style: ScalarStyle = .plain
+        var value: ValueKind = .string
+        /// The explicit tag plus one (0: none).
+        var tag: UInt8 = 0
+    }
+
+    enum ValueKind: UInt8 { case null, bool, int, float, string }
+
+    let records: [Record]
+    let text: [UInt8]
+    /// Sequence items, and mapping keys and values interleaved, as record indexes.
+    let children: [UInt32]
+    let rootIndex: Int
+
+    init(records: [Record], text: [UInt8], children: [UInt32], root: Int) {
+        self.records = records
+        self.text = text
+        self.children = children
+        self.rootIndex = root
+    }
+
+    /// Whether record `index` is a scalar whose text is exactly `string`.
+    func scalar(at index: Int, equals string: String) -> Bool {
+        let record = records[index]
+        guard record.kind == .scalar, Int(record.count) == string.utf8.count else { return false }
+        return text.withUnsafeBufferPointer { buffer in
+            let bytes = UnsafeBufferPointer(rebasing: buffer[Int(record.offset)..<Int(record.offset + record.count)])
+            var string = string
+            return string.withUTF8 { $0.elementsEqual(bytes) }
+        }
+    }
+
+    /// The top node of the document.
+    public var root: Node { Node(document: self, index: rootIndex) }
+
+    /// How many nodes the document stores (aliases share their target's children).
+    public var nodeCount: Int { records.count }
+}
+
+/// A node of a YAML document with the 1-based marks of where it starts and ends.
+///
+/// A node is a position in its `Document`, which it keeps alive.
 public struct Node: Sendable {
-    /// A scalar with its source text, style, explicit tag and typed value.
+    /// What kind of node this is.
+    public enum Kind: UInt8, Sendable {
+        case scalar, sequence, mapping
+    }
+
+    /// A view of a scalar node: its text, style, explicit tag and typed value.
     public struct Scalar: Sendable {
+        let node: Node
+
         /// The text as libyaml decoded it (quotes and escapes resolved).
-        public let text: String
+        public var text: String { node.text }
         /// How the scalar was written.
-        public let style: ScalarStyle
+        public var style: ScalarStyle { node.record.style }
         /// The explicit tag, if one was written (`!!str`).
-        public let tag: String?
+        public var tag: ScalarTag? { node.record.tag == 0 ? nil : ScalarTag(rawValue: node.record.tag - 1) }
         /// The value under the core schema; quoted scalars are always strings.
-        public let value: ScalarValue
+        public var value: ScalarValue { node.value }
     }
 
     /// One key/value entry of a mapping, in source order.
@@ -45,107 +126,263 @@ public struct Node: Sendable {
         public let value: Node
     }
 
-    /// What the node holds.
-    public enum Content: Sendable {
-        case scalar(Scalar)
-        case sequence([Node])
-        case mapping([Pair])
+    /// The items of a sequence.
+    public struct Items: RandomAccessCollection, Sendable {
+        let document: Document
+        let offset: Int
+        /// The index of the first item.
+        public var startIndex: Int { 0 }
+        /// One past the index of the last item.
+        public let endIndex: Int
+
+        /// The item at `position`.
+        public subscript(position: Int) -> Node {
+            Node(document: document, index: Int(document.children[offset + position]))
+        }
+    }
+
+    /// The entries of a mapping, in source order, merges applied.
+    public struct Pairs: RandomAccessCollection, Sendable {
+        let document: Document
+        let offset: Int
+        /// The index of the first entry.
+        public var startIndex: Int { 0 }
+        /// One past the index of the last entry.
+        public let endIndex: Int
+
+        /// The entry at `position`.
+        public subscript(position: Int) -> Pair {
+            let base = offset + 2 * position
+            return Pair(key: Node(document: document, index: Int(document.children[base])),
+                        value: Node(document: document, index: Int(document.children[base + 1])))
+        }
     }
 
     /// What the node holds.
-    public let content: Content
-    /// Where the node starts in the source (for an alias: where the alias is written).
-    public let mark: Mark
-    /// Where the node ends (exclusive).
-    public let end: Mark
+    public enum Content: Sendable {
+        case scalar(Scalar)
+        case sequence(Items)
+        case mapping(Pairs)
+    }
 
-    /// Creates a node.
-    public init(content: Content, mark: Mark, end: Mark? = nil) {
-        self.content = content
-        self.mark = mark
-        self.end = end ?? mark
+    /// The document the node belongs to.
+    public let document: Document
+    let index: Int
+
+    var record: Document.Record { document.records[index] }
+
+    /// What kind of node this is.
+    public var kind: Kind { record.kind }
+
+    /// What the node holds.
+    public var content: Content {
+        switch record.kind {
+        case .scalar: return .scalar(Scalar(node: self))
+        case .sequence: return .sequence(items)
+        case .mapping: return .mapping(pairs)
+        }
+    }
+
+    /// Where the node starts in the source (for an alias: where the alias is written).
+    public var mark: Mark {
+        let record = record
+        return Mark(line: Int(record.startLine), column: Int(record.startColumn))
+    }
+
+    /// Where the node ends (exclusive).
+    public var end: Mark {
+        let record = record
+        return Mark(line: Int(record.endLine), column: Int(record.endColumn))
     }
 
     /// The source range the node covers.
     public var span: SourceSpan { SourceSpan(start: mark, end: end) }
 
     /// The scalar, if this node is one.
-    public var scalar: Scalar? {
-        if case .scalar(let scalar) = content { return scalar }
-        return nil
-    }
+    public var scalar: Scalar? { record.kind == .scalar ? Scalar(node: self) : nil }
 
     /// The entries, if this node is a mapping.
-    public var mapping: [Pair]? {
-        if case .mapping(let pairs) = content { return pairs }
+    public var mapping: Pairs? { record.kind == .mapping ? pairs : nil }
+
+    /// The items, if this node is a sequence.
+    public var sequence: Items? { record.kind == .sequence ? items : nil }
+
+    private var items: Items {
+        let record = record
+        return Items(document: document, offset: Int(record.offset), endIndex: Int(record.count))
+    }
+
+    private var pairs: Pairs {
+        let record = record
+        return Pairs(document: document, offset: Int(record.offset), endIndex: Int(record.count))
+    }
+
+    /// A scalar's text; empty for sequences and mappings.
+    public var text: String {
+        let record = record
+        guard record.kind == .scalar else { return "" }
+        return document.text.withUnsafeBufferPointer { buffer in
+            String(decoding: UnsafeBufferPointer(rebasing: buffer[Int(record.offset)..<Int(record.offset + record.count)]), as: UTF8.self)
+        }
+    }
+
+    /// Whether this is a scalar whose text is exactly `string`, compared byte by byte.
+    public func hasText(_ string: String) -> Bool {
+        document.scalar(at: index, equals: string)
+    }
+
+    /// The value of the mapping entry whose key is the scalar `key`; nil if there is none or
+    /// this is not a mapping. Compares bytes, so no String is made per key.
+    public func value(forKey key: String) -> Node? {
+        let record = record
+        guard record.kind == .mapping else { return nil }
+        let children = document.children
+        for pair in 0..<Int(record.count) {
+            let position = Int(record.offset) + 2 * pair
+            if document.scalar(at: Int(children[position]), equals: key) {
+                return Node(document: document, index: Int(children[position + 1]))
+            }
+        }
         return nil
     }
 
-    /// The items, if this node is a sequence.
-    public var sequence: [Node]? {
-        if case .sequence(let items) = content { return items }
-        return nil
+    /// The keys of this mapping that are not in `known`, in source order (usually none).
+    public func unknownKeys(_ known: [String]) -> [Node] {
+        let record = record
+        guard record.kind == .mapping else { return [] }
+        var unknown: [Node] = []
+        let children = document.children
+        for pair in 0..<Int(record.count) {
+            let key = Int(children[Int(record.offset) + 2 * pair])
+            if !known.contains(where: { document.scalar(at: key, equals: $0) }) {
+                unknown.append(Node(document: document, index: key))
+            }
+        }
+        return unknown
+    }
+
+    /// Whether this is a scalar typed as a string (quoted, tagged !!str, or a plain word).
+    public var isString: Bool { record.kind == .scalar && record.value == .string }
+
+    /// A scalar's typed value; `.null` for sequences and mappings.
+    public var value: ScalarValue {
+        let record = record
+        guard record.kind == .scalar else { return .null }
+        switch record.value {
+        case .null: return .null
+        case .bool: return .bool(record.bits != 0)
+        case .int: return .int(Int(bitPattern: UInt(record.bits)))
+        case .float: return .float(Double(bitPattern: record.bits))
+        case .string: return .string(text)
+        }
     }
 
     /// A short description of the node's type, for "expected X, found Y" errors.
     public var typeName: String {
-        switch content {
-        case .scalar(let scalar): return scalar.value.typeName
+        let record = record
+        switch record.kind {
         case .sequence: return "a list"
         case .mapping: return "a mapping"
+        case .scalar:
+            switch record.value {
+            case .null: return "null"
+            case .bool: return "a boolean"
+            case .int: return "an integer"
+            case .float: return "a number"
+            case .string: return "a string"
+            }
         }
     }
-
-    /// The same content seen at another mark (an alias is reported where it is used).
-    func moved(to mark: Mark, end: Mark) -> Node { Node(content: content, mark: mark, end: end) }
 }
 
 /// Resolution of plain scalars under the YAML 1.2 core schema.
 public enum CoreSchema {
+    /// A resolved plain scalar: the type, and the payload for booleans, integers and floats.
+    enum Resolved: Equatable {
+        case null, bool(Bool), int(Int), float(Double), string
+    }
+
     /// The typed value of a plain scalar's text.
     public static func resolve(_ text: String) -> ScalarValue {
-        // Most scalars are words: only these first characters can start a non-string.
-        if let first = text.utf8.first {
-            switch first {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "+"), UInt8(ascii: "."),
-                 UInt8(ascii: "~"), UInt8(ascii: "n"), UInt8(ascii: "N"), UInt8(ascii: "t"), UInt8(ascii: "T"),
-                 UInt8(ascii: "f"), UInt8(ascii: "F"):
-                break
-            default:
-                return .string(text)
-            }
+        var text = text
+        let resolved = text.withUTF8 { resolve(bytes: $0) }
+        switch resolved {
+        case .null: return .null
+        case .bool(let value): return .bool(value)
+        case .int(let value): return .int(value)
+        case .float(let value): return .float(value)
+        case .string: return .string(text)
         }
-        switch text {
-        case "", "~", "null", "Null", "NULL": return .null
-        case "true", "True", "TRUE": return .bool(true)
-        case "false", "False", "FALSE": return .bool(false)
+    }
+
+    static func resolve(bytes: UnsafeBufferPointer<UInt8>) -> Resolved {
+        // Most scalars are words: only these first characters can start a non-string.
+        guard let first = bytes.first else { return .null }
+        switch first {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "+"), UInt8(ascii: "."):
+            break
+        case UInt8(ascii: "~"), UInt8(ascii: "n"), UInt8(ascii: "N"), UInt8(ascii: "t"), UInt8(ascii: "T"),
+             UInt8(ascii: "f"), UInt8(ascii: "F"):
+            return word(bytes)
+        default:
+            return .string
+        }
+        switch String(decoding: bytes, as: UTF8.self) {
         case ".inf", ".Inf", ".INF", "+.inf", "+.Inf", "+.INF": return .float(.infinity)
         case "-.inf", "-.Inf", "-.INF": return .float(-.infinity)
         case ".nan", ".NaN", ".NAN": return .float(.nan)
         default: break
         }
-        let utf8 = Array(text.utf8)
-        guard let first = utf8.first,
-              first == UInt8(ascii: "-") || first == UInt8(ascii: "+") || first == UInt8(ascii: ".")
-                || (first >= UInt8(ascii: "0") && first <= UInt8(ascii: "9")) else {
-            return .string(text)
-        }
-        if utf8.count > 2, utf8[0] == UInt8(ascii: "0") {
-            if utf8[1] == UInt8(ascii: "x"), let value = Int(text.dropFirst(2), radix: 16),
-               utf8.dropFirst(2).allSatisfy(isHex) {
+        if bytes.count > 2, bytes[0] == UInt8(ascii: "0") {
+            let digits = UnsafeBufferPointer(rebasing: bytes[2...])
+            if bytes[1] == UInt8(ascii: "x"), digits.allSatisfy(isHex), let value = integer(digits, radix: 16) {
                 return .int(value)
             }
-            if utf8[1] == UInt8(ascii: "o"), let value = Int(text.dropFirst(2), radix: 8),
-               utf8.dropFirst(2).allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "7") }) {
+            if bytes[1] == UInt8(ascii: "o"), digits.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "7") }),
+               let value = integer(digits, radix: 8) {
                 return .int(value)
             }
         }
-        if isDecimalInteger(utf8) {
-            if let value = Int(text) { return .int(value) }
-            return .float(Double(text) ?? 0)
+        if isDecimalInteger(bytes) {
+            var negative = false
+            var digits = bytes
+            if bytes[0] == UInt8(ascii: "-") || bytes[0] == UInt8(ascii: "+") {
+                negative = bytes[0] == UInt8(ascii: "-")
+                digits = UnsafeBufferPointer(rebasing: bytes[1...])
+            }
+            if let magnitude = integer(digits, radix: 10, negative: negative) { return .int(magnitude) }
+            return .float(Double(String(decoding: bytes, as: UTF8.self)) ?? 0)
         }
-        if isFloat(utf8), let value = Double(text) { return .float(value) }
-        return .string(text)
+        if isFloat(bytes), let value = Double(String(decoding: bytes, as: UTF8.self)) { return .float(value) }
+        return .string
+    }
+
+    private static func word(_ bytes: UnsafeBufferPointer<UInt8>) -> Resolved {
+        guard bytes.count <= 5 else { return .string }
+        switch String(decoding: bytes, as: UTF8.self) {
+        case "~", "null", "Null", "NULL": return .null
+        case "true", "True", "TRUE": return .bool(true)
+        case "false", "False", "FALSE": return .bool(false)
+        default: return .string
+        }
+    }
+
+    /// Digits in `radix`, accumulated with overflow checks; nil on overflow.
+    private static func integer(_ digits: UnsafeBufferPointer<UInt8>, radix: Int, negative: Bool = false) -> Int? {
+        var value = 0
+        for byte in digits {
+            let digit: Int
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = Int(byte - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = Int(byte - UInt8(ascii: "a")) + 10
+            default: digit = Int(byte - UInt8(ascii: "A")) + 10
+            }
+            let (shifted, overflow1) = value.multipliedReportingOverflow(by: radix)
+            let (next, overflow2) = negative ? shifted.subtractingReportingOverflow(digit) : shifted.addingReportingOverflow(digit)
+            if overflow1 || overflow2 { return nil }
+            value = next
+        }
+        return value
     }
 
     private static func isHex(_ byte: UInt8) -> Bool {
@@ -158,7 +395,7 @@ public enum CoreSchema {
         byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")
     }
 
-    private static func isDecimalInteger(_ bytes: [UInt8]) -> Bool {
+    private static func isDecimalInteger(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         var index = 0
         if index < bytes.count, bytes[index] == UInt8(ascii: "-") || bytes[index] == UInt8(ascii: "+") { index += 1 }
         guard index < bytes.count else { return false }
@@ -166,7 +403,7 @@ public enum CoreSchema {
     }
 
     // [-+]? ( \. [0-9]+ | [0-9]+ ( \. [0-9]* )? ) ( [eE] [-+]? [0-9]+ )?
-    private static func isFloat(_ bytes: [UInt8]) -> Bool {
+    private static func isFloat(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         var index = 0
         func digits() -> Int {
             let start = index

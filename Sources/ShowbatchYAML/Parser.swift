@@ -20,15 +20,17 @@ public struct YAMLLimits: Sendable {
     public init() {}
 }
 
-/// Reads one YAML document into a `Node` tree through libyaml's event parser.
+/// Reads one YAML document into a flat `Document` through libyaml's event parser.
 public enum YAMLParser {
-    private static let mergeTag = "tag:yaml.org,2002:merge"
-    private static let strTag = "tag:yaml.org,2002:str"
+    /// Parses `source`, which must hold exactly one document, and returns its root node.
+    public static func parse(_ source: SourceFile, limits: YAMLLimits = YAMLLimits()) throws(YAMLError) -> Node {
+        try parseDocument(source, limits: limits).root
+    }
 
     /// Parses `source`, which must hold exactly one document.
-    public static func parse(_ source: SourceFile, limits: YAMLLimits = YAMLLimits()) throws(YAMLError) -> Node {
+    public static func parseDocument(_ source: SourceFile, limits: YAMLLimits = YAMLLimits()) throws(YAMLError) -> Document {
         var builder = Builder(source: source, limits: limits)
-        let result: Result<Node, YAMLError> = source.bytes.withUnsafeBufferPointer { buffer in
+        let result: Result<Document, YAMLError> = source.bytes.withUnsafeBufferPointer { buffer in
             var parser = yaml_parser_t()
             guard yaml_parser_initialize(&parser) == 1 else {
                 return .failure(builder.error(nil, "libyaml could not start a parser (out of memory)"))
@@ -43,43 +45,51 @@ public enum YAMLParser {
                     return .failure(builder.syntaxError(parser))
                 }
                 defer { yaml_event_delete(&event) }
-                do {
+                do throws(YAMLError) {
                     if try builder.handle(&event) { break }
-                } catch let error as YAMLError {
-                    return .failure(error)
                 } catch {
-                    return .failure(builder.error(nil, "\(error)"))
+                    return .failure(error)
                 }
             }
             guard let root = builder.root else {
                 return .failure(builder.error(nil, "the file is empty; expected a YAML mapping"))
             }
-            return .success(root)
+            return .success(Document(records: builder.records, text: builder.text, children: builder.children, root: root))
         }
         return try result.get()
     }
 
     private struct Frame {
-        enum Kind { case sequence, mapping }
-        let kind: Kind
-        let mark: Mark
+        let kind: Node.Kind
+        let line: UInt32
+        let column: UInt32
         let anchor: String?
-        var items: [Node] = []
+        /// Where this container's children start in the builder's `pending` list.
+        let start: Int
         var size = 1
     }
 
     private struct Builder {
         let source: SourceFile
         let limits: YAMLLimits
+        var records: [Document.Record] = []
+        var text: [UInt8] = []
+        var children: [UInt32] = []
+        /// Children of every open container, innermost last: one list, so containers cost no allocation.
+        var pending: [UInt32] = []
         var stack: [Frame] = []
-        var anchors: [String: (node: Node, size: Int)] = [:]
-        var root: Node?
+        var anchors: [String: (index: Int, size: Int)] = [:]
+        var root: Int?
         var documents = 0
         var nodeCount = 0
 
         init(source: SourceFile, limits: YAMLLimits) {
             self.source = source
             self.limits = limits
+            // A manifest has about one node per 7 bytes and half its bytes in scalar text.
+            records.reserveCapacity(source.bytes.count / 7)
+            text.reserveCapacity(source.bytes.count / 2)
+            children.reserveCapacity(source.bytes.count / 7)
         }
 
         func error(_ mark: Mark?, _ message: String) -> YAMLError {
@@ -119,11 +129,7 @@ public enum YAMLParser {
                line.contains("\t") {
                 message += " (tabs cannot indent YAML; use spaces)"
             }
-            return syntax(mark(parser.problem_mark), message)
-        }
-
-        func mark(_ mark: yaml_mark_t) -> Mark {
-            Mark(line: Int(mark.line) + 1, column: Int(mark.column) + 1)
+            return syntax(Mark(line: Int(parser.problem_mark.line) + 1, column: Int(parser.problem_mark.column) + 1), message)
         }
 
         func string(_ pointer: UnsafeMutablePointer<yaml_char_t>?) -> String? {
@@ -131,10 +137,16 @@ public enum YAMLParser {
             return String(cString: pointer)
         }
 
+        func mark(_ index: Int) -> Mark {
+            Mark(line: Int(records[index].startLine), column: Int(records[index].startColumn))
+        }
+
         /// Handles one event; returns true at the end of the stream.
         mutating func handle(_ event: inout yaml_event_t) throws(YAMLError) -> Bool {
-            let start = mark(event.start_mark)
-            let end = mark(event.end_mark)
+            let line = UInt32(truncatingIfNeeded: event.start_mark.line + 1)
+            let column = UInt32(truncatingIfNeeded: event.start_mark.column + 1)
+            let endLine = UInt32(truncatingIfNeeded: event.end_mark.line + 1)
+            let endColumn = UInt32(truncatingIfNeeded: event.end_mark.column + 1)
             switch event.type {
             case YAML_STREAM_START_EVENT, YAML_DOCUMENT_END_EVENT, YAML_NO_EVENT:
                 return false
@@ -143,146 +155,266 @@ public enum YAMLParser {
             case YAML_DOCUMENT_START_EVENT:
                 documents += 1
                 if documents > 1 {
-                    throw error(start, "a manifest holds one YAML document; a second one starts here")
+                    throw error(Mark(line: Int(line), column: Int(column)), "a manifest holds one YAML document; a second one starts here")
                 }
                 return false
             case YAML_ALIAS_EVENT:
                 let name = string(event.data.alias.anchor) ?? ""
                 guard let anchored = anchors[name] else {
-                    throw error(start, "alias *\(name) refers to no anchor defined before it")
+                    throw error(Mark(line: Int(line), column: Int(column)), "alias *\(name) refers to no anchor defined before it")
                 }
-                try add(anchored.node.moved(to: start, end: end), size: anchored.size)
+                // The alias is reported where it is used; its content is shared with the anchor.
+                var record = records[anchored.index]
+                record.startLine = line
+                record.startColumn = column
+                record.endLine = endLine
+                record.endColumn = endColumn
+                records.append(record)
+                try add(records.count - 1, size: anchored.size)
             case YAML_SCALAR_EVENT:
                 let data = event.data.scalar
-                let text = String(decoding: UnsafeBufferPointer(start: data.value, count: data.length), as: UTF8.self)
-                let style: ScalarStyle
+                let bytes = UnsafeBufferPointer(start: data.value, count: data.length)
+                var record = Document.Record(startLine: line, startColumn: column, endLine: endLine, endColumn: endColumn,
+                                             offset: UInt32(text.count), count: UInt32(data.length), kind: .scalar)
+                text.append(contentsOf: bytes)
                 switch data.style {
-                case YAML_SINGLE_QUOTED_SCALAR_STYLE: style = .singleQuoted
-                case YAML_DOUBLE_QUOTED_SCALAR_STYLE: style = .doubleQuoted
-                case YAML_LITERAL_SCALAR_STYLE: style = .literal
-                case YAML_FOLDED_SCALAR_STYLE: style = .folded
-                default: style = .plain
+                case YAML_SINGLE_QUOTED_SCALAR_STYLE: record.style = .singleQuoted
+                case YAML_DOUBLE_QUOTED_SCALAR_STYLE: record.style = .doubleQuoted
+                case YAML_LITERAL_SCALAR_STYLE: record.style = .literal
+                case YAML_FOLDED_SCALAR_STYLE: record.style = .folded
+                default: record.style = .plain
                 }
-                let tag = string(data.tag)
-                let value: ScalarValue
-                if let tag, tag != "!" {
-                    value = try typed(text, tag: tag, at: start)
-                } else if style == .plain && data.plain_implicit == 1 {
-                    value = CoreSchema.resolve(text)
-                } else {
-                    value = .string(text)
+                if let tagPointer = data.tag {
+                    let tag = try self.tag(String(cString: tagPointer), bytes: bytes, at: Mark(line: Int(line), column: Int(column)))
+                    record.tag = tag.rawValue + 1
+                    set(&record, tag == .nonSpecific || tag == .str ? .string : CoreSchema.resolve(bytes: bytes), as: tag)
+                } else if record.style == .plain && data.plain_implicit == 1 {
+                    set(&record, CoreSchema.resolve(bytes: bytes), as: nil)
                 }
-                let node = Node(content: .scalar(.init(text: text, style: style, tag: tag, value: value)), mark: start, end: end)
-                if let anchor = string(data.anchor) { anchors[anchor] = (node, 1) }
-                try add(node, size: 1)
+                records.append(record)
+                if let anchor = string(data.anchor) { anchors[anchor] = (records.count - 1, 1) }
+                try add(records.count - 1, size: 1)
             case YAML_SEQUENCE_START_EVENT:
-                try push(.sequence, start, anchor: string(event.data.sequence_start.anchor))
+                try push(.sequence, line, column, anchor: string(event.data.sequence_start.anchor))
             case YAML_MAPPING_START_EVENT:
-                try push(.mapping, start, anchor: string(event.data.mapping_start.anchor))
+                try push(.mapping, line, column, anchor: string(event.data.mapping_start.anchor))
             case YAML_SEQUENCE_END_EVENT, YAML_MAPPING_END_EVENT:
                 let frame = stack.removeLast()
-                let node: Node
+                let offset = UInt32(children.count)
+                let count: Int
                 if frame.kind == .sequence {
-                    node = Node(content: .sequence(frame.items), mark: frame.mark, end: end)
+                    children.append(contentsOf: pending[frame.start...])
+                    count = pending.count - frame.start
                 } else {
-                    node = Node(content: .mapping(try mergedPairs(frame.items)), mark: frame.mark, end: end)
+                    count = try appendPairs(from: frame.start)
                 }
-                if let anchor = frame.anchor { anchors[anchor] = (node, frame.size) }
-                try add(node, size: frame.size, counted: true)
+                pending.removeSubrange(frame.start...)
+                records.append(Document.Record(startLine: frame.line, startColumn: frame.column, endLine: endLine, endColumn: endColumn,
+                                               offset: offset, count: UInt32(count), kind: frame.kind))
+                if let anchor = frame.anchor { anchors[anchor] = (records.count - 1, frame.size) }
+                try add(records.count - 1, size: frame.size, counted: true)
             default:
                 return false
             }
             return false
         }
 
-        func typed(_ text: String, tag: String, at mark: Mark) throws(YAMLError) -> ScalarValue {
-            let resolved = CoreSchema.resolve(text)
-            switch tag {
-            case YAMLParser.strTag: return .string(text)
-            case "tag:yaml.org,2002:null":
-                if case .null = resolved { return resolved }
-            case "tag:yaml.org,2002:bool":
-                if case .bool = resolved { return resolved }
-            case "tag:yaml.org,2002:int":
-                if case .int = resolved { return resolved }
-            case "tag:yaml.org,2002:float":
-                if case .float = resolved { return resolved }
-                if case .int(let value) = resolved { return .float(Double(value)) }
+        /// Stores a resolved value; an explicit tag must agree with what the text resolves to.
+        func set(_ record: inout Document.Record, _ resolved: CoreSchema.Resolved, as tag: ScalarTag?) {
+            switch resolved {
+            case .null: record.value = .null
+            case .bool(let value): record.value = .bool; record.bits = value ? 1 : 0
+            case .int(let value):
+                if tag == .float {
+                    record.value = .float
+                    record.bits = Double(value).bitPattern
+                } else {
+                    record.value = .int
+                    record.bits = UInt64(bitPattern: Int64(value))
+                }
+            case .float(let value): record.value = .float; record.bits = value.bitPattern
+            case .string: record.value = .string
+            }
+        }
+
+        /// The explicit tag of a scalar, checked against its text.
+        func tag(_ name: String, bytes: UnsafeBufferPointer<UInt8>, at mark: Mark) throws(YAMLError) -> ScalarTag {
+            let tag: ScalarTag
+            switch name {
+            case "!": return .nonSpecific
+            case ScalarTag.str.name: return .str
+            case ScalarTag.null.name: tag = .null
+            case ScalarTag.bool.name: tag = .bool
+            case ScalarTag.int.name: tag = .int
+            case ScalarTag.float.name: tag = .float
             default:
-                throw error(mark, "unsupported tag \(tag); expected !!str, !!int, !!float, !!bool or !!null")
+                throw error(mark, "unsupported tag \(name); expected !!str, !!int, !!float, !!bool or !!null")
             }
-            throw error(mark, "\"\(text)\" cannot be read as \(tag.replacingPrefix("tag:yaml.org,2002:", with: "!!"))")
+            let resolved = CoreSchema.resolve(bytes: bytes)
+            switch (tag, resolved) {
+            case (.null, .null), (.bool, .bool), (.int, .int), (.float, .float), (.float, .int): return tag
+            default:
+                let text = String(decoding: bytes, as: UTF8.self)
+                throw error(mark, "\"\(text)\" cannot be read as \(name.replacingPrefix("tag:yaml.org,2002:", with: "!!"))")
+            }
         }
 
-        mutating func push(_ kind: Frame.Kind, _ mark: Mark, anchor: String?) throws(YAMLError) {
+        mutating func push(_ kind: Node.Kind, _ line: UInt32, _ column: UInt32, anchor: String?) throws(YAMLError) {
             if stack.count >= limits.maxDepth {
-                throw error(mark, "nesting is deeper than \(limits.maxDepth) levels")
+                throw error(Mark(line: Int(line), column: Int(column)), "nesting is deeper than \(limits.maxDepth) levels")
             }
-            stack.append(Frame(kind: kind, mark: mark, anchor: anchor))
+            stack.append(Frame(kind: kind, line: line, column: column, anchor: anchor, start: pending.count))
         }
 
-        mutating func add(_ node: Node, size: Int, counted: Bool = false) throws(YAMLError) {
+        mutating func add(_ index: Int, size: Int, counted: Bool = false) throws(YAMLError) {
             // Containers counted their children as they came; scalars and aliases count here.
-            if !counted { nodeCount += size } else { nodeCount += 1 }
+            nodeCount += counted ? 1 : size
             if nodeCount > limits.maxNodes {
-                throw error(node.mark, "the document expands to more than \(limits.maxNodes) nodes (too many aliases?)")
+                throw error(mark(index), "the document expands to more than \(limits.maxNodes) nodes (too many aliases?)")
             }
             if stack.isEmpty {
-                root = node
+                root = index
             } else {
-                stack[stack.count - 1].items.append(node)
+                pending.append(UInt32(index))
                 stack[stack.count - 1].size += size
             }
         }
 
-        func isMergeKey(_ node: Node) -> Bool {
-            guard let scalar = node.scalar else { return false }
-            return scalar.text == "<<" && (scalar.tag == YAMLParser.mergeTag || (scalar.style == .plain && scalar.tag == nil))
+        func isMergeKey(_ index: Int) -> Bool {
+            let record = records[index]
+            guard record.kind == .scalar, record.count == 2, record.style == .plain,
+                  record.tag == 0 else { return false }
+            return text[Int(record.offset)] == UInt8(ascii: "<") && text[Int(record.offset) + 1] == UInt8(ascii: "<")
         }
 
-        /// Pairs the flat key/value list, rejecting duplicates and applying `<<` merges
-        /// (explicit keys win over merged ones; earlier merge sources win over later ones).
-        func mergedPairs(_ items: [Node]) throws(YAMLError) -> [Node.Pair] {
-            var pairs: [Node.Pair] = []
-            pairs.reserveCapacity(items.count / 2)
+        func typeName(_ index: Int) -> String {
+            Node(document: Document(records: [records[index]], text: [], children: [], root: 0), index: 0).typeName
+        }
+
+        /// Appends the pending key/value list of a mapping to `children`, rejecting duplicates
+        /// and applying `<<` merges (explicit keys win over merged ones; earlier merge sources win
+        /// over later ones). Returns the number of pairs.
+        mutating func appendPairs(from start: Int) throws(YAMLError) -> Int {
             var seen = SeenKeys()
-            var merges: [Node] = []
-            var index = 0
-            while index + 1 < items.count {
-                let key = items[index], value = items[index + 1]
-                index += 2
+            var merges: [Int] = []
+            var count = 0
+            var position = start
+            while position + 1 < pending.count {
+                let key = Int(pending[position]), value = Int(pending[position + 1])
+                position += 2
                 if isMergeKey(key) {
-                    switch value.content {
+                    switch records[value].kind {
                     case .mapping: merges.append(value)
-                    case .sequence(let sources):
-                        for source in sources {
-                            guard source.mapping != nil else {
-                                throw error(source.mark, "a << merge list holds mappings only; found \(source.typeName)")
+                    case .sequence:
+                        let source = records[value]
+                        for item in children[Int(source.offset)..<Int(source.offset + source.count)] {
+                            guard records[Int(item)].kind == .mapping else {
+                                throw error(mark(Int(item)), "a << merge list holds mappings only; found \(typeName(Int(item)))")
                             }
-                            merges.append(source)
+                            merges.append(Int(item))
                         }
                     case .scalar:
-                        throw error(value.mark, "<< merges a mapping or a list of mappings; found \(value.typeName)")
+                        throw error(mark(value), "<< merges a mapping or a list of mappings; found \(typeName(value))")
                     }
                     continue
                 }
-                guard let scalar = key.scalar else {
-                    throw error(key.mark, "mapping keys must be scalars; found \(key.typeName)")
+                guard records[key].kind == .scalar else {
+                    throw error(mark(key), "mapping keys must be scalars; found \(typeName(key))")
                 }
-                if let first = seen[scalar.value] {
-                    throw error(key.mark, "duplicate key \"\(scalar.text)\"; it is first defined at line \(first.line)")
+                let identity = KeyIdentity(records[key], text: text)
+                if let first = seen.first(identity, text: text) {
+                    let name = String(decoding: identity.bytes(in: text), as: UTF8.self)
+                    throw error(mark(key), "duplicate key \"\(name)\"; it is first defined at line \(records[first].startLine)")
                 }
-                seen[scalar.value] = key.mark
-                pairs.append(Node.Pair(key: key, value: value))
+                seen.insert(identity, index: key, text: text)
+                children.append(UInt32(key))
+                children.append(UInt32(value))
+                count += 1
             }
             for source in merges {
-                for pair in source.mapping ?? [] {
-                    guard let scalar = pair.key.scalar, seen[scalar.value] == nil else { continue }
-                    seen[scalar.value] = pair.key.mark
-                    pairs.append(pair)
+                let record = records[source]
+                for pair in 0..<Int(record.count) {
+                    let key = Int(children[Int(record.offset) + 2 * pair]), value = children[Int(record.offset) + 2 * pair + 1]
+                    guard records[key].kind == .scalar else { continue }
+                    let identity = KeyIdentity(records[key], text: text)
+                    guard seen.first(identity, text: text) == nil else { continue }
+                    seen.insert(identity, index: key, text: text)
+                    children.append(UInt32(key))
+                    children.append(value)
+                    count += 1
                 }
             }
-            return pairs
+            return count
+        }
+    }
+}
+
+/// What makes two mapping keys the same: their typed value (`1` and `0x1` are one key; `"1"` and
+/// `1` are two).
+private struct KeyIdentity {
+    let value: Document.ValueKind
+    let bits: UInt64
+    let offset: Int
+    let count: Int
+
+    init(_ record: Document.Record, text: [UInt8]) {
+        value = record.value
+        bits = record.value == .string ? 0 : record.bits
+        offset = Int(record.offset)
+        count = Int(record.count)
+    }
+
+    func bytes(in text: [UInt8]) -> ArraySlice<UInt8> { text[offset..<offset + count] }
+
+    func matches(_ other: KeyIdentity, text: [UInt8]) -> Bool {
+        guard value == other.value else { return false }
+        switch value {
+        case .null: return true
+        case .string: return count == other.count && bytes(in: text) == other.bytes(in: text)
+        case .float: return Double(bitPattern: bits) == Double(bitPattern: other.bits)
+        case .bool, .int: return bits == other.bits
+        }
+    }
+
+    /// A hashable form for large mappings.
+    func key(in text: [UInt8]) -> Key {
+        Key(value: value.rawValue, bits: value == .float ? Double(bitPattern: bits).hashKey : bits,
+            text: value == .string ? Array(bytes(in: text)) : [])
+    }
+
+    struct Key: Hashable {
+        let value: UInt8
+        let bits: UInt64
+        let text: [UInt8]
+    }
+}
+
+private extension Double {
+    /// Equal doubles give equal keys (0.0 and -0.0 are one key, as `==` says).
+    var hashKey: UInt64 { self == 0 ? 0 : bitPattern }
+}
+
+/// Keys already in a mapping: a linear scan for the usual handful, a hash table past that.
+private struct SeenKeys {
+    private var small: [(KeyIdentity, Int)] = []
+    private var large: [KeyIdentity.Key: Int]?
+
+    func first(_ identity: KeyIdentity, text: [UInt8]) -> Int? {
+        if let large { return large[identity.key(in: text)] }
+        return small.first { $0.0.matches(identity, text: text) }?.1
+    }
+
+    mutating func insert(_ identity: KeyIdentity, index: Int, text: [UInt8]) {
+        if large != nil {
+            large![identity.key(in: text)] = index
+        } else if small.count < 16 {
+            small.append((identity, index))
+        } else {
+            var table: [KeyIdentity.Key: Int] = [:]
+            for (known, position) in small where table[known.key(in: text)] == nil { table[known.key(in: text)] = position }
+            table[identity.key(in: text)] = index
+            large = table
+            small = []
         }
     }
 }
@@ -290,31 +422,5 @@ public enum YAMLParser {
 extension String {
     func replacingPrefix(_ prefix: String, with replacement: String) -> String {
         hasPrefix(prefix) ? replacement + dropFirst(prefix.count) : self
-    }
-}
-
-/// Keys already in a mapping: a linear scan for the usual handful, a hash table past that.
-private struct SeenKeys {
-    private var small: [(ScalarValue, Mark)] = []
-    private var large: [ScalarValue: Mark]?
-
-    subscript(key: ScalarValue) -> Mark? {
-        get {
-            if let large { return large[key] }
-            return small.first { $0.0 == key }?.1
-        }
-        set {
-            guard let newValue else { return }
-            if large != nil {
-                large![key] = newValue
-            } else if small.count < 16 {
-                small.append((key, newValue))
-            } else {
-                var table = Dictionary(small, uniquingKeysWith: { first, _ in first })
-                table[key] = newValue
-                large = table
-                small = []
-            }
-        }
     }
 }

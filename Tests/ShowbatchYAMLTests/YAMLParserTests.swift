@@ -128,6 +128,54 @@ private func value(_ node: Node, _ key: String) -> Node? {
         #expect(failure(text) == "m.yaml:1:257: error: nesting is deeper than 256 levels")
     }
 
+    /// Keys are compared by typed value, in small mappings (a scan) and large ones (a hash table).
+    @Test(arguments: [3, 40])
+    func duplicateKeysAreFoundByValue(filler: Int) {
+        let prefix = (0..<filler).map { "f\($0): x\n" }.joined()
+        let line = filler + 2
+        #expect(failure(prefix + "1: a\n0x1: b\n")
+                == "m.yaml:\(line):1: error: duplicate key \"0x1\"; it is first defined at line \(line - 1)\n  0x1: b\n  ^")
+        #expect(failure(prefix + "~: a\nnull: b\n")?.hasPrefix("m.yaml:\(line):1: error: duplicate key \"null\"") == true)
+        #expect(failure(prefix + "1.0: a\n1.00: b\n")?.hasPrefix("m.yaml:\(line):1: error: duplicate key \"1.00\"") == true)
+        #expect(failure(prefix + "k: a\nk: b\n")?.hasPrefix("m.yaml:\(line):1: error: duplicate key \"k\"") == true)
+        // A quoted "1" is a string, a plain 1 an integer: two keys.
+        #expect(failure(prefix + "\"1\": a\n1: b\n") == nil)
+    }
+
+    @Test func tagsTypeScalars() throws {
+        let root = try parse("a: !!float 1\nb: !!str 2\nc: ! 3\nd: !!null ~\ne: !!bool true\nf: !!int 0x10\n")
+        #expect(value(root, "a")?.scalar?.value == .float(1))
+        #expect(value(root, "b")?.scalar?.value == .string("2"))
+        #expect(value(root, "c")?.scalar?.value == .string("3"))
+        #expect(value(root, "d")?.scalar?.value == .null)
+        #expect(value(root, "e")?.scalar?.value == .bool(true))
+        #expect(value(root, "f")?.scalar?.value == .int(16))
+        #expect(value(root, "b")?.scalar?.tag == .str)
+        #expect(failure("a: !!binary abc\n") == "m.yaml:1:4: error: unsupported tag tag:yaml.org,2002:binary; expected !!str, !!int, !!float, !!bool or !!null\n  a: !!binary abc\n     ^")
+    }
+
+    @Test func aliasesShareContentAndMergesReachThroughThem() throws {
+        let root = try parse("base: &b {x: 1, y: [2, 3]}\nuse: {<<: *b, y: 4}\nagain: *b\n")
+        let use = try #require(value(root, "use"))
+        #expect(use.mapping?.map(\.key.text) == ["y", "x"])
+        #expect(value(use, "y")?.scalar?.value == .int(4))
+        let again = try #require(value(root, "again"))
+        #expect(again.mark == Mark(line: 3, column: 8))
+        #expect(value(again, "y")?.sequence?.map(\.value) == [.int(2), .int(3)])
+        #expect(root.value(forKey: "use")?.value(forKey: "x")?.value == .int(1))
+        #expect(root.unknownKeys(["base", "use"]).map(\.text) == ["again"])
+    }
+
+    @Test(arguments: [
+        ("9223372036854775807", ScalarValue.int(.max)), ("-9223372036854775808", .int(.min)),
+        ("9223372036854775808", .float(9223372036854775808)), ("0x7FFFFFFFFFFFFFFF", .int(.max)),
+        ("0o777", .int(511)), ("0o8", .string("0o8")), ("0xG", .string("0xG")), ("-", .string("-")),
+        ("nul", .string("nul")), ("nulls", .string("nulls")), ("truex", .string("truex")),
+    ])
+    func integerEdges(text: String, expected: ScalarValue) {
+        #expect(CoreSchema.resolve(text) == expected)
+    }
+
     @Test func complexKeysAreRefused() {
         #expect(failure("? [a]\n: 1\n") == "m.yaml:1:3: error: mapping keys must be scalars; found a list\n  ? [a]\n    ^")
     }
