@@ -26,15 +26,31 @@ public enum ManifestLoader {
         return try load(source: SourceFile(name: path, bytes: Array(data)), directory: directory.isEmpty ? "." : directory, environment: environment)
     }
 
+    /// Manifests from this size up decode their requests on a second thread while parsing.
+    static let concurrentDecodingThreshold = 1 << 20
+
     /// Validates manifest text; relative paths are resolved against `directory`.
     public static func load(source: SourceFile, directory: String, environment: [String: String]) throws(ManifestError) -> Manifest {
+        try load(source: source, directory: directory, environment: environment, concurrentFrom: concurrentDecodingThreshold)
+    }
+
+    /// Validates manifest text, decoding requests concurrently when the source has at least
+    /// `concurrentFrom` bytes (tests force either way; the results are the same).
+    static func load(source: SourceFile, directory: String, environment: [String: String],
+                     concurrentFrom threshold: Int) throws(ManifestError) -> Manifest {
+        var decoder = ManifestDecoder(source: source, directory: directory, environment: environment)
+        let concurrent = source.bytes.count >= threshold ? ConcurrentRequestDecoder(decoder: decoder, bytes: source.bytes) : nil
         let root: Node
         do {
-            root = try YAMLParser.parse(source)
+            root = try YAMLParser.parseDocument(source, stream: concurrent?.stream).root
         } catch {
+            _ = concurrent?.finish()
             throw ManifestError([error.diagnostic])
         }
-        var decoder = ManifestDecoder(source: source, directory: directory, environment: environment)
+        if let (list, requests, problems, hash) = concurrent?.finish() {
+            decoder.contentHash = hash
+            if let list { decoder.predecoded = (list, requests, problems) }
+        }
         let manifest = decoder.decode(root)
         if !decoder.problems.isEmpty {
             throw ManifestError(decoder.diagnostics(root))
@@ -64,6 +80,12 @@ struct ManifestDecoder {
     /// Problems found, rendered only at the end: most manifests have none, and rendering needs
     /// the spans of every secret, which a valid manifest never has to find.
     var problems: [(mark: Mark, message: String)] = []
+    /// Requests already decoded while parsing, one per item of `list`.
+    var predecoded: (list: Node, requests: [RequestSpec?], problems: [(mark: Mark, message: String)])?
+    /// The hash of the manifest's bytes, when it was computed ahead.
+    var contentHash: UInt64?
+    /// Names of the requests decoded so far, with their lines.
+    var requestNames: [String: Int] = [:]
     /// Compiled transforms by pattern and template: the same label set is often repeated per request.
     var transforms: [String: RegexTransform] = [:]
 
@@ -208,7 +230,7 @@ struct ManifestDecoder {
 
     mutating func decode(_ root: Node) -> Manifest {
         var manifest = Manifest(file: source.name, directory: directory)
-        manifest.contentHash = fnv1a(source.bytes)
+        manifest.contentHash = contentHash ?? fnv1a(source.bytes)
         guard let top = fields(root, "the manifest", known: Self.topKeys) else { return manifest }
 
         if let node = top["version"], let version = integer(node, "version", 1...Int.max) {
@@ -478,21 +500,30 @@ struct ManifestDecoder {
             return []
         }
         if items.isEmpty { problem(node.mark, "requests is empty; list at least one request") }
+        // Only the streamed list itself was decoded ahead (not, say, an alias of it).
+        if let predecoded, predecoded.list == node, predecoded.requests.count == items.count {
+            problems += predecoded.problems
+            return predecoded.requests.compactMap { $0 }
+        }
         var result: [RequestSpec] = []
-        var names: [String: Int] = [:]
+        result.reserveCapacity(items.count)
         for (index, item) in items.enumerated() {
-            guard let request = request(item, number: index + 1) else { continue }
-            if request.each == nil, case .literal(let name)? = request.name.parts.first, request.name.parts.count == 1 {
-                if let line = names[name] {
-                    problem(item.mapping?.first { $0.key.scalar?.text == "name" }?.value.mark ?? item.mark,
-                            "request name \"\(name)\" is used twice; first at line \(line)")
-                } else {
-                    names[name] = item.mark.line
-                }
-            }
-            result.append(request)
+            if let request = listedRequest(item, number: index + 1) { result.append(request) }
         }
         return result
+    }
+
+    /// Decodes item `number` of the requests list, checking its name against the earlier items'.
+    mutating func listedRequest(_ item: Node, number: Int) -> RequestSpec? {
+        guard let request = request(item, number: number) else { return nil }
+        if request.each == nil, case .literal(let name)? = request.name.parts.first, request.name.parts.count == 1 {
+            if let line = requestNames[name] {
+                problem(item.value(forKey: "name")?.mark ?? item.mark, "request name \"\(name)\" is used twice; first at line \(line)")
+            } else {
+                requestNames[name] = item.mark.line
+            }
+        }
+        return request
     }
 
     mutating func request(_ node: Node, number: Int) -> RequestSpec? {

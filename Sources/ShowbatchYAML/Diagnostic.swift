@@ -1,3 +1,5 @@
+import Synchronization
+
 /// A 1-based position in a source file.
 public struct Mark: Sendable, Hashable, Comparable, CustomStringConvertible {
     /// The 1-based line.
@@ -25,17 +27,15 @@ public struct SourceFile: Sendable {
     /// The raw bytes of the file.
     public let bytes: [UInt8]
 
-    /// Byte offsets where each line starts: found once, so that a file with thousands of problems
-    /// does not rescan itself for every quoted line.
-    private let lineStarts: [Int]
+    /// Byte offsets where each line starts: found at the first quoted line (a valid manifest never
+    /// needs them), then kept, so that a file with thousands of problems does not rescan itself
+    /// for every quoted line.
+    private let lineIndex = LineIndex()
 
     /// Wraps bytes read from `name`.
     public init(name: String, bytes: [UInt8]) {
         self.name = name
         self.bytes = bytes
-        var starts = [0]
-        for (index, byte) in bytes.enumerated() where byte == UInt8(ascii: "\n") { starts.append(index + 1) }
-        lineStarts = starts
     }
 
     /// Wraps a string, as tests and generated manifests do.
@@ -45,8 +45,7 @@ public struct SourceFile: Sendable {
 
     /// The text of the 1-based line `number`, without its line break; nil past the end.
     public func line(_ number: Int) -> String? {
-        guard number >= 1, number <= lineStarts.count else { return nil }
-        let start = lineStarts[number - 1]
+        guard number >= 1, let start = lineIndex.start(ofLine: number, in: bytes) else { return nil }
         var end = start
         while end < bytes.count, bytes[end] != UInt8(ascii: "\n"), bytes[end] != UInt8(ascii: "\r") {
             end += 1
@@ -71,6 +70,23 @@ public struct SourceFile: Sendable {
             index += 1
         }
         return Mark(line: line, column: column)
+    }
+}
+
+/// Line starts of a source, found once on first use.
+private final class LineIndex: Sendable {
+    private let starts = Mutex<[Int]?>(nil)
+
+    /// The byte offset where 1-based line `number` starts; nil past the end.
+    func start(ofLine number: Int, in bytes: [UInt8]) -> Int? {
+        starts.withLock { starts in
+            if starts == nil {
+                var found = [0]
+                for (index, byte) in bytes.enumerated() where byte == UInt8(ascii: "\n") { found.append(index + 1) }
+                starts = found
+            }
+            return number <= starts!.count ? starts![number - 1] : nil
+        }
     }
 }
 

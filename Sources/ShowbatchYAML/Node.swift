@@ -43,7 +43,11 @@ public enum ScalarTag: UInt8, Sendable {
 /// A parsed YAML document stored flat: one record per node, scalar text in one byte buffer and
 /// children as index lists. A 50,000-request manifest holds two million nodes; a tree of Swift
 /// values with a String per scalar spent more time allocating and freeing than libyaml parsing.
-public final class Document: Sendable {
+///
+/// Storage is allocated in chunks that never move, and a record is never written again once
+/// its node is finished, so a finished node may be read on another thread while the parser
+/// goes on adding nodes after it (see `YAMLParser.ListStream`).
+public final class Document: @unchecked Sendable {
     struct Record {
         /// Integer, float or bool payload of a typed scalar.
         var bits: UInt64 = 0
@@ -64,41 +68,102 @@ public final class Document: Sendable {
 
     enum ValueKind: UInt8 { case null, bool, int, float, string }
 
-    let records: [Record]
-    let text: [UInt8]
-    /// Sequence items, and mapping keys and values interleaved, as record indexes.
-    let children: [UInt32]
-    let rootIndex: Int
+    /// Where the nodes are; the parser keeps a copy so that it never touches this object (whose
+    /// reference count the decoding thread keeps changing) while it adds nodes.
+    let storage: Storage
+    /// Set once, when the parser finishes.
+    private(set) var rootIndex = 0
 
-    init(records: [Record], text: [UInt8], children: [UInt32], root: Int) {
-        self.records = records
-        self.text = text
-        self.children = children
-        self.rootIndex = root
+    /// Empty storage for a source of `sourceSize` bytes holding at most `maxRecords` nodes.
+    init(sourceSize: Int, maxRecords: Int) {
+        storage = Storage(sourceSize: sourceSize, maxRecords: maxRecords)
     }
 
-    /// Whether record `index` is a scalar whose text is exactly `string`.
-    func scalar(at index: Int, equals string: String) -> Bool {
-        let record = records[index]
-        guard record.kind == .scalar, Int(record.count) == string.utf8.count else { return false }
-        return text.withUnsafeBufferPointer { buffer in
-            let bytes = UnsafeBufferPointer(rebasing: buffer[Int(record.offset)..<Int(record.offset + record.count)])
+    deinit { storage.deallocate() }
+
+    func finish(root: Int) { rootIndex = root }
+
+    @inline(__always) func record(_ index: Int) -> Record { storage.record(index) }
+    @inline(__always) func child(_ index: Int) -> Int { storage.child(index) }
+    @inline(__always) func bytes(_ record: Record) -> UnsafeBufferPointer<UInt8> { storage.bytes(record) }
+    func scalar(at index: Int, equals string: String) -> Bool { storage.scalar(at: index, equals: string) }
+
+    /// Chunked storage for records and children, and one buffer for scalar text.
+    struct Storage {
+        static let chunkShift = 16
+        static let chunkMask = (1 << chunkShift) - 1
+
+        private let recordChunks: UnsafeMutableBufferPointer<UnsafeMutablePointer<Record>?>
+        private let childChunks: UnsafeMutableBufferPointer<UnsafeMutablePointer<UInt32>?>
+        /// Scalar text. Decoded text is never longer than 1.5 times its source (the escape `\L` is
+        /// two characters for three bytes), so twice the source size always suffices.
+        let text: UnsafeMutableBufferPointer<UInt8>
+
+        init(sourceSize: Int, maxRecords: Int) {
+            // Every record counts toward the node limit; a mapping's entries are at most two per node.
+            recordChunks = .allocate(capacity: (maxRecords >> Self.chunkShift) + 1)
+            recordChunks.initialize(repeating: nil)
+            childChunks = .allocate(capacity: ((2 * maxRecords) >> Self.chunkShift) + 1)
+            childChunks.initialize(repeating: nil)
+            text = .allocate(capacity: 2 * sourceSize + 64)
+        }
+
+        func deallocate() {
+            for chunk in recordChunks { chunk?.deallocate() }
+            for chunk in childChunks { chunk?.deallocate() }
+            recordChunks.deallocate()
+            childChunks.deallocate()
+            text.deallocate()
+        }
+
+        @inline(__always) func record(_ index: Int) -> Record {
+            recordChunks[index >> Self.chunkShift].unsafelyUnwrapped[index & Self.chunkMask]
+        }
+
+        @inline(__always) func child(_ index: Int) -> Int {
+            Int(childChunks[index >> Self.chunkShift].unsafelyUnwrapped[index & Self.chunkMask])
+        }
+
+        /// Stores record `index`; false when the storage is full.
+        func setRecord(_ index: Int, _ record: Record) -> Bool {
+            store(record, at: index, in: recordChunks)
+        }
+
+        /// Stores child slot `index`; false when the storage is full.
+        func setChild(_ index: Int, _ value: UInt32) -> Bool {
+            store(value, at: index, in: childChunks)
+        }
+
+        private func store<T>(_ value: T, at index: Int, in chunks: UnsafeMutableBufferPointer<UnsafeMutablePointer<T>?>) -> Bool {
+            let chunk = index >> Self.chunkShift
+            guard chunk < chunks.count else { return false }
+            if chunks[chunk] == nil { chunks[chunk] = .allocate(capacity: 1 << Self.chunkShift) }
+            (chunks[chunk].unsafelyUnwrapped + (index & Self.chunkMask)).initialize(to: value)
+            return true
+        }
+
+        /// The text bytes of a scalar record.
+        @inline(__always) func bytes(_ record: Record) -> UnsafeBufferPointer<UInt8> {
+            UnsafeBufferPointer(start: text.baseAddress! + Int(record.offset), count: Int(record.count))
+        }
+
+        /// Whether record `index` is a scalar whose text is exactly `string`.
+        func scalar(at index: Int, equals string: String) -> Bool {
+            let record = record(index)
+            guard record.kind == .scalar, Int(record.count) == string.utf8.count else { return false }
             var string = string
-            return string.withUTF8 { $0.elementsEqual(bytes) }
+            return string.withUTF8 { $0.elementsEqual(bytes(record)) }
         }
     }
 
     /// The top node of the document.
     public var root: Node { Node(document: self, index: rootIndex) }
-
-    /// How many nodes the document stores (aliases share their target's children).
-    public var nodeCount: Int { records.count }
 }
 
 /// A node of a YAML document with the 1-based marks of where it starts and ends.
 ///
 /// A node is a position in its `Document`, which it keeps alive.
-public struct Node: Sendable {
+public struct Node: Sendable, Equatable {
     /// What kind of node this is.
     public enum Kind: UInt8, Sendable {
         case scalar, sequence, mapping
@@ -137,7 +202,7 @@ public struct Node: Sendable {
 
         /// The item at `position`.
         public subscript(position: Int) -> Node {
-            Node(document: document, index: Int(document.children[offset + position]))
+            Node(document: document, index: document.child(offset + position))
         }
     }
 
@@ -153,8 +218,8 @@ public struct Node: Sendable {
         /// The entry at `position`.
         public subscript(position: Int) -> Pair {
             let base = offset + 2 * position
-            return Pair(key: Node(document: document, index: Int(document.children[base])),
-                        value: Node(document: document, index: Int(document.children[base + 1])))
+            return Pair(key: Node(document: document, index: document.child(base)),
+                        value: Node(document: document, index: document.child(base + 1)))
         }
     }
 
@@ -169,7 +234,12 @@ public struct Node: Sendable {
     public let document: Document
     let index: Int
 
-    var record: Document.Record { document.records[index] }
+    var record: Document.Record { document.record(index) }
+
+    /// Whether both are the same node of the same document (an alias is a node of its own).
+    public static func == (lhs: Node, rhs: Node) -> Bool {
+        lhs.document === rhs.document && lhs.index == rhs.index
+    }
 
     /// What kind of node this is.
     public var kind: Kind { record.kind }
@@ -221,9 +291,7 @@ public struct Node: Sendable {
     public var text: String {
         let record = record
         guard record.kind == .scalar else { return "" }
-        return document.text.withUnsafeBufferPointer { buffer in
-            String(decoding: UnsafeBufferPointer(rebasing: buffer[Int(record.offset)..<Int(record.offset + record.count)]), as: UTF8.self)
-        }
+        return String(decoding: document.bytes(record), as: UTF8.self)
     }
 
     /// Whether this is a scalar whose text is exactly `string`, compared byte by byte.
@@ -236,11 +304,10 @@ public struct Node: Sendable {
     public func value(forKey key: String) -> Node? {
         let record = record
         guard record.kind == .mapping else { return nil }
-        let children = document.children
         for pair in 0..<Int(record.count) {
             let position = Int(record.offset) + 2 * pair
-            if document.scalar(at: Int(children[position]), equals: key) {
-                return Node(document: document, index: Int(children[position + 1]))
+            if document.scalar(at: document.child(position), equals: key) {
+                return Node(document: document, index: document.child(position + 1))
             }
         }
         return nil
@@ -251,9 +318,8 @@ public struct Node: Sendable {
         let record = record
         guard record.kind == .mapping else { return [] }
         var unknown: [Node] = []
-        let children = document.children
         for pair in 0..<Int(record.count) {
-            let key = Int(children[Int(record.offset) + 2 * pair])
+            let key = document.child(Int(record.offset) + 2 * pair)
             if !known.contains(where: { document.scalar(at: key, equals: $0) }) {
                 unknown.append(Node(document: document, index: key))
             }

@@ -22,14 +22,33 @@ public struct YAMLLimits: Sendable {
 
 /// Reads one YAML document into a flat `Document` through libyaml's event parser.
 public enum YAMLParser {
+    /// Hands out the items of one top-level list as soon as each is parsed, so that a caller can
+    /// work on them (on another thread) while the rest of the file is still being read.
+    public struct ListStream {
+        /// The key of the root mapping whose list is streamed (`requests`).
+        public var key: String
+        /// Called on the parsing thread with each finished item, in order.
+        public var item: (Node) -> Void
+        /// Called on the parsing thread with the finished list.
+        public var end: (Node) -> Void
+
+        /// Streams the list under `key`.
+        public init(key: String, item: @escaping (Node) -> Void, end: @escaping (Node) -> Void) {
+            self.key = key
+            self.item = item
+            self.end = end
+        }
+    }
+
     /// Parses `source`, which must hold exactly one document, and returns its root node.
     public static func parse(_ source: SourceFile, limits: YAMLLimits = YAMLLimits()) throws(YAMLError) -> Node {
         try parseDocument(source, limits: limits).root
     }
 
-    /// Parses `source`, which must hold exactly one document.
-    public static func parseDocument(_ source: SourceFile, limits: YAMLLimits = YAMLLimits()) throws(YAMLError) -> Document {
-        var builder = Builder(source: source, limits: limits)
+    /// Parses `source`, which must hold exactly one document, streaming one list if asked.
+    public static func parseDocument(_ source: SourceFile, limits: YAMLLimits = YAMLLimits(),
+                                     stream: ListStream? = nil) throws(YAMLError) -> Document {
+        var builder = Builder(source: source, limits: limits, stream: stream)
         let result: Result<Document, YAMLError> = source.bytes.withUnsafeBufferPointer { buffer in
             var parser = yaml_parser_t()
             guard yaml_parser_initialize(&parser) == 1 else {
@@ -54,7 +73,8 @@ public enum YAMLParser {
             guard let root = builder.root else {
                 return .failure(builder.error(nil, "the file is empty; expected a YAML mapping"))
             }
-            return .success(Document(records: builder.records, text: builder.text, children: builder.children, root: root))
+            builder.document.finish(root: root)
+            return .success(builder.document)
         }
         return try result.get()
     }
@@ -67,14 +87,19 @@ public enum YAMLParser {
         /// Where this container's children start in the builder's `pending` list.
         let start: Int
         var size = 1
+        /// Whether this is the list handed out item by item.
+        var streamed = false
     }
 
     private struct Builder {
         let source: SourceFile
         let limits: YAMLLimits
-        var records: [Document.Record] = []
-        var text: [UInt8] = []
-        var children: [UInt32] = []
+        let stream: ListStream?
+        let document: Document
+        let storage: Document.Storage
+        var recordCount = 0
+        var childCount = 0
+        var textCount = 0
         /// Children of every open container, innermost last: one list, so containers cost no allocation.
         var pending: [UInt32] = []
         var stack: [Frame] = []
@@ -83,13 +108,29 @@ public enum YAMLParser {
         var documents = 0
         var nodeCount = 0
 
-        init(source: SourceFile, limits: YAMLLimits) {
+        init(source: SourceFile, limits: YAMLLimits, stream: ListStream?) {
             self.source = source
             self.limits = limits
-            // A manifest has about one node per 7 bytes and half its bytes in scalar text.
-            records.reserveCapacity(source.bytes.count / 7)
-            text.reserveCapacity(source.bytes.count / 2)
-            children.reserveCapacity(source.bytes.count / 7)
+            self.stream = stream
+            document = Document(sourceSize: source.bytes.count, maxRecords: limits.maxNodes)
+            storage = document.storage
+        }
+
+        /// Adds a finished record and returns its index.
+        mutating func append(_ record: Document.Record) throws(YAMLError) -> Int {
+            guard storage.setRecord(recordCount, record) else { throw tooManyNodes(record) }
+            recordCount += 1
+            return recordCount - 1
+        }
+
+        mutating func appendChild(_ index: Int, of record: Document.Record) throws(YAMLError) {
+            guard storage.setChild(childCount, UInt32(index)) else { throw tooManyNodes(record) }
+            childCount += 1
+        }
+
+        func tooManyNodes(_ record: Document.Record) -> YAMLError {
+            error(Mark(line: Int(record.startLine), column: Int(record.startColumn)),
+                  "the document expands to more than \(limits.maxNodes) nodes (too many aliases?)")
         }
 
         func error(_ mark: Mark?, _ message: String) -> YAMLError {
@@ -138,7 +179,8 @@ public enum YAMLParser {
         }
 
         func mark(_ index: Int) -> Mark {
-            Mark(line: Int(records[index].startLine), column: Int(records[index].startColumn))
+            let record = storage.record(index)
+            return Mark(line: Int(record.startLine), column: Int(record.startColumn))
         }
 
         /// Handles one event; returns true at the end of the stream.
@@ -164,19 +206,23 @@ public enum YAMLParser {
                     throw error(Mark(line: Int(line), column: Int(column)), "alias *\(name) refers to no anchor defined before it")
                 }
                 // The alias is reported where it is used; its content is shared with the anchor.
-                var record = records[anchored.index]
+                var record = storage.record(anchored.index)
                 record.startLine = line
                 record.startColumn = column
                 record.endLine = endLine
                 record.endColumn = endColumn
-                records.append(record)
-                try add(records.count - 1, size: anchored.size)
+                try add(try append(record), size: anchored.size)
             case YAML_SCALAR_EVENT:
                 let data = event.data.scalar
                 let bytes = UnsafeBufferPointer(start: data.value, count: data.length)
                 var record = Document.Record(startLine: line, startColumn: column, endLine: endLine, endColumn: endColumn,
-                                             offset: UInt32(text.count), count: UInt32(data.length), kind: .scalar)
-                text.append(contentsOf: bytes)
+                                             offset: UInt32(textCount), count: UInt32(data.length), kind: .scalar)
+                // Cannot overflow: decoded text is at most 1.5 times the source (see `Document.text`).
+                precondition(textCount + data.length <= storage.text.count, "scalar text outgrew its buffer")
+                if data.length > 0 {
+                    UnsafeMutableRawPointer(storage.text.baseAddress! + textCount).copyMemory(from: data.value, byteCount: data.length)
+                }
+                textCount += data.length
                 switch data.style {
                 case YAML_SINGLE_QUOTED_SCALAR_STYLE: record.style = .singleQuoted
                 case YAML_DOUBLE_QUOTED_SCALAR_STYLE: record.style = .doubleQuoted
@@ -191,28 +237,28 @@ public enum YAMLParser {
                 } else if record.style == .plain && data.plain_implicit == 1 {
                     set(&record, CoreSchema.resolve(bytes: bytes), as: nil)
                 }
-                records.append(record)
-                if let anchor = string(data.anchor) { anchors[anchor] = (records.count - 1, 1) }
-                try add(records.count - 1, size: 1)
+                let index = try append(record)
+                if let anchor = string(data.anchor) { anchors[anchor] = (index, 1) }
+                try add(index, size: 1)
             case YAML_SEQUENCE_START_EVENT:
                 try push(.sequence, line, column, anchor: string(event.data.sequence_start.anchor))
             case YAML_MAPPING_START_EVENT:
                 try push(.mapping, line, column, anchor: string(event.data.mapping_start.anchor))
             case YAML_SEQUENCE_END_EVENT, YAML_MAPPING_END_EVENT:
                 let frame = stack.removeLast()
-                let offset = UInt32(children.count)
-                let count: Int
+                var record = Document.Record(startLine: frame.line, startColumn: frame.column, endLine: endLine, endColumn: endColumn,
+                                             offset: UInt32(childCount), count: 0, kind: frame.kind)
                 if frame.kind == .sequence {
-                    children.append(contentsOf: pending[frame.start...])
-                    count = pending.count - frame.start
+                    for child in pending[frame.start...] { try appendChild(Int(child), of: record) }
+                    record.count = UInt32(pending.count - frame.start)
                 } else {
-                    count = try appendPairs(from: frame.start)
+                    record.count = UInt32(try appendPairs(from: frame.start, of: record))
                 }
                 pending.removeSubrange(frame.start...)
-                records.append(Document.Record(startLine: frame.line, startColumn: frame.column, endLine: endLine, endColumn: endColumn,
-                                               offset: offset, count: UInt32(count), kind: frame.kind))
-                if let anchor = frame.anchor { anchors[anchor] = (records.count - 1, frame.size) }
-                try add(records.count - 1, size: frame.size, counted: true)
+                let index = try append(record)
+                if let anchor = frame.anchor { anchors[anchor] = (index, frame.size) }
+                try add(index, size: frame.size, counted: true)
+                if frame.streamed { stream?.end(Node(document: document, index: index)) }
             default:
                 return false
             }
@@ -263,7 +309,14 @@ public enum YAMLParser {
             if stack.count >= limits.maxDepth {
                 throw error(Mark(line: Int(line), column: Int(column)), "nesting is deeper than \(limits.maxDepth) levels")
             }
-            stack.append(Frame(kind: kind, line: line, column: column, anchor: anchor, start: pending.count))
+            var frame = Frame(kind: kind, line: line, column: column, anchor: anchor, start: pending.count)
+            // The streamed list is a sequence that is the value of `stream.key` in the root mapping.
+            if let stream, kind == .sequence, stack.count == 1, stack[0].kind == .mapping,
+               (pending.count - stack[0].start) % 2 == 1, let key = pending.last,
+               storage.scalar(at: Int(key), equals: stream.key), storage.record(Int(key)).value == .string {
+                frame.streamed = true
+            }
+            stack.append(frame)
         }
 
         mutating func add(_ index: Int, size: Int, counted: Bool = false) throws(YAMLError) {
@@ -277,25 +330,26 @@ public enum YAMLParser {
             } else {
                 pending.append(UInt32(index))
                 stack[stack.count - 1].size += size
+                if stack[stack.count - 1].streamed { stream?.item(Node(document: document, index: index)) }
             }
         }
 
         func isMergeKey(_ index: Int) -> Bool {
-            let record = records[index]
-            guard record.kind == .scalar, record.count == 2, record.style == .plain,
-                  record.tag == 0 else { return false }
-            return text[Int(record.offset)] == UInt8(ascii: "<") && text[Int(record.offset) + 1] == UInt8(ascii: "<")
+            let record = storage.record(index)
+            guard record.kind == .scalar, record.count == 2, record.style == .plain, record.tag == 0 else { return false }
+            let bytes = storage.bytes(record)
+            return bytes[0] == UInt8(ascii: "<") && bytes[1] == UInt8(ascii: "<")
         }
 
         func typeName(_ index: Int) -> String {
-            Node(document: Document(records: [records[index]], text: [], children: [], root: 0), index: 0).typeName
+            Node(document: document, index: index).typeName
         }
 
         /// Appends the pending key/value list of a mapping to `children`, rejecting duplicates
         /// and applying `<<` merges (explicit keys win over merged ones; earlier merge sources win
         /// over later ones). Returns the number of pairs.
-        mutating func appendPairs(from start: Int) throws(YAMLError) -> Int {
-            var seen = SeenKeys()
+        mutating func appendPairs(from start: Int, of mapping: Document.Record) throws(YAMLError) -> Int {
+            var seen = SeenKeys(storage: storage, offset: Int(mapping.offset))
             var merges: [Int] = []
             var count = 0
             var position = start
@@ -303,45 +357,46 @@ public enum YAMLParser {
                 let key = Int(pending[position]), value = Int(pending[position + 1])
                 position += 2
                 if isMergeKey(key) {
-                    switch records[value].kind {
+                    let source = storage.record(value)
+                    switch source.kind {
                     case .mapping: merges.append(value)
                     case .sequence:
-                        let source = records[value]
-                        for item in children[Int(source.offset)..<Int(source.offset + source.count)] {
-                            guard records[Int(item)].kind == .mapping else {
-                                throw error(mark(Int(item)), "a << merge list holds mappings only; found \(typeName(Int(item)))")
+                        for slot in Int(source.offset)..<Int(source.offset + source.count) {
+                            let item = storage.child(slot)
+                            guard storage.record(item).kind == .mapping else {
+                                throw error(mark(item), "a << merge list holds mappings only; found \(typeName(item))")
                             }
-                            merges.append(Int(item))
+                            merges.append(item)
                         }
                     case .scalar:
                         throw error(mark(value), "<< merges a mapping or a list of mappings; found \(typeName(value))")
                     }
                     continue
                 }
-                guard records[key].kind == .scalar else {
+                guard storage.record(key).kind == .scalar else {
                     throw error(mark(key), "mapping keys must be scalars; found \(typeName(key))")
                 }
-                let identity = KeyIdentity(records[key], text: text)
-                if let first = seen.first(identity, text: text) {
-                    let name = String(decoding: identity.bytes(in: text), as: UTF8.self)
-                    throw error(mark(key), "duplicate key \"\(name)\"; it is first defined at line \(records[first].startLine)")
+                let identity = KeyIdentity(storage, key)
+                if let first = seen.first(identity, count: count) {
+                    let name = String(decoding: identity.bytes, as: UTF8.self)
+                    throw error(mark(key), "duplicate key \"\(name)\"; it is first defined at line \(storage.record(first).startLine)")
                 }
-                seen.insert(identity, index: key, text: text)
-                children.append(UInt32(key))
-                children.append(UInt32(value))
+                try appendChild(key, of: mapping)
+                try appendChild(value, of: mapping)
                 count += 1
+                seen.inserted(identity, index: key, count: count)
             }
             for source in merges {
-                let record = records[source]
+                let record = storage.record(source)
                 for pair in 0..<Int(record.count) {
-                    let key = Int(children[Int(record.offset) + 2 * pair]), value = children[Int(record.offset) + 2 * pair + 1]
-                    guard records[key].kind == .scalar else { continue }
-                    let identity = KeyIdentity(records[key], text: text)
-                    guard seen.first(identity, text: text) == nil else { continue }
-                    seen.insert(identity, index: key, text: text)
-                    children.append(UInt32(key))
-                    children.append(value)
+                    let key = storage.child(Int(record.offset) + 2 * pair), value = storage.child(Int(record.offset) + 2 * pair + 1)
+                    guard storage.record(key).kind == .scalar else { continue }
+                    let identity = KeyIdentity(storage, key)
+                    guard seen.first(identity, count: count) == nil else { continue }
+                    try appendChild(key, of: mapping)
+                    try appendChild(value, of: mapping)
                     count += 1
+                    seen.inserted(identity, index: key, count: count)
                 }
             }
             return count
@@ -354,32 +409,30 @@ public enum YAMLParser {
 private struct KeyIdentity {
     let value: Document.ValueKind
     let bits: UInt64
-    let offset: Int
-    let count: Int
+    /// The text; it lives as long as the document being built.
+    let bytes: UnsafeBufferPointer<UInt8>
 
-    init(_ record: Document.Record, text: [UInt8]) {
+    init(_ storage: Document.Storage, _ index: Int) {
+        let record = storage.record(index)
         value = record.value
         bits = record.value == .string ? 0 : record.bits
-        offset = Int(record.offset)
-        count = Int(record.count)
+        bytes = storage.bytes(record)
     }
 
-    func bytes(in text: [UInt8]) -> ArraySlice<UInt8> { text[offset..<offset + count] }
-
-    func matches(_ other: KeyIdentity, text: [UInt8]) -> Bool {
+    func matches(_ other: KeyIdentity) -> Bool {
         guard value == other.value else { return false }
         switch value {
         case .null: return true
-        case .string: return count == other.count && bytes(in: text) == other.bytes(in: text)
+        case .string: return bytes.elementsEqual(other.bytes)
         case .float: return Double(bitPattern: bits) == Double(bitPattern: other.bits)
         case .bool, .int: return bits == other.bits
         }
     }
 
     /// A hashable form for large mappings.
-    func key(in text: [UInt8]) -> Key {
+    var key: Key {
         Key(value: value.rawValue, bits: value == .float ? Double(bitPattern: bits).hashKey : bits,
-            text: value == .string ? Array(bytes(in: text)) : [])
+            text: value == .string ? Array(bytes) : [])
     }
 
     struct Key: Hashable {
@@ -394,27 +447,40 @@ private extension Double {
     var hashKey: UInt64 { self == 0 ? 0 : bitPattern }
 }
 
-/// Keys already in a mapping: a linear scan for the usual handful, a hash table past that.
+/// Keys already in a mapping being built: a scan of its entries for the usual handful (no
+/// allocation), a hash table past that.
 private struct SeenKeys {
-    private var small: [(KeyIdentity, Int)] = []
+    let storage: Document.Storage
+    /// Where the mapping's entries start in the document's children.
+    let offset: Int
     private var large: [KeyIdentity.Key: Int]?
 
-    func first(_ identity: KeyIdentity, text: [UInt8]) -> Int? {
-        if let large { return large[identity.key(in: text)] }
-        return small.first { $0.0.matches(identity, text: text) }?.1
+    init(storage: Document.Storage, offset: Int) {
+        self.storage = storage
+        self.offset = offset
     }
 
-    mutating func insert(_ identity: KeyIdentity, index: Int, text: [UInt8]) {
+    /// The record of an equal key among the first `count` entries.
+    func first(_ identity: KeyIdentity, count: Int) -> Int? {
+        if let large { return large[identity.key] }
+        for pair in 0..<count {
+            let key = storage.child(offset + 2 * pair)
+            if KeyIdentity(storage, key).matches(identity) { return key }
+        }
+        return nil
+    }
+
+    /// Notes that entry `count` (1-based) has just been added with key `index`.
+    mutating func inserted(_ identity: KeyIdentity, index: Int, count: Int) {
         if large != nil {
-            large![identity.key(in: text)] = index
-        } else if small.count < 16 {
-            small.append((identity, index))
-        } else {
+            large![identity.key] = index
+        } else if count > 16 {
             var table: [KeyIdentity.Key: Int] = [:]
-            for (known, position) in small where table[known.key(in: text)] == nil { table[known.key(in: text)] = position }
-            table[identity.key(in: text)] = index
+            for pair in 0..<count {
+                let key = storage.child(offset + 2 * pair)
+                table[KeyIdentity(storage, key).key] = key
+            }
             large = table
-            small = []
         }
     }
 }
