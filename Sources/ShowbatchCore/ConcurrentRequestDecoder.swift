@@ -19,7 +19,8 @@ final class ConcurrentRequestDecoder: @unchecked Sendable {
     private(set) var list: Node?
     /// The worker's decoder and results: read only after `finish()` has joined the worker.
     private var decoder: ManifestDecoder
-    private var decoded: [RequestSpec?] = []
+    private var decoded: [RequestSpec] = []
+    private var itemCount = 0
     private var hash: UInt64 = 0
     private let joined = DispatchSemaphore(value: 0)
 
@@ -54,17 +55,20 @@ final class ConcurrentRequestDecoder: @unchecked Sendable {
         batch.removeAll(keepingCapacity: true)
     }
 
-    /// Hands over the last items, waits for the worker, and returns the streamed list with
-    /// one decoded request (nil where the item had problems) per item, the worker's problems,
-    /// and the hash of the manifest's bytes.
-    func finish() -> (list: Node?, requests: [RequestSpec?], problems: [(mark: Mark, message: String)], hash: UInt64) {
+    /// Hands over the last items, waits for the worker, and returns the streamed list, its
+    /// decoded requests (items with problems have none) and number of items, the worker's
+    /// problems, and the hash of the manifest's bytes.
+    func finish() -> (list: Node?, requests: [RequestSpec], items: Int, problems: [(mark: Mark, message: String)], hash: UInt64) {
         handOver()
         condition.lock()
         finished = true
         condition.signal()
         condition.unlock()
         joined.wait()
-        return (list, decoded, decoder.problems, hash)
+        // Moved out, not copied: fifty thousand requests are worth not retaining twice.
+        let requests = decoded
+        decoded = []
+        return (list, requests, itemCount, decoder.problems, hash)
     }
 
     private func work() {
@@ -78,10 +82,13 @@ final class ConcurrentRequestDecoder: @unchecked Sendable {
             condition.unlock()
             for item in items {
                 number += 1
-                decoded.append(decoder.listedRequest(item, number: number))
+                if let request = decoder.listedRequest(item, number: number) { decoded.append(request) }
             }
             // `finished` was read with the queue, so nothing can have been added after it.
-            if last { return }
+            if last {
+                itemCount = number
+                return
+            }
         }
     }
 }

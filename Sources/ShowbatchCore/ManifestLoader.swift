@@ -47,9 +47,9 @@ public enum ManifestLoader {
             _ = concurrent?.finish()
             throw ManifestError([error.diagnostic])
         }
-        if let (list, requests, problems, hash) = concurrent?.finish() {
+        if let (list, requests, items, problems, hash) = concurrent?.finish() {
             decoder.contentHash = hash
-            if let list { decoder.predecoded = (list, requests, problems) }
+            if let list { decoder.predecoded = (list, requests, items, problems) }
         }
         let manifest = decoder.decode(root)
         if !decoder.problems.isEmpty {
@@ -81,7 +81,7 @@ struct ManifestDecoder {
     /// the spans of every secret, which a valid manifest never has to find.
     var problems: [(mark: Mark, message: String)] = []
     /// Requests already decoded while parsing, one per item of `list`.
-    var predecoded: (list: Node, requests: [RequestSpec?], problems: [(mark: Mark, message: String)])?
+    var predecoded: (list: Node, requests: [RequestSpec], items: Int, problems: [(mark: Mark, message: String)])?
     /// The hash of the manifest's bytes, when it was computed ahead.
     var contentHash: UInt64?
     /// Names of the requests decoded so far, with their lines.
@@ -501,9 +501,10 @@ struct ManifestDecoder {
         }
         if items.isEmpty { problem(node.mark, "requests is empty; list at least one request") }
         // Only the streamed list itself was decoded ahead (not, say, an alias of it).
-        if let predecoded, predecoded.list == node, predecoded.requests.count == items.count {
+        if let predecoded, predecoded.list == node, predecoded.items == items.count {
+            self.predecoded = nil
             problems += predecoded.problems
-            return predecoded.requests.compactMap { $0 }
+            return predecoded.requests
         }
         var result: [RequestSpec] = []
         result.reserveCapacity(items.count)

@@ -10,6 +10,11 @@ enum ExitCode {
     static let interrupted: Int32 = 130
 }
 
+/// Manifests read by `validate` and `plan`, kept until the process exits: freeing the two
+/// million objects of a 50,000-request manifest took about a sixth of `validate`'s time, and
+/// the operating system takes the memory back at once when the process ends.
+nonisolated(unsafe) private var keptUntilExit: [Manifest] = []
+
 /// Runs one invocation and returns its exit code.
 enum CLI {
     static func main(_ arguments: [String]) async -> Int32 {
@@ -43,6 +48,7 @@ enum CLI {
         for path in paths {
             do {
                 let manifest = try ManifestLoader.load(path: path)
+                keptUntilExit.append(manifest)
                 let count = manifest.requests.count
                 Console.out("\(path): ok (\(count) request\(count == 1 ? "" : "s"))\n")
             } catch {
@@ -57,7 +63,9 @@ enum CLI {
 
     static func plan(_ path: String, json: Bool) -> Int32 {
         do {
-            let plan = Plan(manifest: try ManifestLoader.load(path: path))
+            let manifest = try ManifestLoader.load(path: path)
+            keptUntilExit.append(manifest)
+            let plan = Plan(manifest: manifest)
             Console.out(json ? plan.json : plan.text)
             return ExitCode.ok
         } catch {
