@@ -5,8 +5,16 @@ internal import CCurl
 /// The transport on libcurl's multi interface: every transfer of a run is driven by one event-loop
 /// thread, with connections reused from the multi handle's cache (HTTP/2 when a TLS server offers
 /// it). URLSession on Linux hops threads for every callback; this loop does not.
+///
+/// The loop is also a task executor: a run that prefers it (`Runner` does) has its tasks run on
+/// the loop thread between transfers, as `curl --parallel` does all its work on one thread. A
+/// request then goes from task to transfer and back without waking another thread, and the
+/// other core is left to the rest of the machine (on a small box, often the server itself).
 public final class CurlTransport: Transport, Sendable {
     private let loop: CurlLoop
+
+    /// The loop thread, as an executor for the run's tasks.
+    public var executor: (any TaskExecutor)? { loop }
 
     /// A transport allowing `maxConnections` connections per host, refusing bodies over `maxBodyBytes`.
     public init(maxConnections: Int, maxBodyBytes: Int = 16 << 20) {
@@ -48,13 +56,17 @@ final class CurlTransfer: @unchecked Sendable {
     }
 }
 
-/// The event loop: a thread that owns the multi handle and every easy handle.
-final class CurlLoop: @unchecked Sendable {
+/// The event loop: a thread that owns the multi handle and every easy handle, and runs the jobs
+/// of tasks that prefer it.
+final class CurlLoop: TaskExecutor, @unchecked Sendable {
     // `multi`, `running` and `pool` are touched only by the loop thread; `inbox` is shared.
     private struct Inbox {
         var submitted: [CurlTransfer] = []
         var cancelled: [CurlTransfer] = []
+        var jobs: [UnownedJob] = []
         var stopping = false
+        /// Set when the loop has ended: jobs then go to the shared pool.
+        var ended = false
     }
 
     private static let globalInit: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
@@ -65,6 +77,12 @@ final class CurlLoop: @unchecked Sendable {
     private var running: [UnsafeMutableRawPointer: CurlTransfer] = [:]
     private var pool: [UnsafeMutableRawPointer] = []
     private let finished = DispatchSemaphore(value: 0)
+    /// True while the loop is (about to be) blocked in `curl_multi_poll`: only then does work
+    /// handed to it need a wakeup, a system call the busy loop would otherwise pay per request.
+    private let sleeping = Atomic<Bool>(false)
+    /// The loop thread, set by the thread itself before anything can be handed to it.
+    private let loopThread = Mutex<pthread_t?>(nil)
+    private let started = DispatchSemaphore(value: 0)
 
     init(maxConnections: Int, maxBodyBytes: Int) {
         _ = CurlLoop.globalInit
@@ -73,45 +91,81 @@ final class CurlLoop: @unchecked Sendable {
         _ = sb_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, maxConnections)
         _ = sb_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, maxConnections * 2)
         _ = sb_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
-        let thread = Thread { [self] in run() }
+        let thread = Thread { [self] in
+            loopThread.withLock { $0 = pthread_self() }
+            started.signal()
+            run()
+        }
         thread.name = "showbatch-curl"
         thread.start()
+        started.wait()
+    }
+
+    private var onLoopThread: Bool {
+        loopThread.withLock { thread in thread.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
+    }
+
+    /// Wakes the loop if it is blocked; called after adding to the inbox.
+    private func wake() {
+        // Pairs with the loop's store-then-check in `run`: either the loop sees the new work when
+        // it checks the inbox, or this sees it asleep and wakes it (a wakeup is never lost: it
+        // also cuts short a poll that starts after it).
+        if sleeping.load(ordering: .sequentiallyConsistent) { curl_multi_wakeup(multi) }
     }
 
     func submit(_ transfer: CurlTransfer) {
         inbox.withLock { $0.submitted.append(transfer) }
-        curl_multi_wakeup(multi)
+        wake()
     }
 
     func cancel(_ transfer: CurlTransfer) {
         transfer.cancelled.store(true, ordering: .releasing)
         inbox.withLock { $0.cancelled.append(transfer) }
-        curl_multi_wakeup(multi)
+        wake()
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let ended = inbox.withLock { inbox -> Bool in
+            if !inbox.ended { inbox.jobs.append(job) }
+            return inbox.ended
+        }
+        if ended {
+            // A task that still prefers a stopped loop runs on the shared pool instead.
+            globalConcurrentExecutor.enqueue(job)
+        } else {
+            wake()
+        }
     }
 
     /// Ends the loop, failing what is still in flight as cancelled, and frees the handles.
+    /// Called on the loop thread itself (the last reference dropped by a job), it cannot wait:
+    /// the loop then ends after the job that called it.
     func stop() {
         inbox.withLock { $0.stopping = true }
+        if onLoopThread { return }
         curl_multi_wakeup(multi)
         finished.wait()
-        curl_multi_cleanup(multi)
     }
 
     private func run() {
+        let executor = asUnownedTaskExecutor()
         while true {
             let work = inbox.withLock { inbox -> Inbox in
-                defer { inbox.submitted.removeAll(keepingCapacity: true); inbox.cancelled.removeAll(keepingCapacity: true) }
+                defer {
+                    inbox.submitted.removeAll(keepingCapacity: true)
+                    inbox.cancelled.removeAll(keepingCapacity: true)
+                    inbox.jobs.removeAll(keepingCapacity: true)
+                }
                 return inbox
             }
             for transfer in work.submitted { start(transfer) }
             for transfer in work.cancelled {
                 if let easy = transfer.easy, running[easy] != nil { finish(easy, .failure(.cancelled)) }
             }
+            for job in work.jobs { job.runSynchronously(on: executor) }
             if work.stopping {
-                for easy in Array(running.keys) { finish(easy, .failure(.cancelled)) }
-                for easy in pool { curl_easy_cleanup(easy) }
-                pool.removeAll()
-                finished.signal()
+                shutDown()
                 return
             }
             var stillRunning: Int32 = 0
@@ -121,8 +175,35 @@ final class CurlLoop: @unchecked Sendable {
                 guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
                 complete(easy, code: sb_message_result(message))
             }
-            curl_multi_poll(multi, nil, 0, 1000, nil)
+            sleeping.store(true, ordering: .sequentiallyConsistent)
+            let idle = inbox.withLock { $0.submitted.isEmpty && $0.cancelled.isEmpty && $0.jobs.isEmpty && !$0.stopping }
+            if idle { curl_multi_poll(multi, nil, 0, 1000, nil) }
+            sleeping.store(false, ordering: .sequentiallyConsistent)
         }
+    }
+
+    /// Fails what is in flight, runs the jobs that brings (and any that follow), then frees
+    /// every handle; jobs arriving later go to the shared pool.
+    private func shutDown() {
+        let executor = asUnownedTaskExecutor()
+        for easy in Array(running.keys) { finish(easy, .failure(.cancelled)) }
+        while true {
+            let work = inbox.withLock { inbox -> Inbox in
+                let taken = inbox
+                inbox.submitted.removeAll()
+                inbox.cancelled.removeAll()
+                inbox.jobs.removeAll()
+                if taken.jobs.isEmpty && taken.submitted.isEmpty { inbox.ended = true }
+                return taken
+            }
+            for transfer in work.submitted { transfer.continuation?.resume(returning: .failure(.cancelled)) }
+            for job in work.jobs { job.runSynchronously(on: executor) }
+            if work.jobs.isEmpty && work.submitted.isEmpty { break }
+        }
+        for easy in pool { curl_easy_cleanup(easy) }
+        pool.removeAll()
+        curl_multi_cleanup(multi)
+        finished.signal()
     }
 
     private func start(_ transfer: CurlTransfer) {

@@ -12,7 +12,7 @@ final class Journal {
     private let handle: FileHandle
     private var buffer: [UInt8] = []
     private var unsynced = 0
-    private var lastSync = ContinuousClock.now
+    private var lastSync = coarseMilliseconds()
     /// The next journaled row not yet replayed (read ahead by one).
     private var upcoming: ResultRow?
     private var reader: ChunkedReader?
@@ -135,7 +135,7 @@ final class Journal {
         Journal.encode(row).write(to: &buffer)
         buffer.append(0x0A)
         unsynced += 1
-        if unsynced >= 512 || ContinuousClock.now - lastSync > .seconds(1) { try sync() }
+        if unsynced >= 512 || coarseMilliseconds() - lastSync > 1000 { try sync() }
     }
 
     /// Writes and fsyncs what is buffered.
@@ -148,7 +148,7 @@ final class Journal {
         }
         buffer.removeAll(keepingCapacity: true)
         unsynced = 0
-        lastSync = .now
+        lastSync = coarseMilliseconds()
     }
 
     /// Closes the journal, keeping it (interrupted or failed runs).

@@ -224,21 +224,28 @@ public struct Runner: Sendable {
         var nextSequence = 0
         var inFlight = 0
         var stopDispatch = false
-        var lastProgress = ContinuousClock.now
+        var lastProgress = coarseMilliseconds()
         var items = WorkItemSequence(manifest: manifest)
         var exhausted = false
+        let writer = RowWriter(files: files, journals: journals)
+        // Rows in order, not yet handed to the writer: handed over in batches.
+        var outbox: [RowWriter.Entry] = []
+        var lastHandOver = lastProgress
+
+        func handOver() {
+            writer.submit(outbox)
+            outbox.removeAll(keepingCapacity: true)
+            if writeError == nil, let error = writer.failure {
+                writeError = error
+                stopDispatch = true
+            }
+        }
 
         func writeReady() {
             while let entry = pending.removeValue(forKey: nextToWrite) {
                 nextToWrite += 1
                 guard writeError == nil else { continue }
-                do {
-                    try files[entry.target].write(entry.row)
-                    if !entry.replayed { try journals[entry.target]?.append(entry.row) }
-                } catch {
-                    writeError = error
-                    stopDispatch = true
-                }
+                outbox.append(entry)
                 summary.rows += 1
                 summary.retries += max(0, entry.row.attempts - 1)
                 if entry.replayed { summary.replayed += 1 }
@@ -249,16 +256,25 @@ public struct Runner: Sendable {
                 }
                 if entry.row.status == .failed && options.failFast { stopDispatch = true }
             }
-            let now = ContinuousClock.now
-            if now - lastProgress > .milliseconds(100) {
+            let now = coarseMilliseconds()
+            // A batch is worth a wakeup of the writer; a slow run still writes within 20 ms.
+            if outbox.count >= 256 || (!outbox.isEmpty && now - lastHandOver >= 20) {
+                lastHandOver = now
+                handOver()
+            }
+            if now - lastProgress > 100 {
                 lastProgress = now
-                events(.progress(RunProgress(done: summary.rows, total: total, failed: summary.failed, elapsed: now - start)))
+                events(.progress(RunProgress(done: summary.rows, total: total, failed: summary.failed, elapsed: ContinuousClock.now - start)))
             }
         }
 
+        // With the curl transport, this loop and every attempt run on the transport's own thread.
+        await withTaskExecutorPreference(transport.executor) {
         await withTaskGroup(of: (Int, Int, ResultRow?).self) { group in
             while true {
                 if Task.isCancelled { stopDispatch = true }
+            // Nothing to wait for: what finished is handed to the writer before a long wait.
+            if inFlight == 0 && !outbox.isEmpty { handOver() }
                 // Fill the window.
                 while !stopDispatch && !exhausted && inFlight < concurrency && nextSequence - nextToWrite < window {
                     guard let item = items.next() else {
@@ -305,6 +321,9 @@ public struct Runner: Sendable {
                 }
             }
         }
+        }
+        handOver()
+        if let error = writer.finish(), writeError == nil { writeError = error }
         // Rows after a gap (a cancelled request) stay unwritten: order is never broken.
         if stopDispatch && !exhausted && !Task.isCancelled && writeError == nil {
             summary.skipped = countRemaining(&items)
@@ -381,9 +400,9 @@ struct AttemptContext: Sendable {
                 do { try await Task.sleep(until: slot, clock: .continuous) } catch { return nil }
             }
             if Task.isCancelled { return nil }
-            let began = ContinuousClock.now
+            let began = verbose ? ContinuousClock.now : nil
             let result = await transport.send(request, timeout: timeout)
-            if verbose {
+            if verbose, let began {
                 var record = AttemptRecord(request: request.name, method: request.method.rawValue, url: request.url,
                                            attempt: attempt, status: nil, failure: nil, duration: ContinuousClock.now - began)
                 switch result {

@@ -29,6 +29,15 @@ public enum TransportFailure: Error, Sendable, Equatable {
 public protocol Transport: Sendable {
     /// Sends `request`, giving up after `timeout`.
     func send(_ request: PreparedRequest, timeout: Duration) async -> TransportResult
+
+    /// The executor the run's tasks should prefer, when the transport has a thread of its own
+    /// that can run them between transfers; nil for the shared pool.
+    var executor: (any TaskExecutor)? { get }
+}
+
+extension Transport {
+    /// No executor of its own: tasks run on the shared pool.
+    public var executor: (any TaskExecutor)? { nil }
 }
 
 /// The transport on FoundationNetworking's URLSession: one session per run.
