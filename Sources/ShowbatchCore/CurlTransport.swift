@@ -321,15 +321,31 @@ private let curlWriteHeader: sb_data_callback = { data, size, count, context in
         }
         guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return }
         // Only the headers the engine reads are kept: this runs for every header of every answer.
-        let name = line[..<colon]
-        guard name.count == 11 || name.count == 12 else { return }
-        let lower = name.map { $0 >= 65 && $0 <= 90 ? $0 + 32 : $0 }
-        guard lower.elementsEqual("retry-after".utf8) || lower.elementsEqual("content-type".utf8) else { return }
+        let name = UnsafeBufferPointer(rebasing: line[..<colon])
+        let key: String
+        if asciiLowercaseEquals(name, "retry-after") {
+            key = "retry-after"
+        } else if asciiLowercaseEquals(name, "content-type") {
+            key = "content-type"
+        } else {
+            return
+        }
         var start = colon + 1
         var end = length
         while start < end, line[start] == 0x20 || line[start] == 0x09 { start += 1 }
         while end > start, line[end - 1] == 0x0A || line[end - 1] == 0x0D || line[end - 1] == 0x20 { end -= 1 }
-        transfer.headers[String(decoding: lower, as: UTF8.self)] = String(decoding: UnsafeBufferPointer(rebasing: line[start..<end]), as: UTF8.self)
+        transfer.headers[key] = String(decoding: UnsafeBufferPointer(rebasing: line[start..<end]), as: UTF8.self)
     }
     return length
+}
+
+/// Whether `bytes`, lower-cased (ASCII), are `lowercase`; compares in place.
+private func asciiLowercaseEquals(_ bytes: UnsafeBufferPointer<UInt8>, _ lowercase: StaticString) -> Bool {
+    guard bytes.count == lowercase.utf8CodeUnitCount else { return false }
+    let expected = lowercase.utf8Start
+    for index in 0..<bytes.count {
+        let byte = bytes[index]
+        if (byte >= 65 && byte <= 90 ? byte + 32 : byte) != expected[index] { return false }
+    }
+    return true
 }

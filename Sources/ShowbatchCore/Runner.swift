@@ -215,7 +215,6 @@ public struct Runner: Sendable {
         let limiter = (options.rate ?? manifest.rateLimit).map { RateLimiter(rate: $0) }
         let context = AttemptContext(transport: transport, policy: manifest.retry, timeout: options.timeout ?? manifest.timeout,
                                      limiter: limiter, events: events, verbose: options.verbose)
-        let sendHeaders = manifest.requests.map(manifest.sendHeaders(for:))
         var writeError: RunError?
 
         // Rows are written in work-item order; `pending` holds rows that finished early.
@@ -225,7 +224,7 @@ public struct Runner: Sendable {
         var inFlight = 0
         var stopDispatch = false
         var lastProgress = coarseMilliseconds()
-        var items = WorkItemSequence(manifest: manifest)
+        let feed = RequestFeed(manifest: manifest, baseURL: baseURL, shard: options.shard)
         var exhausted = false
         let writer = RowWriter(files: files, journals: journals)
         // Rows in order, not yet handed to the writer: handed over in batches.
@@ -277,11 +276,10 @@ public struct Runner: Sendable {
             if inFlight == 0 && !outbox.isEmpty { handOver() }
                 // Fill the window.
                 while !stopDispatch && !exhausted && inFlight < concurrency && nextSequence - nextToWrite < window {
-                    guard let item = items.next() else {
+                    guard let (item, prepared) = feed.next() else {
                         exhausted = true
                         break
                     }
-                    if let shard = options.shard, !shard.takes(item.ordinal) { continue }
                     let sequence = nextSequence
                     nextSequence += 1
                     let target = byRequest[item.requestIndex]
@@ -289,7 +287,7 @@ public struct Runner: Sendable {
                         pending[sequence] = (row, target, true)
                         continue
                     }
-                    switch manifest.prepare(item, baseURL: baseURL, sendHeaders: sendHeaders[item.requestIndex]) {
+                    switch prepared {
                     case .failure(let failure):
                         let labels = manifest.requests[item.requestIndex].labels.map { (name: $0.name, value: String?.none) }
                         pending[sequence] = (ResultRow(ordinal: item.ordinal, request: failure.name, status: .failed, httpStatus: nil,
@@ -325,8 +323,9 @@ public struct Runner: Sendable {
         handOver()
         if let error = writer.finish(), writeError == nil { writeError = error }
         // Rows after a gap (a cancelled request) stay unwritten: order is never broken.
+        let remaining = feed.stop()
         if stopDispatch && !exhausted && !Task.isCancelled && writeError == nil {
-            summary.skipped = countRemaining(&items)
+            summary.skipped = remaining
         }
         summary.elapsed = ContinuousClock.now - start
         summary.outputs = targets.map(\.path)
@@ -353,14 +352,6 @@ public struct Runner: Sendable {
         }
         journals.forEach { $0?.remove() }
         return summary
-    }
-
-    private func countRemaining(_ items: inout WorkItemSequence) -> Int {
-        var count = 0
-        while let item = items.next() {
-            if options.shard?.takes(item.ordinal) ?? true { count += 1 }
-        }
-        return count
     }
 }
 
