@@ -39,6 +39,26 @@ import ShowbatchEmulator
         #expect(echoed.contains { $0.key.lowercased() == "x-id" && $0.value == .string("7") })
     }
 
+    /// A POST without a payload sends an empty body: never standard input, never a form.
+    @Test(arguments: TransportKind.allCases)
+    func postWithoutPayloadSendsNothing(kind: TransportKind) async throws {
+        let server = try emulator()
+        defer { server.stop() }
+        let request = PreparedRequest(name: "r", method: .post, url: server.baseURL + "/p", headers: [], body: nil)
+        guard case .response(let status, _, let received) = await make(kind).send(request, timeout: .seconds(10)) else {
+            Issue.record("expected a response")
+            return
+        }
+        #expect(status == 200)
+        let json = try JSONParser.parse(received)
+        guard case .object(let echoed)? = json["headers"] else { Issue.record("no headers"); return }
+        let names = echoed.map { $0.key.lowercased() }
+        #expect(!names.contains("transfer-encoding"))
+        #expect(!names.contains("content-type"))
+        #expect(echoed.first { $0.key.lowercased() == "content-length" }.map { $0.value == .string("0") } ?? true)
+        #expect(json["method"] == .string("POST"))
+    }
+
     @Test(arguments: TransportKind.allCases)
     func bodiesOverTheLimitAreRefused(kind: TransportKind) async throws {
         let server = try emulator()
