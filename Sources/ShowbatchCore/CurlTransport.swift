@@ -236,7 +236,9 @@ final class CurlLoop: TaskExecutor, @unchecked Sendable {
         if let body = request.body {
             _ = sb_easy_setopt_offset(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count))
             body.withUnsafeBytes { _ = sb_easy_setopt_pointer(easy, CURLOPT_COPYPOSTFIELDS, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1)) }
-        } else if request.method == .post {
+        }
+        let emptyPost = request.method == .post && request.body == nil
+        if emptyPost {
             // A POST without fields would make curl read the body from standard input (sending
             // whatever the process was given there); send an empty body instead.
             _ = sb_easy_setopt_offset(easy, CURLOPT_POSTFIELDSIZE_LARGE, 0)
@@ -244,8 +246,8 @@ final class CurlLoop: TaskExecutor, @unchecked Sendable {
         }
         var list: UnsafeMutablePointer<curl_slist>?
         for header in request.headers { list = curl_slist_append(list, "\(header.name): \(header.value)") }
-        if request.method == .post && !request.headers.contains(where: { $0.name.lowercased() == "content-type" }) {
-            // Without this curl labels every POST as a form.
+        if emptyPost && !request.headers.contains(where: { $0.name.lowercased() == "content-type" }) {
+            // Without this curl labels the empty body a form.
             list = curl_slist_append(list, "Content-Type:")
         }
         // No "Expect: 100-continue" round trip before small JSON bodies.
