@@ -211,23 +211,20 @@ final class CurlLoop: TaskExecutor, @unchecked Sendable {
             transfer.continuation?.resume(returning: .failure(.cancelled))
             return
         }
-        let easy = pool.popLast() ?? curl_easy_init()!
+        let easy = pool.popLast() ?? newEasy()
         transfer.easy = easy
         transfer.limit = maxBodyBytes
         let request = transfer.request
+        // Handles are reused without a reset: every option that varies per request is set here.
         _ = sb_easy_setopt_pointer(easy, CURLOPT_URL, request.url)
-        _ = sb_easy_setopt_pointer(easy, CURLOPT_PROTOCOLS_STR, "http,https")
-        _ = sb_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
         let milliseconds = max(1, Int(transfer.timeout.seconds * 1000))
         _ = sb_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, milliseconds)
         _ = sb_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, milliseconds)
-        _ = sb_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
-        // TLS verification stays on: peer certificate and host name.
-        _ = sb_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 1)
-        _ = sb_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 2)
-        _ = sb_easy_setopt_offset(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(maxBodyBytes))
+        // Back to a plain GET first, so nothing of the handle's previous request carries over.
+        _ = sb_easy_setopt_long(easy, CURLOPT_HTTPGET, 1)
+        _ = sb_easy_setopt_pointer(easy, CURLOPT_CUSTOMREQUEST, nil)
         switch request.method {
-        case .get: _ = sb_easy_setopt_long(easy, CURLOPT_HTTPGET, 1)
+        case .get: break
         case .post: _ = sb_easy_setopt_long(easy, CURLOPT_POST, 1)
         default:
             if request.body != nil { _ = sb_easy_setopt_long(easy, CURLOPT_POST, 1) }
@@ -255,12 +252,25 @@ final class CurlLoop: TaskExecutor, @unchecked Sendable {
         transfer.headerList = list
         _ = sb_easy_setopt_pointer(easy, CURLOPT_HTTPHEADER, list)
         let context = Unmanaged.passUnretained(transfer).toOpaque()
-        _ = sb_easy_setopt_callback(easy, CURLOPT_WRITEFUNCTION, curlWriteBody)
         _ = sb_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context)
-        _ = sb_easy_setopt_callback(easy, CURLOPT_HEADERFUNCTION, curlWriteHeader)
         _ = sb_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context)
         running[easy] = transfer
         curl_multi_add_handle(multi, easy)
+    }
+
+    /// A new easy handle with the options every request shares.
+    private func newEasy() -> UnsafeMutableRawPointer {
+        let easy = curl_easy_init()!
+        _ = sb_easy_setopt_pointer(easy, CURLOPT_PROTOCOLS_STR, "http,https")
+        _ = sb_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
+        _ = sb_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
+        // TLS verification stays on: peer certificate and host name.
+        _ = sb_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 1)
+        _ = sb_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 2)
+        _ = sb_easy_setopt_offset(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(maxBodyBytes))
+        _ = sb_easy_setopt_callback(easy, CURLOPT_WRITEFUNCTION, curlWriteBody)
+        _ = sb_easy_setopt_callback(easy, CURLOPT_HEADERFUNCTION, curlWriteHeader)
+        return easy
     }
 
     private func complete(_ easy: UnsafeMutableRawPointer, code: CURLcode) {
@@ -292,10 +302,13 @@ final class CurlLoop: TaskExecutor, @unchecked Sendable {
     private func finish(_ easy: UnsafeMutableRawPointer, _ result: TransportResult) {
         guard let transfer = running.removeValue(forKey: easy) else { return }
         curl_multi_remove_handle(multi, easy)
+        // The handle must not point at the freed list, nor at this transfer, while it waits in the pool.
+        _ = sb_easy_setopt_pointer(easy, CURLOPT_HTTPHEADER, nil)
+        _ = sb_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, nil)
+        _ = sb_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, nil)
         curl_slist_free_all(transfer.headerList)
         transfer.headerList = nil
         transfer.easy = nil
-        curl_easy_reset(easy)
         pool.append(easy)
         let continuation = transfer.continuation
         transfer.continuation = nil

@@ -39,6 +39,37 @@ import ShowbatchEmulator
         #expect(echoed.contains { $0.key.lowercased() == "x-id" && $0.value == .string("7") })
     }
 
+    /// One transport sends requests of every shape in turn: curl reuses its handle for each, and
+    /// nothing of one request (method, body, headers) may carry over to the next.
+    @Test(arguments: TransportKind.allCases)
+    func requestsInTurnDoNotInheritFromEachOther(kind: TransportKind) async throws {
+        let server = try emulator()
+        defer { server.stop() }
+        let transport = make(kind)
+        let json = [("Content-Type", "application/json")]
+        let sequence: [(HTTPMethod, [(String, String)], String?)] = [
+            (.post, json + [("X-A", "1")], #"{"c":"tok"}"#), (.get, [], nil), (.put, [], nil), (.delete, [("X-B", "2")], nil),
+            (.post, [], nil), (.patch, json, #"{"d":"tok"}"#), (.get, [], nil),
+        ]
+        for (method, headers, body) in sequence {
+            let request = PreparedRequest(name: "r", method: method, url: server.baseURL + "/p", headers: headers, body: body.map { Array($0.utf8) })
+            guard case .response(200, _, let received) = await transport.send(request, timeout: .seconds(10)) else {
+                Issue.record("expected a 200 for \(method)")
+                continue
+            }
+            let echo = try JSONParser.parse(received)
+            #expect(echo["method"] == .string(method.rawValue))
+            let expectedJSON: JSONValue = body.map { _ in .object([JSONMember(method == .post ? "c" : "d", .string("4111"))]) } ?? .null
+            #expect(echo["json"] == expectedJSON, "\(method)")
+            guard case .object(let echoed)? = echo["headers"] else { Issue.record("no headers"); continue }
+            let names = Set(echoed.map { $0.key.lowercased() })
+            for other in ["x-a", "x-b"] where !headers.contains(where: { $0.0.lowercased() == other }) {
+                #expect(!names.contains(other), "\(method) carried \(other) over")
+            }
+            if body == nil { #expect(!names.contains("transfer-encoding") && !names.contains("content-type"), "\(method)") }
+        }
+    }
+
     /// A POST without a payload sends an empty body: never standard input, never a form.
     @Test(arguments: TransportKind.allCases)
     func postWithoutPayloadSendsNothing(kind: TransportKind) async throws {
