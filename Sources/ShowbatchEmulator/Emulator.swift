@@ -7,8 +7,9 @@ import Glibc
 
 /// A loopback HTTP/1.1 server standing in for a VGS reveal route in front of an echo upstream.
 ///
-/// It binds 127.0.0.1 only. Connections are served by poll(2) event loops (one per core, up to 4):
-/// injected latency holds an answer back on a timer, so thousands of slow requests cost no threads.
+/// It binds 127.0.0.1 only. Each connection is served by its own thread with blocking I/O:
+/// on loopback that is as fast as an event loop for the few hundred connections a run opens,
+/// and injected latency can simply sleep.
 public final class Emulator: Sendable {
     /// Counts of what the emulator answered.
     public struct Counts: Sendable, Equatable {
@@ -44,9 +45,8 @@ public final class Emulator: Sendable {
     private let malformedCount = Atomic<Int>(0)
     /// Whether any fault needs the shared seeded generator (it is skipped otherwise).
     private let injectsFaults: Bool
+    private let connections = Mutex<Set<Int32>>([])
     private let stopped = Atomic<Bool>(false)
-    /// The event loops, started with the emulator; connections are dealt to them in turn.
-    private let loops = Mutex<[EventLoop]>([])
 
     /// `http://127.0.0.1:PORT`.
     public var baseURL: String { "http://127.0.0.1:\(port)" }
@@ -93,8 +93,6 @@ public final class Emulator: Sendable {
 
     /// Starts accepting connections on a background thread.
     public func start() {
-        let count = max(1, min(4, ProcessInfo.processInfo.activeProcessorCount))
-        loops.withLock { $0 = (0..<count).map { _ in EventLoop(emulator: self) } }
         let thread = Thread { [self] in acceptLoop() }
         thread.name = "showbatch-emulator-accept"
         thread.start()
@@ -105,14 +103,14 @@ public final class Emulator: Sendable {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         shutdown(listener, Int32(SHUT_RDWR))
         close(listener)
-        for loop in loops.withLock({ loops in defer { loops = [] }; return loops }) { loop.stop() }
+        connections.withLock { open in
+            for fd in open { shutdown(fd, Int32(SHUT_RDWR)) }
+        }
     }
 
     deinit { stop() }
 
     private func acceptLoop() {
-        let loops = self.loops.withLock { $0 }
-        var next = 0
         while !stopped.load(ordering: .acquiring) {
             let fd = accept(listener, nil, nil)
             if fd < 0 {
@@ -124,28 +122,45 @@ public final class Emulator: Sendable {
             }
             var yes: Int32 = 1
             setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &yes, socklen_t(MemoryLayout<Int32>.size))
-            guard !loops.isEmpty else {
+            connections.withLock { _ = $0.insert(fd) }
+            let thread = Thread { [self] in
+                serve(fd)
+                connections.withLock { _ = $0.remove(fd) }
                 close(fd)
-                continue
             }
-            loops[next % loops.count].add(fd)
-            next += 1
+            thread.stackSize = 512 * 1024
+            thread.start()
         }
     }
 
-    /// The answer to one request and how long to hold it back (injected latency); a nil answer
-    /// drops the connection without one.
-    func respond(to request: HTTPRequest) -> (delay: Double, response: HTTPResponse?) {
+    // MARK: One connection
+
+    private func serve(_ fd: Int32) {
+        var connection = HTTPConnection(fd: fd, maxHeaderBytes: configuration.maxHeaderBytes, maxBodyBytes: configuration.maxBodyBytes)
+        while !stopped.load(ordering: .relaxed) {
+            let request: HTTPRequest
+            switch connection.readRequest() {
+            case .request(let value): request = value
+            case .closed: return
+            case .reject(let status, let reason):
+                _ = connection.write(HTTPResponse.json(status: status, ["error": reason], close: true).bytes)
+                return
+            }
+            guard let response = respond(to: request) else { return }  // dropped
+            guard connection.write(response.bytes) else { return }
+            if response.close || !request.keepAlive { return }
+        }
+    }
+
+    /// The answer to one request; nil drops the connection without one.
+    func respond(to request: HTTPRequest) -> HTTPResponse? {
         requestCount.add(1, ordering: .relaxed)
         let close = !request.keepAlive
         if request.method == "GET", request.path.hasPrefix("/collect-configs/") {
-            return (0, hostnameCheck(request.path, close: close))
+            return hostnameCheck(request.path, close: close)
         }
         let faults = nextFaults()
-        return (max(0, faults.delay), answer(request, faults, close: close))
-    }
-
-    private func answer(_ request: HTTPRequest, _ faults: FaultDecision, close: Bool) -> HTTPResponse? {
+        if faults.delay > 0 { usleep(UInt32(min(faults.delay, 60) * 1_000_000)) }
         if faults.drop {
             droppedCount.add(1, ordering: .relaxed)
             return nil

@@ -74,20 +74,14 @@ struct HTTPResponse {
     }
 }
 
-/// Reads requests from one non-blocking socket with bounded buffers; handles pipelining, split
-/// reads, Content-Length and chunked bodies. A request whose bytes have not all arrived yet is
-/// `.incomplete`: the event loop calls again when the socket is readable, and parsing starts
-/// over from the request's first byte.
+/// Reads requests from one socket with bounded buffers; handles pipelining, split reads,
+/// Content-Length and chunked bodies.
 struct HTTPConnection {
     enum Outcome {
         case request(HTTPRequest)
-        /// More bytes are needed and none are available now.
-        case incomplete
         case closed
         case reject(status: Int, reason: String)
     }
-
-    private enum Fill { case data, wouldBlock, closed }
 
     let fd: Int32
     let maxHeaderBytes: Int
@@ -95,9 +89,6 @@ struct HTTPConnection {
     private var buffer: [UInt8] = []
     private var start = 0
     private var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-    /// Bytes the request being read needs before parsing it again is worthwhile (a body whose
-    /// length is known): a large body arriving in pieces is not re-parsed for every piece.
-    private var needed = 0
 
     init(fd: Int32, maxHeaderBytes: Int, maxBodyBytes: Int) {
         self.fd = fd
@@ -105,23 +96,8 @@ struct HTTPConnection {
         self.maxBodyBytes = maxBodyBytes
     }
 
-    /// Reads the bytes available now.
-    private mutating func fill() -> Fill {
-        while true {
-            let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
-            if count > 0 {
-                buffer.append(contentsOf: chunk[0..<count])
-                return .data
-            }
-            if count < 0 && errno == EINTR { continue }
-            if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return .wouldBlock }
-            return .closed
-        }
-    }
-
-    /// Reads the next request, or says why there is none yet.
-    mutating func readRequest() -> Outcome {
-        // Consumed bytes are dropped only here, between requests, so offsets stay valid while parsing.
+    /// Reads more bytes; false when the peer closed or failed.
+    private mutating func fill() -> Bool {
         if start > 0 && start == buffer.count {
             buffer.removeAll(keepingCapacity: true)
             start = 0
@@ -129,30 +105,14 @@ struct HTTPConnection {
             buffer.removeFirst(start)
             start = 0
         }
-        while available < needed {
-            switch fill() {
-            case .data: continue
-            case .wouldBlock: return .incomplete
-            case .closed: return .closed
+        while true {
+            let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if count > 0 {
+                buffer.append(contentsOf: chunk[0..<count])
+                return true
             }
-        }
-        let requestStart = start
-        switch parseRequest() {
-        case .incomplete:
-            start = requestStart
-            return .incomplete
-        case let outcome:
-            needed = 0
-            return outcome
-        }
-    }
-
-    /// More bytes, or the outcome that ends parsing for now.
-    private mutating func more() -> Outcome? {
-        switch fill() {
-        case .data: return nil
-        case .wouldBlock: return .incomplete
-        case .closed: return .closed
+            if count < 0 && errno == EINTR { continue }
+            return false
         }
     }
 
@@ -176,11 +136,10 @@ struct HTTPConnection {
         return nil
     }
 
-    private mutating func parseRequest() -> Outcome {
-        let requestStart = start
+    mutating func readRequest() -> Outcome {
         // The head.
         var headEnd: Int?
-        // Bytes past `start` already searched.
+        // Bytes past `start` already searched; relative, because fill() may move `start`.
         var scanned = 0
         while true {
             if let end = find([13, 10, 13, 10], from: start + max(0, scanned - 3)) {
@@ -189,7 +148,7 @@ struct HTTPConnection {
             }
             scanned = available
             if available > maxHeaderBytes { return .reject(status: 431, reason: "request header fields too large") }
-            if let outcome = more() { return outcome }
+            guard fill() else { return .closed }
         }
         guard let end = headEnd else { return .closed }
         if end - start > maxHeaderBytes { return .reject(status: 431, reason: "request header fields too large") }
@@ -223,9 +182,8 @@ struct HTTPConnection {
         } else if let lengthText = request.header("content-length") {
             guard let length = Int(lengthText), length >= 0 else { return .reject(status: 400, reason: "invalid content-length") }
             if length > maxBodyBytes { return .reject(status: 413, reason: "request body too large") }
-            if available < length { needed = start - requestStart + length }
             while available < length {
-                if let outcome = more() { return outcome }
+                guard fill() else { return .closed }
             }
             request.body = Array(buffer[start..<start + length])
             start += length
@@ -259,7 +217,7 @@ struct HTTPConnection {
             var lineEnd = find([13, 10], from: start)
             while lineEnd == nil {
                 if available > 1024 { return .failure(Rejected(value: .reject(status: 400, reason: "malformed chunk size"))) }
-                if let outcome = more() { return .failure(Rejected(value: outcome)) }
+                guard fill() else { return .failure(Rejected(value: .closed)) }
                 lineEnd = find([13, 10], from: start)
             }
             let sizeText = String(decoding: buffer[start..<lineEnd!], as: UTF8.self)
@@ -273,7 +231,7 @@ struct HTTPConnection {
                 while true {
                     var end = find([13, 10], from: start)
                     while end == nil {
-                        if let outcome = more() { return .failure(Rejected(value: outcome)) }
+                        guard fill() else { return .failure(Rejected(value: .closed)) }
                         end = find([13, 10], from: start)
                     }
                     let empty = end! == start
@@ -285,27 +243,26 @@ struct HTTPConnection {
                 return .failure(Rejected(value: .reject(status: 413, reason: "request body too large")))
             }
             while available < size + 2 {
-                if let outcome = more() { return .failure(Rejected(value: outcome)) }
+                guard fill() else { return .failure(Rejected(value: .closed)) }
             }
             body.append(contentsOf: buffer[start..<start + size])
             start += size + 2
         }
     }
 
-    /// Writes what it can of `bytes` from `offset` without blocking; nil when the peer is gone.
-    func write(_ bytes: [UInt8], from offset: Int) -> Int? {
-        var offset = offset
-        return bytes.withUnsafeBytes { raw -> Int? in
+    /// Writes all of `bytes`; false when the peer is gone.
+    func write(_ bytes: [UInt8]) -> Bool {
+        var offset = 0
+        return bytes.withUnsafeBytes { raw in
             while offset < raw.count {
-                let sent = send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+                let sent = send(fd, raw.baseAddress! + offset, raw.count - offset, Int32(MSG_NOSIGNAL))
                 if sent < 0 {
                     if errno == EINTR { continue }
-                    if errno == EAGAIN || errno == EWOULDBLOCK { return offset }
-                    return nil
+                    return false
                 }
                 offset += sent
             }
-            return offset
+            return true
         }
     }
 }
