@@ -1,16 +1,46 @@
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Encodes and writes finished rows, in order, on a thread of its own.
+/// A finished work item: its row, or a 2xx answer whose labels are still to be extracted.
+enum FinishedRow: Sendable {
+    /// An answer to reveal.
+    struct Answer: Sendable {
+        let ordinal: Int
+        let request: String
+        let status: Int
+        let attempts: Int
+        let body: [UInt8]
+        let labels: [LabelBinding]
+
+        /// The row: labels extracted, transformed and masked.
+        func revealed() -> ResultRow {
+            Reveal.row(ordinal: ordinal, request: request, status: status, attempts: attempts, body: body, labels: labels)
+        }
+    }
+
+    case row(ResultRow)
+    case answer(Answer)
+
+    /// Attempts made.
+    var attempts: Int {
+        switch self {
+        case .row(let row): return row.attempts
+        case .answer(let answer): return answer.attempts
+        }
+    }
+}
+
+/// Reveals, encodes and writes finished rows, in order, on a thread of its own.
 ///
-/// With the curl transport one thread drives every transfer and runs every task; encoding rows,
-/// writing files and syncing journals there would stall the transfers. The runner hands rows
+/// With the curl transport one thread drives every transfer and runs every task; parsing answers,
+/// encoding rows, writing files and syncing journals there would stall the transfers. The runner hands rows
 /// over in batches (one lock and at most one wakeup per batch), so the writer costs that thread
 /// almost nothing and uses the other core.
 final class RowWriter: @unchecked Sendable {
-    typealias Entry = (row: ResultRow, target: Int, replayed: Bool)
+    typealias Entry = (row: FinishedRow, target: Int, replayed: Bool)
 
     private let condition = NSCondition()
     // Guarded by `condition`.
@@ -21,6 +51,18 @@ final class RowWriter: @unchecked Sendable {
     private let files: [OutputFile]
     private let journals: [Journal?]
     private let done = DispatchSemaphore(value: 0)
+    // Statuses of the answers revealed here (the runner counts the rows it was given whole).
+    private let okCount = Atomic<Int>(0)
+    private let partialCount = Atomic<Int>(0)
+    private let failedCount = Atomic<Int>(0)
+
+    /// Answers revealed as failed so far, for progress lines.
+    var revealedFailed: Int { failedCount.load(ordering: .relaxed) }
+
+    /// Statuses of the answers revealed; complete once `finish` has returned.
+    var revealedCounts: (ok: Int, partial: Int, failed: Int) {
+        (okCount.load(ordering: .relaxed), partialCount.load(ordering: .relaxed), failedCount.load(ordering: .relaxed))
+    }
 
     /// Starts the writer for `files` and their `journals` (nil for standard output).
     init(files: [OutputFile], journals: [Journal?]) {
@@ -71,9 +113,20 @@ final class RowWriter: @unchecked Sendable {
             condition.unlock()
             if !failed {
                 for entry in batch {
+                    let row: ResultRow
+                    switch entry.row {
+                    case .row(let whole): row = whole
+                    case .answer(let answer):
+                        row = answer.revealed()
+                        switch row.status {
+                        case .ok: okCount.add(1, ordering: .relaxed)
+                        case .partial: partialCount.add(1, ordering: .relaxed)
+                        case .failed: failedCount.add(1, ordering: .relaxed)
+                        }
+                    }
                     do {
-                        try files[entry.target].write(entry.row)
-                        if !entry.replayed { try journals[entry.target]?.append(entry.row) }
+                        try files[entry.target].write(row)
+                        if !entry.replayed { try journals[entry.target]?.append(row) }
                     } catch {
                         condition.lock()
                         self.error = error

@@ -218,7 +218,7 @@ public struct Runner: Sendable {
         var writeError: RunError?
 
         // Rows are written in work-item order; `pending` holds rows that finished early.
-        var pending: [Int: (row: ResultRow, target: Int, replayed: Bool)] = [:]
+        var pending: [Int: RowWriter.Entry] = [:]
         var nextToWrite = 0
         var nextSequence = 0
         var inFlight = 0
@@ -248,12 +248,14 @@ public struct Runner: Sendable {
                 summary.rows += 1
                 summary.retries += max(0, entry.row.attempts - 1)
                 if entry.replayed { summary.replayed += 1 }
-                switch entry.row.status {
+                // An answer's status is known once the writer has revealed it; the writer counts those.
+                guard case .row(let row) = entry.row else { continue }
+                switch row.status {
                 case .ok: summary.ok += 1
                 case .partial: summary.partial += 1
                 case .failed: summary.failed += 1
                 }
-                if entry.row.status == .failed && options.failFast { stopDispatch = true }
+                if row.status == .failed && options.failFast { stopDispatch = true }
             }
             let now = coarseMilliseconds()
             // A batch is worth a wakeup of the writer; a slow run still writes within 20 ms.
@@ -263,13 +265,16 @@ public struct Runner: Sendable {
             }
             if now - lastProgress > 100 {
                 lastProgress = now
-                events(.progress(RunProgress(done: summary.rows, total: total, failed: summary.failed, elapsed: ContinuousClock.now - start)))
+                events(.progress(RunProgress(done: summary.rows, total: total, failed: summary.failed + writer.revealedFailed,
+                                             elapsed: ContinuousClock.now - start)))
             }
         }
 
         // With the curl transport, this loop and every attempt run on the transport's own thread.
         await withTaskExecutorPreference(transport.executor) {
-        await withTaskGroup(of: (Int, Int, ResultRow?).self) { group in
+        // Labels are extracted on the writer thread, except with --fail-fast, which must know at once.
+        let revealLater = !options.failFast
+        await withTaskGroup(of: (Int, Int, FinishedRow?).self) { group in
             while true {
                 if Task.isCancelled { stopDispatch = true }
             // Nothing to wait for: what finished is handed to the writer before a long wait.
@@ -284,21 +289,21 @@ public struct Runner: Sendable {
                     nextSequence += 1
                     let target = byRequest[item.requestIndex]
                     if let row = journals[target]?.replayed(item.ordinal) {
-                        pending[sequence] = (row, target, true)
+                        pending[sequence] = (.row(row), target, true)
                         continue
                     }
                     switch prepared {
                     case .failure(let failure):
                         let labels = manifest.requests[item.requestIndex].labels.map { (name: $0.name, value: String?.none) }
-                        pending[sequence] = (ResultRow(ordinal: item.ordinal, request: failure.name, status: .failed, httpStatus: nil,
-                                                       attempts: 0, labels: labels, errors: [failure.error]), target, false)
+                        pending[sequence] = (.row(ResultRow(ordinal: item.ordinal, request: failure.name, status: .failed, httpStatus: nil,
+                                                            attempts: 0, labels: labels, errors: [failure.error])), target, false)
                         if options.failFast { stopDispatch = true }
                     case .success(let request):
                         let labels = manifest.requests[item.requestIndex].labels
                         let ordinal = item.ordinal
                         inFlight += 1
                         group.addTask {
-                            (sequence, target, await context.perform(request, ordinal: ordinal, labels: labels))
+                            (sequence, target, await context.perform(request, ordinal: ordinal, labels: labels, revealLater: revealLater))
                         }
                     }
                 }
@@ -322,6 +327,10 @@ public struct Runner: Sendable {
         }
         handOver()
         if let error = writer.finish(), writeError == nil { writeError = error }
+        let revealed = writer.revealedCounts
+        summary.ok += revealed.ok
+        summary.partial += revealed.partial
+        summary.failed += revealed.failed
         // Rows after a gap (a cancelled request) stay unwritten: order is never broken.
         let remaining = feed.stop()
         if stopDispatch && !exhausted && !Task.isCancelled && writeError == nil {
@@ -380,8 +389,9 @@ struct AttemptContext: Sendable {
     let events: @Sendable (RunEvent) -> Void
     let verbose: Bool
 
-    /// Sends with retries; nil when the run was cancelled before the row was finished.
-    func perform(_ request: PreparedRequest, ordinal: Int, labels: [LabelBinding]) async -> ResultRow? {
+    /// Sends with retries; nil when the run was cancelled before the row was finished. With
+    /// `revealLater` a 2xx answer comes back as it is, for the writer to extract its labels.
+    func perform(_ request: PreparedRequest, ordinal: Int, labels: [LabelBinding], revealLater: Bool) async -> FinishedRow? {
         var random = SeededGenerator(seed: UInt64(ordinal) &* 0x9E3779B97F4A7C15 &+ 1)
         var attempt = 0
         while true {
@@ -408,28 +418,30 @@ struct AttemptContext: Sendable {
             case .failure(.cancelled):
                 return nil
             case .response(let status, _, let body) where (200..<300).contains(status):
-                return Reveal.row(ordinal: ordinal, request: request.name, status: status, attempts: attempt, body: body, labels: labels)
+                let answer = FinishedRow.Answer(ordinal: ordinal, request: request.name, status: status, attempts: attempt,
+                                                body: body, labels: labels)
+                return revealLater ? .answer(answer) : .row(answer.revealed())
             case .response(let status, let headers, _):
                 if !(canRetry && policy.statuses.contains(status)) {
                     let error = status == 429
                         ? RowError(code: .rateLimited, label: nil, message: "HTTP 429 after \(attempt) attempt\(attempt == 1 ? "" : "s")")
                         : RowError(code: .httpStatus, label: nil, message: "HTTP \(status)")
-                    return failed(request, ordinal, labels, status: status, attempts: attempt, error)
+                    return .row(failed(request, ordinal, labels, status: status, attempts: attempt, error))
                 }
                 retryAfter = headers["retry-after"].flatMap(AttemptContext.parseRetryAfter)
             case .failure(.timeout):
                 if !(canRetry && policy.timeout) {
-                    return failed(request, ordinal, labels, status: nil, attempts: attempt,
-                                  RowError(code: .timeout, label: nil, message: "no answer within \(Units.text(timeout))"))
+                    return .row(failed(request, ordinal, labels, status: nil, attempts: attempt,
+                                  RowError(code: .timeout, label: nil, message: "no answer within \(Units.text(timeout))")))
                 }
             case .failure(.network(let detail)):
                 if !(canRetry && policy.network) {
-                    return failed(request, ordinal, labels, status: nil, attempts: attempt,
-                                  RowError(code: .network, label: nil, message: detail))
+                    return .row(failed(request, ordinal, labels, status: nil, attempts: attempt,
+                                  RowError(code: .network, label: nil, message: detail)))
                 }
             case .failure(.bodyTooLarge(let limit)):
-                return failed(request, ordinal, labels, status: nil, attempts: attempt,
-                              RowError(code: .unexpectedResponseDataFormat, label: nil, message: "response body is over \(limit >> 20) MiB"))
+                return .row(failed(request, ordinal, labels, status: nil, attempts: attempt,
+                              RowError(code: .unexpectedResponseDataFormat, label: nil, message: "response body is over \(limit >> 20) MiB")))
             }
             // Capped exponential backoff with full jitter, unless the server said when.
             let cap = min(policy.maxBackoff.seconds, policy.backoff.seconds * pow(2, Double(attempt - 1)))
