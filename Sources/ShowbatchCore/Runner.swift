@@ -272,58 +272,58 @@ public struct Runner: Sendable {
 
         // With the curl transport, this loop and every attempt run on the transport's own thread.
         await withTaskExecutorPreference(transport.executor) {
-        // Labels are extracted on the writer thread, except with --fail-fast, which must know at once.
-        let revealLater = !options.failFast
-        await withTaskGroup(of: (Int, Int, FinishedRow?).self) { group in
-            while true {
-                if Task.isCancelled { stopDispatch = true }
-            // Nothing to wait for: what finished is handed to the writer before a long wait.
-            if inFlight == 0 && !outbox.isEmpty { handOver() }
-                // Fill the window.
-                while !stopDispatch && !exhausted && inFlight < concurrency && nextSequence - nextToWrite < window {
-                    guard let (item, prepared) = feed.next() else {
-                        exhausted = true
-                        break
-                    }
-                    let sequence = nextSequence
-                    nextSequence += 1
-                    let target = byRequest[item.requestIndex]
-                    if let row = journals[target]?.replayed(item.ordinal) {
-                        pending[sequence] = (.row(row), target, true)
-                        continue
-                    }
-                    switch prepared {
-                    case .failure(let failure):
-                        let labels = manifest.requests[item.requestIndex].labels.map { (name: $0.name, value: String?.none) }
-                        pending[sequence] = (.row(ResultRow(ordinal: item.ordinal, request: failure.name, status: .failed, httpStatus: nil,
-                                                            attempts: 0, labels: labels, errors: [failure.error])), target, false)
-                        if options.failFast { stopDispatch = true }
-                    case .success(let request):
-                        let labels = manifest.requests[item.requestIndex].labels
-                        let ordinal = item.ordinal
-                        inFlight += 1
-                        group.addTask {
-                            (sequence, target, await context.perform(request, ordinal: ordinal, labels: labels, revealLater: revealLater))
+            // Labels are extracted on the writer thread, except with --fail-fast, which must know at once.
+            let revealLater = !options.failFast
+            await withTaskGroup(of: (Int, Int, FinishedRow?).self) { group in
+                while true {
+                    if Task.isCancelled { stopDispatch = true }
+                    // Nothing to wait for: what finished is handed to the writer before a long wait.
+                    if inFlight == 0 && !outbox.isEmpty { handOver() }
+                    // Fill the window.
+                    while !stopDispatch && !exhausted && inFlight < concurrency && nextSequence - nextToWrite < window {
+                        guard let (item, prepared) = feed.next() else {
+                            exhausted = true
+                            break
+                        }
+                        let sequence = nextSequence
+                        nextSequence += 1
+                        let target = byRequest[item.requestIndex]
+                        if let row = journals[target]?.replayed(item.ordinal) {
+                            pending[sequence] = (.row(row), target, true)
+                            continue
+                        }
+                        switch prepared {
+                        case .failure(let failure):
+                            let labels = manifest.requests[item.requestIndex].labels.map { (name: $0.name, value: String?.none) }
+                            pending[sequence] = (.row(ResultRow(ordinal: item.ordinal, request: failure.name, status: .failed, httpStatus: nil,
+                                                                attempts: 0, labels: labels, errors: [failure.error])), target, false)
+                            if options.failFast { stopDispatch = true }
+                        case .success(let request):
+                            let labels = manifest.requests[item.requestIndex].labels
+                            let ordinal = item.ordinal
+                            inFlight += 1
+                            group.addTask {
+                                (sequence, target, await context.perform(request, ordinal: ordinal, labels: labels, revealLater: revealLater))
+                            }
                         }
                     }
-                }
-                writeReady()
-                if inFlight == 0 {
-                    if exhausted || stopDispatch { break }
-                    continue
-                }
-                guard let (sequence, target, row) = await group.next() else { break }
-                inFlight -= 1
-                if let row {
-                    pending[sequence] = (row, target, false)
-                    // Written before the next dispatch, so --fail-fast sends nothing past a failure.
                     writeReady()
-                } else {
-                    // Cancelled: the row is not written; a resumed run sends it again.
-                    stopDispatch = true
+                    if inFlight == 0 {
+                        if exhausted || stopDispatch { break }
+                        continue
+                    }
+                    guard let (sequence, target, row) = await group.next() else { break }
+                    inFlight -= 1
+                    if let row {
+                        pending[sequence] = (row, target, false)
+                        // Written before the next dispatch, so --fail-fast sends nothing past a failure.
+                        writeReady()
+                    } else {
+                        // Cancelled: the row is not written; a resumed run sends it again.
+                        stopDispatch = true
+                    }
                 }
             }
-        }
         }
         handOver()
         if let error = writer.finish(), writeError == nil { writeError = error }
