@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchYAML
 
 /// Something a run reports while it goes; the executable decides how to print it.
 public enum RunEvent: Sendable {
@@ -120,7 +121,7 @@ public struct Runner: Sendable {
         } else {
             for (index, request) in manifest.requests.enumerated() {
                 guard let spec = request.output ?? manifest.output else {
-                    throw RunError.usage("request \(index + 1) (line \(request.mark.line)) has no output: give --output PATH, or add output: to the manifest or the request")
+                    throw manifestProblem(at: request.mark, "request \(index + 1) has no output: give --output PATH, or add output: to the manifest or the request")
                 }
                 let path = shardPath(spec.path)
                 let format = options.format ?? spec.resolvedFormat
@@ -141,6 +142,19 @@ public struct Runner: Sendable {
             }
         }
         return (targets, byRequest)
+    }
+
+    /// A problem at `mark` in the manifest, quoting its line as `validate` does (secrets hidden).
+    /// The run holds no source text, so the file is read again; if it no longer parses, the line
+    /// is not quoted, since nothing would tell a secret from the rest.
+    func manifestProblem(at mark: Mark, _ message: String) -> RunError {
+        let bytes = FileManager.default.contents(atPath: manifest.file).map(Array.init) ?? []
+        let source = SourceFile(name: manifest.file, bytes: bytes)
+        guard let root = try? YAMLParser.parse(source) else {
+            return .manifest(Diagnostic(source: SourceFile(name: manifest.file, bytes: []), mark: mark, message: message))
+        }
+        let spans = ManifestDecoder.sensitiveSpans(root)
+        return .manifest(Diagnostic(source: source, mark: mark, message: message, redacting: spans[mark.line] ?? []))
     }
 
     /// The base URL: the override, the satellite, an activated custom hostname, or the vault URL.

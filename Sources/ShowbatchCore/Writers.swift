@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchYAML
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -68,12 +69,16 @@ public enum RowEncoding {
 public enum RunError: Error, Sendable, CustomStringConvertible {
     /// The run cannot start as asked; nothing was sent.
     case usage(String)
+    /// The run cannot start because of a place in the manifest (rendered with file, line, column
+    /// and caret); nothing was sent.
+    case manifest(Diagnostic)
     /// Something failed at run time: an unwritable output, a strict hostname check.
     case runtime(String)
 
     public var description: String {
         switch self {
         case .usage(let message), .runtime(let message): return message
+        case .manifest(let diagnostic): return diagnostic.description
         }
     }
 }

@@ -64,6 +64,9 @@ enum RunCommand {
             case .usage(let message):
                 Console.err(UsageError(message: message, command: "run").description + "\n")
                 return ExitCode.usage
+            case .manifest(let diagnostic):
+                Console.err(diagnostic.description + "\n")
+                return ExitCode.usage
             case .runtime(let message):
                 printer.error(message)
                 return ExitCode.runtime

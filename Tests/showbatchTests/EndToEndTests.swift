@@ -220,7 +220,7 @@ requests:
         defer { work.remove() }
         let noOutput = try showbatch(["run", "noout.yaml", "--emulate"], in: work.path)
         #expect(noOutput.status == 2)
-        #expect(noOutput.stderr == "showbatch: error: request 1 (line 2) has no output: give --output PATH, or add output: to the manifest or the request\nRun 'showbatch help run' for usage.\n")
+        #expect(noOutput.stderr == "noout.yaml:2:12: error: request 1 has no output: give --output PATH, or add output: to the manifest or the request\n  requests: [{name: a, path: /p}]\n             ^\n")
         let unwritable = try showbatch(["run", "m.yaml", "--emulate", "--output", "blocker/r.csv"], in: work.path, environment: env)
         #expect(unwritable.status == 3)
         #expect(unwritable.stderr == "showbatch: error: cannot create the folder blocker for blocker/r.csv\n")
