@@ -132,7 +132,7 @@ final class Journal {
 
     /// Records a finished row; synced to disk in batches.
     func append(_ row: ResultRow) throws(RunError) {
-        Journal.encode(row).write(to: &buffer)
+        Journal.encode(row, to: &buffer)
         buffer.append(0x0A)
         unsynced += 1
         if unsynced >= 512 || coarseMilliseconds() - lastSync > 1000 { try sync() }
@@ -164,18 +164,43 @@ final class Journal {
         unlink(path)
     }
 
-    static func encode(_ row: ResultRow) -> JSONValue {
-        .object([
-            JSONMember("o", .number(String(row.ordinal))),
-            JSONMember("r", .string(row.request)),
-            JSONMember("s", .string(row.status.rawValue)),
-            JSONMember("h", row.httpStatus.map { .number(String($0)) } ?? .null),
-            JSONMember("a", .number(String(row.attempts))),
-            JSONMember("l", .array(row.labels.map { .array([.string($0.name), $0.value.map(JSONValue.string) ?? .null]) })),
-            JSONMember("e", .array(row.errors.map {
-                .array([.number(String($0.code.rawValue)), $0.label.map(JSONValue.string) ?? .null, .string($0.message)])
-            })),
-        ])
+    /// Appends the row's journal line (without its line break): compact JSON written straight
+    /// into the buffer, every row, so no JSON tree is built for it.
+    static func encode(_ row: ResultRow, to out: inout [UInt8]) {
+        func optional(_ text: String?) {
+            if let text { JSONValue.writeString(text, to: &out) } else { out.append(contentsOf: "null".utf8) }
+        }
+        out.append(contentsOf: #"{"o":"#.utf8)
+        out.append(contentsOf: String(row.ordinal).utf8)
+        out.append(contentsOf: #","r":"#.utf8)
+        JSONValue.writeString(row.request, to: &out)
+        out.append(contentsOf: #","s":"#.utf8)
+        JSONValue.writeString(row.status.rawValue, to: &out)
+        out.append(contentsOf: #","h":"#.utf8)
+        out.append(contentsOf: (row.httpStatus.map { String($0) } ?? "null").utf8)
+        out.append(contentsOf: #","a":"#.utf8)
+        out.append(contentsOf: String(row.attempts).utf8)
+        out.append(contentsOf: #","l":["#.utf8)
+        for (index, label) in row.labels.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            out.append(UInt8(ascii: "["))
+            JSONValue.writeString(label.name, to: &out)
+            out.append(UInt8(ascii: ","))
+            optional(label.value)
+            out.append(UInt8(ascii: "]"))
+        }
+        out.append(contentsOf: #"],"e":["#.utf8)
+        for (index, error) in row.errors.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            out.append(UInt8(ascii: "["))
+            out.append(contentsOf: String(error.code.rawValue).utf8)
+            out.append(UInt8(ascii: ","))
+            optional(error.label)
+            out.append(UInt8(ascii: ","))
+            JSONValue.writeString(error.message, to: &out)
+            out.append(UInt8(ascii: "]"))
+        }
+        out.append(contentsOf: "]}".utf8)
     }
 
     static func decode(_ line: [UInt8]) -> ResultRow? {
