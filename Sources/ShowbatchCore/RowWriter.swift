@@ -76,12 +76,17 @@ final class RowWriter: @unchecked Sendable {
         thread.start()
     }
 
+    /// Rows queued at most: past this `submit` waits for the writer, so that a slow output (a
+    /// pipe read slowly, a full disk) holds the run back instead of growing memory.
+    private static let capacity = 4096
+
     /// Queues rows to be written after those already queued.
     func submit(_ entries: [Entry]) {
         guard !entries.isEmpty else { return }
         condition.lock()
+        while queue.count >= Self.capacity && error == nil { condition.wait() }
         queue.append(contentsOf: entries)
-        condition.signal()
+        condition.broadcast()
         condition.unlock()
     }
 
@@ -110,6 +115,8 @@ final class RowWriter: @unchecked Sendable {
             swap(&batch, &queue)
             let last = closing
             let failed = error != nil
+            // A submitter may be waiting for room.
+            condition.broadcast()
             condition.unlock()
             if !failed {
                 for entry in batch {
@@ -130,6 +137,7 @@ final class RowWriter: @unchecked Sendable {
                     } catch {
                         condition.lock()
                         self.error = error
+                        condition.broadcast()
                         condition.unlock()
                         break
                     }
