@@ -19,11 +19,11 @@ public enum ManifestLoader {
         if size > maxFileSize {
             throw ManifestError([Diagnostic(file: path, message: "is \(size >> 20) MiB; manifests are limited to \(maxFileSize >> 20) MiB")])
         }
-        guard let data = FileManager.default.contents(atPath: path) else {
+        guard let bytes = readWholeFile(path, limit: maxFileSize) else {
             throw ManifestError([Diagnostic(file: path, message: "cannot be read")])
         }
         let directory = (path as NSString).deletingLastPathComponent
-        return try load(source: SourceFile(name: path, bytes: Array(data)), directory: directory.isEmpty ? "." : directory, environment: environment)
+        return try load(source: SourceFile(name: path, bytes: bytes), directory: directory.isEmpty ? "." : directory, environment: environment)
     }
 
     /// Manifests from this size up decode their requests on a second thread while parsing.
@@ -773,6 +773,35 @@ struct ManifestDecoder {
         }
         return mask
     }
+}
+
+/// The bytes of a file of at most `limit` bytes, read straight into an array: no `Data` and no
+/// copy of a manifest that can be tens of megabytes.
+func readWholeFile(_ path: String, limit: Int) -> [UInt8]? {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var info = stat()
+    guard fstat(fd, &info) == 0 else { return nil }
+    // One byte more than the size shows a file that grew while being read; it is read again whole.
+    let capacity = min(limit, Int(info.st_size)) + 1
+    var failed = false
+    let bytes = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
+        count = 0
+        while count < capacity {
+            let read = Glibc.read(fd, buffer.baseAddress! + count, capacity - count)
+            if read < 0 && errno == EINTR { continue }
+            if read < 0 { failed = true }
+            if read <= 0 { break }
+            count += read
+        }
+    }
+    if failed { return nil }
+    if bytes.count == capacity {
+        guard let data = FileManager.default.contents(atPath: path), data.count <= limit else { return nil }
+        return Array(data)
+    }
+    return bytes
 }
 
 /// FNV-1a, 64-bit: a stable content hash without a crypto library.

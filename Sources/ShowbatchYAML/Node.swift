@@ -48,9 +48,9 @@ public enum ScalarTag: UInt8, Sendable {
 /// its node is finished, so a finished node may be read on another thread while the parser
 /// goes on adding nodes after it (see `YAMLParser.ListStream`).
 public final class Document: @unchecked Sendable {
+    /// 28 bytes: a typed scalar's number or boolean is read again from its text when asked for,
+    /// which is rare, rather than stored in every record.
     struct Record {
-        /// Integer, float or bool payload of a typed scalar.
-        var bits: UInt64 = 0
         var startLine: UInt32
         var startColumn: UInt32
         var endLine: UInt32
@@ -145,6 +145,16 @@ public final class Document: @unchecked Sendable {
         /// The text bytes of a scalar record.
         @inline(__always) func bytes(_ record: Record) -> UnsafeBufferPointer<UInt8> {
             UnsafeBufferPointer(start: text.baseAddress! + Int(record.offset), count: Int(record.count))
+        }
+
+        /// The payload of a typed scalar (bool, integer or float bits), read again from its text.
+        func bits(_ record: Record) -> UInt64 {
+            switch CoreSchema.resolve(bytes: bytes(record)) {
+            case .bool(let value): return value ? 1 : 0
+            case .int(let value): return record.value == .float ? Double(value).bitPattern : UInt64(bitPattern: Int64(value))
+            case .float(let value): return value.bitPattern
+            case .null, .string: return 0
+            }
         }
 
         /// Whether record `index` is a scalar whose text is exactly `string`.
@@ -336,9 +346,9 @@ public struct Node: Sendable, Equatable {
         guard record.kind == .scalar else { return .null }
         switch record.value {
         case .null: return .null
-        case .bool: return .bool(record.bits != 0)
-        case .int: return .int(Int(bitPattern: UInt(record.bits)))
-        case .float: return .float(Double(bitPattern: record.bits))
+        case .bool: return .bool(document.storage.bits(record) != 0)
+        case .int: return .int(Int(bitPattern: UInt(document.storage.bits(record))))
+        case .float: return .float(Double(bitPattern: document.storage.bits(record)))
         case .string: return .string(text)
         }
     }

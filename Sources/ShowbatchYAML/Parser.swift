@@ -265,20 +265,14 @@ public enum YAMLParser {
             return false
         }
 
-        /// Stores a resolved value; an explicit tag must agree with what the text resolves to.
+        /// Stores a resolved value's type (`!!float 1` is a float); `Storage.bits` reads its payload
+        /// from the text when asked.
         func set(_ record: inout Document.Record, _ resolved: CoreSchema.Resolved, as tag: ScalarTag?) {
             switch resolved {
             case .null: record.value = .null
-            case .bool(let value): record.value = .bool; record.bits = value ? 1 : 0
-            case .int(let value):
-                if tag == .float {
-                    record.value = .float
-                    record.bits = Double(value).bitPattern
-                } else {
-                    record.value = .int
-                    record.bits = UInt64(bitPattern: Int64(value))
-                }
-            case .float(let value): record.value = .float; record.bits = value.bitPattern
+            case .bool: record.value = .bool
+            case .int: record.value = tag == .float ? .float : .int
+            case .float: record.value = .float
             case .string: record.value = .string
             }
         }
@@ -415,7 +409,7 @@ private struct KeyIdentity {
     init(_ storage: Document.Storage, _ index: Int) {
         let record = storage.record(index)
         value = record.value
-        bits = record.value == .string ? 0 : record.bits
+        bits = record.value == .string || record.value == .null ? 0 : storage.bits(record)
         bytes = storage.bytes(record)
     }
 
