@@ -18,16 +18,18 @@ public struct ContentPath: Sendable, Equatable, CustomStringConvertible {
             || (firstByte >= 0x80 && text.first!.isWhitespace) || (lastByte >= 0x80 && text.last!.isWhitespace) {
             throw ContentPathError(message: "content path \"\(text)\" has leading or trailing white space")
         }
-        if !text.utf8.contains(UInt8(ascii: "\\")) {
-            // No escapes (the usual case): split the bytes at dots.
-            let segments = text.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false).map { String(Substring($0))  }
-            if segments.contains(where: \.isEmpty) {
-                throw ContentPathError(message: "content path \"\(text)\" has an empty segment")
-            }
-            self.segments = segments
-            self.text = text
-            return
+        // Without escapes (the usual case) the bytes are split at dots.
+        let segments = text.utf8.contains(UInt8(ascii: "\\")) ? Self.unescapedSegments(text)
+            : text.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false).map { String(Substring($0)) }
+        if segments.contains(where: \.isEmpty) {
+            throw ContentPathError(message: "content path \"\(text)\" has an empty segment")
         }
+        self.segments = segments
+        self.text = text
+    }
+
+    /// The segments of a path with `\.` escapes, unescaped.
+    private static func unescapedSegments(_ text: String) -> [String] {
         var segments: [String] = []
         var current = ""
         var iterator = text.makeIterator()
@@ -46,11 +48,7 @@ public struct ContentPath: Sendable, Equatable, CustomStringConvertible {
             }
         }
         segments.append(current)
-        if segments.contains(where: \.isEmpty) {
-            throw ContentPathError(message: "content path \"\(text)\" has an empty segment")
-        }
-        self.segments = segments
-        self.text = text
+        return segments
     }
 
     /// The value at this path, or nil when a key is missing or an index is out of range.

@@ -115,10 +115,7 @@ struct ManifestDecoder {
     /// Source spans of header, payload and alias values by line: never quoted in errors.
     static func sensitiveSpans(_ root: Node) -> [Int: [SourceSpan]] {
         var sensitive: [Int: [SourceSpan]] = [:]
-        func value(_ node: Node?, _ key: String) -> Node? {
-            node?.mapping?.first { $0.key.hasText(key) }?.value
-        }
-        func scalars(_ node: Node?, valuesOnly: Bool = true) {
+        func scalars(_ node: Node?) {
             guard let node else { return }
             switch node.content {
             case .scalar:
@@ -129,11 +126,11 @@ struct ManifestDecoder {
             case .mapping(let pairs): pairs.forEach { scalars($0.value) }
             }
         }
-        scalars(value(root, "headers"))
-        scalars(value(value(root, "emulator"), "aliases"))
-        for request in value(root, "requests")?.sequence.map(Array.init) ?? [] {
-            scalars(value(request, "headers"))
-            scalars(value(request, "payload"))
+        scalars(root.value(forKey: "headers"))
+        scalars(root.value(forKey: "emulator")?.value(forKey: "aliases"))
+        for request in root.value(forKey: "requests")?.sequence.map(Array.init) ?? [] {
+            scalars(request.value(forKey: "headers"))
+            scalars(request.value(forKey: "payload"))
         }
         return sensitive
     }
