@@ -1,8 +1,5 @@
 import Foundation
 import Synchronization
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// A finished work item: its row, or a 2xx answer whose labels are still to be extracted.
 enum FinishedRow: Sendable {
@@ -148,12 +145,4 @@ final class RowWriter: @unchecked Sendable {
             if last { return }
         }
     }
-}
-
-/// Milliseconds on a coarse monotonic clock: read without a system call, a few milliseconds
-/// coarse, which is enough to pace progress lines and journal syncs on every row.
-func coarseMilliseconds() -> Int64 {
-    var time = timespec()
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &time)
-    return Int64(time.tv_sec) * 1000 + Int64(time.tv_nsec) / 1_000_000
 }

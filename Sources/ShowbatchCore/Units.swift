@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Parsing of durations (`500ms`, `30s`, `2m`, plain seconds) and rates (`50/s`, `600/m`).
 public enum Units {
@@ -90,4 +93,12 @@ extension String {
         if text.hasSuffix(".0") { text.removeLast(2) }
         self = text
     }
+}
+
+/// Milliseconds on a coarse monotonic clock: read without a system call, a few milliseconds
+/// coarse, which is enough to pace progress lines and journal syncs on every row.
+func coarseMilliseconds() -> Int64 {
+    var time = timespec()
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &time)
+    return Int64(time.tv_sec) * 1000 + Int64(time.tv_nsec) / 1_000_000
 }
