@@ -143,7 +143,7 @@ struct ManifestDecoder {
             problem(node.mark, "\(context()) must be a mapping; found \(node.typeName)")
             return nil
         }
-        for keyNode in node.unknownKeys(known) where keyNode.kind == .scalar {
+        for keyNode in node.unknownKeys(known) {
             let key = keyNode.text
             let context = context()
             if let suggestion = closest(key, in: known) {

@@ -337,9 +337,6 @@ public struct Node: Sendable, Equatable {
         return unknown
     }
 
-    /// Whether this is a scalar typed as a string (quoted, tagged !!str, or a plain word).
-    public var isString: Bool { record.kind == .scalar && record.value == .string }
-
     /// A scalar's typed value; `.null` for sequences and mappings.
     public var value: ScalarValue {
         let record = record
