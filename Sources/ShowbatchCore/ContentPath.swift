@@ -52,22 +52,30 @@ public struct ContentPath: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The value at this path, or nil when a key is missing or an index is out of range.
-    public func lookup(in root: JSONValue) -> JSONValue? {
+    public func lookup(in root: JSONValue) -> JSONValue? { lookup(in: root, from: 0) }
+
+    /// The value at the path's segments from `level` on, looked up in `root`.
+    func lookup(in root: JSONValue, from level: Int) -> JSONValue? {
         var current = root
-        for segment in segments {
+        for segment in segments[level...] {
             switch current {
             case .object(let members):
                 guard let member = members.first(where: { $0.key == segment }) else { return nil }
                 current = member.value
             case .array(let items):
-                guard let index = Int(segment), index >= 0, index < items.count,
-                      segment.allSatisfy(\.isASCII) else { return nil }
+                guard let index = ContentPath.arrayIndex(segment), index < items.count else { return nil }
                 current = items[index]
             default:
                 return nil
             }
         }
         return current
+    }
+
+    /// The array index a segment names: ASCII digits (an optional `+`), nil for anything else.
+    static func arrayIndex(_ segment: String) -> Int? {
+        guard let index = Int(segment), index >= 0, segment.utf8.allSatisfy({ $0 < 0x80 }) else { return nil }
+        return index
     }
 
     public var description: String { text }

@@ -209,6 +209,12 @@ public struct JSONParser {
 
     private mutating func number() throws(JSONParseError) -> JSONValue {
         let start = index
+        try skipNumber()
+        return .number(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self))
+    }
+
+    /// Moves past a number, checking its syntax.
+    private mutating func skipNumber() throws(JSONParseError) {
         if index < bytes.count, bytes[index] == UInt8(ascii: "-") { index += 1 }
         guard index < bytes.count, isDigit(bytes[index]) else { throw fail("invalid value") }
         if bytes[index] == UInt8(ascii: "0") { index += 1 } else { _ = digits() }
@@ -221,7 +227,6 @@ public struct JSONParser {
             if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
             guard digits() > 0 else { throw fail("invalid number") }
         }
-        return .number(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self))
     }
 
     private mutating func hex4() throws(JSONParseError) -> UInt32 {
@@ -305,5 +310,202 @@ public struct JSONParser {
             }
         }
         throw fail("unterminated string")
+    }
+}
+
+// Revealing reads a few values out of every answer. Building the whole document for that costs
+// an allocation per string, member and container; this reads the same bytes with the same checks
+// and builds only the values the paths lead to.
+extension JSONParser {
+    /// The values at `paths` in `data`, or nil when `data` is JSON but not an object. The whole
+    /// body is checked: an error is the one `parse` would give, at the same offset.
+    static func values<Bytes: ContiguousBytes>(at paths: [ContentPath], in data: Bytes,
+                                               maxDepth: Int = 512) throws(JSONParseError) -> [JSONValue?]? {
+        let result: Result<[JSONValue?]?, JSONParseError> = data.withUnsafeBytes { raw in
+            var parser = JSONParser(bytes: raw.bindMemory(to: UInt8.self), maxDepth: maxDepth)
+            do throws(JSONParseError) {
+                parser.skipSpace()
+                var found = [JSONValue?](repeating: nil, count: paths.count)
+                let isObject = parser.index < parser.bytes.count && parser.bytes[parser.index] == UInt8(ascii: "{")
+                if isObject {
+                    try parser.find(PathSet(paths), Array(paths.indices), level: 0, depth: 0, into: &found)
+                } else {
+                    try parser.skipValue(depth: 0)
+                }
+                parser.skipSpace()
+                guard parser.index == parser.bytes.count else { throw parser.fail("unexpected text after the JSON value") }
+                return .success(isObject ? found : nil)
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
+
+    /// The paths of one search, with what the scan compares per segment worked out once.
+    private struct PathSet {
+        let paths: [ContentPath]
+        /// Per path and segment: whether the segment is ASCII (then keys compare as bytes).
+        let ascii: [[Bool]]
+        /// Per path and segment: the array index it names, if any.
+        let indices: [[Int?]]
+
+        init(_ paths: [ContentPath]) {
+            self.paths = paths
+            ascii = paths.map { $0.segments.map { $0.utf8.allSatisfy { $0 < 0x80 } } }
+            indices = paths.map { $0.segments.map(ContentPath.arrayIndex) }
+        }
+    }
+
+    /// Reads the value at the cursor, recording into `found` what the paths `ids` (which agree
+    /// up to `level`) lead to.
+    private mutating func find(_ set: PathSet, _ ids: [Int], level: Int, depth: Int,
+                               into found: inout [JSONValue?]) throws(JSONParseError) {
+        // A path ending here takes the whole value; paths through it then look inside that.
+        if ids.contains(where: { set.paths[$0].segments.count == level }) {
+            let value = try value(depth: depth)
+            for id in ids { found[id] = set.paths[id].lookup(in: value, from: level) }
+            return
+        }
+        guard depth < maxDepth else { throw fail("nesting deeper than \(maxDepth) levels") }
+        guard index < bytes.count else { throw fail("unexpected end of input") }
+        switch bytes[index] {
+        case UInt8(ascii: "{"):
+            index += 1
+            skipSpace()
+            if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return }
+            // The first member with a name counts, as in `ContentPath.lookup`.
+            var open = ids
+            while true {
+                skipSpace()
+                guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected a member name") }
+                var matches: [Int] = []
+                if open.isEmpty {
+                    try skipString()
+                } else {
+                    matches = try matchingKey(set, open, level: level)
+                    if !matches.isEmpty { open.removeAll(where: matches.contains) }
+                }
+                skipSpace()
+                guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
+                index += 1
+                skipSpace()
+                if matches.isEmpty {
+                    try skipValue(depth: depth + 1)
+                } else {
+                    try find(set, matches, level: level + 1, depth: depth + 1, into: &found)
+                }
+                skipSpace()
+                guard index < bytes.count else { throw fail("unexpected end of input") }
+                if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+                if bytes[index] == UInt8(ascii: "}") { index += 1; return }
+                throw fail("expected ',' or '}'")
+            }
+        case UInt8(ascii: "["):
+            index += 1
+            skipSpace()
+            if index < bytes.count, bytes[index] == UInt8(ascii: "]") { index += 1; return }
+            var position = 0
+            while true {
+                skipSpace()
+                let matches = ids.filter { set.indices[$0][level] == position }
+                if matches.isEmpty {
+                    try skipValue(depth: depth + 1)
+                } else {
+                    try find(set, matches, level: level + 1, depth: depth + 1, into: &found)
+                }
+                position += 1
+                skipSpace()
+                guard index < bytes.count else { throw fail("unexpected end of input") }
+                if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+                if bytes[index] == UInt8(ascii: "]") { index += 1; return }
+                throw fail("expected ',' or ']'")
+            }
+        default:
+            // A scalar: the paths lead nowhere.
+            try skipValue(depth: depth)
+        }
+    }
+
+    /// Reads the member name at the cursor; the paths of `ids` whose segment at `level` it is.
+    private mutating func matchingKey(_ set: PathSet, _ ids: [Int], level: Int) throws(JSONParseError) -> [Int] {
+        let quote = index
+        var end = index + 1
+        while end < bytes.count, bytes[end] != UInt8(ascii: "\""), bytes[end] != UInt8(ascii: "\\"),
+              bytes[end] >= 0x20, bytes[end] < 0x80 {
+            end += 1
+        }
+        if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
+            // Plain ASCII: compared as bytes with ASCII segments (a non-ASCII segment can still
+            // be canonically equal, so those compare as strings).
+            let key = UnsafeBufferPointer(rebasing: bytes[(quote + 1)..<end])
+            index = end + 1
+            return ids.filter { id in
+                let segment = set.paths[id].segments[level]
+                return set.ascii[id][level] ? segment.utf8.elementsEqual(key) : String(decoding: key, as: UTF8.self) == segment
+            }
+        }
+        let key = try string()
+        return ids.filter { set.paths[$0].segments[level] == key }
+    }
+
+    /// Moves past a string, checking it as `string()` does.
+    private mutating func skipString() throws(JSONParseError) {
+        let quote = index
+        index += 1
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") { index += 1; return }
+            if byte == UInt8(ascii: "\\") || byte < 0x20 || byte >= 0x80 { break }
+            index += 1
+        }
+        // Escapes, control characters, UTF-8 or the end of input: the full reader decides.
+        index = quote
+        _ = try string()
+    }
+
+    /// Moves past a value, checking it as `value(depth:)` does, building nothing.
+    private mutating func skipValue(depth: Int) throws(JSONParseError) {
+        guard depth < maxDepth else { throw fail("nesting deeper than \(maxDepth) levels") }
+        guard index < bytes.count else { throw fail("unexpected end of input") }
+        switch bytes[index] {
+        case UInt8(ascii: "{"):
+            index += 1
+            skipSpace()
+            if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return }
+            while true {
+                skipSpace()
+                guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected a member name") }
+                try skipString()
+                skipSpace()
+                guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
+                index += 1
+                skipSpace()
+                try skipValue(depth: depth + 1)
+                skipSpace()
+                guard index < bytes.count else { throw fail("unexpected end of input") }
+                if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+                if bytes[index] == UInt8(ascii: "}") { index += 1; return }
+                throw fail("expected ',' or '}'")
+            }
+        case UInt8(ascii: "["):
+            index += 1
+            skipSpace()
+            if index < bytes.count, bytes[index] == UInt8(ascii: "]") { index += 1; return }
+            while true {
+                skipSpace()
+                try skipValue(depth: depth + 1)
+                skipSpace()
+                guard index < bytes.count else { throw fail("unexpected end of input") }
+                if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+                if bytes[index] == UInt8(ascii: "]") { index += 1; return }
+                throw fail("expected ',' or ']'")
+            }
+        case UInt8(ascii: "\""): try skipString()
+        case UInt8(ascii: "t"): _ = try expect("true", .null)
+        case UInt8(ascii: "f"): _ = try expect("false", .null)
+        case UInt8(ascii: "n"): _ = try expect("null", .null)
+        default: try skipNumber()
+        }
     }
 }

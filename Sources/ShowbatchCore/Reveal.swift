@@ -9,20 +9,20 @@ public enum Reveal {
             row.errors = [RowError(code: .unexpectedResponseDataFormat, label: nil, message: "empty response body")]
             return row
         }
-        let json: JSONValue
+        let values: [JSONValue?]
         do {
-            json = try JSONParser.parse(body)
+            guard let found = try JSONParser.values(at: labels.map(\.path), in: body) else {
+                row.errors = [RowError(code: .responseInvalidJSON, label: nil, message: "response body is JSON but not an object")]
+                return row
+            }
+            values = found
         } catch {
             row.errors = [RowError(code: .responseInvalidJSON, label: nil, message: "response body is not valid JSON (\(error.reason) at byte \(error.offset))")]
             return row
         }
-        guard case .object = json else {
-            row.errors = [RowError(code: .responseInvalidJSON, label: nil, message: "response body is JSON but not an object")]
-            return row
-        }
         var missing = 0
         for (index, binding) in labels.enumerated() {
-            guard let value = binding.path.lookup(in: json), value != .null else {
+            guard let value = values[index], value != .null else {
                 missing += 1
                 row.errors.append(RowError(code: .fieldNotFound, label: binding.name,
                                            message: "label \(binding.name): no value at \(binding.path.text)"))
