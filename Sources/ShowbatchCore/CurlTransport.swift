@@ -76,6 +76,10 @@ final class CurlLoop: TaskExecutor, @unchecked Sendable {
     private let inbox = Mutex(Inbox())
     private var running: [UnsafeMutableRawPointer: CurlTransfer] = [:]
     private var pool: [UnsafeMutableRawPointer] = []
+    /// Header lists of requests with fixed headers, kept for the next request that sends the
+    /// same (a run has a few): building one costs an allocation and a copy per header.
+    private var sharedLists: [(headers: [(name: String, value: String)], emptyPost: Bool, list: UnsafeMutablePointer<curl_slist>?)] = []
+    private static let maxSharedLists = 16
     private let finished = DispatchSemaphore(value: 0)
     /// True while the loop is (about to be) blocked in `curl_multi_poll`: only then does work
     /// handed to it need a wakeup, a system call the busy loop would otherwise pay per request.
@@ -202,6 +206,8 @@ final class CurlLoop: TaskExecutor, @unchecked Sendable {
         }
         for easy in pool { curl_easy_cleanup(easy) }
         pool.removeAll()
+        for shared in sharedLists { curl_slist_free_all(shared.list) }
+        sharedLists.removeAll()
         curl_multi_cleanup(multi)
         finished.signal()
     }
@@ -241,21 +247,41 @@ final class CurlLoop: TaskExecutor, @unchecked Sendable {
             _ = sb_easy_setopt_offset(easy, CURLOPT_POSTFIELDSIZE_LARGE, 0)
             _ = sb_easy_setopt_pointer(easy, CURLOPT_COPYPOSTFIELDS, "")
         }
-        var list: UnsafeMutablePointer<curl_slist>?
-        for header in request.headers { list = curl_slist_append(list, "\(header.name): \(header.value)") }
-        if emptyPost && !request.headers.contains(where: { $0.name.lowercased() == "content-type" }) {
-            // Without this curl labels the empty body a form.
-            list = curl_slist_append(list, "Content-Type:")
+        let list: UnsafeMutablePointer<curl_slist>?
+        if request.fixedHeaders,
+           let shared = sharedLists.first(where: { $0.emptyPost == emptyPost && Self.same($0.headers, request.headers) }) {
+            list = shared.list
+        } else {
+            list = Self.headerList(request.headers, emptyPost: emptyPost)
+            if request.fixedHeaders && sharedLists.count < Self.maxSharedLists {
+                sharedLists.append((request.headers, emptyPost, list))
+            } else {
+                transfer.headerList = list
+            }
         }
-        // No "Expect: 100-continue" round trip before small JSON bodies.
-        list = curl_slist_append(list, "Expect:")
-        transfer.headerList = list
         _ = sb_easy_setopt_pointer(easy, CURLOPT_HTTPHEADER, list)
         let context = Unmanaged.passUnretained(transfer).toOpaque()
         _ = sb_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context)
         _ = sb_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context)
         running[easy] = transfer
         curl_multi_add_handle(multi, easy)
+    }
+
+    /// The header lines of a request with `headers`.
+    private static func headerList(_ headers: [(name: String, value: String)], emptyPost: Bool) -> UnsafeMutablePointer<curl_slist>? {
+        var list: UnsafeMutablePointer<curl_slist>?
+        for header in headers { list = curl_slist_append(list, "\(header.name): \(header.value)") }
+        if emptyPost && !headers.contains(where: { $0.name.lowercased() == "content-type" }) {
+            // Without this curl labels the empty body of a POST a form.
+            list = curl_slist_append(list, "Content-Type:")
+        }
+        // No "Expect: 100-continue" round trip before small JSON bodies.
+        return curl_slist_append(list, "Expect:")
+    }
+
+    /// Whether two header sets are the same, in the same order.
+    private static func same(_ a: [(name: String, value: String)], _ b: [(name: String, value: String)]) -> Bool {
+        a.count == b.count && zip(a, b).allSatisfy { $0.name == $1.name && $0.value == $1.value }
     }
 
     /// A new easy handle with the options every request shares.
@@ -330,9 +356,9 @@ private let curlWriteBody: sb_data_callback = { data, size, count, context in
     return length
 }
 
-/// Collects the response headers the engine reads (`retry-after`, `content-type`, lower-cased);
-/// a new status line starts a new set.
-/// Works on the bytes: this runs for every header line of every answer.
+/// Keeps the response header the engine reads (`retry-after`, lower-cased); a new status line
+/// starts a new set. Works on the bytes, and most answers allocate nothing here: this runs for
+/// every header line of every answer.
 private let curlWriteHeader: sb_data_callback = { data, size, count, context in
     let transfer = Unmanaged<CurlTransfer>.fromOpaque(context!).takeUnretainedValue()
     let length = size * count
@@ -340,25 +366,16 @@ private let curlWriteHeader: sb_data_callback = { data, size, count, context in
         let line = UnsafeBufferPointer(start: pointer, count: length)
         if length >= 5, line[0] == UInt8(ascii: "H"), line[1] == UInt8(ascii: "T"), line[2] == UInt8(ascii: "T"),
            line[3] == UInt8(ascii: "P"), line[4] == UInt8(ascii: "/") {
-            transfer.headers.removeAll()
+            if !transfer.headers.isEmpty { transfer.headers.removeAll() }
             return
         }
-        guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { return }
-        // Only the headers the engine reads are kept: this runs for every header of every answer.
-        let name = UnsafeBufferPointer(rebasing: line[..<colon])
-        let key: String
-        if asciiLowercaseEquals(name, "retry-after") {
-            key = "retry-after"
-        } else if asciiLowercaseEquals(name, "content-type") {
-            key = "content-type"
-        } else {
-            return
-        }
+        guard let colon = line.firstIndex(of: UInt8(ascii: ":")),
+              asciiLowercaseEquals(UnsafeBufferPointer(rebasing: line[..<colon]), "retry-after") else { return }
         var start = colon + 1
         var end = length
         while start < end, line[start] == 0x20 || line[start] == 0x09 { start += 1 }
         while end > start, line[end - 1] == 0x0A || line[end - 1] == 0x0D || line[end - 1] == 0x20 { end -= 1 }
-        transfer.headers[key] = String(decoding: UnsafeBufferPointer(rebasing: line[start..<end]), as: UTF8.self)
+        transfer.headers["retry-after"] = String(decoding: UnsafeBufferPointer(rebasing: line[start..<end]), as: UTF8.self)
     }
     return length
 }

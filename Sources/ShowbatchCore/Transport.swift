@@ -6,8 +6,8 @@ import FoundationNetworking
 
 /// What one attempt came back with.
 public enum TransportResult: Sendable {
-    /// An HTTP answer; header names are lower-cased. The curl transport keeps only the headers the
-    /// engine reads (`retry-after`, `content-type`).
+    /// An HTTP answer; header names are lower-cased. The curl transport keeps only the header the
+    /// engine reads (`retry-after`).
     case response(status: Int, headers: [String: String], body: [UInt8])
     /// No usable answer.
     case failure(TransportFailure)

@@ -68,6 +68,9 @@ public struct PreparedRequest: Sendable {
     public var headers: [(name: String, value: String)]
     /// The JSON body, when the request has a payload.
     public var body: [UInt8]?
+    /// True when every row of the request sends these same headers (none comes from the row),
+    /// so a transport may keep what it builds from them for the next request.
+    public var fixedHeaders = false
 }
 
 /// A work item that cannot be sent, with the result error it becomes.
@@ -124,7 +127,8 @@ extension Manifest {
             url = parsed.absoluteString
         }
         var headers: [(name: String, value: String)] = []
-        for field in sendHeaders ?? self.sendHeaders(for: spec) {
+        let fields = sendHeaders ?? self.sendHeaders(for: spec)
+        for field in fields {
             let value = field.value.expand(row: row)
             // Literal values were checked when the manifest was read; row values are checked here.
             if field.value.needsRow && (value.contains("\r") || value.contains("\n")) {
@@ -139,6 +143,7 @@ extension Manifest {
             payload.expand(row: row).write(to: &bytes)
             body = bytes
         }
-        return .success(PreparedRequest(name: name, method: spec.method, url: url, headers: headers, body: body))
+        return .success(PreparedRequest(name: name, method: spec.method, url: url, headers: headers, body: body,
+                                        fixedHeaders: !fields.contains { $0.value.needsRow }))
     }
 }

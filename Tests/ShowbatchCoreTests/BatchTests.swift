@@ -128,6 +128,32 @@ requests:
         """)
     }
 
+    /// Headers from a row go with that row only; fixed headers (whose built form the curl
+    /// transport keeps) go with every request.
+    @Test(arguments: TransportKind.allCases) func headersFromRowsGoWithTheirRow(transport: TransportKind) async throws {
+        let fixture = RunFixture(transport: transport)
+        defer { fixture.dir.remove() }
+        let manifest = try fixture.manifest("""
+        vault: tnt1
+        concurrency: 4
+        output: {path: r.csv}
+        headers: {X-Team: reveal}
+        requests:
+          - {name: "r${index}", each: {csv: d.csv}, path: /post, headers: {X-Row: "row ${row.id}"}, payload: {c: tok},
+             labels: {row: headers.X-Row, team: headers.X-Team}}
+          - {name: fixed, path: /post, payload: {c: tok}, labels: {row: headers.X-Row, team: headers.X-Team}}
+        """, files: ["d.csv": "id\n" + (0..<40).map(String.init).joined(separator: "\n") + "\n"])
+        let fixedFlags = WorkItemSequence(manifest: manifest).map { item -> Bool in
+            guard case .success(let request) = manifest.prepare(item, baseURL: "http://127.0.0.1") else { return false }
+            return request.fixedHeaders
+        }
+        #expect(fixedFlags == Array(repeating: false, count: 40) + [true])
+        _ = try await fixture.run(manifest)
+        let expected = ["request,status,http_status,attempts,error,row,team"]
+            + (0..<40).map { "r\($0),ok,200,1,,row \($0),reveal" } + ["fixed,partial,200,1,1403 field_not_found: label row: no value at headers.X-Row,,reveal", ""]
+        #expect(fixture.read("r.csv") == expected.joined(separator: "\n"))
+    }
+
     @Test(arguments: TransportKind.allCases) func eachRequestWritesToItsOwnOutputWithItsOwnColumns(transport: TransportKind) async throws {
         let fixture = RunFixture(transport: transport)
         defer { fixture.dir.remove() }
