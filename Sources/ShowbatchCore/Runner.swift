@@ -194,7 +194,6 @@ public struct Runner: Sendable {
     public func run() async throws(RunError) -> RunSummary {
         let start = ContinuousClock.now
         let (targets, byRequest) = try planOutputs()
-        var summary = RunSummary()
         let baseURL = try await resolveBaseURL()
         if options.resume && targets.contains(where: { $0.path == "-" }) {
             throw RunError.usage("--resume needs file outputs; standard output is not resumable")
@@ -229,117 +228,23 @@ public struct Runner: Sendable {
         let limiter = (options.rate ?? manifest.rateLimit).map { RateLimiter(rate: $0) }
         let context = AttemptContext(transport: transport, policy: manifest.retry, timeout: options.timeout ?? manifest.timeout,
                                      limiter: limiter, events: events, verbose: options.verbose)
-        var writeError: RunError?
-
-        // Rows are written in work-item order; `pending` holds rows that finished early.
-        var pending: [Int: RowWriter.Entry] = [:]
-        var nextToWrite = 0
-        var nextSequence = 0
-        var inFlight = 0
-        var stopDispatch = false
-        var lastProgress = coarseMilliseconds()
         let feed = RequestFeed(manifest: manifest, baseURL: baseURL, shard: options.shard)
-        var exhausted = false
         let writer = RowWriter(files: files, journals: journals)
-        // Rows in order, not yet handed to the writer: handed over in batches.
-        var outbox: [RowWriter.Entry] = []
-        var lastHandOver = lastProgress
-
-        func handOver() {
-            writer.submit(outbox)
-            outbox.removeAll(keepingCapacity: true)
-            if writeError == nil, let error = writer.failure {
-                writeError = error
-                stopDispatch = true
-            }
-        }
-
-        func writeReady() {
-            while let entry = pending.removeValue(forKey: nextToWrite) {
-                nextToWrite += 1
-                guard writeError == nil else { continue }
-                outbox.append(entry)
-                summary.rows += 1
-                summary.retries += max(0, entry.row.attempts - 1)
-                if entry.replayed { summary.replayed += 1 }
-                // An answer's status is known once the writer has revealed it; the writer counts those.
-                guard case .row(let row) = entry.row else { continue }
-                switch row.status {
-                case .ok: summary.ok += 1
-                case .partial: summary.partial += 1
-                case .failed: summary.failed += 1
-                }
-                if row.status == .failed && options.failFast { stopDispatch = true }
-            }
-            let now = coarseMilliseconds()
-            // A batch is worth a wakeup of the writer; a slow run still writes within 20 ms.
-            if outbox.count >= 256 || (!outbox.isEmpty && now - lastHandOver >= 20) {
-                lastHandOver = now
-                handOver()
-            }
-            if now - lastProgress > 100 {
-                lastProgress = now
-                events(.progress(RunProgress(done: summary.rows, total: total, failed: summary.failed + writer.revealedFailed,
-                                             elapsed: ContinuousClock.now - start)))
-            }
-        }
-
-        // With the curl transport, this loop and every attempt run on the transport's own thread.
+        let dispatch = RunDispatch(manifest: manifest, feed: feed, writer: writer, journals: journals, byRequest: byRequest,
+                                   failFast: options.failFast, window: window, total: total, start: start, events: events)
+        // Labels are extracted on the writer thread, except with --fail-fast, which must know at once.
+        let revealLater = !options.failFast
+        // With the curl transport, every worker runs on the transport's own thread.
         await withTaskExecutorPreference(transport.executor) {
-            // Labels are extracted on the writer thread, except with --fail-fast, which must know at once.
-            let revealLater = !options.failFast
-            await withTaskGroup(of: (Int, Int, FinishedRow?).self) { group in
-                while true {
-                    if Task.isCancelled { stopDispatch = true }
-                    // Nothing to wait for: what finished is handed to the writer before a long wait.
-                    if inFlight == 0 && !outbox.isEmpty { handOver() }
-                    // Fill the window.
-                    while !stopDispatch && !exhausted && inFlight < concurrency && nextSequence - nextToWrite < window {
-                        guard let (item, prepared) = feed.next() else {
-                            exhausted = true
-                            break
-                        }
-                        let sequence = nextSequence
-                        nextSequence += 1
-                        let target = byRequest[item.requestIndex]
-                        if let row = journals[target]?.replayed(item.ordinal) {
-                            pending[sequence] = (.row(row), target, true)
-                            continue
-                        }
-                        switch prepared {
-                        case .failure(let failure):
-                            let labels = manifest.requests[item.requestIndex].labels.map { (name: $0.name, value: String?.none) }
-                            pending[sequence] = (.row(ResultRow(ordinal: item.ordinal, request: failure.name, status: .failed, httpStatus: nil,
-                                                                attempts: 0, labels: labels, errors: [failure.error])), target, false)
-                            if options.failFast { stopDispatch = true }
-                        case .success(let request):
-                            let labels = manifest.requests[item.requestIndex].labels
-                            let ordinal = item.ordinal
-                            inFlight += 1
-                            group.addTask {
-                                (sequence, target, await context.perform(request, ordinal: ordinal, labels: labels, revealLater: revealLater))
-                            }
-                        }
-                    }
-                    writeReady()
-                    if inFlight == 0 {
-                        if exhausted || stopDispatch { break }
-                        continue
-                    }
-                    guard let (sequence, target, row) = await group.next() else { break }
-                    inFlight -= 1
-                    if let row {
-                        pending[sequence] = (row, target, false)
-                        // Written before the next dispatch, so --fail-fast sends nothing past a failure.
-                        writeReady()
-                    } else {
-                        // Cancelled: the row is not written; a resumed run sends it again.
-                        stopDispatch = true
-                    }
+            await withTaskGroup(of: Void.self) { group in
+                for _ in 0..<concurrency {
+                    group.addTask { await dispatch.work(context, revealLater: revealLater) }
                 }
             }
         }
-        handOver()
+        let outcome = dispatch.finish()
+        var summary = outcome.summary
+        var writeError = outcome.writeError
         if let error = writer.finish(), writeError == nil { writeError = error }
         let revealed = writer.revealedCounts
         summary.ok += revealed.ok
@@ -347,7 +252,7 @@ public struct Runner: Sendable {
         summary.failed += revealed.failed
         // Rows after a gap (a cancelled request) stay unwritten: order is never broken.
         let remaining = feed.stop()
-        if stopDispatch && !exhausted && !Task.isCancelled && writeError == nil {
+        if outcome.stopped && !outcome.exhausted && !Task.isCancelled && writeError == nil {
             summary.skipped = remaining
         }
         summary.elapsed = ContinuousClock.now - start
@@ -358,7 +263,7 @@ public struct Runner: Sendable {
             journals.forEach { $0?.close() }
             throw writeError
         }
-        if Task.isCancelled || (!pending.isEmpty) {
+        if Task.isCancelled || outcome.gap {
             summary.interrupted = true
             files.forEach { $0.abandon() }
             journals.forEach { $0?.close() }
