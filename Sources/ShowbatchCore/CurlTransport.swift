@@ -26,7 +26,10 @@ public final class CurlTransport: Transport, Sendable {
     public func send(_ request: PreparedRequest, timeout: Duration) async -> TransportResult {
         let transfer = CurlTransfer(request: request, timeout: timeout)
         return await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
+            // Unchecked: the loop resumes each transfer's continuation exactly once (in `finish`,
+            // or in `start`/`shutDown` for one that never started), and a checked one costs an
+            // allocation per request.
+            await withUnsafeContinuation { continuation in
                 transfer.continuation = continuation
                 loop.submit(transfer)
             }
@@ -41,7 +44,7 @@ public final class CurlTransport: Transport, Sendable {
 final class CurlTransfer: @unchecked Sendable {
     let request: PreparedRequest
     let timeout: Duration
-    var continuation: CheckedContinuation<TransportResult, Never>?
+    var continuation: UnsafeContinuation<TransportResult, Never>?
     var easy: UnsafeMutableRawPointer?
     var headerList: UnsafeMutablePointer<curl_slist>?
     var body: [UInt8] = []
