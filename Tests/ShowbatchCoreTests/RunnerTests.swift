@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import ShowbatchCore
 import ShowbatchEmulator
@@ -165,6 +166,26 @@ requests:
         #expect(fixture.read("r.csv") == expected)
     }
 
+    /// A slow first request holds the window: at most `window - 1` later requests are sent
+    /// before it is answered, the workers wait, and then every row is written in order.
+    @Test(arguments: TransportKind.allCases) func aSlowRequestHoldsTheWindow(transport: TransportKind) async throws {
+        let fixture = RunFixture(transport: transport)
+        defer { fixture.dir.remove() }
+        let requests = (0..<200).map { "  - {name: r\($0), path: /p, payload: {i: \"\($0)\"}, labels: {i: json.i}}" }.joined(separator: "\n")
+        let manifest = try fixture.manifest("vault: tnt1\nconcurrency: 4\noutput: {path: r.csv}\nrequests:\n\(requests)\n")
+        let (emulator, options) = try fixture.emulator(for: manifest)
+        defer { emulator.stop() }
+        let inner: any Transport = transport == .curl ? CurlTransport(maxConnections: 4) : URLSessionTransport(maxConnections: 4)
+        let holding = HeadHoldingTransport(inner: inner, others: 63)
+        let summary = try await Runner(manifest: manifest, options: options, transport: holding, environment: [:]).run()
+        #expect(summary.ok == 200)
+        // The window is max(4 × 4, 64) rows: r0 and the 63 after it.
+        #expect(holding.sentWhileHeld.withLock { $0 } == 63)
+        #expect(holding.inFlightAfter.load(ordering: .relaxed) >= 3)
+        let expected = "request,status,http_status,attempts,error,i\n" + (0..<200).map { "r\($0),ok,200,1,,\($0)\n" }.joined()
+        #expect(fixture.read("r.csv") == expected)
+    }
+
     @Test(arguments: TransportKind.allCases) func verboseEventsCarryNoSecrets(transport: TransportKind) async throws {
         let fixture = RunFixture(transport: transport)
         defer { fixture.dir.remove() }
@@ -239,5 +260,48 @@ requests:
         #expect(AttemptContext.parseRetryAfter("3") == .seconds(3))
         #expect(AttemptContext.parseRetryAfter("Wed, 21 Oct 2015 07:28:00 GMT") == .zero)
         #expect(AttemptContext.parseRetryAfter("soon") == nil)
+    }
+}
+
+/// Holds request r0 until `others` other requests have been answered, then a little longer, to
+/// see how many more the run sends while r0 is outstanding. Runs its requests where the inner
+/// transport would (the curl loop's thread).
+final class HeadHoldingTransport: Transport, Sendable {
+    let inner: any Transport
+    let others: Int
+    let answered = Atomic<Int>(0)
+    /// Requests other than r0 sent while r0 was outstanding.
+    let sentWhileHeld = Mutex<Int>(0)
+    let held = Atomic<Bool>(true)
+    let inFlight = Atomic<Int>(0)
+    /// The most requests in flight at once after r0 was let go: the waiting workers' doing.
+    let inFlightAfter = Atomic<Int>(0)
+
+    init(inner: any Transport, others: Int) {
+        self.inner = inner
+        self.others = others
+    }
+
+    var executor: (any TaskExecutor)? { inner.executor }
+
+    func send(_ request: PreparedRequest, timeout: Duration) async -> TransportResult {
+        guard request.name == "r0" else {
+            if held.load(ordering: .acquiring) { sentWhileHeld.withLock { $0 += 1 } }
+            let now = inFlight.add(1, ordering: .relaxed).newValue
+            if !held.load(ordering: .acquiring) { inFlightAfter.max(now, ordering: .relaxed) }
+            defer {
+                inFlight.subtract(1, ordering: .relaxed)
+                answered.add(1, ordering: .releasing)
+            }
+            return await inner.send(request, timeout: timeout)
+        }
+        let deadline = ContinuousClock.now + .seconds(5)
+        while answered.load(ordering: .acquiring) < others && ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(2))
+        }
+        // Time for a request past the window to be sent, if the run were to send one.
+        try? await Task.sleep(for: .milliseconds(100))
+        held.store(false, ordering: .releasing)
+        return await inner.send(request, timeout: timeout)
     }
 }
