@@ -81,13 +81,16 @@ public enum Endpoint {
     /// True when every byte of `url` is an unreserved, reserved or `%` URL character, so it
     /// needs no further parsing to be known valid.
     public static func isPlainURL(_ url: String) -> Bool {
-        url.utf8.allSatisfy { byte in
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
-                return true
-            default:
-                return "-._~:/?#[]@!$&'()*+,;=%".utf8.contains(byte)
-            }
+        withUTF8(of: url) { bytes in bytes.allSatisfy { plainURLBytes[Int($0)] } }
+    }
+
+    /// Which bytes a URL holds as they are: letters, digits and RFC 3986's other characters.
+    private static let plainURLBytes: [Bool] = (0..<256).map { byte in
+        switch UInt8(byte) {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
+        default:
+            return "-._~:/?#[]@!$&'()*+,;=%".utf8.contains(UInt8(byte))
         }
     }
 

@@ -55,8 +55,12 @@ public indirect enum JSONValue: Sendable, Equatable {
     public static func writeString(_ text: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         // Most strings need no escape: copy them whole.
-        if !text.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-            out.append(contentsOf: text.utf8)
+        let plain = withUTF8(of: text) { bytes in
+            if bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) { return false }
+            out.append(contentsOf: bytes)
+            return true
+        }
+        if plain {
             out.append(UInt8(ascii: "\""))
             return
         }
@@ -75,6 +79,14 @@ public indirect enum JSONValue: Sendable, Equatable {
         }
         out.append(UInt8(ascii: "\""))
     }
+}
+
+/// Calls `body` with the UTF-8 bytes of `text`, in place for a native string: iterating
+/// `String.UTF8View` goes through an index per byte, which shows in per-row profiles.
+@inline(__always)
+func withUTF8<R>(of text: String, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+    var text = text
+    return try text.withUTF8(body)
 }
 
 /// One member of a JSON object.
@@ -319,16 +331,17 @@ public struct JSONParser {
 extension JSONParser {
     /// The values at `paths` in `data`, or nil when `data` is JSON but not an object. The whole
     /// body is checked: an error is the one `parse` would give, at the same offset.
-    static func values<Bytes: ContiguousBytes>(at paths: [ContentPath], in data: Bytes,
-                                               maxDepth: Int = 512) throws(JSONParseError) -> [JSONValue?]? {
-        let result: Result<[JSONValue?]?, JSONParseError> = data.withUnsafeBytes { raw in
-            var parser = JSONParser(bytes: raw.bindMemory(to: UInt8.self), maxDepth: maxDepth)
+    static func values<Paths: RandomAccessCollection<ContentPath>>(at paths: Paths, in data: [UInt8],
+                                                                   maxDepth: Int = 512) throws(JSONParseError) -> [JSONValue?]?
+    where Paths.Index == Int {
+        let result: Result<[JSONValue?]?, JSONParseError> = data.withUnsafeBufferPointer { bytes in
+            var parser = JSONParser(bytes: bytes, maxDepth: maxDepth)
             do throws(JSONParseError) {
                 parser.skipSpace()
                 var found = [JSONValue?](repeating: nil, count: paths.count)
                 let isObject = parser.index < parser.bytes.count && parser.bytes[parser.index] == UInt8(ascii: "{")
                 if isObject {
-                    try parser.find(PathSet(paths), Array(paths.indices), level: 0, depth: 0, into: &found)
+                    try parser.find(paths, Array(paths.indices), level: 0, depth: 0, into: &found)
                 } else {
                     try parser.skipValue(depth: 0)
                 }
@@ -342,29 +355,15 @@ extension JSONParser {
         return try result.get()
     }
 
-    /// The paths of one search, with what the scan compares per segment worked out once.
-    private struct PathSet {
-        let paths: [ContentPath]
-        /// Per path and segment: whether the segment is ASCII (then keys compare as bytes).
-        let ascii: [[Bool]]
-        /// Per path and segment: the array index it names, if any.
-        let indices: [[Int?]]
-
-        init(_ paths: [ContentPath]) {
-            self.paths = paths
-            ascii = paths.map { $0.segments.map { $0.utf8.allSatisfy { $0 < 0x80 } } }
-            indices = paths.map { $0.segments.map(ContentPath.arrayIndex) }
-        }
-    }
-
     /// Reads the value at the cursor, recording into `found` what the paths `ids` (which agree
     /// up to `level`) lead to.
-    private mutating func find(_ set: PathSet, _ ids: [Int], level: Int, depth: Int,
-                               into found: inout [JSONValue?]) throws(JSONParseError) {
+    private mutating func find<Paths: RandomAccessCollection<ContentPath>>(_ paths: Paths, _ ids: [Int], level: Int, depth: Int,
+                                                                         into found: inout [JSONValue?]) throws(JSONParseError)
+    where Paths.Index == Int {
         // A path ending here takes the whole value; paths through it then look inside that.
-        if ids.contains(where: { set.paths[$0].segments.count == level }) {
+        if ids.contains(where: { paths[$0].segments.count == level }) {
             let value = try value(depth: depth)
-            for id in ids { found[id] = set.paths[id].lookup(in: value, from: level) }
+            for id in ids { found[id] = paths[id].lookup(in: value, from: level) }
             return
         }
         guard depth < maxDepth else { throw fail("nesting deeper than \(maxDepth) levels") }
@@ -383,7 +382,7 @@ extension JSONParser {
                 if open.isEmpty {
                     try skipString()
                 } else {
-                    matches = try matchingKey(set, open, level: level)
+                    matches = try matchingKey(paths, open, level: level)
                     if !matches.isEmpty { open.removeAll(where: matches.contains) }
                 }
                 skipSpace()
@@ -393,7 +392,7 @@ extension JSONParser {
                 if matches.isEmpty {
                     try skipValue(depth: depth + 1)
                 } else {
-                    try find(set, matches, level: level + 1, depth: depth + 1, into: &found)
+                    try find(paths, matches, level: level + 1, depth: depth + 1, into: &found)
                 }
                 skipSpace()
                 guard index < bytes.count else { throw fail("unexpected end of input") }
@@ -408,11 +407,11 @@ extension JSONParser {
             var position = 0
             while true {
                 skipSpace()
-                let matches = ids.filter { set.indices[$0][level] == position }
+                let matches = ids.filter { paths[$0].indices[level] == position }
                 if matches.isEmpty {
                     try skipValue(depth: depth + 1)
                 } else {
-                    try find(set, matches, level: level + 1, depth: depth + 1, into: &found)
+                    try find(paths, matches, level: level + 1, depth: depth + 1, into: &found)
                 }
                 position += 1
                 skipSpace()
@@ -428,7 +427,9 @@ extension JSONParser {
     }
 
     /// Reads the member name at the cursor; the paths of `ids` whose segment at `level` it is.
-    private mutating func matchingKey(_ set: PathSet, _ ids: [Int], level: Int) throws(JSONParseError) -> [Int] {
+    private mutating func matchingKey<Paths: RandomAccessCollection<ContentPath>>(_ paths: Paths, _ ids: [Int],
+                                                                                level: Int) throws(JSONParseError) -> [Int]
+    where Paths.Index == Int {
         let quote = index
         var end = index + 1
         while end < bytes.count, bytes[end] != UInt8(ascii: "\""), bytes[end] != UInt8(ascii: "\\"),
@@ -441,12 +442,12 @@ extension JSONParser {
             let key = UnsafeBufferPointer(rebasing: bytes[(quote + 1)..<end])
             index = end + 1
             return ids.filter { id in
-                let segment = set.paths[id].segments[level]
-                return set.ascii[id][level] ? segment.utf8.elementsEqual(key) : String(decoding: key, as: UTF8.self) == segment
+                if let segment = paths[id].asciiSegments[level] { return segment.elementsEqual(key) }
+                return String(decoding: key, as: UTF8.self) == paths[id].segments[level]
             }
         }
         let key = try string()
-        return ids.filter { set.paths[$0].segments[level] == key }
+        return ids.filter { paths[$0].segments[level] == key }
     }
 
     /// Moves past a string, checking it as `string()` does.

@@ -18,33 +18,52 @@ public enum RowEncoding {
 
     /// One CSV line for `row`, with a cell for each of `labels` (empty when the row lacks it).
     public static func csvLine(_ row: ResultRow, labels: [String], escapeFormulas: Bool, to out: inout [UInt8]) {
-        var cells = [row.request, row.status.rawValue, row.httpStatus.map(String.init) ?? "", String(row.attempts),
-                     row.errors.map(\.text).joined(separator: "; ")]
-        for label in labels { cells.append(row.value(of: label) ?? "") }
-        appendCSVLine(cells, escapeFormulas: escapeFormulas, to: &out)
+        appendCSVCell(row.request, escapeFormulas: escapeFormulas, to: &out)
+        out.append(UInt8(ascii: ","))
+        out.append(contentsOf: row.status.rawValue.utf8)
+        out.append(UInt8(ascii: ","))
+        if let status = row.httpStatus { out.append(contentsOf: String(status).utf8) }
+        out.append(UInt8(ascii: ","))
+        out.append(contentsOf: String(row.attempts).utf8)
+        out.append(UInt8(ascii: ","))
+        if !row.errors.isEmpty {
+            appendCSVCell(row.errors.map(\.text).joined(separator: "; "), escapeFormulas: escapeFormulas, to: &out)
+        }
+        for label in labels {
+            out.append(UInt8(ascii: ","))
+            if let value = row.value(of: label) { appendCSVCell(value, escapeFormulas: escapeFormulas, to: &out) }
+        }
+        out.append(0x0A)
     }
 
     static func appendCSVLine(_ cells: [String], escapeFormulas: Bool, to out: inout [UInt8]) {
         for (index, cell) in cells.enumerated() {
             if index > 0 { out.append(UInt8(ascii: ",")) }
-            var text = cell
-            if escapeFormulas, let first = text.utf8.first,
-               first == UInt8(ascii: "=") || first == UInt8(ascii: "+") || first == UInt8(ascii: "-") || first == UInt8(ascii: "@") {
-                text = "'" + text
-            }
-            let needsQuotes = text.utf8.contains { $0 == UInt8(ascii: ",") || $0 == UInt8(ascii: "\"") || $0 == 0x0A || $0 == 0x0D }
-            if needsQuotes {
-                out.append(UInt8(ascii: "\""))
-                for byte in text.utf8 {
-                    if byte == UInt8(ascii: "\"") { out.append(byte) }
-                    out.append(byte)
-                }
-                out.append(UInt8(ascii: "\""))
-            } else {
-                out.append(contentsOf: text.utf8)
-            }
+            appendCSVCell(cell, escapeFormulas: escapeFormulas, to: &out)
         }
         out.append(0x0A)
+    }
+
+    /// Appends one cell: quoted when it holds a comma, quote or line break; with
+    /// `escapeFormulas`, prefixed with `'` when a spreadsheet would take it for a formula.
+    static func appendCSVCell(_ cell: String, escapeFormulas: Bool, to out: inout [UInt8]) {
+        withUTF8(of: cell) { bytes in
+            let formula = escapeFormulas && bytes.first.map { $0 == UInt8(ascii: "=") || $0 == UInt8(ascii: "+")
+                || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "@") } == true
+            let needsQuotes = bytes.contains { $0 == UInt8(ascii: ",") || $0 == UInt8(ascii: "\"") || $0 == 0x0A || $0 == 0x0D }
+            guard needsQuotes else {
+                if formula { out.append(UInt8(ascii: "'")) }
+                out.append(contentsOf: bytes)
+                return
+            }
+            out.append(UInt8(ascii: "\""))
+            if formula { out.append(UInt8(ascii: "'")) }
+            for byte in bytes {
+                if byte == UInt8(ascii: "\"") { out.append(byte) }
+                out.append(byte)
+            }
+            out.append(UInt8(ascii: "\""))
+        }
     }
 
     /// The JSON object of a row: request, status, http_status, attempts, labels, errors.
