@@ -231,7 +231,8 @@ public struct DataRowReader {
             return .failure(DataRowFailure(index: index, line: record.line,
                 message: "\(name):\(record.line): has \(record.fields.count) fields; the header has \(header.count)"))
         }
-        var values: [String: JSONValue] = [:]
+        // Sized once: growing a dictionary rehashes what it holds.
+        var values = [String: JSONValue](minimumCapacity: header.count)
         for (column, value) in zip(header, record.fields) { values[column] = .string(value) }
         return .success(DataRow(index: index, line: record.line, values: values))
     }
@@ -254,7 +255,7 @@ public struct DataRowReader {
             guard case .object(let members) = try? JSONParser.parse(bytes) else {
                 return .failure(DataRowFailure(index: index, line: line, message: "\(name):\(line): is not a JSON object"))
             }
-            var values: [String: JSONValue] = [:]
+            var values = [String: JSONValue](minimumCapacity: members.count)
             for member in members where values[member.key] == nil { values[member.key] = member.value }
             return .success(DataRow(index: index, line: line, values: values))
         }

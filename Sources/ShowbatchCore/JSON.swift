@@ -54,16 +54,19 @@ public indirect enum JSONValue: Sendable, Equatable {
     /// Appends `text` as a JSON string literal to `out`.
     public static func writeString(_ text: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
+        writeStringContent(text, to: &out)
+        out.append(UInt8(ascii: "\""))
+    }
+
+    /// Appends `text` escaped for the inside of a JSON string literal.
+    static func writeStringContent(_ text: String, to out: inout [UInt8]) {
         // Most strings need no escape: copy them whole.
         let plain = withUTF8(of: text) { bytes in
             if bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) { return false }
             out.append(contentsOf: bytes)
             return true
         }
-        if plain {
-            out.append(UInt8(ascii: "\""))
-            return
-        }
+        if plain { return }
         for byte in text.utf8 {
             switch byte {
             case UInt8(ascii: "\""): out.append(contentsOf: [92, 34])
@@ -77,7 +80,6 @@ public indirect enum JSONValue: Sendable, Equatable {
             default: out.append(byte)
             }
         }
-        out.append(UInt8(ascii: "\""))
     }
 }
 

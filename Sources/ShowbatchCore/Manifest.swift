@@ -219,17 +219,37 @@ public indirect enum PayloadValue: Sendable {
     case array([PayloadValue])
     case object([(key: String, value: PayloadValue)])
 
-    /// The JSON for one data row. A string that is exactly `${row.COL}` keeps the row value's type.
-    public func expand(row: DataRow?) -> JSONValue {
+    /// Appends the compact JSON for one data row, without building it first. A string that is
+    /// exactly `${row.COL}` keeps the row value's type.
+    public func write(row: DataRow?, to out: inout [UInt8]) {
         switch self {
-        case .null: return .null
-        case .bool(let value): return .bool(value)
-        case .number(let text): return .number(text)
+        case .null: out.append(contentsOf: "null".utf8)
+        case .bool(let value): out.append(contentsOf: (value ? "true" : "false").utf8)
+        case .number(let text): out.append(contentsOf: text.utf8)
         case .string(let template):
-            if let column = template.wholeRowColumn, let value = row?.values[column] { return value }
-            return .string(template.expand(row: row))
-        case .array(let items): return .array(items.map { $0.expand(row: row) })
-        case .object(let members): return .object(members.map { JSONMember($0.key, $0.value.expand(row: row)) })
+            if let column = template.wholeRowColumn, let value = row?.values[column] {
+                value.write(to: &out)
+                return
+            }
+            out.append(UInt8(ascii: "\""))
+            template.forEachPiece(row: row) { JSONValue.writeStringContent($0, to: &out) }
+            out.append(UInt8(ascii: "\""))
+        case .array(let items):
+            out.append(UInt8(ascii: "["))
+            for (index, item) in items.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                item.write(row: row, to: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        case .object(let members):
+            out.append(UInt8(ascii: "{"))
+            for (index, member) in members.enumerated() {
+                if index > 0 { out.append(UInt8(ascii: ",")) }
+                JSONValue.writeString(member.key, to: &out)
+                out.append(UInt8(ascii: ":"))
+                member.value.write(row: row, to: &out)
+            }
+            out.append(UInt8(ascii: "}"))
         }
     }
 

@@ -115,15 +115,21 @@ public struct Template: Sendable, Equatable {
     public func expand(row: DataRow?) -> String {
         if parts.count == 1, case .literal(let text) = parts[0] { return text }
         var out = ""
+        forEachPiece(row: row) { out += $0 }
+        return out
+    }
+
+    /// Calls `body` with each piece of the expanded text in order (the same pieces `expand`
+    /// joins), for writers that escape as they go.
+    func forEachPiece(row: DataRow?, _ body: (String) -> Void) {
         for part in parts {
             switch part {
-            case .literal(let text): out += text
+            case .literal(let text): body(text)
             case .environment: break
-            case .row(let column): out += row?.text(column) ?? ""
-            case .index: out += row.map { String($0.index) } ?? ""
+            case .row(let column): if let text = row?.text(column) { body(text) }
+            case .index: if let row { body(String(row.index)) }
             }
         }
-        return out
     }
 }
 

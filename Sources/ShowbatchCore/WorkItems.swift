@@ -126,8 +126,9 @@ extension Manifest {
             }
             url = parsed.absoluteString
         }
-        var headers: [(name: String, value: String)] = []
         let fields = sendHeaders ?? self.sendHeaders(for: spec)
+        var headers: [(name: String, value: String)] = []
+        headers.reserveCapacity(fields.count)
         for field in fields {
             let value = field.value.expand(row: row)
             // Literal values were checked when the manifest was read; row values are checked here.
@@ -140,7 +141,9 @@ extension Manifest {
         var body: [UInt8]?
         if let payload = spec.payload {
             var bytes: [UInt8] = []
-            payload.expand(row: row).write(to: &bytes)
+            // Room for a typical reveal payload at once, instead of growing it several times.
+            bytes.reserveCapacity(256)
+            payload.write(row: row, to: &bytes)
             body = bytes
         }
         return .success(PreparedRequest(name: name, method: spec.method, url: url, headers: headers, body: body,

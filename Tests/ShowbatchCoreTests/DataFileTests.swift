@@ -115,13 +115,13 @@ import Testing
     static func document(_ depth: Int, _ random: inout SeededGenerator) -> String {
         let space = random.next() % 3 == 0 ? " " : ""
         // Mostly objects at the top, mostly containers below, scalars at the bottom.
-        let kind = depth == 0 && random.next() % 8 != 0 ? 5 : random.next() % (depth >= 4 ? 4 : 8)
+        let kind = depth == 0 && random.next() % 8 != 0 ? 6 : random.next() % (depth >= 4 ? 4 : 8)
         switch kind {
         case 0: return string(["4111", "x\"y", "", "é😀", "a\nb"][Int(random.next() % 5)], &random)
         case 1: return ["0", "-1.50", "2e3", "true", "false", "null"][Int(random.next() % 6)]
         case 2: return "\"\(random.next() % 1000)\""
         case 3: return "[]"
-        case 4, 5 where depth > 0:
+        case 4, 5:
             var items: [String] = []
             for _ in 0..<(random.next() % 4) { items.append(space + document(depth + 1, &random)) }
             return "[" + items.joined(separator: ",") + "]"
