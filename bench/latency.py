@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Latency-bound efficiency: the emulator answers after 50 ms; with concurrency 100 the ideal rate
-is 100 / 0.05 s = 2,000 requests/s. Prints the achieved rate over the ideal (median of runs).
+is 100 / 0.05 s = 2,000 requests/s. Prints the achieved rate over the ideal (median of runs), for
+showbatch and, alternated with it, for `curl --parallel` doing the same requests: the emulator's own
+timing (a thread per connection sleeping out the latency) caps both.
 
 usage: bench/latency.py [--requests 5000] [--concurrency 100] [--latency-ms 50] [--runs 3]
 """
@@ -10,7 +12,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from lib import Emulator, build_release, machine, median, say, timed, write_rows_manifest
+from lib import Emulator, apt_install, build_release, curl_parallel, machine, median, say, timed, write_curl_config, write_rows_manifest
 
 
 def main():
@@ -21,18 +23,25 @@ def main():
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
     binary = build_release()
+    apt_install("curl")
     ideal = args.concurrency / (args.latency_ms / 1000)
     say(f"{args.requests} requests, concurrency {args.concurrency}, latency {args.latency_ms} ms, ideal {ideal:.0f} req/s; {machine()}")
     emulator = Emulator("--latency", f"{args.latency_ms}ms")
     work = tempfile.mkdtemp(prefix="bench-latency-")
     try:
         manifest = write_rows_manifest(work, args.requests, emulator.port, args.concurrency)
-        rates = [args.requests / timed([binary, "run", manifest, "--progress", "never", "--quiet"]) for _ in range(args.runs)]
+        config = write_curl_config(work, args.requests, emulator.port)
+        rates, curl_rates = [], []
+        for _ in range(args.runs):
+            rates.append(args.requests / timed([binary, "run", manifest, "--progress", "never", "--quiet"]))
+            curl_rates.append(args.requests / timed(curl_parallel(config, args.concurrency)))
     finally:
         emulator.stop()
-    achieved = median(rates)
-    say(f"showbatch run median {achieved:.0f} req/s  runs: {', '.join(f'{v:.0f}' for v in rates)}")
-    say(f"efficiency = {achieved / ideal * 100:.1f}% of concurrency/latency")
+    for name, values in (("showbatch run", rates), ("curl --parallel", curl_rates)):
+        achieved = median(values)
+        say(f"{name:15s} median {achieved:5.0f} req/s = {achieved / ideal * 100:.1f}% of concurrency/latency"
+            f"  runs: {', '.join(f'{v:.0f}' for v in values)}")
+    say(f"showbatch / curl = {median(rates) / median(curl_rates):.3f}")
 
 
 if __name__ == "__main__":

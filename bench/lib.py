@@ -159,3 +159,23 @@ requests:
     labels: {{card_number: json.card_number}}
 """)
     return manifest
+
+
+PAYLOAD = '{"card_number":"tok_sandbox_abc","exp_date":"tok_sandbox_def"}'
+
+
+def write_curl_config(work, requests, port):
+    """A `curl --config` file sending the same POST as the rows manifest, `requests` times."""
+    config = os.path.join(work, f"curl{port}.cfg")
+    with open(config, "w") as f:
+        f.write('header = "Content-Type: application/json"\n')
+        escaped = PAYLOAD.replace('"', '\\"')
+        f.write(f'data = "{escaped}"\n')
+        for _ in range(requests):
+            f.write(f'url = "http://127.0.0.1:{port}/post"\n')
+    return config
+
+
+def curl_parallel(config, concurrency):
+    """The `curl --parallel` command for a config from `write_curl_config`."""
+    return ["curl", "--parallel", "--parallel-max", str(concurrency), "-s", "-o", "/dev/null", "--config", config]

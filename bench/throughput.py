@@ -16,21 +16,12 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from lib import Emulator, Nginx, apt_install, build_release, machine, median, say, timed, write_rows_manifest
-
-PAYLOAD = '{"card_number":"tok_sandbox_abc","exp_date":"tok_sandbox_def"}'
-
+from lib import (Emulator, Nginx, apt_install, build_release, curl_parallel, machine, median, say, timed, write_curl_config,
+                 write_rows_manifest)
 
 def write_inputs(work, requests, concurrency, port):
     manifest = write_rows_manifest(work, requests, port, concurrency, name=f"m{port}.yaml", output=f"out/revealed-{port}.csv")
-    config = os.path.join(work, f"curl{port}.cfg")
-    with open(config, "w") as f:
-        f.write('header = "Content-Type: application/json"\n')
-        escaped = PAYLOAD.replace('"', '\\"')
-        f.write(f'data = "{escaped}"\n')
-        for _ in range(requests):
-            f.write(f'url = "http://127.0.0.1:{port}/post"\n')
-    return manifest, config
+    return manifest, write_curl_config(work, requests, port)
 
 
 def main():
@@ -62,8 +53,7 @@ def main():
             for _ in range(args.runs):
                 ours.append(args.requests / timed([binary, "run", manifest, "--progress", "never", "--quiet"]))
                 if "curl" in peers:
-                    theirs["curl"].append(args.requests / timed(["curl", "--parallel", "--parallel-max", str(concurrency),
-                                                                 "-s", "-o", "/dev/null", "--config", config]))
+                    theirs["curl"].append(args.requests / timed(curl_parallel(config, concurrency)))
                 if "aiohttp" in peers:
                     theirs["aiohttp"].append(args.requests / timed([sys.executable, aiohttp_script, f"{server.url}/post",
                                                                     str(args.requests), str(concurrency)]))
