@@ -6,11 +6,9 @@ public struct ContentPath: Sendable, Equatable, CustomStringConvertible {
     public let segments: [String]
     /// The path as written.
     public let text: String
-    /// Per segment, its bytes when it is ASCII (a response's plain member names compare with
-    /// these as bytes); nil for others, which compare as strings (canonical equivalence).
-    let asciiSegments: [[UInt8]?]
-    /// Per segment, the array index it names, if any.
-    let indices: [Int?]
+    /// True when the path is ASCII: its segments then compare with a response's plain member
+    /// names as bytes (others compare as strings, by canonical equivalence).
+    let isASCII: Bool
 
     /// Parses a content path; the error says what is wrong with it.
     public init(parsing text: String) throws(ContentPathError) {
@@ -31,8 +29,7 @@ public struct ContentPath: Sendable, Equatable, CustomStringConvertible {
         }
         self.segments = segments
         self.text = text
-        asciiSegments = segments.map { segment in segment.utf8.allSatisfy { $0 < 0x80 } ? Array(segment.utf8) : nil }
-        indices = segments.map(ContentPath.arrayIndex)
+        isASCII = withUTF8(of: text) { bytes in bytes.allSatisfy { $0 < 0x80 } }
     }
 
     /// The segments of a path with `\.` escapes, unescaped.

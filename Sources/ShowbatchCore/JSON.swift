@@ -406,10 +406,11 @@ extension JSONParser {
             index += 1
             skipSpace()
             if index < bytes.count, bytes[index] == UInt8(ascii: "]") { index += 1; return }
+            let wanted = ids.map { (id: $0, index: ContentPath.arrayIndex(paths[$0].segments[level])) }
             var position = 0
             while true {
                 skipSpace()
-                let matches = ids.filter { paths[$0].indices[level] == position }
+                let matches = wanted.filter { $0.index == position }.map(\.id)
                 if matches.isEmpty {
                     try skipValue(depth: depth + 1)
                 } else {
@@ -444,8 +445,9 @@ extension JSONParser {
             let key = UnsafeBufferPointer(rebasing: bytes[(quote + 1)..<end])
             index = end + 1
             return ids.filter { id in
-                if let segment = paths[id].asciiSegments[level] { return segment.elementsEqual(key) }
-                return String(decoding: key, as: UTF8.self) == paths[id].segments[level]
+                let segment = paths[id].segments[level]
+                if paths[id].isASCII { return withUTF8(of: segment) { $0.elementsEqual(key) } }
+                return String(decoding: key, as: UTF8.self) == segment
             }
         }
         let key = try string()
