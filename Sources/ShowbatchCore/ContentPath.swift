@@ -22,8 +22,16 @@ public struct ContentPath: Sendable, Equatable, CustomStringConvertible {
             throw ContentPathError(message: "content path \"\(text)\" has leading or trailing white space")
         }
         // Without escapes (the usual case) the bytes are split at dots.
-        let segments = text.utf8.contains(UInt8(ascii: "\\")) ? Self.unescapedSegments(text)
-            : text.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false).map { String(Substring($0)) }
+        let segments = withUTF8(of: text) { bytes -> [String] in
+            if bytes.contains(UInt8(ascii: "\\")) { return Self.unescapedSegments(text) }
+            var segments: [String] = []
+            var start = 0
+            for index in 0...bytes.count where index == bytes.count || bytes[index] == UInt8(ascii: ".") {
+                segments.append(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self))
+                start = index + 1
+            }
+            return segments
+        }
         if segments.contains(where: \.isEmpty) {
             throw ContentPathError(message: "content path \"\(text)\" has an empty segment")
         }

@@ -18,7 +18,7 @@ public struct Template: Sendable, Equatable {
 
     /// Parses `text`; the error message says what is wrong, never quoting a value.
     public init(parsing text: String) throws(TemplateSyntaxError) {
-        if !text.utf8.contains(UInt8(ascii: "$")) {
+        if !withUTF8(of: text, { $0.contains(UInt8(ascii: "$")) }) {
             parts = text.isEmpty ? [] : [.literal(text)]
             return
         }
