@@ -50,6 +50,7 @@ public struct Plan: Sendable {
         }
         var shown: [Int: Int] = [:]
         var counts: [Int: Int] = [:]
+        let preparer = RequestPreparer(manifest: manifest, baseURL: baseURL)
         for item in WorkItemSequence(manifest: manifest) {
             let spec = manifest.requests[item.requestIndex]
             if spec.each != nil {
@@ -57,7 +58,7 @@ public struct Plan: Sendable {
                 guard shown[item.requestIndex, default: 0] < Plan.rowsShown else { continue }
                 shown[item.requestIndex, default: 0] += 1
             }
-            switch manifest.prepare(item, baseURL: baseURL) {
+            switch preparer.prepare(item) {
             case .success(let request):
                 entries.append(Entry(name: request.name, method: request.method.rawValue, url: request.url,
                                      headerNames: request.headers.map(\.name), problem: nil))

@@ -29,16 +29,16 @@ final class RequestFeed: @unchecked Sendable {
         items = WorkItemSequence(manifest: manifest)
         self.shard = shard
         self.capacity = capacity
-        let sendHeaders = manifest.requests.map(manifest.sendHeaders(for:))
+        let preparer = RequestPreparer(manifest: manifest, baseURL: baseURL)
         let thread = Thread { [self] in
-            produce(manifest: manifest, baseURL: baseURL, sendHeaders: sendHeaders)
+            produce(preparer)
             done.signal()
         }
         thread.name = "showbatch-feed"
         thread.start()
     }
 
-    private func produce(manifest: Manifest, baseURL: String, sendHeaders: [[HeaderField]]) {
+    private func produce(_ preparer: RequestPreparer) {
         var batch: [Entry] = []
         batch.reserveCapacity(Self.batchSize)
         while true {
@@ -49,7 +49,7 @@ final class RequestFeed: @unchecked Sendable {
                     break
                 }
                 if let shard, !shard.takes(item.ordinal) { continue }
-                batch.append((item, manifest.prepare(item, baseURL: baseURL, sendHeaders: sendHeaders[item.requestIndex])))
+                batch.append((item, preparer.prepare(item)))
             }
             condition.lock()
             while queue.count >= capacity && !stopping { condition.wait() }

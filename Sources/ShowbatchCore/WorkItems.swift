@@ -96,11 +96,48 @@ extension Manifest {
         }
         return headers
     }
+}
 
-    /// Builds the request for a work item against `baseURL`; `sendHeaders` is the request's
-    /// precomputed `sendHeaders(for:)`.
-    public func prepare(_ item: WorkItem, baseURL: String, sendHeaders: [HeaderField]? = nil) -> Result<PreparedRequest, PreparationFailure> {
-        let spec = requests[item.requestIndex]
+/// Builds the requests of a manifest's work items against one base URL. What is the same for every
+/// row of a request (its headers, and its URL when the path has no row reference) is worked out
+/// once, not per row.
+public struct RequestPreparer: Sendable {
+    private struct Fixed: Sendable {
+        let sendHeaders: [HeaderField]
+        /// The headers when none comes from the row.
+        let headers: [(name: String, value: String)]?
+        /// The URL when the path has no row reference (and forms a valid URL).
+        let url: String?
+    }
+
+    private let manifest: Manifest
+    private let baseURL: String
+    private let fixed: [Fixed]
+
+    /// A preparer for `manifest`'s requests against `baseURL`.
+    public init(manifest: Manifest, baseURL: String) {
+        self.manifest = manifest
+        self.baseURL = baseURL
+        fixed = manifest.requests.map { spec in
+            let sendHeaders = manifest.sendHeaders(for: spec)
+            let headers = sendHeaders.contains { $0.value.needsRow } ? nil : sendHeaders.map { ($0.name, $0.value.expand(row: nil)) }
+            let url = spec.path.needsRow ? nil : RequestPreparer.url(base: baseURL, path: spec.path.expand(row: nil))
+            return Fixed(sendHeaders: sendHeaders, headers: headers, url: url)
+        }
+    }
+
+    /// The URL of `path` under `base`, nil when none can be formed. Characters a URL cannot hold
+    /// (spaces, quotes, non-ASCII from a data row) are percent-encoded, the same way for every
+    /// transport; plain URLs skip Foundation's parser.
+    private static func url(base: String, path: String) -> String? {
+        let url = Endpoint.requestURL(base: base, path: path)
+        return Endpoint.isPlainURL(url) ? url : URL(string: url)?.absoluteString
+    }
+
+    /// Builds the request for a work item, or the failure it becomes.
+    public func prepare(_ item: WorkItem) -> Result<PreparedRequest, PreparationFailure> {
+        let spec = manifest.requests[item.requestIndex]
+        let fixed = self.fixed[item.requestIndex]
         var row: DataRow?
         switch item.row {
         case .failure(let failure)?:
@@ -116,27 +153,25 @@ extension Manifest {
                     message: "\(spec.each?.name ?? "data"):\(row.line): row has no \"\(column)\" column")))
             }
         }
-        var url = Endpoint.requestURL(base: baseURL, path: spec.path.expand(row: row))
-        // Characters a URL cannot hold (spaces, quotes, non-ASCII from a data row) are
-        // percent-encoded, the same way for every transport; plain URLs skip Foundation's parser.
-        if !Endpoint.isPlainURL(url) {
-            guard let parsed = URL(string: url) else {
-                return .failure(PreparationFailure(name: name, error: RowError(code: .invalidConfigurationURL, label: nil,
-                    message: "the request path does not form a valid URL")))
-            }
-            url = parsed.absoluteString
+        guard let url = fixed.url ?? RequestPreparer.url(base: baseURL, path: spec.path.expand(row: row)) else {
+            return .failure(PreparationFailure(name: name, error: RowError(code: .invalidConfigurationURL, label: nil,
+                message: "the request path does not form a valid URL")))
         }
-        let fields = sendHeaders ?? self.sendHeaders(for: spec)
-        var headers: [(name: String, value: String)] = []
-        headers.reserveCapacity(fields.count)
-        for field in fields {
-            let value = field.value.expand(row: row)
-            // Literal values were checked when the manifest was read; row values are checked here.
-            if field.value.needsRow && (value.contains("\r") || value.contains("\n")) {
-                return .failure(PreparationFailure(name: name, error: RowError(code: .invalidRow, label: nil,
-                    message: "header \(field.name) value from the data row contains a line break")))
+        var headers: [(name: String, value: String)]
+        if let fixedHeaders = fixed.headers {
+            headers = fixedHeaders
+        } else {
+            headers = []
+            headers.reserveCapacity(fixed.sendHeaders.count)
+            for field in fixed.sendHeaders {
+                let value = field.value.expand(row: row)
+                // Literal values were checked when the manifest was read; row values are checked here.
+                if field.value.needsRow && (value.contains("\r") || value.contains("\n")) {
+                    return .failure(PreparationFailure(name: name, error: RowError(code: .invalidRow, label: nil,
+                        message: "header \(field.name) value from the data row contains a line break")))
+                }
+                headers.append((field.name, value))
             }
-            headers.append((field.name, value))
         }
         var body: [UInt8]?
         if let payload = spec.payload {
@@ -147,6 +182,6 @@ extension Manifest {
             body = bytes
         }
         return .success(PreparedRequest(name: name, method: spec.method, url: url, headers: headers, body: body,
-                                        fixedHeaders: !fields.contains { $0.value.needsRow }))
+                                        fixedHeaders: fixed.headers != nil))
     }
 }

@@ -143,8 +143,9 @@ requests:
              labels: {row: headers.X-Row, team: headers.X-Team}}
           - {name: fixed, path: /post, payload: {c: tok}, labels: {row: headers.X-Row, team: headers.X-Team}}
         """, files: ["d.csv": "id\n" + (0..<40).map(String.init).joined(separator: "\n") + "\n"])
+        let preparer = RequestPreparer(manifest: manifest, baseURL: "http://127.0.0.1")
         let fixedFlags = WorkItemSequence(manifest: manifest).map { item -> Bool in
-            guard case .success(let request) = manifest.prepare(item, baseURL: "http://127.0.0.1") else { return false }
+            guard case .success(let request) = preparer.prepare(item) else { return false }
             return request.fixedHeaders
         }
         #expect(fixedFlags == Array(repeating: false, count: 40) + [true])
