@@ -333,9 +333,7 @@ public struct JSONParser {
 extension JSONParser {
     /// The values at `paths` in `data`, or nil when `data` is JSON but not an object. The whole
     /// body is checked: an error is the one `parse` would give, at the same offset.
-    static func values<Paths: RandomAccessCollection<ContentPath>>(at paths: Paths, in data: [UInt8],
-                                                                   maxDepth: Int = 512) throws(JSONParseError) -> [JSONValue?]?
-    where Paths.Index == Int {
+    static func values(at paths: [ContentPath], in data: [UInt8], maxDepth: Int = 512) throws(JSONParseError) -> [JSONValue?]? {
         let result: Result<[JSONValue?]?, JSONParseError> = data.withUnsafeBufferPointer { bytes in
             var parser = JSONParser(bytes: bytes, maxDepth: maxDepth)
             do throws(JSONParseError) {
@@ -359,9 +357,8 @@ extension JSONParser {
 
     /// Reads the value at the cursor, recording into `found` what the paths `ids` (which agree
     /// up to `level`) lead to.
-    private mutating func find<Paths: RandomAccessCollection<ContentPath>>(_ paths: Paths, _ ids: [Int], level: Int, depth: Int,
-                                                                         into found: inout [JSONValue?]) throws(JSONParseError)
-    where Paths.Index == Int {
+    private mutating func find(_ paths: [ContentPath], _ ids: [Int], level: Int, depth: Int,
+                               into found: inout [JSONValue?]) throws(JSONParseError) {
         // A path ending here takes the whole value; paths through it then look inside that.
         if ids.contains(where: { paths[$0].segments.count == level }) {
             let value = try value(depth: depth)
@@ -430,9 +427,7 @@ extension JSONParser {
     }
 
     /// Reads the member name at the cursor; the paths of `ids` whose segment at `level` it is.
-    private mutating func matchingKey<Paths: RandomAccessCollection<ContentPath>>(_ paths: Paths, _ ids: [Int],
-                                                                                level: Int) throws(JSONParseError) -> [Int]
-    where Paths.Index == Int {
+    private mutating func matchingKey(_ paths: [ContentPath], _ ids: [Int], level: Int) throws(JSONParseError) -> [Int] {
         let quote = index
         var end = index + 1
         while end < bytes.count, bytes[end] != UInt8(ascii: "\""), bytes[end] != UInt8(ascii: "\\"),

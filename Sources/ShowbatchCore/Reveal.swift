@@ -11,7 +11,7 @@ public enum Reveal {
         }
         let values: [JSONValue?]
         do {
-            guard let found = try JSONParser.values(at: labels.lazy.map(\.path), in: body) else {
+            guard let found = try JSONParser.values(at: labels.map(\.path), in: body) else {
                 row.errors = [RowError(code: .responseInvalidJSON, label: nil, message: "response body is JSON but not an object")]
                 return row
             }
