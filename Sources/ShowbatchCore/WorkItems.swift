@@ -102,27 +102,35 @@ extension Manifest {
 /// row of a request (its headers, and its URL when the path has no row reference) is worked out
 /// once, not per row.
 public struct RequestPreparer: Sendable {
-    private struct Fixed: Sendable {
+    // A class: a row then retains one object, where copying the request's spec out of the
+    // manifest retained each of its many fields.
+    private final class Fixed: Sendable {
+        let spec: RequestSpec
         let sendHeaders: [HeaderField]
         /// The headers when none comes from the row.
         let headers: [(name: String, value: String)]?
         /// The URL when the path has no row reference (and forms a valid URL).
         let url: String?
+
+        init(spec: RequestSpec, sendHeaders: [HeaderField], headers: [(name: String, value: String)]?, url: String?) {
+            self.spec = spec
+            self.sendHeaders = sendHeaders
+            self.headers = headers
+            self.url = url
+        }
     }
 
-    private let manifest: Manifest
     private let baseURL: String
     private let fixed: [Fixed]
 
     /// A preparer for `manifest`'s requests against `baseURL`.
     public init(manifest: Manifest, baseURL: String) {
-        self.manifest = manifest
         self.baseURL = baseURL
         fixed = manifest.requests.map { spec in
             let sendHeaders = manifest.sendHeaders(for: spec)
             let headers = sendHeaders.contains { $0.value.needsRow } ? nil : sendHeaders.map { ($0.name, $0.value.expand(row: nil)) }
             let url = spec.path.needsRow ? nil : RequestPreparer.url(base: baseURL, path: spec.path.expand(row: nil))
-            return Fixed(sendHeaders: sendHeaders, headers: headers, url: url)
+            return Fixed(spec: spec, sendHeaders: sendHeaders, headers: headers, url: url)
         }
     }
 
@@ -136,24 +144,23 @@ public struct RequestPreparer: Sendable {
 
     /// Builds the request for a work item, or the failure it becomes.
     public func prepare(_ item: WorkItem) -> Result<PreparedRequest, PreparationFailure> {
-        let spec = manifest.requests[item.requestIndex]
         let fixed = self.fixed[item.requestIndex]
         var row: DataRow?
         switch item.row {
         case .failure(let failure)?:
-            let name = spec.name.needsRow ? "\(spec.each?.name ?? "data"):row \(failure.index)" : spec.name.expand(row: nil)
+            let name = fixed.spec.name.needsRow ? "\(fixed.spec.each?.name ?? "data"):row \(failure.index)" : fixed.spec.name.expand(row: nil)
             return .failure(PreparationFailure(name: name, error: RowError(code: .invalidRow, label: nil, message: failure.message)))
         case .success(let value)?: row = value
         case nil: row = nil
         }
-        let name = spec.name.expand(row: row)
+        let name = fixed.spec.name.expand(row: row)
         if let row {
-            for column in spec.rowColumns where row.values[column] == nil {
+            for column in fixed.spec.rowColumns where row.values[column] == nil {
                 return .failure(PreparationFailure(name: name, error: RowError(code: .invalidRow, label: nil,
-                    message: "\(spec.each?.name ?? "data"):\(row.line): row has no \"\(column)\" column")))
+                    message: "\(fixed.spec.each?.name ?? "data"):\(row.line): row has no \"\(column)\" column")))
             }
         }
-        guard let url = fixed.url ?? RequestPreparer.url(base: baseURL, path: spec.path.expand(row: row)) else {
+        guard let url = fixed.url ?? RequestPreparer.url(base: baseURL, path: fixed.spec.path.expand(row: row)) else {
             return .failure(PreparationFailure(name: name, error: RowError(code: .invalidConfigurationURL, label: nil,
                 message: "the request path does not form a valid URL")))
         }
@@ -174,14 +181,14 @@ public struct RequestPreparer: Sendable {
             }
         }
         var body: [UInt8]?
-        if let payload = spec.payload {
+        if let payload = fixed.spec.payload {
             var bytes: [UInt8] = []
             // Room for a typical reveal payload at once, instead of growing it several times.
             bytes.reserveCapacity(256)
             payload.write(row: row, to: &bytes)
             body = bytes
         }
-        return .success(PreparedRequest(name: name, method: spec.method, url: url, headers: headers, body: body,
+        return .success(PreparedRequest(name: name, method: fixed.spec.method, url: url, headers: headers, body: body,
                                         fixedHeaders: fixed.headers != nil))
     }
 }
