@@ -4,7 +4,8 @@ import Foundation
 /// batches, so that the thread driving the transfers spends no time reading CSV or building
 /// URLs and JSON bodies.
 final class RequestFeed: @unchecked Sendable {
-    typealias Entry = (item: WorkItem, request: Result<PreparedRequest, PreparationFailure>)
+    /// A prepared work item. Its data row is not handed over: it is freed on the feed thread.
+    typealias Entry = (ordinal: Int, requestIndex: Int, request: Result<PreparedRequest, PreparationFailure>)
 
     private static let batchSize = 128
     private let condition = NSCondition()
@@ -14,9 +15,9 @@ final class RequestFeed: @unchecked Sendable {
     private var stopping = false
     /// Items the producer had prepared but not queued when it was stopped.
     private var leftover = 0
-    // The consumer's current batch.
+    // The consumer's current batch, last entry first: entries are moved out with popLast, which
+    // costs no retain now and no release when the batch is cleared.
     private var taken: [Entry] = []
-    private var position = 0
     // The producer's, until `stop` has joined it.
     private var items: WorkItemSequence
     private let shard: Shard?
@@ -49,7 +50,7 @@ final class RequestFeed: @unchecked Sendable {
                     break
                 }
                 if let shard, !shard.takes(item.ordinal) { continue }
-                batch.append((item, preparer.prepare(item)))
+                batch.append((item.ordinal, item.requestIndex, preparer.prepare(item)))
             }
             condition.lock()
             while queue.count >= capacity && !stopping { condition.wait() }
@@ -70,20 +71,14 @@ final class RequestFeed: @unchecked Sendable {
     /// The next work item with its prepared request, or nil after the last. Waits only when
     /// the producer has fallen behind (at the start of a run).
     func next() -> Entry? {
-        if position < taken.count {
-            defer { position += 1 }
-            return taken[position]
-        }
-        taken.removeAll(keepingCapacity: true)
-        position = 0
+        if let entry = taken.popLast() { return entry }
         condition.lock()
         while queue.isEmpty && !exhausted { condition.wait() }
         swap(&taken, &queue)
         condition.broadcast()
         condition.unlock()
-        guard !taken.isEmpty else { return nil }
-        position = 1
-        return taken[0]
+        taken.reverse()
+        return taken.popLast()
     }
 
     /// Stops the producer and returns how many of the shard's work items were not handed out.
@@ -93,7 +88,7 @@ final class RequestFeed: @unchecked Sendable {
         condition.broadcast()
         condition.unlock()
         done.wait()
-        var remaining = taken.count - position + queue.count + leftover
+        var remaining = taken.count + queue.count + leftover
         while let item = items.next() {
             if shard?.takes(item.ordinal) ?? true { remaining += 1 }
         }

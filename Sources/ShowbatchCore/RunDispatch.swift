@@ -73,7 +73,7 @@ final class RunDispatch: Sendable {
             defer { if queuedRows { writeReady() } }
             while !stopped && !exhausted {
                 if windowFull { return .wait }
-                guard let (item, prepared) = feed.next() else {
+                guard let item = feed.next() else {
                     exhausted = true
                     break
                 }
@@ -85,7 +85,7 @@ final class RunDispatch: Sendable {
                     queuedRows = true
                     continue
                 }
-                switch prepared {
+                switch item.request {
                 case .failure(let failure):
                     let labels = manifest.requests[item.requestIndex].labels.map { (name: $0.name, value: String?.none) }
                     pending[sequence] = (.row(ResultRow(ordinal: item.ordinal, request: failure.name, status: .failed, httpStatus: nil,
