@@ -172,44 +172,65 @@ public struct JSONParser {
         guard index < bytes.count else { throw fail("unexpected end of input") }
         switch bytes[index] {
         case UInt8(ascii: "{"):
-            index += 1
             var members: [JSONMember] = []
-            skipSpace()
-            if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return .object(members) }
-            while true {
-                skipSpace()
-                guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected a member name") }
-                let key = try string()
-                skipSpace()
-                guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
-                index += 1
-                skipSpace()
-                members.append(JSONMember(key, try value(depth: depth + 1)))
-                skipSpace()
-                guard index < bytes.count else { throw fail("unexpected end of input") }
-                if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
-                if bytes[index] == UInt8(ascii: "}") { index += 1; return .object(members) }
-                throw fail("expected ',' or '}'")
-            }
+            var key = ""
+            try readObject(name: { parser throws(JSONParseError) in key = try parser.string() },
+                           value: { parser throws(JSONParseError) in members.append(JSONMember(key, try parser.value(depth: depth + 1))) })
+            return .object(members)
         case UInt8(ascii: "["):
-            index += 1
             var items: [JSONValue] = []
-            skipSpace()
-            if index < bytes.count, bytes[index] == UInt8(ascii: "]") { index += 1; return .array(items) }
-            while true {
-                skipSpace()
-                items.append(try value(depth: depth + 1))
-                skipSpace()
-                guard index < bytes.count else { throw fail("unexpected end of input") }
-                if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
-                if bytes[index] == UInt8(ascii: "]") { index += 1; return .array(items) }
-                throw fail("expected ',' or ']'")
-            }
+            try readArray { parser, _ throws(JSONParseError) in items.append(try parser.value(depth: depth + 1)) }
+            return .array(items)
         case UInt8(ascii: "\""): return .string(try string())
         case UInt8(ascii: "t"): return try expect("true", .bool(true))
         case UInt8(ascii: "f"): return try expect("false", .bool(false))
         case UInt8(ascii: "n"): return try expect("null", .null)
         default: return try number()
+        }
+    }
+
+    /// Reads the object at the cursor (at its `{`) up to its `}`: `name` reads each member's name
+    /// (the cursor at its opening quote), then `value` its value (the cursor past the colon).
+    @inline(__always)
+    private mutating func readObject(name: (inout JSONParser) throws(JSONParseError) -> Void,
+                                     value: (inout JSONParser) throws(JSONParseError) -> Void) throws(JSONParseError) {
+        index += 1
+        skipSpace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return }
+        while true {
+            skipSpace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected a member name") }
+            try name(&self)
+            skipSpace()
+            guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
+            index += 1
+            skipSpace()
+            try value(&self)
+            skipSpace()
+            guard index < bytes.count else { throw fail("unexpected end of input") }
+            if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+            if bytes[index] == UInt8(ascii: "}") { index += 1; return }
+            throw fail("expected ',' or '}'")
+        }
+    }
+
+    /// Reads the array at the cursor (at its `[`) up to its `]`: `item` reads each item, given
+    /// its position.
+    @inline(__always)
+    private mutating func readArray(item: (inout JSONParser, Int) throws(JSONParseError) -> Void) throws(JSONParseError) {
+        index += 1
+        skipSpace()
+        if index < bytes.count, bytes[index] == UInt8(ascii: "]") { index += 1; return }
+        var position = 0
+        while true {
+            skipSpace()
+            try item(&self, position)
+            position += 1
+            skipSpace()
+            guard index < bytes.count else { throw fail("unexpected end of input") }
+            if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
+            if bytes[index] == UInt8(ascii: "]") { index += 1; return }
+            throw fail("expected ',' or ']'")
         }
     }
 
@@ -369,56 +390,33 @@ extension JSONParser {
         guard index < bytes.count else { throw fail("unexpected end of input") }
         switch bytes[index] {
         case UInt8(ascii: "{"):
-            index += 1
-            skipSpace()
-            if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return }
             // The first member with a name counts, as in `ContentPath.lookup`.
             var open = ids
-            while true {
-                skipSpace()
-                guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected a member name") }
-                var matches: [Int] = []
+            var matches: [Int] = []
+            try readObject(name: { parser throws(JSONParseError) in
                 if open.isEmpty {
-                    try skipString()
+                    matches = []
+                    try parser.skipString()
                 } else {
-                    matches = try matchingKey(paths, open, level: level)
+                    matches = try parser.matchingKey(paths, open, level: level)
                     if !matches.isEmpty { open.removeAll(where: matches.contains) }
                 }
-                skipSpace()
-                guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
-                index += 1
-                skipSpace()
+            }, value: { parser throws(JSONParseError) in
                 if matches.isEmpty {
-                    try skipValue(depth: depth + 1)
+                    try parser.skipValue(depth: depth + 1)
                 } else {
-                    try find(paths, matches, level: level + 1, depth: depth + 1, into: &found)
+                    try parser.find(paths, matches, level: level + 1, depth: depth + 1, into: &found)
                 }
-                skipSpace()
-                guard index < bytes.count else { throw fail("unexpected end of input") }
-                if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
-                if bytes[index] == UInt8(ascii: "}") { index += 1; return }
-                throw fail("expected ',' or '}'")
-            }
+            })
         case UInt8(ascii: "["):
-            index += 1
-            skipSpace()
-            if index < bytes.count, bytes[index] == UInt8(ascii: "]") { index += 1; return }
             let wanted = ids.map { (id: $0, index: ContentPath.arrayIndex(paths[$0].segments[level])) }
-            var position = 0
-            while true {
-                skipSpace()
+            try readArray { parser, position throws(JSONParseError) in
                 let matches = wanted.filter { $0.index == position }.map(\.id)
                 if matches.isEmpty {
-                    try skipValue(depth: depth + 1)
+                    try parser.skipValue(depth: depth + 1)
                 } else {
-                    try find(paths, matches, level: level + 1, depth: depth + 1, into: &found)
+                    try parser.find(paths, matches, level: level + 1, depth: depth + 1, into: &found)
                 }
-                position += 1
-                skipSpace()
-                guard index < bytes.count else { throw fail("unexpected end of input") }
-                if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
-                if bytes[index] == UInt8(ascii: "]") { index += 1; return }
-                throw fail("expected ',' or ']'")
             }
         default:
             // A scalar: the paths lead nowhere.
@@ -470,37 +468,10 @@ extension JSONParser {
         guard index < bytes.count else { throw fail("unexpected end of input") }
         switch bytes[index] {
         case UInt8(ascii: "{"):
-            index += 1
-            skipSpace()
-            if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return }
-            while true {
-                skipSpace()
-                guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected a member name") }
-                try skipString()
-                skipSpace()
-                guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
-                index += 1
-                skipSpace()
-                try skipValue(depth: depth + 1)
-                skipSpace()
-                guard index < bytes.count else { throw fail("unexpected end of input") }
-                if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
-                if bytes[index] == UInt8(ascii: "}") { index += 1; return }
-                throw fail("expected ',' or '}'")
-            }
+            try readObject(name: { parser throws(JSONParseError) in try parser.skipString() },
+                           value: { parser throws(JSONParseError) in try parser.skipValue(depth: depth + 1) })
         case UInt8(ascii: "["):
-            index += 1
-            skipSpace()
-            if index < bytes.count, bytes[index] == UInt8(ascii: "]") { index += 1; return }
-            while true {
-                skipSpace()
-                try skipValue(depth: depth + 1)
-                skipSpace()
-                guard index < bytes.count else { throw fail("unexpected end of input") }
-                if bytes[index] == UInt8(ascii: ",") { index += 1; continue }
-                if bytes[index] == UInt8(ascii: "]") { index += 1; return }
-                throw fail("expected ',' or ']'")
-            }
+            try readArray { parser, _ throws(JSONParseError) in try parser.skipValue(depth: depth + 1) }
         case UInt8(ascii: "\""): try skipString()
         case UInt8(ascii: "t"): _ = try expect("true", .null)
         case UInt8(ascii: "f"): _ = try expect("false", .null)
