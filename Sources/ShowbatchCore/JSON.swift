@@ -32,23 +32,36 @@ public indirect enum JSONValue: Sendable, Equatable {
         case .bool(let value): out.append(contentsOf: (value ? "true" : "false").utf8)
         case .number(let text): out.append(contentsOf: text.utf8)
         case .string(let text): JSONValue.writeString(text, to: &out)
-        case .array(let items):
-            out.append(UInt8(ascii: "["))
-            for (index, item) in items.enumerated() {
-                if index > 0 { out.append(UInt8(ascii: ",")) }
-                item.write(to: &out)
-            }
-            out.append(UInt8(ascii: "]"))
-        case .object(let members):
-            out.append(UInt8(ascii: "{"))
-            for (index, member) in members.enumerated() {
-                if index > 0 { out.append(UInt8(ascii: ",")) }
-                JSONValue.writeString(member.key, to: &out)
-                out.append(UInt8(ascii: ":"))
-                member.value.write(to: &out)
-            }
-            out.append(UInt8(ascii: "}"))
+        case .array(let items): JSONValue.writeArray(items, to: &out) { item, out in item.write(to: &out) }
+        case .object(let members): JSONValue.writeObject(members, key: \.key, to: &out) { member, out in member.value.write(to: &out) }
         }
+    }
+
+    /// Appends `[item,…]`, each item written by `write`.
+    static func writeArray<Items: Sequence>(_ items: Items, to out: inout [UInt8], _ write: (Items.Element, inout [UInt8]) -> Void) {
+        out.append(UInt8(ascii: "["))
+        var first = true
+        for item in items {
+            if !first { out.append(UInt8(ascii: ",")) }
+            first = false
+            write(item, &out)
+        }
+        out.append(UInt8(ascii: "]"))
+    }
+
+    /// Appends `{"key":value,…}`, each value written by `write`.
+    static func writeObject<Members: Sequence>(_ members: Members, key: (Members.Element) -> String, to out: inout [UInt8],
+                                               _ write: (Members.Element, inout [UInt8]) -> Void) {
+        out.append(UInt8(ascii: "{"))
+        var first = true
+        for member in members {
+            if !first { out.append(UInt8(ascii: ",")) }
+            first = false
+            writeString(key(member), to: &out)
+            out.append(UInt8(ascii: ":"))
+            write(member, &out)
+        }
+        out.append(UInt8(ascii: "}"))
     }
 
     /// Appends `text` as a JSON string literal to `out`.

@@ -234,22 +234,8 @@ public indirect enum PayloadValue: Sendable {
             out.append(UInt8(ascii: "\""))
             template.forEachPiece(row: row) { JSONValue.writeStringContent($0, to: &out) }
             out.append(UInt8(ascii: "\""))
-        case .array(let items):
-            out.append(UInt8(ascii: "["))
-            for (index, item) in items.enumerated() {
-                if index > 0 { out.append(UInt8(ascii: ",")) }
-                item.write(row: row, to: &out)
-            }
-            out.append(UInt8(ascii: "]"))
-        case .object(let members):
-            out.append(UInt8(ascii: "{"))
-            for (index, member) in members.enumerated() {
-                if index > 0 { out.append(UInt8(ascii: ",")) }
-                JSONValue.writeString(member.key, to: &out)
-                out.append(UInt8(ascii: ":"))
-                member.value.write(row: row, to: &out)
-            }
-            out.append(UInt8(ascii: "}"))
+        case .array(let items): JSONValue.writeArray(items, to: &out) { item, out in item.write(row: row, to: &out) }
+        case .object(let members): JSONValue.writeObject(members, key: \.key, to: &out) { member, out in member.value.write(row: row, to: &out) }
         }
     }
 
