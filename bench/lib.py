@@ -1,5 +1,6 @@
 """Shared helpers of the benchmark scripts: build, tools, loopback servers, medians."""
 import os
+import resource
 import shutil
 import socket
 import statistics
@@ -116,6 +117,12 @@ def timed(command, **kwargs):
     if result.returncode not in kwargs.get("ok_codes", (0,)):
         raise RuntimeError(f"{command[0]} exited {result.returncode}")
     return elapsed
+
+
+def child_cpu():
+    """User + system CPU seconds of every child waited for so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def median(values):

@@ -5,6 +5,7 @@ loopback, next to `curl --parallel` and an aiohttp script doing the same request
 
 Each showbatch run reveals N data rows (a CSV streamed through `each`), parses every response,
 extracts a label and writes a CSV file; curl only sends the requests and discards the answers.
+With curl as a peer it also prints the median CPU time (user + system) of a run of each.
 
 usage: bench/throughput.py [--requests 20000] [--concurrency 16,32,64] [--runs 3] [--targets emulator,nginx]
                           [--peers curl,aiohttp]
@@ -16,8 +17,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from lib import (Emulator, Nginx, apt_install, build_release, curl_parallel, machine, median, say, timed, write_curl_config,
-                 write_rows_manifest)
+from lib import (Emulator, Nginx, apt_install, build_release, child_cpu, curl_parallel, machine, median, say, timed,
+                 write_curl_config, write_rows_manifest)
 
 def write_inputs(work, requests, concurrency, port):
     manifest = write_rows_manifest(work, requests, port, concurrency, name=f"m{port}.yaml", output=f"out/revealed-{port}.csv")
@@ -50,10 +51,16 @@ def main():
             manifest, config = write_inputs(work, args.requests, concurrency, server.port)
             ours = []
             theirs = {peer: [] for peer in peers}
+            # CPU seconds per run (user + system): steadier than wall time on a shared machine.
+            cpu = {"showbatch": [], "curl": []}
             for _ in range(args.runs):
+                before = child_cpu()
                 ours.append(args.requests / timed([binary, "run", manifest, "--progress", "never", "--quiet"]))
+                cpu["showbatch"].append(child_cpu() - before)
                 if "curl" in peers:
+                    before = child_cpu()
                     theirs["curl"].append(args.requests / timed(curl_parallel(config, concurrency)))
+                    cpu["curl"].append(child_cpu() - before)
                 if "aiohttp" in peers:
                     theirs["aiohttp"].append(args.requests / timed([sys.executable, aiohttp_script, f"{server.url}/post",
                                                                     str(args.requests), str(concurrency)]))
@@ -66,6 +73,9 @@ def main():
                 b = median(values)
                 say(f"[{target} c={concurrency}] {peer:14s} median {b:8.0f} req/s  runs: {', '.join(f'{v:.0f}' for v in values)}")
                 say(f"[{target} c={concurrency}] showbatch / {peer} = {a / b:.2f}")
+            if cpu["curl"]:
+                say(f"[{target} c={concurrency}] CPU per run (user+sys), median: showbatch {median(cpu['showbatch']):.3f} s, "
+                    f"curl {median(cpu['curl']):.3f} s")
         finally:
             server.stop()
 
