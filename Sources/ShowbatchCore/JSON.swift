@@ -439,16 +439,10 @@ extension JSONParser {
 
     /// Reads the member name at the cursor; the paths of `ids` whose segment at `level` it is.
     private mutating func matchingKey(_ paths: [ContentPath], _ ids: [Int], level: Int) throws(JSONParseError) -> [Int] {
-        let quote = index
-        var end = index + 1
-        while end < bytes.count, bytes[end] != UInt8(ascii: "\""), bytes[end] != UInt8(ascii: "\\"),
-              bytes[end] >= 0x20, bytes[end] < 0x80 {
-            end += 1
-        }
-        if end < bytes.count, bytes[end] == UInt8(ascii: "\"") {
+        if let end = plainStringEnd() {
             // Plain ASCII: compared as bytes with ASCII segments (a non-ASCII segment can still
             // be canonically equal, so those compare as strings).
-            let key = UnsafeBufferPointer(rebasing: bytes[(quote + 1)..<end])
+            let key = UnsafeBufferPointer(rebasing: bytes[(index + 1)..<end])
             index = end + 1
             return ids.filter { id in
                 let segment = paths[id].segments[level]
@@ -460,18 +454,26 @@ extension JSONParser {
         return ids.filter { paths[$0].segments[level] == key }
     }
 
+    /// The offset of the closing quote of the string at the cursor when it is plain ASCII (no
+    /// escapes, control characters or UTF-8), which needs no further checks; nil otherwise.
+    private func plainStringEnd() -> Int? {
+        var end = index + 1
+        while end < bytes.count {
+            let byte = bytes[end]
+            if byte == UInt8(ascii: "\"") { return end }
+            if byte == UInt8(ascii: "\\") || byte < 0x20 || byte >= 0x80 { return nil }
+            end += 1
+        }
+        return nil
+    }
+
     /// Moves past a string, checking it as `string()` does.
     private mutating func skipString() throws(JSONParseError) {
-        let quote = index
-        index += 1
-        while index < bytes.count {
-            let byte = bytes[index]
-            if byte == UInt8(ascii: "\"") { index += 1; return }
-            if byte == UInt8(ascii: "\\") || byte < 0x20 || byte >= 0x80 { break }
-            index += 1
+        if let end = plainStringEnd() {
+            index = end + 1
+            return
         }
         // Escapes, control characters, UTF-8 or the end of input: the full reader decides.
-        index = quote
         _ = try string()
     }
 
