@@ -22,22 +22,23 @@ public struct ContentPath: Sendable, Equatable, CustomStringConvertible {
             throw ContentPathError(message: "content path \"\(text)\" has leading or trailing white space")
         }
         // Without escapes (the usual case) the bytes are split at dots.
-        let segments = withUTF8(of: text) { bytes -> [String] in
-            if bytes.contains(UInt8(ascii: "\\")) { return Self.unescapedSegments(text) }
+        let (segments, isASCII) = withUTF8(of: text) { bytes -> ([String], Bool) in
+            let isASCII = bytes.allSatisfy { $0 < 0x80 }
+            if bytes.contains(UInt8(ascii: "\\")) { return (Self.unescapedSegments(text), isASCII) }
             var segments: [String] = []
             var start = 0
             for index in 0...bytes.count where index == bytes.count || bytes[index] == UInt8(ascii: ".") {
                 segments.append(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self))
                 start = index + 1
             }
-            return segments
+            return (segments, isASCII)
         }
         if segments.contains(where: \.isEmpty) {
             throw ContentPathError(message: "content path \"\(text)\" has an empty segment")
         }
         self.segments = segments
         self.text = text
-        isASCII = withUTF8(of: text) { bytes in bytes.allSatisfy { $0 < 0x80 } }
+        self.isASCII = isASCII
     }
 
     /// The segments of a path with `\.` escapes, unescaped.
