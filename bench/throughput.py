@@ -8,7 +8,10 @@ extracts a label and writes a CSV file; curl only sends the requests and discard
 With curl as a peer it also prints the median CPU time (user + system) of a run of each.
 
 usage: bench/throughput.py [--requests 20000] [--concurrency 16,32,64] [--runs 3] [--targets emulator,nginx]
-                          [--peers curl,aiohttp]
+                          [--peers curl,aiohttp] [--compare OTHER_SHOWBATCH]
+
+`--compare` runs another showbatch binary (an earlier build) alternated with this one, so that a
+change is measured before and after in the same run.
 """
 import argparse
 import os
@@ -32,6 +35,7 @@ def main():
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--targets", default="emulator,nginx")
     parser.add_argument("--peers", default="curl,aiohttp")
+    parser.add_argument("--compare", help="another showbatch binary to alternate with this one")
     args = parser.parse_args()
     binary = build_release()
     apt_install("curl")
@@ -52,8 +56,13 @@ def main():
             ours = []
             theirs = {peer: [] for peer in peers}
             # CPU seconds per run (user + system): steadier than wall time on a shared machine.
-            cpu = {"showbatch": [], "curl": []}
+            cpu = {"showbatch": [], "curl": [], "compare": []}
+            compared = []
             for _ in range(args.runs):
+                if args.compare:
+                    before = child_cpu()
+                    compared.append(args.requests / timed([args.compare, "run", manifest, "--progress", "never", "--quiet"]))
+                    cpu["compare"].append(child_cpu() - before)
                 before = child_cpu()
                 ours.append(args.requests / timed([binary, "run", manifest, "--progress", "never", "--quiet"]))
                 cpu["showbatch"].append(child_cpu() - before)
@@ -73,6 +82,13 @@ def main():
                 b = median(values)
                 say(f"[{target} c={concurrency}] {peer:14s} median {b:8.0f} req/s  runs: {', '.join(f'{v:.0f}' for v in values)}")
                 say(f"[{target} c={concurrency}] showbatch / {peer} = {a / b:.2f}")
+            if compared:
+                b = median(compared)
+                say(f"[{target} c={concurrency}] compared binary median {b:8.0f} req/s  runs: {', '.join(f'{v:.0f}' for v in compared)}")
+                say(f"[{target} c={concurrency}] showbatch / compared = {a / b:.2f}; CPU per run {median(cpu['showbatch']):.3f} s "
+                    f"against {median(cpu['compare']):.3f} s")
+                if "curl" in theirs:
+                    say(f"[{target} c={concurrency}] compared / curl = {b / median(theirs['curl']):.2f}")
             if cpu["curl"]:
                 say(f"[{target} c={concurrency}] CPU per run (user+sys), median: showbatch {median(cpu['showbatch']):.3f} s, "
                     f"curl {median(cpu['curl']):.3f} s")

@@ -2,7 +2,9 @@
 """`showbatch validate` on a generated 50,000-request manifest (~10 MB), alternated with the raw
 libyaml event loop (yaml_events.c) and PyYAML's CSafeLoader on the same file. Prints medians and ratios.
 
-usage: bench/validate.py [--runs N] [--requests N]
+usage: bench/validate.py [--runs N] [--requests N] [--compare OTHER_SHOWBATCH]
+
+`--compare` times another showbatch binary (an earlier build) alternated with this one.
 """
 import argparse
 import os
@@ -33,6 +35,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--requests", type=int, default=50_000)
+    parser.add_argument("--compare", help="another showbatch binary to alternate with this one")
     args = parser.parse_args()
     binary = build_release()
     apt_install("python3-yaml", "gcc")
@@ -47,8 +50,12 @@ def main():
     size = os.path.getsize(manifest) / 1e6
     say(f"manifest: {args.requests} requests, {size:.1f} MB; {machine()}")
     times = {"showbatch validate": [], "raw libyaml events": [], "PyYAML CSafeLoader": []}
+    if args.compare:
+        times["compared validate"] = []
     for run in range(args.runs):
         times["showbatch validate"].append(timed([binary, "validate", manifest]))
+        if args.compare:
+            times["compared validate"].append(timed([args.compare, "validate", manifest]))
         times["raw libyaml events"].append(timed([raw, manifest]))
         times["PyYAML CSafeLoader"].append(timed(pyyaml))
     medians = {name: median(values) for name, values in times.items()}
@@ -56,6 +63,10 @@ def main():
         say(f"  {name:22s} median {value * 1000:8.0f} ms  runs: {', '.join(f'{v * 1000:.0f}' for v in times[name])}")
     ours = medians["showbatch validate"]
     say(f"showbatch / raw libyaml = {ours / medians['raw libyaml events']:.2f}x the time")
+    if args.compare:
+        compared = medians["compared validate"]
+        say(f"showbatch / compared = {ours / compared:.2f}x the time; compared / raw libyaml = "
+            f"{compared / medians['raw libyaml events']:.2f}x")
     say(f"PyYAML CSafeLoader / showbatch = {medians['PyYAML CSafeLoader'] / ours:.1f}x (how many times faster showbatch is)")
 
 
