@@ -4,42 +4,6 @@ import Synchronization
 import FoundationNetworking
 #endif
 
-/// What one attempt came back with.
-public enum TransportResult: Sendable {
-    /// An HTTP answer; header names are lower-cased. The curl transport keeps only the header the
-    /// engine reads (`retry-after`).
-    case response(status: Int, headers: [String: String], body: [UInt8])
-    /// No usable answer.
-    case failure(TransportFailure)
-}
-
-/// Why an attempt has no usable answer.
-public enum TransportFailure: Error, Sendable, Equatable {
-    /// Connect, reset, DNS or TLS failure, described without any request data.
-    case network(String)
-    /// No complete answer within the per-attempt timeout.
-    case timeout
-    /// The body is over the size limit.
-    case bodyTooLarge(Int)
-    /// The run was cancelled (interrupt).
-    case cancelled
-}
-
-/// Sends one HTTP request. Kept narrow so that another transport can stand in.
-public protocol Transport: Sendable {
-    /// Sends `request`, giving up after `timeout`.
-    func send(_ request: PreparedRequest, timeout: Duration) async -> TransportResult
-
-    /// The executor the run's tasks should prefer, when the transport has a thread of its own
-    /// that can run them between transfers; nil for the shared pool.
-    var executor: (any TaskExecutor)? { get }
-}
-
-extension Transport {
-    /// No executor of its own: tasks run on the shared pool.
-    public var executor: (any TaskExecutor)? { nil }
-}
-
 /// The transport on FoundationNetworking's URLSession: one session per run.
 public final class URLSessionTransport: Transport, @unchecked Sendable {
     // URLSession is thread-safe; the class holds only immutable state.

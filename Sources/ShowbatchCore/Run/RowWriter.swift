@@ -1,35 +1,6 @@
 import Foundation
 import Synchronization
 
-/// A finished work item: its row, or a 2xx answer whose labels are still to be extracted.
-enum FinishedRow: Sendable {
-    /// An answer to reveal.
-    struct Answer: Sendable {
-        let ordinal: Int
-        let request: String
-        let status: Int
-        let attempts: Int
-        let body: [UInt8]
-        let labels: [LabelBinding]
-
-        /// The row: labels extracted, transformed and masked.
-        func revealed() -> ResultRow {
-            Reveal.row(ordinal: ordinal, request: request, status: status, attempts: attempts, body: body, labels: labels)
-        }
-    }
-
-    case row(ResultRow)
-    case answer(Answer)
-
-    /// Attempts made.
-    var attempts: Int {
-        switch self {
-        case .row(let row): return row.attempts
-        case .answer(let answer): return answer.attempts
-        }
-    }
-}
-
 /// Reveals, encodes and writes finished rows, in order, on a thread of its own.
 ///
 /// With the curl transport one thread drives every transfer and runs every task; parsing answers,
@@ -143,6 +114,35 @@ final class RowWriter: @unchecked Sendable {
             batch.removeAll(keepingCapacity: true)
             // `closing` was read with the queue, so nothing was queued after this batch.
             if last { return }
+        }
+    }
+}
+
+/// A finished work item: its row, or a 2xx answer whose labels are still to be extracted.
+enum FinishedRow: Sendable {
+    /// An answer to reveal.
+    struct Answer: Sendable {
+        let ordinal: Int
+        let request: String
+        let status: Int
+        let attempts: Int
+        let body: [UInt8]
+        let labels: [LabelBinding]
+
+        /// The row: labels extracted, transformed and masked.
+        func revealed() -> ResultRow {
+            Reveal.row(ordinal: ordinal, request: request, status: status, attempts: attempts, body: body, labels: labels)
+        }
+    }
+
+    case row(ResultRow)
+    case answer(Answer)
+
+    /// Attempts made.
+    var attempts: Int {
+        switch self {
+        case .row(let row): return row.attempts
+        case .answer(let answer): return answer.attempts
         }
     }
 }

@@ -86,15 +86,6 @@ extension Duration {
     }
 }
 
-extension String {
-    init(format2 value: Double) {
-        let scaled = (value * 100).rounded() / 100
-        var text = "\(scaled)"
-        if text.hasSuffix(".0") { text.removeLast(2) }
-        self = text
-    }
-}
-
 /// Milliseconds on a coarse monotonic clock: read without a system call, a few milliseconds
 /// coarse, which is enough to pace progress lines and journal syncs on every row.
 func coarseMilliseconds() -> Int64 {

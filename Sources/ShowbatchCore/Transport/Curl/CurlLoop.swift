@@ -2,63 +2,6 @@ import Foundation
 import Synchronization
 internal import CCurl
 
-/// The transport on libcurl's multi interface: every transfer of a run is driven by one event-loop
-/// thread, with connections reused from the multi handle's cache (HTTP/2 when a TLS server offers
-/// it). URLSession on Linux hops threads for every callback; this loop does not.
-///
-/// The loop is also a task executor: a run that prefers it (`Runner` does) has its tasks run on
-/// the loop thread between transfers, as `curl --parallel` does all its work on one thread. A
-/// request then goes from task to transfer and back without waking another thread, and the
-/// other core is left to the rest of the machine (on a small box, often the server itself).
-public final class CurlTransport: Transport, Sendable {
-    private let loop: CurlLoop
-
-    /// The loop thread, as an executor for the run's tasks.
-    public var executor: (any TaskExecutor)? { loop }
-
-    /// A transport allowing `maxConnections` connections per host, refusing bodies over `maxBodyBytes`.
-    public init(maxConnections: Int, maxBodyBytes: Int = 16 << 20) {
-        loop = CurlLoop(maxConnections: max(1, maxConnections), maxBodyBytes: maxBodyBytes)
-    }
-
-    deinit { loop.stop() }
-
-    public func send(_ request: PreparedRequest, timeout: Duration) async -> TransportResult {
-        let transfer = CurlTransfer(request: request, timeout: timeout)
-        return await withTaskCancellationHandler {
-            // Unchecked: the loop resumes each transfer's continuation exactly once (in `finish`,
-            // or in `start`/`shutDown` for one that never started), and a checked one costs an
-            // allocation per request.
-            await withUnsafeContinuation { continuation in
-                transfer.continuation = continuation
-                loop.submit(transfer)
-            }
-        } onCancel: {
-            loop.cancel(transfer)
-        }
-    }
-}
-
-/// One request in flight. After `submit` only the loop thread touches its mutable state;
-/// `cancelled` is the one field other threads write.
-final class CurlTransfer: @unchecked Sendable {
-    let request: PreparedRequest
-    let timeout: Duration
-    var continuation: UnsafeContinuation<TransportResult, Never>?
-    var easy: UnsafeMutableRawPointer?
-    var headerList: UnsafeMutablePointer<curl_slist>?
-    var body: [UInt8] = []
-    var headers: [String: String] = [:]
-    var limit = 0
-    var tooLarge = false
-    let cancelled = Atomic<Bool>(false)
-
-    init(request: PreparedRequest, timeout: Duration) {
-        self.request = request
-        self.timeout = timeout
-    }
-}
-
 /// The event loop: a thread that owns the multi handle and every easy handle, and runs the jobs
 /// of tasks that prefer it.
 final class CurlLoop: TaskExecutor, @unchecked Sendable {
@@ -343,53 +286,4 @@ final class CurlLoop: TaskExecutor, @unchecked Sendable {
         transfer.continuation = nil
         continuation?.resume(returning: transfer.cancelled.load(ordering: .acquiring) ? .failure(.cancelled) : result)
     }
-}
-
-/// Appends body bytes, refusing a body past the limit (curl then ends the transfer).
-private let curlWriteBody: sb_data_callback = { data, size, count, context in
-    let transfer = Unmanaged<CurlTransfer>.fromOpaque(context!).takeUnretainedValue()
-    let length = size * count
-    if transfer.body.count + length > transfer.limit {
-        transfer.tooLarge = true
-        return 0
-    }
-    data!.withMemoryRebound(to: UInt8.self, capacity: length) {
-        transfer.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: length))
-    }
-    return length
-}
-
-/// Keeps the response header the engine reads (`retry-after`, lower-cased); a new status line
-/// starts a new set. Works on the bytes, and most answers allocate nothing here: this runs for
-/// every header line of every answer.
-private let curlWriteHeader: sb_data_callback = { data, size, count, context in
-    let transfer = Unmanaged<CurlTransfer>.fromOpaque(context!).takeUnretainedValue()
-    let length = size * count
-    data!.withMemoryRebound(to: UInt8.self, capacity: length) { pointer in
-        let line = UnsafeBufferPointer(start: pointer, count: length)
-        if length >= 5, line[0] == UInt8(ascii: "H"), line[1] == UInt8(ascii: "T"), line[2] == UInt8(ascii: "T"),
-           line[3] == UInt8(ascii: "P"), line[4] == UInt8(ascii: "/") {
-            if !transfer.headers.isEmpty { transfer.headers.removeAll() }
-            return
-        }
-        guard let colon = line.firstIndex(of: UInt8(ascii: ":")),
-              asciiLowercaseEquals(UnsafeBufferPointer(rebasing: line[..<colon]), "retry-after") else { return }
-        var start = colon + 1
-        var end = length
-        while start < end, line[start] == 0x20 || line[start] == 0x09 { start += 1 }
-        while end > start, line[end - 1] == 0x0A || line[end - 1] == 0x0D || line[end - 1] == 0x20 { end -= 1 }
-        transfer.headers["retry-after"] = String(decoding: UnsafeBufferPointer(rebasing: line[start..<end]), as: UTF8.self)
-    }
-    return length
-}
-
-/// Whether `bytes`, lower-cased (ASCII), are `lowercase`; compares in place.
-private func asciiLowercaseEquals(_ bytes: UnsafeBufferPointer<UInt8>, _ lowercase: StaticString) -> Bool {
-    guard bytes.count == lowercase.utf8CodeUnitCount else { return false }
-    let expected = lowercase.utf8Start
-    for index in 0..<bytes.count {
-        let byte = bytes[index]
-        if (byte >= 65 && byte <= 90 ? byte + 32 : byte) != expected[index] { return false }
-    }
-    return true
 }

@@ -1,103 +1,5 @@
 import Foundation
 
-/// The version reported by `--version` and the `vgs-client` header.
-public let showbatchVersion = "0.1.0"
-
-/// One unit of work: a static request, or one row of a data-driven request.
-public struct WorkItem: Sendable {
-    /// Position among all work items of the manifest (0-based), the order rows are written in.
-    public let ordinal: Int
-    /// Index into `Manifest.requests`.
-    public let requestIndex: Int
-    /// The data row, or why it could not be read.
-    public let row: Result<DataRow, DataRowFailure>?
-}
-
-/// Streams the work items of a manifest in order: memory does not grow with the data files.
-public struct WorkItemSequence: Sequence, IteratorProtocol {
-    private let manifest: Manifest
-    private var requestIndex = 0
-    private var ordinal = 0
-    private var reader: DataRowReader?
-    private var readerFailed = false
-
-    /// Iterates over `manifest`'s work items.
-    public init(manifest: Manifest) { self.manifest = manifest }
-
-    /// The next work item, or nil after the last.
-    public mutating func next() -> WorkItem? {
-        while requestIndex < manifest.requests.count {
-            let spec = manifest.requests[requestIndex]
-            guard let each = spec.each else {
-                defer { requestIndex += 1; ordinal += 1 }
-                return WorkItem(ordinal: ordinal, requestIndex: requestIndex, row: nil)
-            }
-            if reader == nil && !readerFailed {
-                do {
-                    reader = try DataRowReader(kind: each.kind, path: each.path, name: each.name)
-                } catch {
-                    // The file vanished or broke after validation: one failed row says so.
-                    readerFailed = true
-                    defer { ordinal += 1 }
-                    return WorkItem(ordinal: ordinal, requestIndex: requestIndex,
-                                    row: .failure(DataRowFailure(index: 0, line: nil, message: "\(error)")))
-                }
-            }
-            if let row = reader?.next() {
-                defer { ordinal += 1 }
-                return WorkItem(ordinal: ordinal, requestIndex: requestIndex, row: row)
-            }
-            reader?.close()
-            reader = nil
-            readerFailed = false
-            requestIndex += 1
-        }
-        return nil
-    }
-}
-
-/// A request ready to send: URL, headers and body built from the manifest and a data row.
-public struct PreparedRequest: Sendable {
-    /// The expanded request name.
-    public var name: String
-    /// The method.
-    public var method: HTTPMethod
-    /// The full URL.
-    public var url: String
-    /// Headers in send order (values are secrets: never print them).
-    public var headers: [(name: String, value: String)]
-    /// The JSON body, when the request has a payload.
-    public var body: [UInt8]?
-    /// True when every row of the request sends these same headers (none comes from the row),
-    /// so a transport may keep what it builds from them for the next request.
-    public var fixedHeaders = false
-}
-
-/// A work item that cannot be sent, with the result error it becomes.
-public struct PreparationFailure: Error, Sendable {
-    /// The request name, as far as it could be expanded.
-    public let name: String
-    /// The row error.
-    public let error: RowError
-}
-
-extension Manifest {
-    /// The headers a request sends, as templates: manifest headers, then the request's (merged
-    /// case-insensitively, later wins), `Content-Type: application/json` with a payload, and a
-    /// `vgs-client` header unless the manifest sets one. The same for every row of a request, so
-    /// runs compute it once per request.
-    public func sendHeaders(for spec: RequestSpec) -> [HeaderField] {
-        var headers = mergeHeaders(self.headers, spec.headers)
-        if spec.payload != nil {
-            headers = mergeHeaders(headers, [HeaderField(name: "Content-Type", value: Template(literal: "application/json"))])
-        }
-        if !headers.contains(where: { $0.name.lowercased() == "vgs-client" }) {
-            headers.append(HeaderField(name: "vgs-client", value: Template(literal: "source=showbatch&medium=vgs-show&content=\(showbatchVersion)")))
-        }
-        return headers
-    }
-}
-
 /// Builds the requests of a manifest's work items against one base URL. What is the same for every
 /// row of a request (its headers, and its URL when the path has no row reference) is worked out
 /// once, not per row.
@@ -190,5 +92,30 @@ public struct RequestPreparer: Sendable {
         }
         return .success(PreparedRequest(name: name, method: fixed.spec.method, url: url, headers: headers, body: body,
                                         fixedHeaders: fixed.headers != nil))
+    }
+}
+
+/// A work item that cannot be sent, with the result error it becomes.
+public struct PreparationFailure: Error, Sendable {
+    /// The request name, as far as it could be expanded.
+    public let name: String
+    /// The row error.
+    public let error: RowError
+}
+
+extension Manifest {
+    /// The headers a request sends, as templates: manifest headers, then the request's (merged
+    /// case-insensitively, later wins), `Content-Type: application/json` with a payload, and a
+    /// `vgs-client` header unless the manifest sets one. The same for every row of a request, so
+    /// runs compute it once per request.
+    public func sendHeaders(for spec: RequestSpec) -> [HeaderField] {
+        var headers = mergeHeaders(self.headers, spec.headers)
+        if spec.payload != nil {
+            headers = mergeHeaders(headers, [HeaderField(name: "Content-Type", value: Template(literal: "application/json"))])
+        }
+        if !headers.contains(where: { $0.name.lowercased() == "vgs-client" }) {
+            headers.append(HeaderField(name: "vgs-client", value: Template(literal: "source=showbatch&medium=vgs-show&content=\(showbatchVersion)")))
+        }
+        return headers
     }
 }

@@ -1,0 +1,111 @@
+/// Streams the rows of an `each` file (CSV with a header, or JSON Lines of objects).
+public struct DataRowReader {
+    /// The kind of data file.
+    public enum Kind: Sendable, Equatable {
+        case csv, jsonl
+    }
+
+    private var csv: CSVRecordReader?
+    private var lines: ChunkedReader?
+    private let name: String
+    private var header: [String] = []
+    private var nextIndex = 0
+    private var line = 0
+
+    /// The CSV header (empty for JSON Lines).
+    public var columns: [String] { header }
+
+    /// Opens a data file; a CSV file's header is read at once.
+    public init(kind: Kind, path: String, name: String) throws {
+        self.name = name
+        switch kind {
+        case .csv:
+            var reader = try CSVRecordReader(path: path, name: name)
+            guard let first = try reader.next() else {
+                throw DataFileError(file: name, line: nil, message: "is empty; expected a header line")
+            }
+            header = first.fields
+            csv = reader
+        case .jsonl:
+            lines = try ChunkedReader(path: path)
+        }
+    }
+
+    /// Closes the file.
+    public func close() {
+        csv?.close()
+        lines?.close()
+    }
+
+    /// The next row: a parsed row or the error that makes it a failed row; nil at the end.
+    public mutating func next() -> Result<DataRow, DataRowFailure>? {
+        do {
+            if csv != nil { return try nextCSV() }
+            return try nextJSONLine()
+        } catch let error as DataRowFailure {
+            return .failure(error)
+        } catch {
+            // The file itself failed (unreadable): the rest of it cannot be read.
+            let index = nextIndex
+            nextIndex += 1
+            csv = nil
+            lines = nil
+            return .failure(DataRowFailure(index: index, line: nil, message: "\(name): \(error)"))
+        }
+    }
+
+    private mutating func nextCSV() throws -> Result<DataRow, DataRowFailure>? {
+        let index = nextIndex
+        let record: (line: Int, fields: [String])?
+        do {
+            record = try csv!.next()
+        } catch let error as DataFileError {
+            nextIndex += 1
+            return .failure(DataRowFailure(index: index, line: error.line, message: error.description))
+        }
+        guard let record else { return nil }
+        nextIndex += 1
+        guard record.fields.count == header.count else {
+            return .failure(DataRowFailure(index: index, line: record.line,
+                message: "\(name):\(record.line): has \(record.fields.count) fields; the header has \(header.count)"))
+        }
+        // Sized once: growing a dictionary rehashes what it holds.
+        var values = [String: JSONValue](minimumCapacity: header.count)
+        for (column, value) in zip(header, record.fields) { values[column] = .string(value) }
+        return .success(DataRow(index: index, line: record.line, values: values))
+    }
+
+    private mutating func nextJSONLine() throws -> Result<DataRow, DataRowFailure>? {
+        while true {
+            var bytes: [UInt8] = []
+            var sawAny = false
+            while let byte = try lines!.next() {
+                sawAny = true
+                if byte == UInt8(ascii: "\n") { break }
+                bytes.append(byte)
+            }
+            guard sawAny else { return nil }
+            line += 1
+            if bytes.last == UInt8(ascii: "\r") { bytes.removeLast() }
+            if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
+            let index = nextIndex
+            nextIndex += 1
+            guard case .object(let members) = try? JSONParser.parse(bytes) else {
+                return .failure(DataRowFailure(index: index, line: line, message: "\(name):\(line): is not a JSON object"))
+            }
+            var values = [String: JSONValue](minimumCapacity: members.count)
+            for member in members where values[member.key] == nil { values[member.key] = member.value }
+            return .success(DataRow(index: index, line: line, values: values))
+        }
+    }
+}
+
+/// A data row that cannot be sent; it becomes a failed result row.
+public struct DataRowFailure: Error, Sendable {
+    /// The 0-based row index.
+    public let index: Int
+    /// The 1-based line, when known.
+    public let line: Int?
+    /// What is wrong, naming the file and line.
+    public let message: String
+}

@@ -1,0 +1,52 @@
+/// One unit of work: a static request, or one row of a data-driven request.
+public struct WorkItem: Sendable {
+    /// Position among all work items of the manifest (0-based), the order rows are written in.
+    public let ordinal: Int
+    /// Index into `Manifest.requests`.
+    public let requestIndex: Int
+    /// The data row, or why it could not be read.
+    public let row: Result<DataRow, DataRowFailure>?
+}
+
+/// Streams the work items of a manifest in order: memory does not grow with the data files.
+public struct WorkItemSequence: Sequence, IteratorProtocol {
+    private let manifest: Manifest
+    private var requestIndex = 0
+    private var ordinal = 0
+    private var reader: DataRowReader?
+    private var readerFailed = false
+
+    /// Iterates over `manifest`'s work items.
+    public init(manifest: Manifest) { self.manifest = manifest }
+
+    /// The next work item, or nil after the last.
+    public mutating func next() -> WorkItem? {
+        while requestIndex < manifest.requests.count {
+            let spec = manifest.requests[requestIndex]
+            guard let each = spec.each else {
+                defer { requestIndex += 1; ordinal += 1 }
+                return WorkItem(ordinal: ordinal, requestIndex: requestIndex, row: nil)
+            }
+            if reader == nil && !readerFailed {
+                do {
+                    reader = try DataRowReader(kind: each.kind, path: each.path, name: each.name)
+                } catch {
+                    // The file vanished or broke after validation: one failed row says so.
+                    readerFailed = true
+                    defer { ordinal += 1 }
+                    return WorkItem(ordinal: ordinal, requestIndex: requestIndex,
+                                    row: .failure(DataRowFailure(index: 0, line: nil, message: "\(error)")))
+                }
+            }
+            if let row = reader?.next() {
+                defer { ordinal += 1 }
+                return WorkItem(ordinal: ordinal, requestIndex: requestIndex, row: row)
+            }
+            reader?.close()
+            reader = nil
+            readerFailed = false
+            requestIndex += 1
+        }
+        return nil
+    }
+}

@@ -1,0 +1,113 @@
+import ShowbatchYAML
+
+/// One entry of `requests:`.
+public struct RequestSpec: Sendable {
+    /// The name (a template for data-driven requests).
+    public var name: Template
+    /// The path, with an optional query string.
+    public var path: Template
+    /// The method.
+    public var method: HTTPMethod = .post
+    /// Request headers, merged over the manifest headers.
+    public var headers: [HeaderField] = []
+    /// The JSON payload.
+    public var payload: PayloadValue?
+    /// Label bindings, in order.
+    public var labels: [LabelBinding] = []
+    /// The data file for a data-driven request.
+    public var each: DataSource?
+    /// This request's own output.
+    public var output: OutputSpec?
+    /// Where the request is written in the manifest.
+    public var mark: Mark
+
+    /// Every data column the request's templates reference, checked on each row (set by the decoder).
+    public var rowColumns: [String] = []
+
+    /// Collects `rowColumns` from the templates.
+    func referencedColumns() -> [String] {
+        var columns: [String] = []
+        for template in [name, path] + headers.map(\.value) + (payload?.templates ?? []) {
+            for column in template.rowColumns where !columns.contains(column) { columns.append(column) }
+        }
+        return columns
+    }
+}
+
+/// One header with a value template (environment references already resolved).
+public struct HeaderField: Sendable {
+    /// The header name.
+    public var name: String
+    /// The value; may still hold `${row.…}` references in data-driven requests.
+    public var value: Template
+}
+
+/// HTTP methods a request may use.
+public enum HTTPMethod: String, Sendable, CaseIterable {
+    case get = "GET", post = "POST", put = "PUT", patch = "PATCH", delete = "DELETE"
+}
+
+/// Headers merged case-insensitively, later ones winning, in first-seen order.
+public func mergeHeaders(_ layers: [HeaderField]...) -> [HeaderField] {
+    var merged: [HeaderField] = []
+    for layer in layers {
+        for field in layer {
+            if let index = merged.firstIndex(where: { $0.name.caseInsensitiveCompare(field.name) == .orderedSame }) {
+                merged[index] = field
+            } else {
+                merged.append(field)
+            }
+        }
+    }
+    return merged
+}
+
+/// A data file driving one request per row.
+public struct DataSource: Sendable {
+    /// CSV or JSON Lines.
+    public var kind: DataRowReader.Kind
+    /// The path resolved against the manifest's folder.
+    public var path: String
+    /// The path as the manifest writes it (used in messages).
+    public var name: String
+}
+
+/// A payload value: JSON whose strings may be templates.
+public indirect enum PayloadValue: Sendable {
+    case null
+    case bool(Bool)
+    case number(String)
+    case string(Template)
+    case array([PayloadValue])
+    case object([(key: String, value: PayloadValue)])
+
+    /// Appends the compact JSON for one data row, without building it first. A string that is
+    /// exactly `${row.COL}` keeps the row value's type.
+    public func write(row: DataRow?, to out: inout [UInt8]) {
+        switch self {
+        case .null: out.append(contentsOf: "null".utf8)
+        case .bool(let value): out.append(contentsOf: (value ? "true" : "false").utf8)
+        case .number(let text): out.append(contentsOf: text.utf8)
+        case .string(let template):
+            if let column = template.wholeRowColumn, let value = row?.values[column] {
+                value.write(to: &out)
+                return
+            }
+            out.append(UInt8(ascii: "\""))
+            template.forEachPiece(row: row) { JSONValue.writeStringContent($0, to: &out) }
+            out.append(UInt8(ascii: "\""))
+        case .array(let items): JSONValue.writeArray(items, to: &out) { item, out in item.write(row: row, to: &out) }
+        case .object(let members): JSONValue.writeObject(members, key: \.key, to: &out) { member, out in member.value.write(row: row, to: &out) }
+        }
+    }
+
+    /// Every template in the payload.
+    var templates: [Template] {
+        switch self {
+        case .string(let template): return [template]
+        case .array(let items): return items.flatMap(\.templates)
+        case .object(let members): return members.flatMap(\.value.templates)
+        default: return []
+        }
+    }
+}

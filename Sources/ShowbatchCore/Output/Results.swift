@@ -1,0 +1,95 @@
+/// One result row: exactly one per work item.
+public struct ResultRow: Sendable, Equatable {
+    /// The work item's ordinal.
+    public var ordinal: Int
+    /// The expanded request name.
+    public var request: String
+    /// ok, partial or failed.
+    public var status: RowStatus
+    /// The last attempt's HTTP status.
+    public var httpStatus: Int?
+    /// Attempts made.
+    public var attempts: Int
+    /// Label values after transform and mask; nil when missing.
+    public var labels: [(name: String, value: String?)]
+    /// Errors, in order.
+    public var errors: [RowError]
+
+    /// Creates a row.
+    public init(ordinal: Int, request: String, status: RowStatus, httpStatus: Int?, attempts: Int,
+                labels: [(name: String, value: String?)], errors: [RowError]) {
+        self.ordinal = ordinal
+        self.request = request
+        self.status = status
+        self.httpStatus = httpStatus
+        self.attempts = attempts
+        self.labels = labels
+        self.errors = errors
+    }
+
+    public static func == (lhs: ResultRow, rhs: ResultRow) -> Bool {
+        lhs.ordinal == rhs.ordinal && lhs.request == rhs.request && lhs.status == rhs.status
+            && lhs.httpStatus == rhs.httpStatus && lhs.attempts == rhs.attempts && lhs.errors == rhs.errors
+            && lhs.labels.map(\.name) == rhs.labels.map(\.name) && lhs.labels.map(\.value) == rhs.labels.map(\.value)
+    }
+
+    /// The value of a label, if present.
+    public func value(of label: String) -> String? {
+        labels.first { $0.name == label }?.value ?? nil
+    }
+}
+
+/// The status of a result row.
+public enum RowStatus: String, Sendable {
+    case ok, partial, failed
+}
+
+/// One error of a result row.
+public struct RowError: Sendable, Equatable {
+    /// The code.
+    public var code: ErrorCode
+    /// The label it concerns, for 1403.
+    public var label: String?
+    /// A message that names paths and statuses, never values.
+    public var message: String
+
+    /// Creates an error.
+    public init(code: ErrorCode, label: String?, message: String) {
+        self.code = code
+        self.label = label
+        self.message = message
+    }
+
+    /// `CODE kind: message`, as the CSV `error` column shows it.
+    public var text: String { "\(code.rawValue) \(code.kind): \(message)" }
+}
+
+/// Error codes of result rows (Show SDK codes where one exists).
+public enum ErrorCode: Int, Sendable, CaseIterable {
+    case unexpectedResponseType = 1400
+    case unexpectedResponseDataFormat = 1401
+    case responseInvalidJSON = 1402
+    case fieldNotFound = 1403
+    case invalidConfigurationURL = 1480
+    case invalidRow = 1490
+    case rateLimited = 1429
+    case httpStatus = 1500
+    case network = 1501
+    case timeout = 1502
+
+    /// The kind word written next to the code.
+    public var kind: String {
+        switch self {
+        case .unexpectedResponseType: return "unexpected_response_type"
+        case .unexpectedResponseDataFormat: return "unexpected_response_data_format"
+        case .responseInvalidJSON: return "response_invalid_json"
+        case .fieldNotFound: return "field_not_found"
+        case .invalidConfigurationURL: return "invalid_configuration_url"
+        case .invalidRow: return "invalid_row"
+        case .rateLimited: return "rate_limited"
+        case .httpStatus: return "http_status"
+        case .network: return "network"
+        case .timeout: return "timeout"
+        }
+    }
+}

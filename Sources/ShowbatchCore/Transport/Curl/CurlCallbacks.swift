@@ -1,0 +1,50 @@
+internal import CCurl
+
+/// Appends body bytes, refusing a body past the limit (curl then ends the transfer).
+let curlWriteBody: sb_data_callback = { data, size, count, context in
+    let transfer = Unmanaged<CurlTransfer>.fromOpaque(context!).takeUnretainedValue()
+    let length = size * count
+    if transfer.body.count + length > transfer.limit {
+        transfer.tooLarge = true
+        return 0
+    }
+    data!.withMemoryRebound(to: UInt8.self, capacity: length) {
+        transfer.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: length))
+    }
+    return length
+}
+
+/// Keeps the response header the engine reads (`retry-after`, lower-cased); a new status line
+/// starts a new set. Works on the bytes, and most answers allocate nothing here: this runs for
+/// every header line of every answer.
+let curlWriteHeader: sb_data_callback = { data, size, count, context in
+    let transfer = Unmanaged<CurlTransfer>.fromOpaque(context!).takeUnretainedValue()
+    let length = size * count
+    data!.withMemoryRebound(to: UInt8.self, capacity: length) { pointer in
+        let line = UnsafeBufferPointer(start: pointer, count: length)
+        if length >= 5, line[0] == UInt8(ascii: "H"), line[1] == UInt8(ascii: "T"), line[2] == UInt8(ascii: "T"),
+           line[3] == UInt8(ascii: "P"), line[4] == UInt8(ascii: "/") {
+            if !transfer.headers.isEmpty { transfer.headers.removeAll() }
+            return
+        }
+        guard let colon = line.firstIndex(of: UInt8(ascii: ":")),
+              asciiLowercaseEquals(UnsafeBufferPointer(rebasing: line[..<colon]), "retry-after") else { return }
+        var start = colon + 1
+        var end = length
+        while start < end, line[start] == 0x20 || line[start] == 0x09 { start += 1 }
+        while end > start, line[end - 1] == 0x0A || line[end - 1] == 0x0D || line[end - 1] == 0x20 { end -= 1 }
+        transfer.headers["retry-after"] = String(decoding: UnsafeBufferPointer(rebasing: line[start..<end]), as: UTF8.self)
+    }
+    return length
+}
+
+/// Whether `bytes`, lower-cased (ASCII), are `lowercase`; compares in place.
+func asciiLowercaseEquals(_ bytes: UnsafeBufferPointer<UInt8>, _ lowercase: StaticString) -> Bool {
+    guard bytes.count == lowercase.utf8CodeUnitCount else { return false }
+    let expected = lowercase.utf8Start
+    for index in 0..<bytes.count {
+        let byte = bytes[index]
+        if (byte >= 65 && byte <= 90 ? byte + 32 : byte) != expected[index] { return false }
+    }
+    return true
+}

@@ -1,0 +1,59 @@
+internal import CCurl
+import Synchronization
+
+/// The transport on libcurl's multi interface: every transfer of a run is driven by one event-loop
+/// thread, with connections reused from the multi handle's cache (HTTP/2 when a TLS server offers
+/// it). URLSession on Linux hops threads for every callback; this loop does not.
+///
+/// The loop is also a task executor: a run that prefers it (`Runner` does) has its tasks run on
+/// the loop thread between transfers, as `curl --parallel` does all its work on one thread. A
+/// request then goes from task to transfer and back without waking another thread, and the
+/// other core is left to the rest of the machine (on a small box, often the server itself).
+public final class CurlTransport: Transport, Sendable {
+    private let loop: CurlLoop
+
+    /// The loop thread, as an executor for the run's tasks.
+    public var executor: (any TaskExecutor)? { loop }
+
+    /// A transport allowing `maxConnections` connections per host, refusing bodies over `maxBodyBytes`.
+    public init(maxConnections: Int, maxBodyBytes: Int = 16 << 20) {
+        loop = CurlLoop(maxConnections: max(1, maxConnections), maxBodyBytes: maxBodyBytes)
+    }
+
+    deinit { loop.stop() }
+
+    public func send(_ request: PreparedRequest, timeout: Duration) async -> TransportResult {
+        let transfer = CurlTransfer(request: request, timeout: timeout)
+        return await withTaskCancellationHandler {
+            // Unchecked: the loop resumes each transfer's continuation exactly once (in `finish`,
+            // or in `start`/`shutDown` for one that never started), and a checked one costs an
+            // allocation per request.
+            await withUnsafeContinuation { continuation in
+                transfer.continuation = continuation
+                loop.submit(transfer)
+            }
+        } onCancel: {
+            loop.cancel(transfer)
+        }
+    }
+}
+
+/// One request in flight. After `submit` only the loop thread touches its mutable state;
+/// `cancelled` is the one field other threads write.
+final class CurlTransfer: @unchecked Sendable {
+    let request: PreparedRequest
+    let timeout: Duration
+    var continuation: UnsafeContinuation<TransportResult, Never>?
+    var easy: UnsafeMutableRawPointer?
+    var headerList: UnsafeMutablePointer<curl_slist>?
+    var body: [UInt8] = []
+    var headers: [String: String] = [:]
+    var limit = 0
+    var tooLarge = false
+    let cancelled = Atomic<Bool>(false)
+
+    init(request: PreparedRequest, timeout: Duration) {
+        self.request = request
+        self.timeout = timeout
+    }
+}

@@ -1,0 +1,16 @@
+/// A request ready to send: URL, headers and body built from the manifest and a data row.
+public struct PreparedRequest: Sendable {
+    /// The expanded request name.
+    public var name: String
+    /// The method.
+    public var method: HTTPMethod
+    /// The full URL.
+    public var url: String
+    /// Headers in send order (values are secrets: never print them).
+    public var headers: [(name: String, value: String)]
+    /// The JSON body, when the request has a payload.
+    public var body: [UInt8]?
+    /// True when every row of the request sends these same headers (none comes from the row),
+    /// so a transport may keep what it builds from them for the next request.
+    public var fixedHeaders = false
+}
