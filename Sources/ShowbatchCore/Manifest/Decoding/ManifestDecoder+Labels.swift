@@ -1,0 +1,121 @@
+import Foundation
+import ShowbatchYAML
+
+// Label bindings: content paths, transforms and masks.
+extension ManifestDecoder {
+    mutating func labels(_ node: Node, _ context: @autoclosure () -> String) -> [LabelBinding] {
+        guard let pairs = node.mapping else {
+            problem(node.mark, "\(context()) labels must be a mapping of label names to content paths; found \(node.typeName)")
+            return []
+        }
+        var result: [LabelBinding] = []
+        for pair in pairs {
+            guard let name = pair.key.scalar?.text else { continue }
+            if name.isEmpty {
+                problem(pair.key.mark, "label names cannot be empty")
+                continue
+            }
+            if Self.resultColumns.contains(name) {
+                problem(pair.key.mark, "label \"\(name)\" has the name of a result column; rename it (result columns are \(choices(Self.resultColumns)))")
+                continue
+            }
+            if let binding = label(name, pair.value) { result.append(binding) }
+        }
+        return result
+    }
+
+    mutating func contentPath(_ node: Node, _ what: @autoclosure () -> String) -> ContentPath? {
+        guard let scalar = node.scalar, case .string(let text) = scalar.value else {
+            problem(node.mark, "\(what()) must be a content path such as json.card_number; found \(node.typeName)")
+            return nil
+        }
+        do {
+            return try ContentPath(parsing: text)
+        } catch {
+            problem(node.mark, error.message)
+            return nil
+        }
+    }
+
+    mutating func label(_ name: String, _ node: Node) -> LabelBinding? {
+        func what() -> String { "label \"\(name)\"" }
+        if node.kind == .scalar {
+            guard let path = contentPath(node, what()) else { return nil }
+            return LabelBinding(name: name, path: path, transforms: [], mask: nil)
+        }
+        guard let map = fields(node, what(), known: Self.labelKeys) else { return nil }
+        guard let pathNode = map["path"] else {
+            problem(node.mark, "missing required key \"path\" in \(what())")
+            return nil
+        }
+        guard let path = contentPath(pathNode, "\(what()) path") else { return nil }
+        var binding = LabelBinding(name: name, path: path, transforms: [], mask: nil)
+        if let transformNode = map["transform"] {
+            if let items = transformNode.sequence {
+                for item in items {
+                    guard let step = fields(item, "\(what()) transform", known: Self.transformKeys) else { continue }
+                    guard let regexNode = step["regex"], let templateNode = step["template"] else {
+                        problem(item.mark, "each transform of \(what()) needs regex and template")
+                        continue
+                    }
+                    guard let pattern = text(regexNode, "\(what()) transform regex"),
+                          let template = text(templateNode, "\(what()) transform template") else { continue }
+                    let key = pattern + "\u{0}" + template
+                    if let compiled = transforms[key] {
+                        binding.transforms.append(compiled)
+                        continue
+                    }
+                    do {
+                        let compiled = try RegexTransform(pattern: pattern, template: template)
+                        transforms[key] = compiled
+                        binding.transforms.append(compiled)
+                    } catch {
+                        problem(regexNode.mark, "\(what()): \(error.message)")
+                    }
+                }
+            } else {
+                problem(transformNode.mark, "\(what()) transform must be a list of {regex, template}; found \(transformNode.typeName)")
+            }
+        }
+        if let maskNode = map["mask"] { binding.mask = mask(maskNode, what()) }
+        return binding
+    }
+
+    mutating func mask(_ node: Node, _ what: @autoclosure () -> String) -> Mask? {
+        if case .bool(let on)? = node.scalar?.value { return on ? Mask() : nil }
+        guard let map = fields(node, "\(what()) mask", known: Self.maskKeys) else { return nil }
+        var mask = Mask()
+        if let symbolNode = map["symbol"], let symbol = text(symbolNode, "\(what()) mask symbol") {
+            if symbol.isEmpty {
+                mask.symbol = nil
+            } else if symbol.count == 1 {
+                mask.symbol = symbol.first
+            } else {
+                problem(symbolNode.mark, "\(what()) mask symbol must be one character or \"\"; found \"\(symbol)\"")
+            }
+        }
+        if let rangesNode = map["ranges"] {
+            guard let items = rangesNode.sequence else {
+                problem(rangesNode.mark, "\(what()) mask ranges must be a list of [start, end] pairs; found \(rangesNode.typeName)")
+                return mask
+            }
+            for item in items {
+                guard let bounds = item.sequence, bounds.count == 2 else {
+                    problem(item.mark, "\(what()) mask range must be [start, end] (integers or null); found \(item.typeName)")
+                    continue
+                }
+                var values: [Int?] = []
+                for bound in bounds {
+                    switch bound.scalar?.value {
+                    case .int(let value)?: values.append(value)
+                    case .null?: values.append(nil)
+                    default:
+                        problem(bound.mark, "\(what()) mask range bounds must be integers or null; found \(bound.typeName)")
+                    }
+                }
+                if values.count == 2 { mask.ranges.append(Mask.Range(start: values[0], end: values[1])) }
+            }
+        }
+        return mask
+    }
+}

@@ -1,0 +1,171 @@
+import Foundation
+import ShowbatchYAML
+
+// The requests list: names, paths, methods, headers, payloads and data files.
+extension ManifestDecoder {
+    // MARK: Requests
+
+    mutating func requests(_ node: Node) -> [RequestSpec] {
+        guard let items = node.sequence else {
+            problem(node.mark, "requests must be a list of requests; found \(node.typeName)")
+            return []
+        }
+        if items.isEmpty { problem(node.mark, "requests is empty; list at least one request") }
+        // Only the streamed list itself was decoded ahead (not, say, an alias of it).
+        if let predecoded, predecoded.list == node, predecoded.items == items.count {
+            self.predecoded = nil
+            problems += predecoded.problems
+            return predecoded.requests
+        }
+        var result: [RequestSpec] = []
+        result.reserveCapacity(items.count)
+        for (index, item) in items.enumerated() {
+            if let request = listedRequest(item, number: index + 1) { result.append(request) }
+        }
+        return result
+    }
+
+    /// Decodes item `number` of the requests list, checking its name against the earlier items'.
+    mutating func listedRequest(_ item: Node, number: Int) -> RequestSpec? {
+        guard let request = request(item, number: number) else { return nil }
+        if request.each == nil, case .literal(let name)? = request.name.parts.first, request.name.parts.count == 1 {
+            if let line = requestNames[name] {
+                problem(item.value(forKey: "name")?.mark ?? item.mark, "request name \"\(name)\" is used twice; first at line \(line)")
+            } else {
+                requestNames[name] = item.mark.line
+            }
+        }
+        return request
+    }
+
+    mutating func request(_ node: Node, number: Int) -> RequestSpec? {
+        // Names for messages are made only when a message is: most requests have none.
+        func context() -> String { "request \(number)" }
+        guard let map = fields(node, context(), known: Self.requestKeys) else { return nil }
+        var each: DataSource?
+        if let eachNode = map["each"] { each = self.each(eachNode, context()) }
+        let dataDriven = map["each"] != nil
+        var spec = RequestSpec(name: Template(literal: ""), path: Template(literal: ""), mark: node.mark)
+        spec.each = each
+        var rowTemplates: [(Template, Mark)] = []
+        if let nameNode = map["name"] {
+            if let name = template(nameNode, "\(context()) name", allowRow: dataDriven) {
+                if name.parts.isEmpty { problem(nameNode.mark, "\(context()) name is empty") }
+                spec.name = name
+                if dataDriven { rowTemplates.append((name, nameNode.mark)) }
+            }
+        } else {
+            problem(node.mark, "missing required key \"name\" in \(context())")
+        }
+        let literalName = spec.name.parts.count == 1 && !spec.name.needsRow ? spec.name.expand(row: nil) : nil
+        func label() -> String { literalName.map { "request \"\($0)\"" } ?? context() }
+        if let pathNode = map["path"] {
+            if let path = template(pathNode, "\(label()) path", allowRow: dataDriven) {
+                spec.path = path
+                if dataDriven { rowTemplates.append((path, pathNode.mark)) }
+            }
+        } else {
+            problem(node.mark, "missing required key \"path\" in \(label())")
+        }
+        if let methodNode = map["method"], let method = text(methodNode, "\(label()) method") {
+            if let value = HTTPMethod(rawValue: method.uppercased()) {
+                spec.method = value
+            } else {
+                problem(methodNode.mark, "method \"\(method)\" is not valid; expected get, post, put, patch or delete")
+            }
+        }
+        if let headersNode = map["headers"] {
+            spec.headers = headers(headersNode, "\(label()) headers", allowRow: dataDriven)
+            if dataDriven { for field in spec.headers { rowTemplates.append((field.value, headersNode.mark)) } }
+        }
+        if let payloadNode = map["payload"] {
+            if payloadNode.mapping == nil {
+                problem(payloadNode.mark, "\(label()) payload must be a mapping (sent as a JSON object); found \(payloadNode.typeName)")
+            } else if spec.method == .get {
+                problem(payloadNode.mark, "\(label()) uses method get, which cannot carry a payload; use post or remove the payload")
+            } else {
+                let payload = self.payload(payloadNode, "\(label()) payload", allowRow: dataDriven)
+                spec.payload = payload
+                if dataDriven { for template in payload.templates { rowTemplates.append((template, payloadNode.mark)) } }
+            }
+        }
+        if let labelsNode = map["labels"] { spec.labels = labels(labelsNode, label()) }
+        if let outputNode = map["output"] { spec.output = output(outputNode, "\(label()) output") }
+        // Without "each" a row reference is already a problem, so there are no columns to read.
+        if dataDriven { spec.rowColumns = spec.referencedColumns() }
+        // Every referenced column must be in the CSV header before anything is sent.
+        if let each, each.kind == .csv, let columns = csvHeader(each, map["each"]!) {
+            var reported = Set<String>()
+            for (template, mark) in rowTemplates {
+                for column in template.rowColumns where !columns.contains(column) && !reported.contains(column) {
+                    reported.insert(column)
+                    var message = "column \"\(column)\" is not in the header of \(each.name)"
+                    if let suggestion = closest(column, in: columns) { message += "; did you mean \"\(suggestion)\"?" }
+                    else { message += "; it has \(choices(columns))" }
+                    problem(mark, message)
+                }
+            }
+        }
+        return spec
+    }
+
+    mutating func each(_ node: Node, _ context: @autoclosure () -> String) -> DataSource? {
+        guard let map = fields(node, "\(context()) each", known: Self.eachKeys) else { return nil }
+        let chosen = map.pairs.filter { pair in Self.eachKeys.contains { pair.key.hasText($0) } }
+        guard chosen.count == 1, let pair = chosen.first else {
+            if chosen.isEmpty { problem(node.mark, "\(context()) each needs csv: FILE or jsonl: FILE") }
+            else { problem(node.mark, "\(context()) each takes one of csv or jsonl, not both") }
+            return nil
+        }
+        let key = pair.key.text
+        guard let path = text(pair.value, "\(context()) each.\(key)") else { return nil }
+        let resolved = resolve(path)
+        var isDirectory: ObjCBool = false
+        if !FileManager.default.fileExists(atPath: resolved, isDirectory: &isDirectory) || isDirectory.boolValue
+            || !FileManager.default.isReadableFile(atPath: resolved) {
+            problem(pair.value.mark, "data file \"\(path)\" does not exist or cannot be read")
+            return nil
+        }
+        return DataSource(kind: key == "csv" ? .csv : .jsonl, path: resolved, name: path)
+    }
+
+    mutating func csvHeader(_ source: DataSource, _ node: Node) -> [String]? {
+        do {
+            let reader = try DataRowReader(kind: .csv, path: source.path, name: source.name)
+            defer { reader.close() }
+            return reader.columns
+        } catch {
+            problem(node.mark, "data file \(error)")
+            return nil
+        }
+    }
+
+    mutating func payload(_ node: Node, _ context: @autoclosure () -> String, allowRow: Bool) -> PayloadValue {
+        switch node.content {
+        case .mapping(let pairs):
+            var members: [(key: String, value: PayloadValue)] = []
+            for pair in pairs {
+                guard let key = pair.key.scalar?.text else { continue }
+                members.append((key, payload(pair.value, "\(context()).\(key)", allowRow: allowRow)))
+            }
+            return .object(members)
+        case .sequence(let items):
+            return .array(items.enumerated().map { payload($0.element, "\(context()).\($0.offset)", allowRow: allowRow) })
+        case .scalar(let scalar):
+            switch scalar.value {
+            case .null: return .null
+            case .bool(let value): return .bool(value)
+            case .int(let value): return .number(String(value))
+            case .float(let value):
+                guard value.isFinite else {
+                    problem(node.mark, "\(context()) is not a number JSON can hold")
+                    return .null
+                }
+                if case .number(let text)? = try? JSONParser.parse(Array(scalar.text.utf8)) { return .number(text) }
+                return .number("\(value)")
+            case .string:
+                return .string(template(node, context(), allowRow: allowRow, sensitive: true) ?? Template(literal: ""))
+            }
+        }
+    }
+}

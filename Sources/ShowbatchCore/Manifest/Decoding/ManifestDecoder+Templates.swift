@@ -1,0 +1,76 @@
+import Foundation
+import ShowbatchYAML
+
+// Template strings and header sections (whose values are secrets).
+extension ManifestDecoder {
+    /// A template from a string value, with environment references resolved.
+    /// `sensitive` values (headers, payload) are never quoted in messages.
+    mutating func template(_ node: Node, _ what: @autoclosure () -> String, allowRow: Bool, sensitive: Bool = false) -> Template? {
+        guard let raw = text(node, what()) else { return nil }
+        var template: Template
+        do {
+            template = try Template(parsing: raw)
+        } catch {
+            problem(node.mark, "\(what()): \(sensitive ? "the value has a malformed ${…} reference" : error.message)")
+            return nil
+        }
+        for name in template.resolveEnvironment(environment) {
+            problem(node.mark, "environment variable \(name) is not set (used in \(what()))")
+        }
+        if !allowRow {
+            for column in template.rowColumns {
+                problem(node.mark, "${row.\(column)} in \(what()) needs a request with \"each\"")
+            }
+            if template.parts.contains(.index) {
+                problem(node.mark, "${index} in \(what()) needs a request with \"each\"")
+            }
+        }
+        return template
+    }
+
+    mutating func headers(_ node: Node, _ context: @autoclosure () -> String, allowRow: Bool) -> [HeaderField] {
+        guard let pairs = node.mapping else {
+            problem(node.mark, "\(context()) must be a mapping of header names to values; found \(node.typeName)")
+            return []
+        }
+        var result: [HeaderField] = []
+        var seen: [(name: String, line: Int)] = []
+        for pair in pairs {
+            guard pair.key.kind == .scalar else { continue }
+            let name = pair.key.text
+            if !isToken(name) {
+                problem(pair.key.mark, "header name \"\(name)\" is not valid; expected letters, digits and !#$%&'*+-.^_`|~")
+                continue
+            }
+            let lowercased = name.lowercased()
+            if let line = seen.first(where: { $0.name == lowercased })?.line {
+                problem(pair.key.mark, "header \"\(name)\" is given twice (header names ignore case); first at line \(line)")
+                continue
+            }
+            seen.append((lowercased, pair.key.mark.line))
+            func what() -> String { "\(context()).\(name)" }
+            guard let scalar = pair.value.scalar, scalar.value != .null, !isBool(scalar.value) else {
+                problem(pair.value.mark, "\(what()) must be a string; found \(pair.value.typeName)")
+                continue
+            }
+            guard let value = template(pair.value, what(), allowRow: allowRow, sensitive: true) else { continue }
+            if value.parts.contains(where: { if case .literal(let text) = $0 { return text.utf8.contains { $0 == 13 || $0 == 10 } } else { return false } }) {
+                problem(pair.value.mark, "\(what()) contains a line break, which a header value cannot hold")
+                continue
+            }
+            result.append(HeaderField(name: name, value: value))
+        }
+        return result
+    }
+
+    func isBool(_ value: ScalarValue) -> Bool {
+        if case .bool = value { return true }
+        return false
+    }
+
+    func isToken(_ name: String) -> Bool {
+        !name.isEmpty && name.unicodeScalars.allSatisfy { scalar in
+            Endpoint.isAlphanumericASCII(scalar) || "!#$%&'*+-.^_`|~".unicodeScalars.contains(scalar)
+        }
+    }
+}

@@ -1,0 +1,132 @@
+import Foundation
+
+/// A parsed YAML document stored flat: one record per node, scalar text in one byte buffer and
+/// children as index lists. A 50,000-request manifest holds two million nodes; a tree of Swift
+/// values with a String per scalar spent more time allocating and freeing than libyaml parsing.
+///
+/// Storage is allocated in chunks that never move, and a record is never written again once
+/// its node is finished, so a finished node may be read on another thread while the parser
+/// goes on adding nodes after it (see `YAMLParser.ListStream`).
+public final class Document: @unchecked Sendable {
+    /// 28 bytes: a typed scalar's number or boolean is read again from its text when asked for,
+    /// which is rare, rather than stored in every record.
+    struct Record {
+        var startLine: UInt32
+        var startColumn: UInt32
+        var endLine: UInt32
+        var endColumn: UInt32
+        /// Scalars: offset of the text in `text`; containers: offset of the children in `children`.
+        var offset: UInt32
+        /// Scalars: text length in bytes; sequences: item count; mappings: pair count.
+        var count: UInt32
+        var kind: Node.Kind
+        var style: ScalarStyle = .plain
+        var value: ValueKind = .string
+        /// The explicit tag plus one (0: none).
+        var tag: UInt8 = 0
+    }
+
+    enum ValueKind: UInt8 { case null, bool, int, float, string }
+
+    /// Where the nodes are; the parser keeps a copy so that it never touches this object (whose
+    /// reference count the decoding thread keeps changing) while it adds nodes.
+    let storage: Storage
+    /// Set once, when the parser finishes.
+    private(set) var rootIndex = 0
+
+    /// Empty storage for a source of `sourceSize` bytes holding at most `maxRecords` nodes.
+    init(sourceSize: Int, maxRecords: Int) {
+        storage = Storage(sourceSize: sourceSize, maxRecords: maxRecords)
+    }
+
+    deinit { storage.deallocate() }
+
+    func finish(root: Int) { rootIndex = root }
+
+    @inline(__always) func record(_ index: Int) -> Record { storage.record(index) }
+    @inline(__always) func child(_ index: Int) -> Int { storage.child(index) }
+    @inline(__always) func bytes(_ record: Record) -> UnsafeBufferPointer<UInt8> { storage.bytes(record) }
+    func scalar(at index: Int, equals string: String) -> Bool { storage.scalar(at: index, equals: string) }
+
+    /// Chunked storage for records and children, and one buffer for scalar text.
+    struct Storage {
+        static let chunkShift = 16
+        static let chunkMask = (1 << chunkShift) - 1
+
+        private let recordChunks: UnsafeMutableBufferPointer<UnsafeMutablePointer<Record>?>
+        private let childChunks: UnsafeMutableBufferPointer<UnsafeMutablePointer<UInt32>?>
+        /// Scalar text. Decoded text is never longer than 1.5 times its source (the escape `\L` is
+        /// two characters for three bytes), so twice the source size always suffices.
+        let text: UnsafeMutableBufferPointer<UInt8>
+
+        init(sourceSize: Int, maxRecords: Int) {
+            // Every record counts toward the node limit; a mapping's entries are at most two per node.
+            recordChunks = .allocate(capacity: (maxRecords >> Self.chunkShift) + 1)
+            recordChunks.initialize(repeating: nil)
+            childChunks = .allocate(capacity: ((2 * maxRecords) >> Self.chunkShift) + 1)
+            childChunks.initialize(repeating: nil)
+            text = .allocate(capacity: 2 * sourceSize + 64)
+        }
+
+        func deallocate() {
+            for chunk in recordChunks { chunk?.deallocate() }
+            for chunk in childChunks { chunk?.deallocate() }
+            recordChunks.deallocate()
+            childChunks.deallocate()
+            text.deallocate()
+        }
+
+        @inline(__always) func record(_ index: Int) -> Record {
+            recordChunks[index >> Self.chunkShift].unsafelyUnwrapped[index & Self.chunkMask]
+        }
+
+        @inline(__always) func child(_ index: Int) -> Int {
+            Int(childChunks[index >> Self.chunkShift].unsafelyUnwrapped[index & Self.chunkMask])
+        }
+
+        /// Stores record `index`; false when the storage is full.
+        func setRecord(_ index: Int, _ record: Record) -> Bool {
+            store(record, at: index, in: recordChunks)
+        }
+
+        /// Stores child slot `index`; false when the storage is full.
+        func setChild(_ index: Int, _ value: UInt32) -> Bool {
+            store(value, at: index, in: childChunks)
+        }
+
+        private func store<T>(_ value: T, at index: Int, in chunks: UnsafeMutableBufferPointer<UnsafeMutablePointer<T>?>) -> Bool {
+            let chunk = index >> Self.chunkShift
+            guard chunk < chunks.count else { return false }
+            if chunks[chunk] == nil { chunks[chunk] = .allocate(capacity: 1 << Self.chunkShift) }
+            (chunks[chunk].unsafelyUnwrapped + (index & Self.chunkMask)).initialize(to: value)
+            return true
+        }
+
+        /// The text bytes of a scalar record.
+        @inline(__always) func bytes(_ record: Record) -> UnsafeBufferPointer<UInt8> {
+            UnsafeBufferPointer(start: text.baseAddress! + Int(record.offset), count: Int(record.count))
+        }
+
+        /// The payload of a typed scalar (bool, integer or float bits), read again from its text.
+        func bits(_ record: Record) -> UInt64 {
+            switch CoreSchema.resolve(bytes: bytes(record)) {
+            case .bool(let value): return value ? 1 : 0
+            case .int(let value): return record.value == .float ? Double(value).bitPattern : UInt64(bitPattern: Int64(value))
+            case .float(let value): return value.bitPattern
+            case .null, .string: return 0
+            }
+        }
+
+        /// Whether record `index` is a scalar whose text is exactly `string`.
+        func scalar(at index: Int, equals string: String) -> Bool {
+            let record = record(index)
+            guard record.kind == .scalar, Int(record.count) == string.utf8.count else { return false }
+            var string = string
+            // memcmp: a generic element-by-element compare showed in validate's profile.
+            return string.withUTF8 { $0.isEmpty || memcmp($0.baseAddress!, bytes(record).baseAddress!, $0.count) == 0 }
+        }
+    }
+
+    /// The top node of the document.
+    public var root: Node { Node(document: self, index: rootIndex) }
+}

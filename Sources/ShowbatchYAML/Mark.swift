@@ -1,0 +1,41 @@
+/// A 1-based position in a source file.
+public struct Mark: Sendable, Hashable, Comparable, CustomStringConvertible {
+    /// The 1-based line.
+    public let line: Int
+    /// The 1-based column, counted in Unicode scalars as libyaml counts them.
+    public let column: Int
+
+    /// Creates a mark from 1-based line and column numbers.
+    public init(line: Int, column: Int) {
+        self.line = line
+        self.column = column
+    }
+
+    public static func < (lhs: Mark, rhs: Mark) -> Bool {
+        (lhs.line, lhs.column) < (rhs.line, rhs.column)
+    }
+
+    public var description: String { "\(line):\(column)" }
+}
+
+/// A range of source text between two marks (end exclusive).
+public struct SourceSpan: Sendable, Hashable {
+    /// The first character.
+    public let start: Mark
+    /// Just past the last character.
+    public let end: Mark
+
+    /// Creates a span.
+    public init(start: Mark, end: Mark) {
+        self.start = start
+        self.end = end
+    }
+
+    /// The columns the span covers on `line` (1-based, end exclusive), if any.
+    func columns(onLine line: Int, lineLength: Int) -> Range<Int>? {
+        guard start.line <= line, end.line >= line else { return nil }
+        let lower = start.line == line ? start.column : 1
+        let upper = end.line == line ? end.column : lineLength + 1
+        return lower < upper ? lower..<upper : nil
+    }
+}
