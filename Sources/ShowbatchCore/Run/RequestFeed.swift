@@ -3,43 +3,49 @@ import Foundation
 /// Reads data rows and prepares requests ahead on a thread of its own, handing them over in
 /// batches, so that the thread driving the transfers spends no time reading CSV or building
 /// URLs and JSON bodies.
-final class RequestFeed: @unchecked Sendable {
-    /// A prepared work item. Its data row is not handed over: it is freed on the feed thread.
-    typealias Entry = (ordinal: Int, requestIndex: Int, request: Result<PreparedRequest, PreparationFailure>)
+final class RequestFeed: WorkSource, @unchecked Sendable {
+    typealias Entry = WorkEntry
 
     private static let batchSize = 128
-    private let condition = NSCondition()
-    // Guarded by `condition`.
-    private var queue: [Entry] = []
-    private var exhausted = false
-    private var stopping = false
-    /// Items the producer had prepared but not queued when it was stopped.
-    private var leftover = 0
+    private let queue: BatchQueue<Entry>
     // The consumer's current batch, last entry first: entries are moved out with popLast, which
-    // costs no retain now and no release when the batch is cleared.
+    // costs no retain now and no release when the batch is cleared. Only the consumer (the
+    // dispatch, under its lock) touches it.
     private var taken: [Entry] = []
+    private var ended = false
     // The producer's, until `stop` has joined it.
     private var items: WorkItemSequence
+    /// Items the producer had prepared but could not queue when it was stopped.
+    private var leftover = 0
     private let shard: Shard?
-    private let capacity: Int
-    private let done = DispatchSemaphore(value: 0)
+    private var producer: WorkerThread!
 
     /// Starts preparing `manifest`'s work items (those of `shard`) against `baseURL`, keeping
-    /// at most about `capacity` ready.
-    init(manifest: Manifest, baseURL: String, shard: Shard?, capacity: Int = 1024) {
+    /// at most about `capacity` ready. A work item that `replay` finds in the journal of its
+    /// output (`byRequest` maps requests to outputs) is handed out as that row, not prepared.
+    init(manifest: Manifest, baseURL: String, shard: Shard?, byRequest: [Int] = [], journals: [Journal?] = [],
+         capacity: Int = 1024) {
         items = WorkItemSequence(manifest: manifest)
         self.shard = shard
-        self.capacity = capacity
+        queue = BatchQueue(capacity: capacity)
         let preparer = RequestPreparer(manifest: manifest, baseURL: baseURL)
-        let thread = Thread { [self] in
-            produce(preparer)
-            done.signal()
-        }
-        thread.name = "showbatch-feed"
-        thread.start()
+        // The journals' replay side is read on the feed thread only (the writer appends).
+        let replay = Replay(journals: journals, byRequest: byRequest)
+        producer = WorkerThread(name: "showbatch-feed") { [self] in produce(preparer, replay) }
     }
 
-    private func produce(_ preparer: RequestPreparer) {
+    /// Journaled rows of the outputs, read in work-item order.
+    private struct Replay: @unchecked Sendable {
+        let journals: [Journal?]
+        let byRequest: [Int]
+
+        func row(_ item: WorkItem) -> ResultRow? {
+            guard !journals.isEmpty else { return nil }
+            return journals[byRequest[item.requestIndex]]?.replayed(item.ordinal)
+        }
+    }
+
+    private func produce(_ preparer: RequestPreparer, _ replay: Replay) {
         var batch: [Entry] = []
         batch.reserveCapacity(Self.batchSize)
         while true {
@@ -50,48 +56,90 @@ final class RequestFeed: @unchecked Sendable {
                     break
                 }
                 if let shard, !shard.takes(item.ordinal) { continue }
-                batch.append((item.ordinal, item.requestIndex, preparer.prepare(item)))
+                if let row = replay.row(item) {
+                    batch.append(WorkEntry(ordinal: item.ordinal, requestIndex: item.requestIndex, work: .replayed(row)))
+                    continue
+                }
+                let work: WorkEntry.Work
+                switch preparer.prepare(item) {
+                case .success(let request): work = .send(request)
+                case .failure(let failure): work = .failed(failure)
+                }
+                batch.append(WorkEntry(ordinal: item.ordinal, requestIndex: item.requestIndex, work: work))
             }
-            condition.lock()
-            while queue.count >= capacity && !stopping { condition.wait() }
-            if stopping {
+            guard queue.put(batch) else {
                 leftover = batch.count
-                condition.unlock()
                 return
             }
-            queue.append(contentsOf: batch)
-            exhausted = ended
-            condition.broadcast()
-            condition.unlock()
             batch.removeAll(keepingCapacity: true)
-            if ended { return }
+            if ended {
+                queue.finish()
+                return
+            }
         }
     }
 
-    /// The next work item with its prepared request, or nil after the last. Waits only when
-    /// the producer has fallen behind (at the start of a run).
-    func next() -> Entry? {
-        if let entry = taken.popLast() { return entry }
-        condition.lock()
-        while queue.isEmpty && !exhausted { condition.wait() }
-        swap(&taken, &queue)
-        condition.broadcast()
-        condition.unlock()
-        taken.reverse()
-        return taken.popLast()
+    /// The next work item with its prepared request, without waiting.
+    func poll() -> WorkPoll {
+        if let entry = taken.popLast() { return .item(entry) }
+        if ended { return .end }
+        switch queue.take(into: &taken, wait: false) {
+        case .taken:
+            taken.reverse()
+            return .item(taken.popLast()!)
+        case .empty: return .notReady
+        case .ended:
+            ended = true
+            return .end
+        }
+    }
+
+    /// Waits until `poll` has an item or the end to give.
+    func waitForItems() {
+        queue.waitForElements()
     }
 
     /// Stops the producer and returns how many of the shard's work items were not handed out.
     func stop() -> Int {
-        condition.lock()
-        stopping = true
-        condition.broadcast()
-        condition.unlock()
-        done.wait()
-        var remaining = taken.count + queue.count + leftover
+        var remaining = taken.count + queue.close()
+        producer.join()
+        remaining += leftover
         while let item = items.next() {
             if shard?.takes(item.ordinal) ?? true { remaining += 1 }
         }
         return remaining
     }
+}
+
+/// A work item as the dispatch gets it: its request, prepared. Its data row is not handed over:
+/// it is freed on the feed thread.
+struct WorkEntry: Sendable {
+    /// What is to be done with the item.
+    enum Work: Sendable {
+        /// Send this request.
+        case send(PreparedRequest)
+        /// The item cannot be sent: it is this failed row.
+        case failed(PreparationFailure)
+        /// An earlier run finished the item: this is its row, from the journal.
+        case replayed(ResultRow)
+    }
+
+    let ordinal: Int
+    let requestIndex: Int
+    let work: Work
+}
+
+/// What a work source has next.
+enum WorkPoll {
+    case item(WorkEntry)
+    /// The producer has fallen behind (at the start of a run): wait with `waitForItems`.
+    case notReady
+    /// Every work item has been handed out.
+    case end
+}
+
+/// Where the dispatch takes its work items from: the feed, or a list in tests.
+protocol WorkSource: AnyObject {
+    /// The next work item, without waiting.
+    func poll() -> WorkPoll
 }

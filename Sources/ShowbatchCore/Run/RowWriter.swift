@@ -10,15 +10,16 @@ import Synchronization
 final class RowWriter: @unchecked Sendable {
     typealias Entry = (row: FinishedRow, target: Int, replayed: Bool)
 
-    private let condition = NSCondition()
-    // Guarded by `condition`.
-    private var queue: [Entry] = []
-    private var closing = false
-    private var error: RunError?
+    /// Rows queued at most: past this `submit` waits for the writer, so that a slow output (a
+    /// pipe read slowly, a full disk) holds the run back instead of growing memory.
+    private static let capacity = 4096
+
+    private let queue = BatchQueue<Entry>(capacity: RowWriter.capacity)
+    private let error = Mutex<RunError?>(nil)
     // Used by the writer thread until `finish` returns, then by the caller.
     private let files: [OutputFile]
     private let journals: [Journal?]
-    private let done = DispatchSemaphore(value: 0)
+    private var thread: WorkerThread!
     // Statuses of the answers revealed here (the runner counts the rows it was given whole).
     private let okCount = Atomic<Int>(0)
     private let partialCount = Atomic<Int>(0)
@@ -36,84 +37,50 @@ final class RowWriter: @unchecked Sendable {
     init(files: [OutputFile], journals: [Journal?]) {
         self.files = files
         self.journals = journals
-        let thread = Thread { [self] in
-            work()
-            done.signal()
-        }
-        thread.name = "showbatch-write"
-        thread.start()
+        thread = WorkerThread(name: "showbatch-write") { [self] in work() }
     }
 
-    /// Rows queued at most: past this `submit` waits for the writer, so that a slow output (a
-    /// pipe read slowly, a full disk) holds the run back instead of growing memory.
-    private static let capacity = 4096
-
-    /// Queues rows to be written after those already queued.
+    /// Queues rows to be written after those already queued. After a write error they are dropped.
     func submit(_ entries: [Entry]) {
-        guard !entries.isEmpty else { return }
-        condition.lock()
-        while queue.count >= Self.capacity && error == nil { condition.wait() }
-        queue.append(contentsOf: entries)
-        condition.broadcast()
-        condition.unlock()
+        queue.put(entries)
     }
 
     /// The first write error, if any (the rows after it are not written).
-    var failure: RunError? {
-        condition.lock()
-        defer { condition.unlock() }
-        return error
-    }
+    var failure: RunError? { error.withLock { $0 } }
 
     /// Writes everything queued, stops the thread and returns the first write error.
     func finish() -> RunError? {
-        condition.lock()
-        closing = true
-        condition.signal()
-        condition.unlock()
-        done.wait()
-        return error
+        queue.finish()
+        thread.join()
+        return failure
     }
 
     private func work() {
         var batch: [Entry] = []
-        while true {
-            condition.lock()
-            while queue.isEmpty && !closing { condition.wait() }
-            swap(&batch, &queue)
-            let last = closing
-            let failed = error != nil
-            // A submitter may be waiting for room.
-            condition.broadcast()
-            condition.unlock()
-            if !failed {
-                for entry in batch {
-                    let row: ResultRow
-                    switch entry.row {
-                    case .row(let whole): row = whole
-                    case .answer(let answer):
-                        row = answer.revealed()
-                        switch row.status {
-                        case .ok: okCount.add(1, ordering: .relaxed)
-                        case .partial: partialCount.add(1, ordering: .relaxed)
-                        case .failed: failedCount.add(1, ordering: .relaxed)
-                        }
+        while queue.take(into: &batch) == .taken {
+            for entry in batch {
+                let row: ResultRow
+                switch entry.row {
+                case .row(let whole): row = whole
+                case .answer(let answer):
+                    row = answer.revealed()
+                    switch row.status {
+                    case .ok: okCount.add(1, ordering: .relaxed)
+                    case .partial: partialCount.add(1, ordering: .relaxed)
+                    case .failed: failedCount.add(1, ordering: .relaxed)
                     }
-                    do {
-                        try files[entry.target].write(row)
-                        if !entry.replayed { try journals[entry.target]?.append(row) }
-                    } catch {
-                        condition.lock()
-                        self.error = error
-                        condition.broadcast()
-                        condition.unlock()
-                        break
-                    }
+                }
+                do {
+                    try files[entry.target].write(row)
+                    if !entry.replayed { try journals[entry.target]?.append(row) }
+                } catch {
+                    self.error.withLock { $0 = error }
+                    // Nothing after a failed row is written; a waiting submitter goes on.
+                    queue.close()
+                    break
                 }
             }
             batch.removeAll(keepingCapacity: true)
-            // `closing` was read with the queue, so nothing was queued after this batch.
-            if last { return }
         }
     }
 }

@@ -161,9 +161,9 @@ public struct Runner: Sendable {
         let limiter = (options.rate ?? manifest.rateLimit).map { RateLimiter(rate: $0) }
         let context = AttemptContext(transport: transport, policy: manifest.retry, timeout: options.timeout ?? manifest.timeout,
                                      limiter: limiter, events: events, verbose: options.verbose)
-        let feed = RequestFeed(manifest: manifest, baseURL: baseURL, shard: options.shard)
+        let feed = RequestFeed(manifest: manifest, baseURL: baseURL, shard: options.shard, byRequest: byRequest, journals: journals)
         let writer = RowWriter(files: files, journals: journals)
-        let dispatch = RunDispatch(manifest: manifest, feed: feed, writer: writer, journals: journals, byRequest: byRequest,
+        let dispatch = RunDispatch(manifest: manifest, feed: feed, writer: writer, byRequest: byRequest,
                                    failFast: options.failFast, window: window, total: total, start: start, events: events)
         // Labels are extracted on the writer thread, except with --fail-fast, which must know at once.
         let revealLater = !options.failFast

@@ -1,0 +1,229 @@
+/// The decisions of a run's dispatch: which work item goes out next, when a worker must wait, and
+/// when finished rows go to the writer, in work-item order.
+///
+/// The state only decides. Each call returns what is to be done (rows to hand to the writer,
+/// workers to wake, a progress line), and `RunDispatch` does it once the lock is released, as
+/// async-http-client's connection-pool state machine does: nothing blocks or prints under the
+/// lock, and the rules can be tested without a network. `Waiter` is whatever resumes a parked
+/// worker (a continuation in a run, a number in tests).
+struct DispatchState<Waiter: Sendable>: ~Copyable {
+    /// A request to send, with where its row goes.
+    struct Job: Sendable {
+        let sequence: Int
+        let target: Int
+        let ordinal: Int
+        let request: PreparedRequest
+        let labels: [LabelBinding]
+    }
+
+    /// What a worker does next.
+    enum Next: Sendable {
+        case send(Job)
+        /// The window is full: `park` and wait for the oldest row to be written.
+        case wait
+        /// The feed has nothing ready yet: wait for it outside the lock, then ask again.
+        case awaitFeed
+        /// Nothing more to send (the end, `--fail-fast`, a write error, or an interrupt).
+        case stop
+    }
+
+    /// What the caller must do after releasing the lock.
+    struct Actions: Sendable {
+        /// Rows to give the writer, in order; then report with `handedOver`.
+        var handOver: [RowWriter.Entry]?
+        /// Parked workers to resume.
+        var wake: [Waiter] = []
+        /// Rows written and failed so far, for a progress line.
+        var progress: (done: Int, failed: Int)?
+    }
+
+    /// What the run needs once the workers are done.
+    struct Outcome {
+        var summary: RunSummary
+        /// True when rows were left unwritten behind a request that never finished.
+        var gap: Bool
+        var stopped: Bool
+        var exhausted: Bool
+        var writeError: RunError?
+    }
+
+    /// Rows handed to the writer at once, at most: one lock and one wakeup of the writer per batch.
+    static var batchSize: Int { 256 }
+    /// A slow run still hands its rows over this many milliseconds after the last batch.
+    static var handOverInterval: Int64 { 20 }
+    /// Milliseconds between progress lines.
+    static var progressInterval: Int64 { 100 }
+
+    /// Labels of each request of the manifest.
+    let labels: [[LabelBinding]]
+    /// The output of each request.
+    let byRequest: [Int]
+    let failFast: Bool
+    /// Rows sent but not yet written, at most.
+    let window: Int
+    /// Rows waiting for a hand-over already under way, at most (a slow writer holds workers back).
+    let outboxLimit: Int
+
+    private(set) var summary = RunSummary()
+    /// Rows that finished before their turn, by sequence.
+    private var pending: [Int: RowWriter.Entry] = [:]
+    private var nextToWrite = 0
+    private var nextSequence = 0
+    private(set) var stopped = false
+    private var exhausted = false
+    private var writeError: RunError?
+    /// Rows in order, not yet handed to the writer.
+    private var outbox: [RowWriter.Entry] = []
+    /// True while a worker is handing a batch to the writer: batches go one at a time, so in order.
+    private var handingOver = false
+    private var lastHandOver: Int64
+    private var lastProgress: Int64
+    /// Workers waiting for room in the window.
+    private var parked: [Waiter] = []
+
+    init(labels: [[LabelBinding]], byRequest: [Int], failFast: Bool, window: Int, outboxLimit: Int = 4096, now: Int64) {
+        self.labels = labels
+        self.byRequest = byRequest
+        self.failFast = failFast
+        self.window = window
+        self.outboxLimit = outboxLimit
+        lastHandOver = now
+        lastProgress = now
+        outbox.reserveCapacity(Self.batchSize)
+    }
+
+    var windowFull: Bool { nextSequence - nextToWrite >= window || outbox.count >= outboxLimit }
+
+    /// The next thing a worker does; rows that need no request (journaled, unpreparable) are
+    /// queued on the way.
+    mutating func next(from source: some WorkSource, cancelled: Bool, now: Int64) -> (Next, Actions) {
+        if cancelled { stopped = true }
+        var actions = Actions()
+        var queuedRows = false
+        let next = take(from: source, queuedRows: &queuedRows)
+        // Not in a defer: the actions must be complete before they are returned.
+        if queuedRows { writeReady(now: now, into: &actions) }
+        return (next, actions)
+    }
+
+    private mutating func take(from source: some WorkSource, queuedRows: inout Bool) -> Next {
+        while !stopped && !exhausted {
+            if windowFull { return .wait }
+            let entry: WorkEntry
+            switch source.poll() {
+            case .item(let item): entry = item
+            case .notReady: return .awaitFeed
+            case .end:
+                exhausted = true
+                continue
+            }
+            let sequence = nextSequence
+            nextSequence += 1
+            let target = byRequest[entry.requestIndex]
+            switch entry.work {
+            case .replayed(let row):
+                pending[sequence] = (.row(row), target, true)
+                queuedRows = true
+            case .failed(let failure):
+                let names = labels[entry.requestIndex].map { (name: $0.name, value: String?.none) }
+                pending[sequence] = (.row(ResultRow(ordinal: entry.ordinal, request: failure.name, status: .failed, httpStatus: nil,
+                                                    attempts: 0, labels: names, errors: [failure.error])), target, false)
+                queuedRows = true
+                if failFast { stopped = true }
+            case .send(let request):
+                return .send(Job(sequence: sequence, target: target, ordinal: entry.ordinal, request: request,
+                                 labels: labels[entry.requestIndex]))
+            }
+        }
+        return .stop
+    }
+
+    /// Parks a worker that was told to wait; false when it need not wait after all (room was
+    /// made, or the run is stopping, since it was told).
+    mutating func park(_ waiter: Waiter) -> Bool {
+        guard windowFull && !stopped else { return false }
+        parked.append(waiter)
+        return true
+    }
+
+    /// A job has ended: its row, or nil when the run was cancelled before it finished (the row
+    /// is then not written, nor any after it; a resumed run sends it).
+    mutating func finished(_ job: Job, row: FinishedRow?, now: Int64) -> Actions {
+        var actions = Actions()
+        if let row {
+            pending[job.sequence] = (row, job.target, false)
+            // Written before this worker takes another, so --fail-fast sends nothing past a failure.
+            writeReady(now: now, into: &actions)
+        } else {
+            stopped = true
+        }
+        actions.wake = wakeable()
+        return actions
+    }
+
+    /// A hand-over has reached the writer, which reported `writerFailure` (its first write error).
+    mutating func handedOver(writerFailure: RunError?, now: Int64) -> Actions {
+        handingOver = false
+        if writeError == nil, let writerFailure {
+            writeError = writerFailure
+            stopped = true
+        }
+        var actions = Actions()
+        handOverIfDue(now: now, into: &actions)
+        actions.wake = wakeable()
+        return actions
+    }
+
+    /// Ends the dispatch once every worker has returned: the rows still to hand to the writer,
+    /// and the outcome.
+    mutating func finish() -> (handOver: [RowWriter.Entry], outcome: Outcome) {
+        let rest = outbox
+        outbox = []
+        return (rest, Outcome(summary: summary, gap: !pending.isEmpty, stopped: stopped, exhausted: exhausted,
+                              writeError: writeError))
+    }
+
+    /// Moves the rows whose turn has come to the outbox, counting them.
+    private mutating func writeReady(now: Int64, into actions: inout Actions) {
+        while let entry = pending.removeValue(forKey: nextToWrite) {
+            nextToWrite += 1
+            guard writeError == nil else { continue }
+            outbox.append(entry)
+            summary.rows += 1
+            summary.retries += max(0, entry.row.attempts - 1)
+            if entry.replayed { summary.replayed += 1 }
+            // An answer's status is known once the writer has revealed it; the writer counts those.
+            guard case .row(let row) = entry.row else { continue }
+            switch row.status {
+            case .ok: summary.ok += 1
+            case .partial: summary.partial += 1
+            case .failed: summary.failed += 1
+            }
+            if row.status == .failed && failFast { stopped = true }
+        }
+        handOverIfDue(now: now, into: &actions)
+        if now - lastProgress > Self.progressInterval {
+            lastProgress = now
+            actions.progress = (summary.rows, summary.failed)
+        }
+    }
+
+    /// Starts a hand-over when the outbox is worth a wakeup of the writer or has waited long
+    /// enough, and none is under way.
+    private mutating func handOverIfDue(now: Int64, into actions: inout Actions) {
+        guard !handingOver, !outbox.isEmpty,
+              outbox.count >= Self.batchSize || now - lastHandOver >= Self.handOverInterval else { return }
+        lastHandOver = now
+        handingOver = true
+        actions.handOver = outbox
+        outbox = []
+        outbox.reserveCapacity(Self.batchSize)
+    }
+
+    /// The parked workers to wake, when there is room again or the run is stopping.
+    private mutating func wakeable() -> [Waiter] {
+        guard !parked.isEmpty, stopped || !windowFull else { return [] }
+        defer { parked.removeAll() }
+        return parked
+    }
+}
