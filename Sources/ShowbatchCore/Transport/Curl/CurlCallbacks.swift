@@ -1,5 +1,8 @@
 internal import CCurl
 
+// libcurl calls these on the loop thread, from inside curl_multi_perform, with the transfer that
+// `CurlHandles.start` registered as WRITEDATA/HEADERDATA.
+
 /// Appends body bytes, refusing a body past the limit (curl then ends the transfer).
 let curlWriteBody: sb_data_callback = { data, size, count, context in
     let transfer = Unmanaged<CurlTransfer>.fromOpaque(context!).takeUnretainedValue()

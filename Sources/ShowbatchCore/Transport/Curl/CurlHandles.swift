@@ -1,0 +1,199 @@
+import Foundation
+internal import CCurl
+
+/// The easy handles of a loop and the transfers they carry: handles are set up per request,
+/// reused from a pool, and their results turned into transport results.
+///
+/// Loop-thread only: every method asserts it (in debug builds). libcurl's handles may be used
+/// from one thread at a time, and this state is not locked.
+final class CurlHandles {
+    private let multi: UnsafeMutableRawPointer
+    private let maxBodyBytes: Int
+    private let thread: LoopThread
+    private var running: [UnsafeMutableRawPointer: CurlTransfer] = [:]
+    private var pool: [UnsafeMutableRawPointer] = []
+    /// Header lists of requests with fixed headers, kept for the next request that sends the
+    /// same (a run has a few): building one costs an allocation and a copy per header.
+    private var sharedLists: [(headers: [(name: String, value: String)], emptyPost: Bool, list: UnsafeMutablePointer<curl_slist>?)] = []
+    private static let maxSharedLists = 16
+
+    init(multi: UnsafeMutableRawPointer, maxBodyBytes: Int, thread: LoopThread) {
+        self.multi = multi
+        self.maxBodyBytes = maxBodyBytes
+        self.thread = thread
+    }
+
+    /// Drives the transfers and completes those that ended.
+    func perform() {
+        thread.assertCurrent()
+        var stillRunning: Int32 = 0
+        curl_multi_perform(multi, &stillRunning)
+        var queued: Int32 = 0
+        while let message = curl_multi_info_read(multi, &queued) {
+            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
+            complete(easy, code: sb_message_result(message))
+        }
+    }
+
+    /// Ends a transfer that was cancelled, if it is still running.
+    func cancel(_ transfer: CurlTransfer) {
+        thread.assertCurrent()
+        if let easy = transfer.easy, running[easy] != nil { finish(easy, .failure(.cancelled)) }
+    }
+
+    /// Ends every running transfer as cancelled.
+    func cancelAll() {
+        thread.assertCurrent()
+        for easy in Array(running.keys) { finish(easy, .failure(.cancelled)) }
+    }
+
+    /// Frees every easy handle and shared header list; nothing may run after.
+    func free() {
+        thread.assertCurrent()
+        for easy in pool { curl_easy_cleanup(easy) }
+        pool.removeAll()
+        for shared in sharedLists { curl_slist_free_all(shared.list) }
+        sharedLists.removeAll()
+    }
+
+    /// Starts a transfer: a handle from the pool, set up for its request, added to the multi handle.
+    func start(_ transfer: CurlTransfer) {
+        thread.assertCurrent()
+        if transfer.cancelled.load(ordering: .acquiring) {
+            transfer.continuation?.resume(returning: .failure(.cancelled))
+            return
+        }
+        let easy = pool.popLast() ?? newEasy()
+        transfer.easy = easy
+        transfer.limit = maxBodyBytes
+        let request = transfer.request
+        // Handles are reused without a reset: every option that varies per request is set here.
+        // Strings: Swift passes a temporary C copy that lives only for the call, so only options
+        // whose string libcurl copies may be given a String (URL, CUSTOMREQUEST, COPYPOSTFIELDS,
+        // PROTOCOLS_STR all copy); HTTPHEADER keeps the list itself (see below).
+        _ = sb_easy_setopt_pointer(easy, CURLOPT_URL, request.url)  // copied by libcurl
+        let milliseconds = max(1, Int(transfer.timeout.seconds * 1000))
+        _ = sb_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, milliseconds)
+        _ = sb_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, milliseconds)
+        // Back to a plain GET first, so nothing of the handle's previous request carries over.
+        _ = sb_easy_setopt_long(easy, CURLOPT_HTTPGET, 1)
+        _ = sb_easy_setopt_pointer(easy, CURLOPT_CUSTOMREQUEST, nil)
+        switch request.method {
+        case .get: break
+        case .post: _ = sb_easy_setopt_long(easy, CURLOPT_POST, 1)
+        default:
+            if request.body != nil { _ = sb_easy_setopt_long(easy, CURLOPT_POST, 1) }
+            _ = sb_easy_setopt_pointer(easy, CURLOPT_CUSTOMREQUEST, request.method.rawValue)  // copied
+        }
+        if let body = request.body {
+            _ = sb_easy_setopt_offset(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count))
+            // COPYPOSTFIELDS copies the body (POSTFIELDS would keep a pointer into this array).
+            body.withUnsafeBytes { _ = sb_easy_setopt_pointer(easy, CURLOPT_COPYPOSTFIELDS, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1)) }
+        }
+        let emptyPost = request.method == .post && request.body == nil
+        if emptyPost {
+            // A POST without fields would make curl read the body from standard input (sending
+            // whatever the process was given there); send an empty body instead.
+            _ = sb_easy_setopt_offset(easy, CURLOPT_POSTFIELDSIZE_LARGE, 0)
+            _ = sb_easy_setopt_pointer(easy, CURLOPT_COPYPOSTFIELDS, "")  // copied
+        }
+        let list: UnsafeMutablePointer<curl_slist>?
+        if request.fixedHeaders,
+           let shared = sharedLists.first(where: { $0.emptyPost == emptyPost && Self.same($0.headers, request.headers) }) {
+            list = shared.list
+        } else {
+            list = Self.headerList(request.headers, emptyPost: emptyPost)
+            if request.fixedHeaders && sharedLists.count < Self.maxSharedLists {
+                sharedLists.append((request.headers, emptyPost, list))
+            } else {
+                transfer.headerList = list
+            }
+        }
+        // Not copied: libcurl reads the list until the transfer ends, so a transfer's own list is
+        // freed in `finish` and shared lists live until `free`. (curl_slist_append copies each line.)
+        _ = sb_easy_setopt_pointer(easy, CURLOPT_HTTPHEADER, list)
+        // Not copied: pointers handed back to the callbacks; `running` keeps the transfer alive.
+        let context = Unmanaged.passUnretained(transfer).toOpaque()
+        _ = sb_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context)
+        _ = sb_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, context)
+        running[easy] = transfer
+        curl_multi_add_handle(multi, easy)
+    }
+
+    /// The header lines of a request with `headers`.
+    private static func headerList(_ headers: [(name: String, value: String)], emptyPost: Bool) -> UnsafeMutablePointer<curl_slist>? {
+        var list: UnsafeMutablePointer<curl_slist>?
+        for header in headers { list = curl_slist_append(list, "\(header.name): \(header.value)") }
+        if emptyPost && !headers.contains(where: { $0.name.lowercased() == "content-type" }) {
+            // Without this curl labels the empty body of a POST a form.
+            list = curl_slist_append(list, "Content-Type:")
+        }
+        // No "Expect: 100-continue" round trip before small JSON bodies.
+        return curl_slist_append(list, "Expect:")
+    }
+
+    /// Whether two header sets are the same, in the same order.
+    private static func same(_ a: [(name: String, value: String)], _ b: [(name: String, value: String)]) -> Bool {
+        a.count == b.count && zip(a, b).allSatisfy { $0.name == $1.name && $0.value == $1.value }
+    }
+
+    /// A new easy handle with the options every request shares.
+    private func newEasy() -> UnsafeMutableRawPointer {
+        thread.assertCurrent()
+        let easy = curl_easy_init()!
+        _ = sb_easy_setopt_pointer(easy, CURLOPT_PROTOCOLS_STR, "http,https")  // copied
+        _ = sb_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
+        _ = sb_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
+        // TLS verification stays on: peer certificate and host name.
+        _ = sb_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 1)
+        _ = sb_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 2)
+        _ = sb_easy_setopt_offset(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(maxBodyBytes))
+        _ = sb_easy_setopt_callback(easy, CURLOPT_WRITEFUNCTION, curlWriteBody)
+        _ = sb_easy_setopt_callback(easy, CURLOPT_HEADERFUNCTION, curlWriteHeader)
+        return easy
+    }
+
+    private func complete(_ easy: UnsafeMutableRawPointer, code: CURLcode) {
+        thread.assertCurrent()
+        guard let transfer = running[easy] else { return }
+        if code == CURLE_OK {
+            var status = 0
+            _ = sb_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+            finish(easy, .response(status: status, headers: transfer.headers, body: transfer.body))
+            return
+        }
+        let failure: TransportFailure
+        switch code {
+        case CURLE_OPERATION_TIMEDOUT: failure = .timeout
+        case CURLE_FILESIZE_EXCEEDED: failure = .bodyTooLarge(maxBodyBytes)
+        case CURLE_WRITE_ERROR where transfer.tooLarge: failure = .bodyTooLarge(maxBodyBytes)
+        case CURLE_COULDNT_CONNECT: failure = .network("connection refused")
+        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY: failure = .network("host not found")
+        case CURLE_GOT_NOTHING: failure = .network("connection closed without an answer")
+        case CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_PARTIAL_FILE: failure = .network("connection lost")
+        case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
+             CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+            failure = .network("TLS failure")
+        case CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT: failure = .network("invalid URL")
+        default: failure = .network("curl error \(code.rawValue)")
+        }
+        finish(easy, .failure(failure))
+    }
+
+    private func finish(_ easy: UnsafeMutableRawPointer, _ result: TransportResult) {
+        thread.assertCurrent()
+        guard let transfer = running.removeValue(forKey: easy) else { return }
+        curl_multi_remove_handle(multi, easy)
+        // The handle must not point at the freed list, nor at this transfer, while it waits in the pool.
+        _ = sb_easy_setopt_pointer(easy, CURLOPT_HTTPHEADER, nil)
+        _ = sb_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, nil)
+        _ = sb_easy_setopt_pointer(easy, CURLOPT_HEADERDATA, nil)
+        curl_slist_free_all(transfer.headerList)
+        transfer.headerList = nil
+        transfer.easy = nil
+        pool.append(easy)
+        let continuation = transfer.continuation
+        transfer.continuation = nil
+        continuation?.resume(returning: transfer.cancelled.load(ordering: .acquiring) ? .failure(.cancelled) : result)
+    }
+}
