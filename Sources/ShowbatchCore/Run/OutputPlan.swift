@@ -1,0 +1,71 @@
+import Foundation
+import ShowbatchYAML
+
+/// One output of a run: its path (shard applied), format and columns.
+struct OutputTarget {
+    var path: String
+    var format: OutputFormat
+    var labels: [String]
+    var escapeFormulas: Bool
+}
+
+// Which file each request writes to: --output, else the request's output, else the manifest's.
+extension Runner {
+    /// Decides which file each request writes to and each file's columns.
+    func planOutputs() throws(RunError) -> (targets: [OutputTarget], byRequest: [Int]) {
+        let shard = options.shard
+        func shardPath(_ path: String) -> String { path == "-" ? path : (shard?.path(path) ?? path) }
+        var targets: [OutputTarget] = []
+        var byRequest: [Int] = []
+        if let path = options.output {
+            let format: OutputFormat
+            if let explicit = options.format {
+                format = explicit
+            } else if path == "-" {
+                format = .csv
+            } else if let implied = OutputFormat.fromExtension(path) {
+                format = implied
+            } else {
+                throw RunError.usage("cannot tell the format of --output \(path) from its extension; add --format csv, json or jsonl")
+            }
+            targets.append(OutputTarget(path: shardPath(path), format: format, labels: [], escapeFormulas: manifest.output?.escapeFormulas ?? false))
+            byRequest = Array(repeating: 0, count: manifest.requests.count)
+        } else {
+            for (index, request) in manifest.requests.enumerated() {
+                guard let spec = request.output ?? manifest.output else {
+                    throw manifestProblem(at: request.mark, "request \(index + 1) has no output: give --output PATH, or add output: to the manifest or the request")
+                }
+                let path = shardPath(spec.path)
+                let format = options.format ?? spec.resolvedFormat
+                if let existing = targets.firstIndex(where: { $0.path == path }) {
+                    if targets[existing].format != format {
+                        throw RunError.usage("\(path) is written as both \(targets[existing].format.rawValue) and \(format.rawValue); give one format")
+                    }
+                    byRequest.append(existing)
+                } else {
+                    targets.append(OutputTarget(path: path, format: format, labels: [], escapeFormulas: spec.escapeFormulas))
+                    byRequest.append(targets.count - 1)
+                }
+            }
+        }
+        for (index, request) in manifest.requests.enumerated() {
+            for label in request.labels where !targets[byRequest[index]].labels.contains(label.name) {
+                targets[byRequest[index]].labels.append(label.name)
+            }
+        }
+        return (targets, byRequest)
+    }
+
+    /// A problem at `mark` in the manifest, quoting its line as `validate` does (secrets hidden).
+    /// The run holds no source text, so the file is read again; if it no longer parses, the line
+    /// is not quoted, since nothing would tell a secret from the rest.
+    func manifestProblem(at mark: Mark, _ message: String) -> RunError {
+        let bytes = FileManager.default.contents(atPath: manifest.file).map(Array.init) ?? []
+        let source = SourceFile(name: manifest.file, bytes: bytes)
+        guard let root = try? YAMLParser.parse(source) else {
+            return .manifest(Diagnostic(source: SourceFile(name: manifest.file, bytes: []), mark: mark, message: message))
+        }
+        let spans = ManifestDecoder.sensitiveSpans(root)
+        return .manifest(Diagnostic(source: source, mark: mark, message: message, redacting: spans[mark.line] ?? []))
+    }
+}
