@@ -8,6 +8,9 @@ struct UsageError: Error, Equatable, CustomStringConvertible {
     var description: String {
         "showbatch: error: \(message)\nRun 'showbatch help\(command.map { " " + $0 } ?? "")' for usage."
     }
+
+    /// A usage error ends the command with exit 2.
+    var exitCode: ExitCode { .usage }
 }
 
 /// Arguments of `run`: the library's options, plus what the command resolves itself.
@@ -17,6 +20,12 @@ struct RunArguments: Equatable {
     /// `--shard` as written; `auto/N` needs the environment, read when the run starts.
     var shard: String?
     var emulate = false
+}
+
+/// Arguments of `plan`.
+struct PlanArguments: Equatable {
+    var manifest = ""
+    var json = false
 }
 
 /// Arguments of `emulate`.
@@ -43,36 +52,89 @@ enum Invocation: Equatable {
     case version
 }
 
-/// Flags a command accepts: those taking a value and plain switches.
-private struct FlagTable {
-    let valued: [String]
-    let switches: [String]
-    var all: [String] { valued + switches }
-}
-
-/// Parsed flags of one command.
-private struct ScannedFlags {
-    var positionals: [String] = []
-    var values: [String: [String]] = [:]
-    var switches: Set<String> = []
-    var help = false
-
-    func last(_ name: String) -> String? { values[name]?.last }
-}
-
-/// The hand-written command-line parser: subcommand, then `--flag value` or `--flag=value`.
+/// The hand-written command-line parser: subcommand, then `--flag value` or `--flag=value`, with
+/// each command's flags declared once in a table that the help text is made from too.
 enum ArgumentParser {
     static let commands = ["run", "validate", "plan", "emulate", "help"]
 
-    private static let runFlags = FlagTable(
-        valued: ["--output", "--format", "--concurrency", "--rate", "--timeout", "--shard", "--progress", "--log-format", "--transport"],
-        switches: ["--fail-fast", "--resume", "--emulate", "--strict-hostname", "--quiet", "--verbose"])
-    private static let planFlags = FlagTable(valued: ["--format"], switches: [])
-    private static let validateFlags = FlagTable(valued: [], switches: [])
-    private static let emulateFlags = FlagTable(
-        valued: ["--port", "--aliases", "--cname", "--latency", "--fail-rate", "--fail-status", "--throttle",
-                 "--drop-rate", "--malformed-rate", "--seed"],
-        switches: [])
+    static let runFlags: [Flag<RunArguments>] = [
+        Flag("--output", "PATH", "write rows here (- for standard output); beats the manifest") { $0.options.output = $1 },
+        Flag("--format", "csv|json|jsonl", "output format (default: from the extension)") { (arguments, text) throws(UsageError) in
+            arguments.options.format = try FlagValue.choice(text, "--format", command: "run")
+        },
+        Flag("--concurrency", "N", "requests in flight, 1...1024 (default: manifest, else 8)") { (arguments, text) throws(UsageError) in
+            arguments.options.concurrency = try FlagValue.integer(text, "--concurrency", 1...1024, command: "run")
+        },
+        Flag("--rate", "N/s|N/m", "start at most N requests per second or minute") { (arguments, text) throws(UsageError) in
+            arguments.options.rate = try FlagValue.rate(text, "--rate", example: "50/s", command: "run")
+        },
+        Flag("--timeout", "D", "per-attempt timeout: 500ms, 30s, 2m or seconds") { (arguments, text) throws(UsageError) in
+            arguments.options.timeout = try FlagValue.duration(text, "--timeout", command: "run")
+        },
+        Flag("--fail-fast", "stop at the first failed row") { $0.options.failFast = true },
+        Flag("--resume", "skip rows recorded in the journal of an interrupted run") { $0.options.resume = true },
+        Flag("--shard", "I/N|auto/N", "take work items whose ordinal mod N is I (auto: JOB_COMPLETION_INDEX)") { $0.shard = $1 },
+        Flag("--emulate", "run against the built-in emulator on a free loopback port") { $0.emulate = true },
+        Flag("--strict-hostname", "exit 3 when the custom hostname is not activated") { $0.options.strictHostname = true },
+        Flag("--progress", "auto|always|never", "live progress on stderr (auto: when it is a terminal)") { (arguments, text) throws(UsageError) in
+            arguments.options.progress = try FlagValue.choice(text, "--progress", command: "run")
+        },
+        Flag("--log-format", "text|json", "how log lines and the summary are written") { (arguments, text) throws(UsageError) in
+            arguments.options.logFormat = try FlagValue.choice(text, "--log-format", command: "run")
+        },
+        Flag("--quiet", "print only errors") { $0.options.quiet = true },
+        Flag("--verbose", "print a line per attempt: method, URL, status, duration") { $0.options.verbose = true },
+        Flag("--transport", "curl|urlsession", "HTTP client (default: manifest, else curl)") { (arguments, text) throws(UsageError) in
+            arguments.options.transport = try FlagValue.choice(text, "--transport", command: "run")
+        },
+    ]
+
+    static let planFlags: [Flag<PlanArguments>] = [
+        Flag("--format", "text|json", "text (default) or one JSON object") { (arguments, text) throws(UsageError) in
+            guard text == "text" || text == "json" else {
+                throw UsageError(message: "--format for plan must be text or json; got \"\(text)\"", command: "plan")
+            }
+            arguments.json = text == "json"
+        },
+    ]
+
+    static let validateFlags: [Flag<[String]>] = []
+
+    static let emulateFlags: [Flag<EmulateArguments>] = [
+        Flag("--port", "N", "port to listen on (default 8080; 0 picks a free one)") { (arguments, text) throws(UsageError) in
+            arguments.port = try FlagValue.integer(text, "--port", 0...65535, command: "emulate")
+        },
+        Flag("--aliases", "FILE", "aliases to reveal: CSV alias,value with a header, or a JSON object") { $0.aliases = $1 },
+        Flag("--cname", "HOST=VAULT", "answer the custom hostname check for HOST (repeatable)") { (arguments, text) throws(UsageError) in
+            let parts = text.split(separator: "=", omittingEmptySubsequences: false)
+            guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
+                throw UsageError(message: "--cname must be HOST=VAULT, such as reveal.example.com=tntaq8uft80; got \"\(text)\"", command: "emulate")
+            }
+            arguments.cnames.append(text)
+        },
+        Flag("--latency", "D[±J]", "delay every answer by D, plus or minus up to J") { $0.latency = $1 },
+        Flag("--fail-rate", "P", "answer a fraction P of requests with --fail-status") { (arguments, text) throws(UsageError) in
+            arguments.failRate = try FlagValue.probability(text, "--fail-rate", command: "emulate")
+        },
+        Flag("--fail-status", "S", "status for --fail-rate (default 500)") { (arguments, text) throws(UsageError) in
+            arguments.failStatus = try FlagValue.integer(text, "--fail-status", 100...599, noun: "an HTTP status", command: "emulate")
+        },
+        Flag("--throttle", "N/s", "answer 429 with Retry-After past N requests per second") { (arguments, text) throws(UsageError) in
+            arguments.throttle = try FlagValue.rate(text, "--throttle", example: "100/s", command: "emulate")
+        },
+        Flag("--drop-rate", "P", "close a fraction P of connections without an answer") { (arguments, text) throws(UsageError) in
+            arguments.dropRate = try FlagValue.probability(text, "--drop-rate", command: "emulate")
+        },
+        Flag("--malformed-rate", "P", "answer a fraction P of requests with a body that is not JSON") { (arguments, text) throws(UsageError) in
+            arguments.malformedRate = try FlagValue.probability(text, "--malformed-rate", command: "emulate")
+        },
+        Flag("--seed", "N", "seed of the fault choices (default 1)") { (arguments, text) throws(UsageError) in
+            guard let seed = UInt64(text) else {
+                throw UsageError(message: "--seed must be a non-negative integer; got \"\(text)\"", command: "emulate")
+            }
+            arguments.seed = seed
+        },
+    ]
 
     /// Parses the arguments after the program name.
     static func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
@@ -84,203 +146,110 @@ enum ArgumentParser {
         case "help":
             guard let topic = rest.first else { return .help(nil) }
             guard commands.contains(topic) else {
-                throw UsageError(message: "no help for \"\(topic)\"; commands are \(list(commands))", command: nil)
+                throw UsageError(message: "no help for \"\(topic)\"; commands are \(choices(commands))", command: nil)
             }
             return .help(topic)
-        case "run": return try parseRun(rest)
+        case "run":
+            var run = RunArguments()
+            let scanned = try scan(rest, runFlags, into: &run, command: "run")
+            if scanned.help { return .help("run") }
+            run.manifest = try single(scanned.positionals, command: "run")
+            if run.options.quiet && run.options.verbose {
+                throw UsageError(message: "--quiet and --verbose cannot be used together", command: "run")
+            }
+            if run.options.resume && run.options.output == "-" {
+                throw UsageError(message: "--resume cannot be used with --output - (standard output is not resumable)", command: "run")
+            }
+            return .run(run)
         case "validate":
-            let flags = try scan(rest, validateFlags, command: "validate")
-            if flags.help { return .help("validate") }
-            guard !flags.positionals.isEmpty else {
+            var unused: [String] = []
+            let scanned = try scan(rest, validateFlags, into: &unused, command: "validate")
+            if scanned.help { return .help("validate") }
+            guard !scanned.positionals.isEmpty else {
                 throw UsageError(message: "validate needs at least one MANIFEST", command: "validate")
             }
-            return .validate(flags.positionals)
+            return .validate(scanned.positionals)
         case "plan":
-            let flags = try scan(rest, planFlags, command: "plan")
-            if flags.help { return .help("plan") }
-            let manifest = try single(flags, command: "plan")
-            let format = flags.last("--format") ?? "text"
-            guard format == "text" || format == "json" else {
-                throw UsageError(message: "--format for plan must be text or json; got \"\(format)\"", command: "plan")
+            var plan = PlanArguments()
+            let scanned = try scan(rest, planFlags, into: &plan, command: "plan")
+            if scanned.help { return .help("plan") }
+            return .plan(manifest: try single(scanned.positionals, command: "plan"), json: plan.json)
+        case "emulate":
+            var emulate = EmulateArguments()
+            let scanned = try scan(rest, emulateFlags, into: &emulate, command: "emulate")
+            if scanned.help { return .help("emulate") }
+            if let extra = scanned.positionals.first {
+                throw UsageError(message: "emulate takes no arguments; got \"\(extra)\"", command: "emulate")
             }
-            return .plan(manifest: manifest, json: format == "json")
-        case "emulate": return try parseEmulate(rest)
+            return .emulate(emulate)
         default:
             if first.hasPrefix("-") {
-                throw UsageError(message: "unknown option \(first); expected a command (\(list(commands))), --help or --version", command: nil)
+                throw UsageError(message: "unknown option \(first); expected a command (\(choices(commands))), --help or --version", command: nil)
             }
             var message = "unknown command \"\(first)\""
-            if let suggestion = suggest(first, commands) { message += "; did you mean \"\(suggestion)\"?" }
-            else { message += "; expected \(list(commands))" }
+            if let suggestion = closest(first, in: commands) { message += "; did you mean \"\(suggestion)\"?" }
+            else { message += "; expected \(choices(commands))" }
             throw UsageError(message: message, command: nil)
         }
     }
 
-    private static func parseRun(_ arguments: [String]) throws(UsageError) -> Invocation {
-        let flags = try scan(arguments, runFlags, command: "run")
-        if flags.help { return .help("run") }
-        var run = RunArguments()
-        run.manifest = try single(flags, command: "run")
-        var options = RunOptions()
-        options.output = flags.last("--output")
-        if let format = flags.last("--format") {
-            options.format = try choice(format, flag: "--format", command: "run")
-        }
-        if let text = flags.last("--concurrency") {
-            guard let value = Int(text), (1...1024).contains(value) else {
-                throw UsageError(message: "--concurrency must be an integer from 1 to 1024; got \"\(text)\"", command: "run")
-            }
-            options.concurrency = value
-        }
-        if let text = flags.last("--rate") {
-            guard let rate = Units.rate(text) else {
-                throw UsageError(message: "--rate must be N/s or N/m, such as 50/s; got \"\(text)\"", command: "run")
-            }
-            options.rate = rate
-        }
-        if let text = flags.last("--timeout") {
-            guard let value = Units.duration(text) else {
-                throw UsageError(message: "--timeout must be a positive duration such as 500ms, 30s or 2m; got \"\(text)\"", command: "run")
-            }
-            options.timeout = value
-        }
-        run.shard = flags.last("--shard")
-        if let text = flags.last("--progress") { options.progress = try choice(text, flag: "--progress", command: "run") }
-        if let text = flags.last("--log-format") { options.logFormat = try choice(text, flag: "--log-format", command: "run") }
-        if let text = flags.last("--transport") { options.transport = try choice(text, flag: "--transport", command: "run") as TransportKind }
-        options.failFast = flags.switches.contains("--fail-fast")
-        options.resume = flags.switches.contains("--resume")
-        options.strictHostname = flags.switches.contains("--strict-hostname")
-        options.quiet = flags.switches.contains("--quiet")
-        options.verbose = flags.switches.contains("--verbose")
-        if options.quiet && options.verbose {
-            throw UsageError(message: "--quiet and --verbose cannot be used together", command: "run")
-        }
-        if options.resume && options.output == "-" {
-            throw UsageError(message: "--resume cannot be used with --output - (standard output is not resumable)", command: "run")
-        }
-        run.emulate = flags.switches.contains("--emulate")
-        run.options = options
-        return .run(run)
-    }
-
-    private static func parseEmulate(_ arguments: [String]) throws(UsageError) -> Invocation {
-        let flags = try scan(arguments, emulateFlags, command: "emulate")
-        if flags.help { return .help("emulate") }
-        if let extra = flags.positionals.first {
-            throw UsageError(message: "emulate takes no arguments; got \"\(extra)\"", command: "emulate")
-        }
-        var emulate = EmulateArguments()
-        if let text = flags.last("--port") {
-            guard let port = Int(text), (0...65535).contains(port) else {
-                throw UsageError(message: "--port must be an integer from 0 to 65535; got \"\(text)\"", command: "emulate")
-            }
-            emulate.port = port
-        }
-        emulate.aliases = flags.last("--aliases")
-        emulate.cnames = flags.values["--cname"] ?? []
-        for cname in emulate.cnames {
-            let parts = cname.split(separator: "=", omittingEmptySubsequences: false)
-            guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
-                throw UsageError(message: "--cname must be HOST=VAULT, such as reveal.example.com=tntaq8uft80; got \"\(cname)\"", command: "emulate")
-            }
-        }
-        emulate.latency = flags.last("--latency")
-        emulate.failRate = try probability(flags.last("--fail-rate"), "--fail-rate") ?? 0
-        emulate.dropRate = try probability(flags.last("--drop-rate"), "--drop-rate") ?? 0
-        emulate.malformedRate = try probability(flags.last("--malformed-rate"), "--malformed-rate") ?? 0
-        if let text = flags.last("--fail-status") {
-            guard let status = Int(text), (100...599).contains(status) else {
-                throw UsageError(message: "--fail-status must be an HTTP status from 100 to 599; got \"\(text)\"", command: "emulate")
-            }
-            emulate.failStatus = status
-        }
-        if let text = flags.last("--throttle") {
-            guard let rate = Units.rate(text) else {
-                throw UsageError(message: "--throttle must be N/s or N/m, such as 100/s; got \"\(text)\"", command: "emulate")
-            }
-            emulate.throttle = rate
-        }
-        if let text = flags.last("--seed") {
-            guard let seed = UInt64(text) else {
-                throw UsageError(message: "--seed must be a non-negative integer; got \"\(text)\"", command: "emulate")
-            }
-            emulate.seed = seed
-        }
-        return .emulate(emulate)
-    }
-
-    private static func probability(_ text: String?, _ flag: String) throws(UsageError) -> Double? {
-        guard let text else { return nil }
-        guard let value = Double(text), (0...1).contains(value) else {
-            throw UsageError(message: "\(flag) must be a probability from 0 to 1, such as 0.05; got \"\(text)\"", command: "emulate")
-        }
-        return value
-    }
-
-    private static func choice<T: RawRepresentable & CaseIterable>(_ text: String, flag: String, command: String) throws(UsageError) -> T where T.RawValue == String {
-        if let value = T(rawValue: text) { return value }
-        throw UsageError(message: "\(flag) must be \(list(T.allCases.map(\.rawValue))); got \"\(text)\"", command: command)
-    }
-
-    private static func single(_ flags: ScannedFlags, command: String) throws(UsageError) -> String {
-        guard let manifest = flags.positionals.first else {
+    private static func single(_ positionals: [String], command: String) throws(UsageError) -> String {
+        guard let manifest = positionals.first else {
             throw UsageError(message: "\(command) needs a MANIFEST", command: command)
         }
-        guard flags.positionals.count == 1 else {
-            throw UsageError(message: "\(command) takes one MANIFEST; got \(flags.positionals.count) arguments", command: command)
+        guard positionals.count == 1 else {
+            throw UsageError(message: "\(command) takes one MANIFEST; got \(positionals.count) arguments", command: command)
         }
         return manifest
     }
 
-    private static func scan(_ arguments: [String], _ table: FlagTable, command: String) throws(UsageError) -> ScannedFlags {
-        var result = ScannedFlags()
+    /// Applies each flag in order (a repeated flag's last value wins, unless the flag collects)
+    /// and returns the positional arguments and whether help was asked for.
+    private static func scan<Arguments>(_ arguments: [String], _ flags: [Flag<Arguments>], into target: inout Arguments,
+                                        command: String) throws(UsageError) -> (positionals: [String], help: Bool) {
+        var positionals: [String] = []
+        var help = false
         var index = 0
         var flagsEnded = false
         while index < arguments.count {
             let argument = arguments[index]
             index += 1
             if flagsEnded || !argument.hasPrefix("-") || argument == "-" {
-                result.positionals.append(argument)
+                positionals.append(argument)
                 continue
             }
             if argument == "--" { flagsEnded = true; continue }
-            if argument == "--help" || argument == "-h" { result.help = true; continue }
+            if argument == "--help" || argument == "-h" { help = true; continue }
             var name = argument
             var inlineValue: String?
             if let equals = argument.firstIndex(of: "=") {
                 name = String(argument[..<equals])
                 inlineValue = String(argument[argument.index(after: equals)...])
             }
-            if table.valued.contains(name) {
+            guard let flag = flags.first(where: { $0.name == name }) else {
+                let names = flags.map(\.name)
+                var message = "unknown flag \(name) for \(command)"
+                if let suggestion = closest(name, in: names) { message += "; did you mean \(suggestion)?" }
+                else if names.isEmpty { message += "; it takes no flags" }
+                else { message += "; expected \(choices(names))" }
+                throw UsageError(message: message, command: command)
+            }
+            switch flag.action {
+            case .value(_, let apply):
                 let value: String
                 if let inlineValue {
                     value = inlineValue
                 } else {
-                    guard index < arguments.count else {
-                        throw UsageError(message: "\(name) needs a value", command: command)
-                    }
+                    guard index < arguments.count else { throw UsageError(message: "\(name) needs a value", command: command) }
                     value = arguments[index]
                     index += 1
                 }
-                result.values[name, default: []].append(value)
-            } else if table.switches.contains(name) {
-                if inlineValue != nil {
-                    throw UsageError(message: "\(name) takes no value", command: command)
-                }
-                result.switches.insert(name)
-            } else {
-                var message = "unknown flag \(name) for \(command)"
-                if let suggestion = suggest(name, table.all) { message += "; did you mean \(suggestion)?" }
-                else if table.all.isEmpty { message += "; it takes no flags" }
-                else { message += "; expected \(list(table.all))" }
-                throw UsageError(message: message, command: command)
+                try apply(&target, value)
+            case .toggle(let apply):
+                if inlineValue != nil { throw UsageError(message: "\(name) takes no value", command: command) }
+                apply(&target)
             }
         }
-        return result
+        return (positionals, help)
     }
-
-    private static func list(_ items: [String]) -> String { choices(items) }
-
-    private static func suggest(_ word: String, _ candidates: [String]) -> String? { closest(word, in: candidates) }
 }

@@ -1,15 +1,6 @@
 import Foundation
 import ShowbatchCore
 
-/// Exit codes of SPEC section 4.
-enum ExitCode {
-    static let ok: Int32 = 0
-    static let rowsFailed: Int32 = 1
-    static let usage: Int32 = 2
-    static let runtime: Int32 = 3
-    static let interrupted: Int32 = 130
-}
-
 /// Manifests read by `validate` and `plan`, kept until the process exits: freeing the two
 /// million objects of a 50,000-request manifest took about a sixth of `validate`'s time, and
 /// the operating system takes the memory back at once when the process ends.
@@ -17,21 +8,21 @@ nonisolated(unsafe) private var keptUntilExit: [Manifest] = []
 
 /// Runs one invocation and returns its exit code.
 enum CLI {
-    static func main(_ arguments: [String]) async -> Int32 {
+    static func main(_ arguments: [String]) async -> ExitCode {
         let invocation: Invocation
         do {
             invocation = try ArgumentParser.parse(arguments)
         } catch {
             Console.err(error.description + "\n")
-            return ExitCode.usage
+            return error.exitCode
         }
         switch invocation {
         case .help(let topic):
             Console.out(Help.text(topic))
-            return ExitCode.ok
+            return .ok
         case .version:
             Console.out("showbatch \(showbatchVersion)\n")
-            return ExitCode.ok
+            return .ok
         case .validate(let manifests):
             return validate(manifests)
         case .plan(let manifest, let json):
@@ -43,7 +34,7 @@ enum CLI {
         }
     }
 
-    static func validate(_ paths: [String]) -> Int32 {
+    static func validate(_ paths: [String]) -> ExitCode {
         var failed = false
         for path in paths {
             do {
@@ -58,19 +49,19 @@ enum CLI {
                 Console.err("\(path): \(count) problem\(count == 1 ? "" : "s")\n")
             }
         }
-        return failed ? ExitCode.usage : ExitCode.ok
+        return failed ? .usage : .ok
     }
 
-    static func plan(_ path: String, json: Bool) -> Int32 {
+    static func plan(_ path: String, json: Bool) -> ExitCode {
         do {
             let manifest = try ManifestLoader.load(path: path)
             keptUntilExit.append(manifest)
             let plan = Plan(manifest: manifest)
             Console.out(json ? plan.json : plan.text)
-            return ExitCode.ok
+            return .ok
         } catch {
             Console.err(error.description + "\n")
-            return ExitCode.usage
+            return .usage
         }
     }
 }

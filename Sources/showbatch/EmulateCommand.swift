@@ -36,16 +36,16 @@ enum EmulateCommand {
         return configuration
     }
 
-    static func execute(_ arguments: EmulateArguments) async -> Int32 {
+    static func execute(_ arguments: EmulateArguments) async -> ExitCode {
         let emulator: Emulator
         do {
             emulator = try Emulator(configuration: try configuration(arguments))
         } catch let error as UsageError {
             Console.err(error.description + "\n")
-            return ExitCode.usage
+            return .usage
         } catch {
             Console.err("showbatch: error: \(error)\n")
-            return ExitCode.runtime
+            return .runtime
         }
         emulator.start()
         Console.out("showbatch emulator serving \(emulator.baseURL) (\(emulator.configuration.aliases.count) aliases); stop with Ctrl-C\n")
@@ -59,6 +59,6 @@ enum EmulateCommand {
         emulator.stop()
         let total = emulator.snapshot
         Console.out("stopped after \(total.requests) requests\n")
-        return ExitCode.ok
+        return .ok
     }
 }

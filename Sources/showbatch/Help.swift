@@ -2,6 +2,11 @@ import ShowbatchCore
 
 /// Help texts for `--help` and `help COMMAND`.
 enum Help {
+    /// The option lines of a command, from its flag table.
+    static func options<Arguments>(_ flags: [Flag<Arguments>]) -> String {
+        flags.map(\.helpLine).joined(separator: "\n")
+    }
+
     static func text(_ topic: String?) -> String {
         switch topic {
         case "run": return run
@@ -34,21 +39,7 @@ enum Help {
     Sends every request of MANIFEST concurrently and writes one row per request, in manifest order.
 
     options:
-      --output PATH              write rows here (- for standard output); beats the manifest
-      --format csv|json|jsonl    output format (default: from the extension)
-      --concurrency N            requests in flight, 1...1024 (default: manifest, else 8)
-      --rate N/s|N/m             start at most N requests per second or minute
-      --timeout D                per-attempt timeout: 500ms, 30s, 2m or seconds
-      --fail-fast                stop at the first failed row
-      --resume                   skip rows recorded in the journal of an interrupted run
-      --shard I/N|auto/N         take work items whose ordinal mod N is I (auto: JOB_COMPLETION_INDEX)
-      --emulate                  run against the built-in emulator on a free loopback port
-      --strict-hostname          exit 3 when the custom hostname is not activated
-      --progress auto|always|never   live progress on stderr (auto: when it is a terminal)
-      --log-format text|json     how log lines and the summary are written
-      --quiet                    print only errors
-      --verbose                  print a line per attempt: method, URL, status, duration
-      --transport curl|urlsession   HTTP client (default: manifest, else curl)
+    \(options(ArgumentParser.runFlags))
 
     """
 
@@ -75,16 +66,7 @@ enum Help {
     127.0.0.1 only, until SIGINT or SIGTERM.
 
     options:
-      --port N                   port to listen on (default 8080; 0 picks a free one)
-      --aliases FILE             aliases to reveal: CSV alias,value with a header, or a JSON object
-      --cname HOST=VAULT         answer the custom hostname check for HOST (repeatable)
-      --latency D[±J]            delay every answer by D, plus or minus up to J
-      --fail-rate P              answer a fraction P of requests with --fail-status
-      --fail-status S            status for --fail-rate (default 500)
-      --throttle N/s             answer 429 with Retry-After past N requests per second
-      --drop-rate P              close a fraction P of connections without an answer
-      --malformed-rate P         answer a fraction P of requests with a body that is not JSON
-      --seed N                   seed of the fault choices (default 1)
+    \(options(ArgumentParser.emulateFlags))
 
     """
 }

@@ -5,14 +5,14 @@ import Synchronization
 
 /// `showbatch run`: load, optionally start the emulator, run, print the summary, map the exit code.
 enum RunCommand {
-    static func execute(_ arguments: RunArguments) async -> Int32 {
+    static func execute(_ arguments: RunArguments) async -> ExitCode {
         let environment = ProcessInfo.processInfo.environment
         let manifest: Manifest
         do {
             manifest = try ManifestLoader.load(path: arguments.manifest, environment: environment)
         } catch {
             Console.err(error.description + "\n")
-            return ExitCode.usage
+            return error.exitCode
         }
         var options = arguments.options
         let stderrIsTerminal = isatty(STDERR_FILENO) == 1
@@ -23,8 +23,9 @@ enum RunCommand {
             switch Shard.parse(text, environment: environment) {
             case .success(let shard): options.shard = shard
             case .failure(let error):
-                Console.err(UsageError(message: error.message, command: "run").description + "\n")
-                return ExitCode.usage
+                let usage = UsageError(message: error.message, command: "run")
+                Console.err(usage.description + "\n")
+                return usage.exitCode
             }
         }
         var emulator: Emulator?
@@ -37,7 +38,7 @@ enum RunCommand {
                 options.baseURLOverride = started.baseURL
             } catch {
                 Console.err("showbatch: error: cannot start the emulator: \(error)\n")
-                return ExitCode.runtime
+                return .runtime
             }
         }
         defer { emulator?.stop() }
@@ -58,126 +59,23 @@ enum RunCommand {
             printer.endProgress()
             guard let error = error as? RunError else {
                 printer.error("\(error)")
-                return ExitCode.runtime
+                return .runtime
             }
             switch error {
             case .usage(let message):
                 Console.err(UsageError(message: message, command: "run").description + "\n")
-                return ExitCode.usage
+                return .usage
             case .manifest(let diagnostic):
                 Console.err(diagnostic.description + "\n")
-                return ExitCode.usage
+                return .usage
             case .runtime(let message):
                 printer.error(message)
-                return ExitCode.runtime
+                return .runtime
             }
         }
         printer.endProgress()
         printer.summary(summary)
-        if summary.interrupted { return ExitCode.interrupted }
+        if summary.interrupted { return .interrupted }
         return summary.ok == summary.rows && summary.skipped == 0 ? ExitCode.ok : ExitCode.rowsFailed
-    }
-}
-
-/// Prints run events on stderr as text or JSON lines, with a live progress line on a terminal.
-final class EventPrinter: Sendable {
-    let format: LogFormat
-    let progress: Bool
-    let quiet: Bool
-    private let progressShown = Mutex(false)
-
-    init(format: LogFormat, progress: Bool, quiet: Bool) {
-        self.format = format
-        self.progress = progress
-        self.quiet = quiet
-    }
-
-    func handle(_ event: RunEvent) {
-        switch event {
-        case .warning(let message):
-            if quiet { return }
-            endProgress()
-            if format == .json {
-                line([JSONMember("event", .string("warning")), JSONMember("message", .string(message))])
-            } else {
-                Console.err("showbatch: warning: \(message)\n")
-            }
-        case .attempt(let record):
-            endProgress()
-            let duration = Units.text(record.duration)
-            if format == .json {
-                line([JSONMember("event", .string("attempt")), JSONMember("request", .string(record.request)),
-                      JSONMember("method", .string(record.method)), JSONMember("url", .string(record.url)),
-                      JSONMember("attempt", .number(String(record.attempt))),
-                      JSONMember("status", record.status.map { .number(String($0)) } ?? .null),
-                      JSONMember("failure", record.failure.map(JSONValue.string) ?? .null),
-                      JSONMember("duration_ms", .number(String(Int(record.duration.seconds * 1000))))])
-            } else {
-                let outcome = record.status.map(String.init) ?? (record.failure ?? "-")
-                Console.err("\(record.method) \(record.url) \(outcome) \(duration) \(record.request) (attempt \(record.attempt))\n")
-            }
-        case .progress(let value):
-            guard progress else { return }
-            var text = "\r\u{1B}[2K"
-            let rate = value.elapsed.seconds > 0 ? Double(value.done) / value.elapsed.seconds : 0
-            if let total = value.total, total > 0 {
-                let fraction = Double(value.done) / Double(total)
-                let filled = Int(fraction * 24)
-                text += "[" + String(repeating: "#", count: filled) + String(repeating: "-", count: 24 - filled) + "] "
-                text += "\(value.done)/\(total) \(Int(fraction * 100))%"
-                if rate > 0, value.done < total { text += " ETA \(Units.text(Units.seconds(Double(total - value.done) / rate)))" }
-            } else {
-                text += "\(value.done) rows"
-            }
-            text += " \(Int(rate)) req/s"
-            if value.failed > 0 { text += " \(value.failed) failed" }
-            progressShown.withLock { $0 = true }
-            Console.err(text)
-        }
-    }
-
-    func endProgress() {
-        let shown = progressShown.withLock { shown in
-            defer { shown = false }
-            return shown
-        }
-        if shown { Console.err("\r\u{1B}[2K") }
-    }
-
-    func error(_ message: String) {
-        if format == .json {
-            line([JSONMember("event", .string("error")), JSONMember("message", .string(message))])
-        } else {
-            Console.err("showbatch: error: \(message)\n")
-        }
-    }
-
-    func summary(_ summary: RunSummary) {
-        if quiet { return }
-        if format == .json {
-            line([JSONMember("event", .string("summary")), JSONMember("rows", .number(String(summary.rows))),
-                  JSONMember("ok", .number(String(summary.ok))), JSONMember("partial", .number(String(summary.partial))),
-                  JSONMember("failed", .number(String(summary.failed))), JSONMember("retries", .number(String(summary.retries))),
-                  JSONMember("replayed", .number(String(summary.replayed))), JSONMember("skipped", .number(String(summary.skipped))),
-                  JSONMember("elapsed_s", .number(String(format: "%.3f", summary.elapsed.seconds))),
-                  JSONMember("requests_per_s", .number(String(format: "%.1f", summary.rate))),
-                  JSONMember("interrupted", .bool(summary.interrupted)),
-                  JSONMember("outputs", .array(summary.outputs.map(JSONValue.string)))])
-            return
-        }
-        var text = "showbatch: \(summary.rows) rows: \(summary.ok) ok, \(summary.partial) partial, \(summary.failed) failed; "
-        text += "\(summary.retries) retries; \(Units.text(summary.elapsed)), \(String(format: "%.1f", summary.rate)) requests/s"
-        if summary.replayed > 0 { text += "; \(summary.replayed) from the journal" }
-        if summary.skipped > 0 { text += "; \(summary.skipped) not sent (--fail-fast)" }
-        if summary.interrupted {
-            text += "; interrupted: outputs left as .partial, rerun with --resume"
-        } else {
-            text += "; wrote \(summary.outputs.map { $0 == "-" ? "standard output" : $0 }.joined(separator: ", "))"
-        }
-        Console.err(text + "\n")
-    }
-
-    private func line(_ members: [JSONMember]) {
-        Console.err(JSONValue.object(members).compactText + "\n")
     }
 }

@@ -1,5 +1,5 @@
 import Testing
-import ShowbatchCore
+@testable import ShowbatchCore
 @testable import showbatch
 
 @Suite struct ArgumentParserTests {
@@ -90,5 +90,35 @@ import ShowbatchCore
         } catch {
             #expect(error.description == message)
         }
+    }
+}
+
+@Suite struct FlagTableTests {
+    /// Each flag is declared once: the help lists every flag of the table the parser reads.
+    @Test func helpListsEveryFlagTheParserKnows() {
+        let run = Help.text("run"), emulate = Help.text("emulate")
+        for flag in ArgumentParser.runFlags { #expect(run.contains("\n" + flag.helpLine + "\n"), "\(flag.name)") }
+        for flag in ArgumentParser.emulateFlags { #expect(emulate.contains("\n" + flag.helpLine + "\n"), "\(flag.name)") }
+        #expect(Flag<RunArguments>("--x", "V", "help") { _, _ in }.helpLine == "  --x V                      help")
+    }
+
+    @Test(arguments: [
+        (["--progress", "never"], "run"), (["--concurrency=1024"], "run"), (["--timeout", "1.5"], "run"),
+    ])
+    func valuesAreCheckedByTheirDeclaration(flags: [String], command: String) throws {
+        guard case .run = try ArgumentParser.parse([command, "m.yaml"] + flags) else { Issue.record("expected run"); return }
+    }
+
+    @Test func exitCodesComeWithTheirErrors() {
+        #expect(RunError.usage("x").exitCode == .usage && RunError.runtime("x").exitCode == .runtime)
+        #expect(UsageError(message: "x", command: nil).exitCode.rawValue == 2)
+        var summary = RunSummary()
+        summary.rows = 2
+        summary.ok = 2
+        #expect(summary.exitCode == .ok)
+        summary.ok = 1
+        #expect(summary.exitCode == .rowsFailed)
+        summary.interrupted = true
+        #expect(summary.exitCode.rawValue == 130)
     }
 }

@@ -1,0 +1,36 @@
+/// How a showbatch command ends: the exit codes of SPEC section 4. Every error type carries its own.
+public enum ExitCode: Int32, Sendable, CaseIterable {
+    /// Every row ok (or a command that is not a run succeeded).
+    case ok = 0
+    /// Some rows partial or failed, or `--fail-fast` stopped the run; outputs were written.
+    case rowsFailed = 1
+    /// A usage error or an invalid manifest: nothing was sent.
+    case usage = 2
+    /// A runtime failure: an output cannot be written, the strict hostname check failed.
+    case runtime = 3
+    /// Interrupted by SIGINT or SIGTERM: outputs left `.partial`, journals kept.
+    case interrupted = 130
+}
+
+extension RunError {
+    /// The exit code a run ending with this error has.
+    public var exitCode: ExitCode {
+        switch self {
+        case .usage, .manifest: return .usage
+        case .runtime: return .runtime
+        }
+    }
+}
+
+extension ManifestError {
+    /// An invalid manifest is a usage error: nothing was sent.
+    public var exitCode: ExitCode { .usage }
+}
+
+extension RunSummary {
+    /// The exit code of a run that ended with this summary.
+    public var exitCode: ExitCode {
+        if interrupted { return .interrupted }
+        return ok == rows && skipped == 0 ? .ok : .rowsFailed
+    }
+}
