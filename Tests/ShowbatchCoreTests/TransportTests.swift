@@ -4,7 +4,7 @@ import Testing
 import ShowbatchEmulator
 
 @Suite struct TransportTests {
-    func make(_ kind: TransportKind, maxBodyBytes: Int = 16 << 20) -> any Transport {
+    func make(_ kind: TransportKind, maxBodyBytes: Int = Limits.responseBody) -> any Transport {
         kind == .curl ? CurlTransport(maxConnections: 4, maxBodyBytes: maxBodyBytes)
                       : URLSessionTransport(maxConnections: 4, maxBodyBytes: maxBodyBytes)
     }

@@ -3,8 +3,6 @@ import ShowbatchYAML
 
 /// Reads and validates manifests, collecting every problem it finds.
 public enum ManifestLoader {
-    /// The largest manifest read (a generated 50,000-request manifest is about 10 MB).
-    public static let maxFileSize = 64 << 20
 
     /// Reads `path` (relative to the current folder) and validates it.
     public static func load(path: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ManifestError) -> Manifest {
@@ -16,10 +14,10 @@ public enum ManifestLoader {
             throw ManifestError([Diagnostic(file: path, message: "is a directory; expected a manifest file")])
         }
         let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
-        if size > maxFileSize {
-            throw ManifestError([Diagnostic(file: path, message: "is \(size >> 20) MiB; manifests are limited to \(maxFileSize >> 20) MiB")])
+        if size > Limits.manifestFile {
+            throw ManifestError([Diagnostic(file: path, message: "is \(size >> 20) MiB; manifests are limited to \(Limits.manifestFile >> 20) MiB")])
         }
-        guard let bytes = readWholeFile(path, limit: maxFileSize) else {
+        guard let bytes = readWholeFile(path, limit: Limits.manifestFile) else {
             throw ManifestError([Diagnostic(file: path, message: "cannot be read")])
         }
         let directory = (path as NSString).deletingLastPathComponent

@@ -84,20 +84,29 @@ public indirect enum PayloadValue: Sendable {
     /// Appends the compact JSON for one data row, without building it first. A string that is
     /// exactly `${row.COL}` keeps the row value's type.
     public func write(row: DataRow?, to out: inout [UInt8]) {
+        JSONWriter.append(to: &out) { write(row: row, with: &$0) }
+    }
+
+    private func write(row: DataRow?, with writer: inout JSONWriter) {
         switch self {
-        case .null: out.append(contentsOf: "null".utf8)
-        case .bool(let value): out.append(contentsOf: (value ? "true" : "false").utf8)
-        case .number(let text): out.append(contentsOf: text.utf8)
+        case .null: writer.null()
+        case .bool(let value): writer.bool(value)
+        case .number(let text): writer.number(text)
         case .string(let template):
             if let column = template.wholeRowColumn, let value = row?.values[column] {
-                value.write(to: &out)
-                return
+                writer.value(value)
+            } else {
+                writer.string { piece in template.forEachPiece(row: row, piece) }
             }
-            out.append(UInt8(ascii: "\""))
-            template.forEachPiece(row: row) { JSONValue.writeStringContent($0, to: &out) }
-            out.append(UInt8(ascii: "\""))
-        case .array(let items): JSONValue.writeArray(items, to: &out) { item, out in item.write(row: row, to: &out) }
-        case .object(let members): JSONValue.writeObject(members, key: \.key, to: &out) { member, out in member.value.write(row: row, to: &out) }
+        case .array(let items):
+            writer.array { writer in for item in items { item.write(row: row, with: &writer) } }
+        case .object(let members):
+            writer.object { writer in
+                for member in members {
+                    writer.key(member.key)
+                    member.value.write(row: row, with: &writer)
+                }
+            }
         }
     }
 

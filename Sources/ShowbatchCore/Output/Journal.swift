@@ -167,40 +167,39 @@ final class Journal {
     /// Appends the row's journal line (without its line break): compact JSON written straight
     /// into the buffer, every row, so no JSON tree is built for it.
     static func encode(_ row: ResultRow, to out: inout [UInt8]) {
-        func optional(_ text: String?) {
-            if let text { JSONValue.writeString(text, to: &out) } else { out.append(contentsOf: "null".utf8) }
+        JSONWriter.append(to: &out) { writer in
+            writer.object { writer in
+                writer.key("o")
+                writer.integer(row.ordinal)
+                writer.key("r")
+                writer.string(row.request)
+                writer.key("s")
+                writer.string(row.status.rawValue)
+                writer.key("h")
+                writer.integer(row.httpStatus)
+                writer.key("a")
+                writer.integer(row.attempts)
+                writer.key("l")
+                writer.array { writer in
+                    for label in row.labels {
+                        writer.array { writer in
+                            writer.string(label.name)
+                            writer.string(label.value)
+                        }
+                    }
+                }
+                writer.key("e")
+                writer.array { writer in
+                    for error in row.errors {
+                        writer.array { writer in
+                            writer.integer(error.code.rawValue)
+                            writer.string(error.label)
+                            writer.string(error.message)
+                        }
+                    }
+                }
+            }
         }
-        out.append(contentsOf: #"{"o":"#.utf8)
-        out.append(contentsOf: String(row.ordinal).utf8)
-        out.append(contentsOf: #","r":"#.utf8)
-        JSONValue.writeString(row.request, to: &out)
-        out.append(contentsOf: #","s":"#.utf8)
-        JSONValue.writeString(row.status.rawValue, to: &out)
-        out.append(contentsOf: #","h":"#.utf8)
-        out.append(contentsOf: (row.httpStatus.map { String($0) } ?? "null").utf8)
-        out.append(contentsOf: #","a":"#.utf8)
-        out.append(contentsOf: String(row.attempts).utf8)
-        out.append(contentsOf: #","l":["#.utf8)
-        for (index, label) in row.labels.enumerated() {
-            if index > 0 { out.append(UInt8(ascii: ",")) }
-            out.append(UInt8(ascii: "["))
-            JSONValue.writeString(label.name, to: &out)
-            out.append(UInt8(ascii: ","))
-            optional(label.value)
-            out.append(UInt8(ascii: "]"))
-        }
-        out.append(contentsOf: #"],"e":["#.utf8)
-        for (index, error) in row.errors.enumerated() {
-            if index > 0 { out.append(UInt8(ascii: ",")) }
-            out.append(UInt8(ascii: "["))
-            out.append(contentsOf: String(error.code.rawValue).utf8)
-            out.append(UInt8(ascii: ","))
-            optional(error.label)
-            out.append(UInt8(ascii: ","))
-            JSONValue.writeString(error.message, to: &out)
-            out.append(UInt8(ascii: "]"))
-        }
-        out.append(contentsOf: "]}".utf8)
     }
 
     static func decode(_ line: [UInt8]) -> ResultRow? {

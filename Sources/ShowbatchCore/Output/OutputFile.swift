@@ -38,9 +38,9 @@ final class OutputFile {
         case .csv: RowEncoding.csvLine(row, labels: labels, escapeFormulas: escapeFormulas, to: &buffer)
         case .json:
             buffer.append(contentsOf: (rows == 0 ? "\n" : ",\n").utf8)
-            RowEncoding.jsonObject(row).write(to: &buffer)
+            RowEncoding.writeJSON(row, to: &buffer)
         case .jsonl:
-            RowEncoding.jsonObject(row).write(to: &buffer)
+            RowEncoding.writeJSON(row, to: &buffer)
             buffer.append(0x0A)
         }
         rows += 1

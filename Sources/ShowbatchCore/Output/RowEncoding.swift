@@ -1,7 +1,7 @@
 /// Encodes result rows as CSV cells or JSON objects (SPEC section 3).
 public enum RowEncoding {
     /// The fixed columns that precede the labels.
-    public static let fixedColumns = ["request", "status", "http_status", "attempts", "error"]
+    public static var fixedColumns: [String] { ResultColumn.names }
 
     /// The CSV header line.
     public static func csvHeader(labels: [String], escapeFormulas: Bool) -> [UInt8] {
@@ -61,19 +61,42 @@ public enum RowEncoding {
     }
 
     /// The JSON object of a row: request, status, http_status, attempts, labels, errors.
-    public static func jsonObject(_ row: ResultRow) -> JSONValue {
-        .object([
-            JSONMember("request", .string(row.request)),
-            JSONMember("status", .string(row.status.rawValue)),
-            JSONMember("http_status", row.httpStatus.map { .number(String($0)) } ?? .null),
-            JSONMember("attempts", .number(String(row.attempts))),
-            JSONMember("labels", .object(row.labels.map { JSONMember($0.name, $0.value.map(JSONValue.string) ?? .null) })),
-            JSONMember("errors", .array(row.errors.map { error in
-                var members = [JSONMember("code", .number(String(error.code.rawValue))), JSONMember("kind", .string(error.code.kind))]
-                if let label = error.label { members.append(JSONMember("label", .string(label))) }
-                members.append(JSONMember("message", .string(error.message)))
-                return .object(members)
-            })),
-        ])
+    public static func writeJSON(_ row: ResultRow, to out: inout [UInt8]) {
+        JSONWriter.append(to: &out) { writer in
+            writer.object { writer in
+                writer.key(ResultColumn.request.rawValue)
+                writer.string(row.request)
+                writer.key(ResultColumn.status.rawValue)
+                writer.string(row.status.rawValue)
+                writer.key(ResultColumn.httpStatus.rawValue)
+                writer.integer(row.httpStatus)
+                writer.key(ResultColumn.attempts.rawValue)
+                writer.integer(row.attempts)
+                writer.key("labels")
+                writer.object { writer in
+                    for label in row.labels {
+                        writer.key(label.name)
+                        writer.string(label.value)
+                    }
+                }
+                writer.key("errors")
+                writer.array { writer in
+                    for error in row.errors {
+                        writer.object { writer in
+                            writer.key("code")
+                            writer.integer(error.code.rawValue)
+                            writer.key("kind")
+                            writer.string(error.code.kind)
+                            if let label = error.label {
+                                writer.key("label")
+                                writer.string(label)
+                            }
+                            writer.key("message")
+                            writer.string(error.message)
+                        }
+                    }
+                }
+            }
+        }
     }
 }

@@ -11,7 +11,7 @@ public final class URLSessionTransport: Transport, @unchecked Sendable {
     private let maxBodyBytes: Int
 
     /// A session allowing `maxConnections` connections per host, refusing bodies over `maxBodyBytes`.
-    public init(maxConnections: Int, maxBodyBytes: Int = 16 << 20) {
+    public init(maxConnections: Int, maxBodyBytes: Int = Limits.responseBody) {
         let configuration = URLSessionConfiguration.ephemeral
         // The default of 6 would queue requests past it until they time out.
         configuration.httpMaximumConnectionsPerHost = max(maxConnections, 6)
@@ -81,7 +81,7 @@ public final class URLSessionTransport: Transport, @unchecked Sendable {
              .serverCertificateNotYetValid, .serverCertificateHasUnknownRoot, .clientCertificateRejected:
             return .network("TLS failure")
         case .badServerResponse: return .network("bad server response")
-        case .dataLengthExceedsMaximum: return .bodyTooLarge(16 << 20)
+        case .dataLengthExceedsMaximum: return .bodyTooLarge(Limits.responseBody)
         default: return .network("URL error \(urlError.code.rawValue)")
         }
     }

@@ -15,8 +15,8 @@ extension ManifestDecoder {
                 problem(pair.key.mark, "label names cannot be empty")
                 continue
             }
-            if Self.resultColumns.contains(name) {
-                problem(pair.key.mark, "label \"\(name)\" has the name of a result column; rename it (result columns are \(choices(Self.resultColumns)))")
+            if ResultColumn.names.contains(name) {
+                problem(pair.key.mark, "label \"\(name)\" has the name of a result column; rename it (result columns are \(choices(ResultColumn.names)))")
                 continue
             }
             if let binding = label(name, pair.value) { result.append(binding) }

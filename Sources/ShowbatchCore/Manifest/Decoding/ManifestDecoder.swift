@@ -20,7 +20,6 @@ struct ManifestDecoder {
 
     static let topKeys = ManifestReference.keys(under: "")
     static let requestKeys = ManifestReference.keys(under: "requests")
-    static let resultColumns = ["request", "status", "http_status", "attempts", "error"]
 
     init(source: SourceFile, directory: String, environment: [String: String]) {
         self.source = source

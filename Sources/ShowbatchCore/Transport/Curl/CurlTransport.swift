@@ -16,7 +16,7 @@ public final class CurlTransport: Transport, Sendable {
     public var executor: (any TaskExecutor)? { loop }
 
     /// A transport allowing `maxConnections` connections per host, refusing bodies over `maxBodyBytes`.
-    public init(maxConnections: Int, maxBodyBytes: Int = 16 << 20) {
+    public init(maxConnections: Int, maxBodyBytes: Int = Limits.responseBody) {
         loop = CurlLoop(maxConnections: max(1, maxConnections), maxBodyBytes: maxBodyBytes)
     }
 
