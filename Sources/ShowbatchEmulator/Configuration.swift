@@ -51,6 +51,7 @@ public struct EmulatorError: Error, Sendable, CustomStringConvertible {
     /// What went wrong.
     public let message: String
 
+    /// The message.
     public var description: String { message }
 }
 

@@ -1,12 +1,12 @@
 /// Resolution of plain scalars under the YAML 1.2 core schema.
-public enum CoreSchema {
+package enum CoreSchema {
     /// A resolved plain scalar: the type, and the payload for booleans, integers and floats.
     enum Resolved: Equatable {
         case null, bool(Bool), int(Int), float(Double), string
     }
 
     /// The typed value of a plain scalar's text.
-    public static func resolve(_ text: String) -> ScalarValue {
+    package static func resolve(_ text: String) -> ScalarValue {
         var text = text
         let resolved = text.withUTF8 { resolve(bytes: $0) }
         switch resolved {

@@ -15,7 +15,7 @@ public struct Diagnostic: Sendable, Hashable, CustomStringConvertible {
     ///
     /// Parts of the line inside `redacting` spans (header and payload values) are shown as
     /// `<redacted>`, so that an error never prints a secret even when it points next to one.
-    public init(source: SourceFile, mark: Mark?, message: String, redacting spans: [SourceSpan] = []) {
+    package init(source: SourceFile, mark: Mark?, message: String, redacting spans: [SourceSpan] = []) {
         self.file = source.name
         self.message = message
         guard let mark, let text = source.line(mark.line) else {
@@ -58,7 +58,7 @@ public struct Diagnostic: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Creates a diagnostic for a file whose text is not at hand (missing, unreadable).
-    public init(file: String, message: String) {
+    package init(file: String, message: String) {
         self.file = file
         self.mark = nil
         self.message = message
@@ -66,6 +66,7 @@ public struct Diagnostic: Sendable, Hashable, CustomStringConvertible {
         self.caretColumn = 1
     }
 
+    /// `file:line:col: error: message`, then the quoted line and a caret under the column.
     public var description: String {
         guard let mark else { return "\(file): error: \(message)" }
         var text = "\(file):\(mark.line):\(mark.column): error: \(message)"

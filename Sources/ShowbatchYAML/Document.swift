@@ -7,7 +7,7 @@ import Foundation
 /// Storage is allocated in chunks that never move, and a record is never written again once
 /// its node is finished, so a finished node may be read on another thread while the parser
 /// goes on adding nodes after it (see `YAMLParser.ListStream`).
-public final class Document: @unchecked Sendable {
+package final class Document: @unchecked Sendable {
     /// 28 bytes: a typed scalar's number or boolean is read again from its text when asked for,
     /// which is rare, rather than stored in every record.
     struct Record {
@@ -128,5 +128,5 @@ public final class Document: @unchecked Sendable {
     }
 
     /// The top node of the document.
-    public var root: Node { Node(document: self, index: rootIndex) }
+    package var root: Node { Node(document: self, index: rootIndex) }
 }

@@ -11,22 +11,24 @@ public struct Mark: Sendable, Hashable, Comparable, CustomStringConvertible {
         self.column = column
     }
 
+    /// Source order: by line, then column.
     public static func < (lhs: Mark, rhs: Mark) -> Bool {
         (lhs.line, lhs.column) < (rhs.line, rhs.column)
     }
 
+    /// `line:column`.
     public var description: String { "\(line):\(column)" }
 }
 
 /// A range of source text between two marks (end exclusive).
-public struct SourceSpan: Sendable, Hashable {
+package struct SourceSpan: Sendable, Hashable {
     /// The first character.
-    public let start: Mark
+    package let start: Mark
     /// Just past the last character.
-    public let end: Mark
+    package let end: Mark
 
     /// Creates a span.
-    public init(start: Mark, end: Mark) {
+    package init(start: Mark, end: Mark) {
         self.start = start
         self.end = end
     }

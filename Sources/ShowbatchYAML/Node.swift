@@ -1,60 +1,60 @@
 /// A node of a YAML document with the 1-based marks of where it starts and ends.
 ///
 /// A node is a position in its `Document`, which it keeps alive.
-public struct Node: Sendable, Equatable {
+package struct Node: Sendable, Equatable {
     /// What kind of node this is.
-    public enum Kind: UInt8, Sendable {
+    package enum Kind: UInt8, Sendable {
         case scalar, sequence, mapping
     }
 
     /// A view of a scalar node: its text, style, explicit tag and typed value.
-    public struct Scalar: Sendable {
+    package struct Scalar: Sendable {
         let node: Node
 
         /// The text as libyaml decoded it (quotes and escapes resolved).
-        public var text: String { node.text }
+        package var text: String { node.text }
         /// How the scalar was written.
-        public var style: ScalarStyle { node.record.style }
+        package var style: ScalarStyle { node.record.style }
         /// The explicit tag, if one was written (`!!str`).
-        public var tag: ScalarTag? { node.record.tag == 0 ? nil : ScalarTag(rawValue: node.record.tag - 1) }
+        package var tag: ScalarTag? { node.record.tag == 0 ? nil : ScalarTag(rawValue: node.record.tag - 1) }
         /// The value under the core schema; quoted scalars are always strings.
-        public var value: ScalarValue { node.value }
+        package var value: ScalarValue { node.value }
     }
 
     /// One key/value entry of a mapping, in source order.
-    public struct Pair: Sendable {
+    package struct Pair: Sendable {
         /// The key node.
-        public let key: Node
+        package let key: Node
         /// The value node.
-        public let value: Node
+        package let value: Node
     }
 
     /// The items of a sequence.
-    public struct Items: RandomAccessCollection, Sendable {
+    package struct Items: RandomAccessCollection, Sendable {
         let document: Document
         let offset: Int
         /// The index of the first item.
-        public var startIndex: Int { 0 }
+        package var startIndex: Int { 0 }
         /// One past the index of the last item.
-        public let endIndex: Int
+        package let endIndex: Int
 
         /// The item at `position`.
-        public subscript(position: Int) -> Node {
+        package subscript(position: Int) -> Node {
             Node(document: document, index: document.child(offset + position))
         }
     }
 
     /// The entries of a mapping, in source order, merges applied.
-    public struct Pairs: RandomAccessCollection, Sendable {
+    package struct Pairs: RandomAccessCollection, Sendable {
         let document: Document
         let offset: Int
         /// The index of the first entry.
-        public var startIndex: Int { 0 }
+        package var startIndex: Int { 0 }
         /// One past the index of the last entry.
-        public let endIndex: Int
+        package let endIndex: Int
 
         /// The entry at `position`.
-        public subscript(position: Int) -> Pair {
+        package subscript(position: Int) -> Pair {
             let base = offset + 2 * position
             return Pair(key: Node(document: document, index: document.child(base)),
                         value: Node(document: document, index: document.child(base + 1)))
@@ -62,28 +62,28 @@ public struct Node: Sendable, Equatable {
     }
 
     /// What the node holds.
-    public enum Content: Sendable {
+    package enum Content: Sendable {
         case scalar(Scalar)
         case sequence(Items)
         case mapping(Pairs)
     }
 
     /// The document the node belongs to.
-    public let document: Document
+    package let document: Document
     let index: Int
 
     var record: Document.Record { document.record(index) }
 
     /// Whether both are the same node of the same document (an alias is a node of its own).
-    public static func == (lhs: Node, rhs: Node) -> Bool {
+    package static func == (lhs: Node, rhs: Node) -> Bool {
         lhs.document === rhs.document && lhs.index == rhs.index
     }
 
     /// What kind of node this is.
-    public var kind: Kind { record.kind }
+    package var kind: Kind { record.kind }
 
     /// What the node holds.
-    public var content: Content {
+    package var content: Content {
         switch record.kind {
         case .scalar: return .scalar(Scalar(node: self))
         case .sequence: return .sequence(items)
@@ -92,28 +92,28 @@ public struct Node: Sendable, Equatable {
     }
 
     /// Where the node starts in the source (for an alias: where the alias is written).
-    public var mark: Mark {
+    package var mark: Mark {
         let record = record
         return Mark(line: Int(record.startLine), column: Int(record.startColumn))
     }
 
     /// Where the node ends (exclusive).
-    public var end: Mark {
+    package var end: Mark {
         let record = record
         return Mark(line: Int(record.endLine), column: Int(record.endColumn))
     }
 
     /// The source range the node covers.
-    public var span: SourceSpan { SourceSpan(start: mark, end: end) }
+    package var span: SourceSpan { SourceSpan(start: mark, end: end) }
 
     /// The scalar, if this node is one.
-    public var scalar: Scalar? { record.kind == .scalar ? Scalar(node: self) : nil }
+    package var scalar: Scalar? { record.kind == .scalar ? Scalar(node: self) : nil }
 
     /// The entries, if this node is a mapping.
-    public var mapping: Pairs? { record.kind == .mapping ? pairs : nil }
+    package var mapping: Pairs? { record.kind == .mapping ? pairs : nil }
 
     /// The items, if this node is a sequence.
-    public var sequence: Items? { record.kind == .sequence ? items : nil }
+    package var sequence: Items? { record.kind == .sequence ? items : nil }
 
     private var items: Items {
         let record = record
@@ -126,20 +126,20 @@ public struct Node: Sendable, Equatable {
     }
 
     /// A scalar's text; empty for sequences and mappings.
-    public var text: String {
+    package var text: String {
         let record = record
         guard record.kind == .scalar else { return "" }
         return String(decoding: document.bytes(record), as: UTF8.self)
     }
 
     /// Whether this is a scalar whose text is exactly `string`, compared byte by byte.
-    public func hasText(_ string: String) -> Bool {
+    package func hasText(_ string: String) -> Bool {
         document.scalar(at: index, equals: string)
     }
 
     /// The value of the mapping entry whose key is the scalar `key`; nil if there is none or
     /// this is not a mapping. Compares bytes, so no String is made per key.
-    public func value(forKey key: String) -> Node? {
+    package func value(forKey key: String) -> Node? {
         let record = record
         guard record.kind == .mapping else { return nil }
         for pair in 0..<Int(record.count) {
@@ -152,7 +152,7 @@ public struct Node: Sendable, Equatable {
     }
 
     /// The keys of this mapping that are not in `known`, in source order (usually none).
-    public func unknownKeys(_ known: [String]) -> [Node] {
+    package func unknownKeys(_ known: [String]) -> [Node] {
         let record = record
         guard record.kind == .mapping else { return [] }
         var unknown: [Node] = []
@@ -166,7 +166,7 @@ public struct Node: Sendable, Equatable {
     }
 
     /// A scalar's typed value; `.null` for sequences and mappings.
-    public var value: ScalarValue {
+    package var value: ScalarValue {
         let record = record
         guard record.kind == .scalar else { return .null }
         switch record.value {
@@ -179,7 +179,7 @@ public struct Node: Sendable, Equatable {
     }
 
     /// A short description of the node's type, for "expected X, found Y" errors.
-    public var typeName: String {
+    package var typeName: String {
         let record = record
         switch record.kind {
         case .sequence: return "a list"

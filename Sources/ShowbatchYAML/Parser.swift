@@ -2,38 +2,39 @@ internal import CYAML
 
 /// A problem reading YAML: a syntax error from libyaml or a rule of this layer (one document,
 /// no duplicate keys, bounded nesting and alias expansion).
-public struct YAMLError: Error, Sendable, CustomStringConvertible {
+package struct YAMLError: Error, Sendable, CustomStringConvertible {
     /// The rendered problem with its position.
-    public let diagnostic: Diagnostic
+    package let diagnostic: Diagnostic
 
-    public var description: String { diagnostic.description }
+    /// The rendered diagnostic.
+    package var description: String { diagnostic.description }
 }
 
 /// Limits that keep hostile input from exhausting the stack or memory.
-public struct YAMLLimits: Sendable {
+package struct YAMLLimits: Sendable {
     /// Deepest nesting of sequences and mappings.
-    public var maxDepth: Int = 256
+    package var maxDepth: Int = 256
     /// Most nodes the document may hold once aliases are expanded (guards against alias bombs).
-    public var maxNodes: Int = 20_000_000
+    package var maxNodes: Int = 20_000_000
 
     /// The default limits.
-    public init() {}
+    package init() {}
 }
 
 /// Reads one YAML document into a flat `Document` through libyaml's event parser.
-public enum YAMLParser {
+package enum YAMLParser {
     /// Hands out the items of one top-level list as soon as each is parsed, so that a caller can
     /// work on them (on another thread) while the rest of the file is still being read.
-    public struct ListStream {
+    package struct ListStream {
         /// The key of the root mapping whose list is streamed (`requests`).
-        public var key: String
+        package var key: String
         /// Called on the parsing thread with each finished item, in order.
-        public var item: (Node) -> Void
+        package var item: (Node) -> Void
         /// Called on the parsing thread with the finished list.
-        public var end: (Node) -> Void
+        package var end: (Node) -> Void
 
         /// Streams the list under `key`.
-        public init(key: String, item: @escaping (Node) -> Void, end: @escaping (Node) -> Void) {
+        package init(key: String, item: @escaping (Node) -> Void, end: @escaping (Node) -> Void) {
             self.key = key
             self.item = item
             self.end = end
@@ -41,12 +42,12 @@ public enum YAMLParser {
     }
 
     /// Parses `source`, which must hold exactly one document, and returns its root node.
-    public static func parse(_ source: SourceFile, limits: YAMLLimits = YAMLLimits()) throws(YAMLError) -> Node {
+    package static func parse(_ source: SourceFile, limits: YAMLLimits = YAMLLimits()) throws(YAMLError) -> Node {
         try parseDocument(source, limits: limits).root
     }
 
     /// Parses `source`, which must hold exactly one document, streaming one list if asked.
-    public static func parseDocument(_ source: SourceFile, limits: YAMLLimits = YAMLLimits(),
+    package static func parseDocument(_ source: SourceFile, limits: YAMLLimits = YAMLLimits(),
                                      stream: ListStream? = nil) throws(YAMLError) -> Document {
         var builder = Builder(source: source, limits: limits, stream: stream)
         let result: Result<Document, YAMLError> = source.bytes.withUnsafeBufferPointer { buffer in

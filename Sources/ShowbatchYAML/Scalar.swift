@@ -1,10 +1,10 @@
 /// How a scalar was written in the source.
-public enum ScalarStyle: UInt8, Sendable, Hashable {
+package enum ScalarStyle: UInt8, Sendable, Hashable {
     case plain, singleQuoted, doubleQuoted, literal, folded
 }
 
 /// A scalar's value typed by the YAML 1.2 core schema.
-public enum ScalarValue: Sendable, Hashable {
+package enum ScalarValue: Sendable, Hashable {
     case null
     case bool(Bool)
     case int(Int)
@@ -12,7 +12,7 @@ public enum ScalarValue: Sendable, Hashable {
     case string(String)
 
     /// A short name of the type, for error messages ("a string", "an integer").
-    public var typeName: String {
+    package var typeName: String {
         switch self {
         case .null: return "null"
         case .bool: return "a boolean"
@@ -24,11 +24,11 @@ public enum ScalarValue: Sendable, Hashable {
 }
 
 /// The explicit tags a scalar may carry; any other tag is rejected while parsing.
-public enum ScalarTag: UInt8, Sendable {
+package enum ScalarTag: UInt8, Sendable {
     case nonSpecific, str, null, bool, int, float
 
     /// The tag's full name as YAML spells it.
-    public var name: String {
+    package var name: String {
         switch self {
         case .nonSpecific: return "!"
         case .str: return "tag:yaml.org,2002:str"

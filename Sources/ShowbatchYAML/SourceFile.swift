@@ -1,11 +1,11 @@
 import Synchronization
 
 /// The text of a file being read, kept so that errors can quote the offending line.
-public struct SourceFile: Sendable {
+package struct SourceFile: Sendable {
     /// The name printed in diagnostics (the path as the user gave it).
-    public let name: String
+    package let name: String
     /// The raw bytes of the file.
-    public let bytes: [UInt8]
+    package let bytes: [UInt8]
 
     /// Byte offsets where each line starts: found at the first quoted line (a valid manifest never
     /// needs them), then kept, so that a file with thousands of problems does not rescan itself
@@ -13,18 +13,18 @@ public struct SourceFile: Sendable {
     private let lineIndex = LineIndex()
 
     /// Wraps bytes read from `name`.
-    public init(name: String, bytes: [UInt8]) {
+    package init(name: String, bytes: [UInt8]) {
         self.name = name
         self.bytes = bytes
     }
 
     /// Wraps a string, as tests and generated manifests do.
-    public init(name: String, text: String) {
+    package init(name: String, text: String) {
         self.init(name: name, bytes: Array(text.utf8))
     }
 
     /// The text of the 1-based line `number`, without its line break; nil past the end.
-    public func line(_ number: Int) -> String? {
+    package func line(_ number: Int) -> String? {
         guard number >= 1, let start = lineIndex.start(ofLine: number, in: bytes) else { return nil }
         var end = start
         while end < bytes.count, bytes[end] != UInt8(ascii: "\n"), bytes[end] != UInt8(ascii: "\r") {
@@ -34,7 +34,7 @@ public struct SourceFile: Sendable {
     }
 
     /// The 1-based mark of a byte offset, for errors that libyaml reports by offset only.
-    public func mark(ofByteOffset offset: Int) -> Mark {
+    package func mark(ofByteOffset offset: Int) -> Mark {
         var line = 1
         var column = 1
         var index = 0

@@ -1,22 +1,22 @@
 /// Streams RFC 4180 records: quoted fields, doubled quotes, embedded newlines, CRLF, a BOM.
-public struct CSVRecordReader {
+package struct CSVRecordReader {
     private var reader: ChunkedReader
     private let name: String
     private var line = 1
     private var started = false
 
     /// Opens `path`; `name` is how errors refer to the file.
-    public init(path: String, name: String) throws {
+    package init(path: String, name: String) throws {
         reader = try ChunkedReader(path: path)
         self.name = name
     }
 
     /// Closes the file.
-    public func close() { reader.close() }
+    package func close() { reader.close() }
 
     /// The next record with the line it starts on, or nil at the end of the file.
     /// A malformed record throws; the reader then continues at the next line.
-    public mutating func next() throws -> (line: Int, fields: [String])? {
+    package mutating func next() throws -> (line: Int, fields: [String])? {
         if !started {
             started = true
             if try reader.peek() == 0xEF {
@@ -102,15 +102,16 @@ public struct CSVRecordReader {
 }
 
 /// A problem in an `each` data file, named by file and line; never quotes a field's value.
-public struct DataFileError: Error, Sendable, CustomStringConvertible {
+package struct DataFileError: Error, Sendable, CustomStringConvertible {
     /// The data file's path as the manifest names it.
-    public let file: String
+    package let file: String
     /// The 1-based line, when the problem is in one row.
-    public let line: Int?
+    package let line: Int?
     /// What is wrong.
-    public let message: String
+    package let message: String
 
-    public var description: String {
+    /// `file:line: message`.
+    package var description: String {
         if let line { return "\(file):\(line): \(message)" }
         return "\(file): \(message)"
     }

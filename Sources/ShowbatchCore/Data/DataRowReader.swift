@@ -1,7 +1,7 @@
 /// Streams the rows of an `each` file (CSV with a header, or JSON Lines of objects).
-public struct DataRowReader {
+package struct DataRowReader {
     /// The kind of data file.
-    public enum Kind: Sendable, Equatable {
+    package enum Kind: Sendable, Equatable {
         case csv, jsonl
     }
 
@@ -13,10 +13,10 @@ public struct DataRowReader {
     private var line = 0
 
     /// The CSV header (empty for JSON Lines).
-    public var columns: [String] { header }
+    package var columns: [String] { header }
 
     /// Opens a data file; a CSV file's header is read at once.
-    public init(kind: Kind, path: String, name: String) throws {
+    package init(kind: Kind, path: String, name: String) throws {
         self.name = name
         switch kind {
         case .csv:
@@ -32,13 +32,13 @@ public struct DataRowReader {
     }
 
     /// Closes the file.
-    public func close() {
+    package func close() {
         csv?.close()
         lines?.close()
     }
 
     /// The next row: a parsed row or the error that makes it a failed row; nil at the end.
-    public mutating func next() -> Result<DataRow, DataRowFailure>? {
+    package mutating func next() -> Result<DataRow, DataRowFailure>? {
         do {
             if csv != nil { return try nextCSV() }
             return try nextJSONLine()
@@ -101,11 +101,11 @@ public struct DataRowReader {
 }
 
 /// A data row that cannot be sent; it becomes a failed result row.
-public struct DataRowFailure: Error, Sendable {
+package struct DataRowFailure: Error, Sendable {
     /// The 0-based row index.
-    public let index: Int
+    package let index: Int
     /// The 1-based line, when known.
-    public let line: Int?
+    package let line: Int?
     /// What is wrong, naming the file and line.
-    public let message: String
+    package let message: String
 }

@@ -3,7 +3,7 @@ import Foundation
 /// Builds the requests of a manifest's work items against one base URL. What is the same for every
 /// row of a request (its headers, and its URL when the path has no row reference) is worked out
 /// once, not per row.
-public struct RequestPreparer: Sendable {
+package struct RequestPreparer: Sendable {
     // A class: a row then retains one object, where copying the request's spec out of the
     // manifest retained each of its many fields.
     private final class Fixed: Sendable {
@@ -26,7 +26,7 @@ public struct RequestPreparer: Sendable {
     private let fixed: [Fixed]
 
     /// A preparer for `manifest`'s requests against `baseURL`.
-    public init(manifest: Manifest, baseURL: String) {
+    package init(manifest: Manifest, baseURL: String) {
         self.baseURL = baseURL
         fixed = manifest.requests.map { spec in
             let sendHeaders = manifest.sendHeaders(for: spec)
@@ -45,7 +45,7 @@ public struct RequestPreparer: Sendable {
     }
 
     /// Builds the request for a work item, or the failure it becomes.
-    public func prepare(_ item: WorkItem) -> Result<PreparedRequest, PreparationFailure> {
+    package func prepare(_ item: WorkItem) -> Result<PreparedRequest, PreparationFailure> {
         let fixed = self.fixed[item.requestIndex]
         var row: DataRow?
         switch item.row {
@@ -96,11 +96,11 @@ public struct RequestPreparer: Sendable {
 }
 
 /// A work item that cannot be sent, with the result error it becomes.
-public struct PreparationFailure: Error, Sendable {
+package struct PreparationFailure: Error, Sendable {
     /// The request name, as far as it could be expanded.
-    public let name: String
+    package let name: String
     /// The row error.
-    public let error: RowError
+    package let error: RowError
 }
 
 extension Manifest {
@@ -108,7 +108,7 @@ extension Manifest {
     /// case-insensitively, later wins), `Content-Type: application/json` with a payload, and a
     /// `vgs-client` header unless the manifest sets one. The same for every row of a request, so
     /// runs compute it once per request.
-    public func sendHeaders(for spec: RequestSpec) -> [HeaderField] {
+    package func sendHeaders(for spec: RequestSpec) -> [HeaderField] {
         var headers = mergeHeaders(self.headers, spec.headers)
         if spec.payload != nil {
             headers = mergeHeaders(headers, [HeaderField(name: "Content-Type", value: Template(literal: "application/json"))])

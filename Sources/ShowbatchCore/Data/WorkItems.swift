@@ -1,15 +1,15 @@
 /// One unit of work: a static request, or one row of a data-driven request.
-public struct WorkItem: Sendable {
+package struct WorkItem: Sendable {
     /// Position among all work items of the manifest (0-based), the order rows are written in.
-    public let ordinal: Int
+    package let ordinal: Int
     /// Index into `Manifest.requests`.
-    public let requestIndex: Int
+    package let requestIndex: Int
     /// The data row, or why it could not be read.
-    public let row: Result<DataRow, DataRowFailure>?
+    package let row: Result<DataRow, DataRowFailure>?
 }
 
 /// Streams the work items of a manifest in order: memory does not grow with the data files.
-public struct WorkItemSequence: Sequence, IteratorProtocol {
+package struct WorkItemSequence: Sequence, IteratorProtocol {
     private let manifest: Manifest
     private var requestIndex = 0
     private var ordinal = 0
@@ -17,10 +17,10 @@ public struct WorkItemSequence: Sequence, IteratorProtocol {
     private var readerFailed = false
 
     /// Iterates over `manifest`'s work items.
-    public init(manifest: Manifest) { self.manifest = manifest }
+    package init(manifest: Manifest) { self.manifest = manifest }
 
     /// The next work item, or nil after the last.
-    public mutating func next() -> WorkItem? {
+    package mutating func next() -> WorkItem? {
         while requestIndex < manifest.requests.count {
             let spec = manifest.requests[requestIndex]
             guard let each = spec.each else {

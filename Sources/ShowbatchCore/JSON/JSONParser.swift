@@ -1,13 +1,13 @@
 import Foundation
 
 /// A strict RFC 8259 parser over bytes.
-public struct JSONParser {
+package struct JSONParser {
     let bytes: UnsafeBufferPointer<UInt8>
     var index = 0
     let maxDepth: Int
 
     /// Parses one JSON value filling all of `data` (white space around it allowed).
-    public static func parse<Bytes: ContiguousBytes>(_ data: Bytes, maxDepth: Int = 512) throws(JSONParseError) -> JSONValue {
+    package static func parse<Bytes: ContiguousBytes>(_ data: Bytes, maxDepth: Int = 512) throws(JSONParseError) -> JSONValue {
         let result: Result<JSONValue, JSONParseError> = data.withUnsafeBytes { raw in
             var parser = JSONParser(bytes: raw.bindMemory(to: UInt8.self), maxDepth: maxDepth)
             do {
@@ -234,11 +234,12 @@ public struct JSONParser {
 }
 
 /// Why a body could not be read as JSON. Carries a byte offset, never the body's content.
-public struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertible {
+package struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertible {
     /// What was wrong.
-    public let reason: String
+    package let reason: String
     /// The byte offset of the problem.
-    public let offset: Int
+    package let offset: Int
 
-    public var description: String { "\(reason) at byte \(offset)" }
+    /// The reason and the byte offset.
+    package var description: String { "\(reason) at byte \(offset)" }
 }

@@ -1,7 +1,7 @@
 /// A JSON value that keeps numbers as their source text and object members in order.
 ///
 /// Numbers stay text so that a revealed `1.50` is written back as `1.50`, not as a rounded double.
-public indirect enum JSONValue: Sendable, Equatable {
+package indirect enum JSONValue: Sendable, Equatable {
     case null
     case bool(Bool)
     case number(String)
@@ -10,13 +10,13 @@ public indirect enum JSONValue: Sendable, Equatable {
     case object([JSONMember])
 
     /// The value of the first member named `key`, if this is an object.
-    public subscript(key: String) -> JSONValue? {
+    package subscript(key: String) -> JSONValue? {
         guard case .object(let members) = self else { return nil }
         return members.first { $0.key == key }?.value
     }
 
     /// Compact JSON text of this value.
-    public var compactText: String {
+    package var compactText: String {
         var out: [UInt8] = []
         out.reserveCapacity(64)
         write(to: &out)
@@ -24,20 +24,20 @@ public indirect enum JSONValue: Sendable, Equatable {
     }
 
     /// Appends compact JSON for this value to `out`.
-    public func write(to out: inout [UInt8]) {
+    package func write(to out: inout [UInt8]) {
         JSONWriter.append(to: &out) { $0.value(self) }
     }
 }
 
 /// One member of a JSON object.
-public struct JSONMember: Sendable, Equatable {
+package struct JSONMember: Sendable, Equatable {
     /// The member's name.
-    public var key: String
+    package var key: String
     /// The member's value.
-    public var value: JSONValue
+    package var value: JSONValue
 
     /// Creates a member.
-    public init(_ key: String, _ value: JSONValue) {
+    package init(_ key: String, _ value: JSONValue) {
         self.key = key
         self.value = value
     }

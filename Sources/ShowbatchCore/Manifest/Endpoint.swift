@@ -1,14 +1,14 @@
 import Foundation
 
 /// The URL rules of the VGS Show SDKs (SPEC 2.1–2.3).
-public enum Endpoint {
+package enum Endpoint {
     /// True for a vault id of letters and digits.
-    public static func isValidVault(_ vault: String) -> Bool {
+    package static func isValidVault(_ vault: String) -> Bool {
         !vault.isEmpty && vault.unicodeScalars.allSatisfy(isAlphanumericASCII)
     }
 
     /// True for `sandbox` or `live`, optionally followed by `-region` parts, in any case.
-    public static func isValidEnvironment(_ environment: String) -> Bool {
+    package static func isValidEnvironment(_ environment: String) -> Bool {
         let lower = environment.lowercased()
         let rest: Substring
         if lower.hasPrefix("sandbox") {
@@ -24,17 +24,17 @@ public enum Endpoint {
     }
 
     /// True when the environment already names a region (`live-eu-1`).
-    public static func environmentHasRegion(_ environment: String) -> Bool {
+    package static func environmentHasRegion(_ environment: String) -> Bool {
         environment.contains("-")
     }
 
     /// True for a data region or route id such as `eu-1` or `ua0505`.
-    public static func isValidRegion(_ region: String) -> Bool {
+    package static func isValidRegion(_ region: String) -> Bool {
         isDashedWords(Substring(region))
     }
 
     /// The vault URL: `https://<vault>[-<route>].<environment>[-<region>].verygoodproxy.com`, lower-cased.
-    public static func vaultURL(vault: String, environment: String, dataRegion: String?, routeID: String?) -> String {
+    package static func vaultURL(vault: String, environment: String, dataRegion: String?, routeID: String?) -> String {
         var host = vault
         if let routeID, !routeID.isEmpty { host += "-" + routeID }
         host += "." + environment
@@ -43,12 +43,12 @@ public enum Endpoint {
     }
 
     /// Why a hostname is refused.
-    public enum HostnameProblem: Error, Equatable, Sendable {
+    package enum HostnameProblem: Error, Equatable, Sendable {
         case empty, httpScheme, port, invalid
     }
 
     /// Normalises a custom hostname to a bare lower-case host (SPEC 2.2).
-    public static func normalizeHostname(_ raw: String) throws(HostnameProblem) -> String {
+    package static func normalizeHostname(_ raw: String) throws(HostnameProblem) -> String {
         var text = Substring(raw.trimmingCharacters(in: .whitespaces))
         if text.lowercased().hasPrefix("http://") { throw .httpScheme }
         if text.lowercased().hasPrefix("https://") { text = text.dropFirst(8) }
@@ -67,20 +67,20 @@ public enum Endpoint {
     }
 
     /// The request URL: base URL, one `/`, then the path without its leading slashes.
-    public static func requestURL(base: String, path: String) -> String {
+    package static func requestURL(base: String, path: String) -> String {
         let trimmedBase = base.hasSuffix("/") ? String(base.dropLast()) : base
         return trimmedBase + "/" + path.drop { $0 == "/" }
     }
 
     /// The address of the CNAME activation file the SDKs fetch for a custom hostname.
-    public static func hostnameCheckURL(checkBase: String?, host: String, vault: String) -> String {
+    package static func hostnameCheckURL(checkBase: String?, host: String, vault: String) -> String {
         let base = checkBase ?? "https://js.verygoodvault.com"
         return requestURL(base: base, path: "collect-configs/\(host)__\(vault).txt")
     }
 
     /// True when every byte of `url` is an unreserved, reserved or `%` URL character, so it
     /// needs no further parsing to be known valid.
-    public static func isPlainURL(_ url: String) -> Bool {
+    package static func isPlainURL(_ url: String) -> Bool {
         withUTF8(of: url) { bytes in bytes.allSatisfy { plainURLBytes[Int($0)] } }
     }
 

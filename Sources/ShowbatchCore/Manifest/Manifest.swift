@@ -24,7 +24,7 @@ public struct Manifest: Sendable {
     /// Local satellite port: requests go to `http://localhost:PORT`.
     public var satellitePort: Int?
     /// Headers sent with every request.
-    public var headers: [HeaderField] = []
+    package var headers: [HeaderField] = []
     /// Requests in flight at once.
     public var concurrency = 8
     /// Requests started per interval across the run.
@@ -40,13 +40,13 @@ public struct Manifest: Sendable {
     /// Aliases for `run --emulate`.
     public var emulator: EmulatorSpec?
     /// The requests, in order.
-    public var requests: [RequestSpec] = []
+    package var requests: [RequestSpec] = []
     /// A hash of the manifest's bytes, for telling journals apart.
-    public var contentHash: UInt64 = 0
+    package var contentHash: UInt64 = 0
 
     /// The identity of a run's input for its journals: the manifest's bytes and every data file's
     /// content, so that a journal is never replayed over a data file that changed since.
-    public func inputHash() throws(RunError) -> UInt64 {
+    package func inputHash() throws(RunError) -> UInt64 {
         var hash = contentHash
         for spec in requests {
             guard let each = spec.each else { continue }

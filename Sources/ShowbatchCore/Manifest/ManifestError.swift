@@ -8,5 +8,6 @@ public struct ManifestError: Error, Sendable, CustomStringConvertible {
     /// Wraps problems.
     public init(_ diagnostics: [Diagnostic]) { self.diagnostics = diagnostics }
 
+    /// Every diagnostic, one after another.
     public var description: String { diagnostics.map(\.description).joined(separator: "\n") }
 }

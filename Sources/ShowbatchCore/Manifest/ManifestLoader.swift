@@ -28,7 +28,7 @@ public enum ManifestLoader {
     static let concurrentDecodingThreshold = 1 << 20
 
     /// Validates manifest text; relative paths are resolved against `directory`.
-    public static func load(source: SourceFile, directory: String, environment: [String: String]) throws(ManifestError) -> Manifest {
+    package static func load(source: SourceFile, directory: String, environment: [String: String]) throws(ManifestError) -> Manifest {
         try load(source: source, directory: directory, environment: environment, concurrentFrom: concurrentDecodingThreshold)
     }
 

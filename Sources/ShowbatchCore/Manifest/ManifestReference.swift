@@ -1,21 +1,21 @@
 /// Every manifest key with its type, default and meaning: the one list that both the decoder
 /// (known keys, suggestions) and the README's reference table come from, so they cannot drift.
-public enum ManifestReference {
+package enum ManifestReference {
     /// One documented key. `path` uses `.` for nesting, `[]` for list items and `<name>` for
     /// user-chosen keys.
-    public struct Entry: Sendable {
+    package struct Entry: Sendable {
         /// The key's path.
-        public let path: String
+        package let path: String
         /// Its type.
-        public let type: String
+        package let type: String
         /// Its default, or "required".
-        public let defaultValue: String
+        package let defaultValue: String
         /// What it does.
-        public let meaning: String
+        package let meaning: String
     }
 
     /// The entries in document order.
-    public static let entries: [Entry] = [
+    package static let entries: [Entry] = [
         Entry(path: "version", type: "integer", defaultValue: "1", meaning: "Manifest format version; a higher version is an error."),
         Entry(path: "vault", type: "string", defaultValue: "required", meaning: "Vault id: letters and digits."),
         Entry(path: "environment", type: "string", defaultValue: "sandbox", meaning: "`sandbox` or `live`, optionally with `-region` parts (`live-eu-1`), any case."),
@@ -69,7 +69,7 @@ public enum ManifestReference {
     ]
 
     /// The keys directly under `parent` ("" for the top level), in document order.
-    public static func keys(under parent: String) -> [String] {
+    package static func keys(under parent: String) -> [String] {
         entries.compactMap { entry in
             if parent.isEmpty { return entry.path.contains(where: { $0 == "." || $0 == "[" }) ? nil : entry.path }
             for separator in [".", "[]."] where entry.path.hasPrefix(parent + separator) {
@@ -81,7 +81,7 @@ public enum ManifestReference {
     }
 
     /// The Markdown table for the README.
-    public static var markdown: String {
+    package static var markdown: String {
         var lines = ["| key | type | default | meaning |", "| --- | --- | --- | --- |"]
         for entry in entries {
             lines.append("| `\(entry.path)` | \(entry.type) | \(entry.defaultValue == "—" ? "—" : "`\(entry.defaultValue)`") | \(entry.meaning) |")

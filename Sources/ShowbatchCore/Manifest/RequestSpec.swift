@@ -1,28 +1,28 @@
 import ShowbatchYAML
 
 /// One entry of `requests:`.
-public struct RequestSpec: Sendable {
+package struct RequestSpec: Sendable {
     /// The name (a template for data-driven requests).
-    public var name: Template
+    package var name: Template
     /// The path, with an optional query string.
-    public var path: Template
+    package var path: Template
     /// The method.
-    public var method: HTTPMethod = .post
+    package var method: HTTPMethod = .post
     /// Request headers, merged over the manifest headers.
-    public var headers: [HeaderField] = []
+    package var headers: [HeaderField] = []
     /// The JSON payload.
-    public var payload: PayloadValue?
+    package var payload: PayloadValue?
     /// Label bindings, in order.
-    public var labels: [LabelBinding] = []
+    package var labels: [LabelBinding] = []
     /// The data file for a data-driven request.
-    public var each: DataSource?
+    package var each: DataSource?
     /// This request's own output.
-    public var output: OutputSpec?
+    package var output: OutputSpec?
     /// Where the request is written in the manifest.
-    public var mark: Mark
+    package var mark: Mark
 
     /// Every data column the request's templates reference, checked on each row (set by the decoder).
-    public var rowColumns: [String] = []
+    package var rowColumns: [String] = []
 
     /// Collects `rowColumns` from the templates.
     func referencedColumns() -> [String] {
@@ -35,11 +35,11 @@ public struct RequestSpec: Sendable {
 }
 
 /// One header with a value template (environment references already resolved).
-public struct HeaderField: Sendable {
+package struct HeaderField: Sendable {
     /// The header name.
-    public var name: String
+    package var name: String
     /// The value; may still hold `${row.…}` references in data-driven requests.
-    public var value: Template
+    package var value: Template
 }
 
 /// HTTP methods a request may use.
@@ -48,7 +48,7 @@ public enum HTTPMethod: String, Sendable, CaseIterable {
 }
 
 /// Headers merged case-insensitively, later ones winning, in first-seen order.
-public func mergeHeaders(_ layers: [HeaderField]...) -> [HeaderField] {
+package func mergeHeaders(_ layers: [HeaderField]...) -> [HeaderField] {
     var merged: [HeaderField] = []
     for layer in layers {
         for field in layer {
@@ -63,17 +63,17 @@ public func mergeHeaders(_ layers: [HeaderField]...) -> [HeaderField] {
 }
 
 /// A data file driving one request per row.
-public struct DataSource: Sendable {
+package struct DataSource: Sendable {
     /// CSV or JSON Lines.
-    public var kind: DataRowReader.Kind
+    package var kind: DataRowReader.Kind
     /// The path resolved against the manifest's folder.
-    public var path: String
+    package var path: String
     /// The path as the manifest writes it (used in messages).
-    public var name: String
+    package var name: String
 }
 
 /// A payload value: JSON whose strings may be templates.
-public indirect enum PayloadValue: Sendable {
+package indirect enum PayloadValue: Sendable {
     case null
     case bool(Bool)
     case number(String)
@@ -83,7 +83,7 @@ public indirect enum PayloadValue: Sendable {
 
     /// Appends the compact JSON for one data row, without building it first. A string that is
     /// exactly `${row.COL}` keeps the row value's type.
-    public func write(row: DataRow?, to out: inout [UInt8]) {
+    package func write(row: DataRow?, to out: inout [UInt8]) {
         JSONWriter.append(to: &out) { write(row: row, with: &$0) }
     }
 

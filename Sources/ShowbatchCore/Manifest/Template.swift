@@ -1,9 +1,9 @@
 import Foundation
 
 /// A string with `${NAME}`, `${row.COLUMN}` and `${index}` references (`$${` is a literal `${`).
-public struct Template: Sendable, Equatable {
+package struct Template: Sendable, Equatable {
     /// One piece of a template.
-    public enum Part: Sendable, Equatable {
+    package enum Part: Sendable, Equatable {
         case literal(String)
         case environment(String)
         case row(String)
@@ -11,13 +11,13 @@ public struct Template: Sendable, Equatable {
     }
 
     /// The pieces in order.
-    public private(set) var parts: [Part]
+    package private(set) var parts: [Part]
 
     /// A template with no references.
-    public init(literal: String) { parts = literal.isEmpty ? [] : [.literal(literal)] }
+    package init(literal: String) { parts = literal.isEmpty ? [] : [.literal(literal)] }
 
     /// Parses `text`; the error message says what is wrong, never quoting a value.
-    public init(parsing text: String) throws(TemplateSyntaxError) {
+    package init(parsing text: String) throws(TemplateSyntaxError) {
         if !withUTF8(of: text, { $0.contains(UInt8(ascii: "$")) }) {
             parts = text.isEmpty ? [] : [.literal(text)]
             return
@@ -65,28 +65,28 @@ public struct Template: Sendable, Equatable {
     }
 
     /// Names of the environment variables referenced.
-    public var environmentNames: [String] {
+    package var environmentNames: [String] {
         parts.compactMap { if case .environment(let name) = $0 { return name } else { return nil } }
     }
 
     /// Names of the data columns referenced.
-    public var rowColumns: [String] {
+    package var rowColumns: [String] {
         parts.compactMap { if case .row(let name) = $0 { return name } else { return nil } }
     }
 
     /// True when the template needs a data row (`${row.…}` or `${index}`).
-    public var needsRow: Bool {
+    package var needsRow: Bool {
         parts.contains { if case .literal = $0 { return false } else if case .environment = $0 { return false } else { return true } }
     }
 
     /// The column when the whole template is one `${row.COLUMN}` (its value keeps its JSON type).
-    public var wholeRowColumn: String? {
+    package var wholeRowColumn: String? {
         if parts.count == 1, case .row(let column) = parts[0] { return column }
         return nil
     }
 
     /// Replaces environment references with their values; returns the names that are unset.
-    public mutating func resolveEnvironment(_ environment: [String: String]) -> [String] {
+    package mutating func resolveEnvironment(_ environment: [String: String]) -> [String] {
         guard parts.contains(where: { if case .environment = $0 { return true } else { return false } }) else { return [] }
         var missing: [String] = []
         parts = parts.map { part in
@@ -112,7 +112,7 @@ public struct Template: Sendable, Equatable {
 
     /// The text with row references filled from `row` (a missing column expands to nothing;
     /// runs check columns before expanding).
-    public func expand(row: DataRow?) -> String {
+    package func expand(row: DataRow?) -> String {
         if parts.count == 1, case .literal(let text) = parts[0] { return text }
         var out = ""
         forEachPiece(row: row) { out += $0 }
@@ -134,7 +134,7 @@ public struct Template: Sendable, Equatable {
 }
 
 /// A template that does not parse.
-public struct TemplateSyntaxError: Error, Sendable {
+package struct TemplateSyntaxError: Error, Sendable {
     /// What is wrong.
-    public let message: String
+    package let message: String
 }

@@ -27,6 +27,7 @@ public struct ResultRow: Sendable, Equatable {
         self.errors = errors
     }
 
+    /// Rows are equal when every field is (labels compared in order).
     public static func == (lhs: ResultRow, rhs: ResultRow) -> Bool {
         lhs.ordinal == rhs.ordinal && lhs.request == rhs.request && lhs.status == rhs.status
             && lhs.httpStatus == rhs.httpStatus && lhs.attempts == rhs.attempts && lhs.errors == rhs.errors

@@ -1,17 +1,17 @@
 /// Encodes result rows as CSV cells or JSON objects (SPEC section 3).
-public enum RowEncoding {
+package enum RowEncoding {
     /// The fixed columns that precede the labels.
-    public static var fixedColumns: [String] { ResultColumn.names }
+    package static var fixedColumns: [String] { ResultColumn.names }
 
     /// The CSV header line.
-    public static func csvHeader(labels: [String], escapeFormulas: Bool) -> [UInt8] {
+    package static func csvHeader(labels: [String], escapeFormulas: Bool) -> [UInt8] {
         var out: [UInt8] = []
         appendCSVLine(fixedColumns + labels, escapeFormulas: escapeFormulas, to: &out)
         return out
     }
 
     /// One CSV line for `row`, with a cell for each of `labels` (empty when the row lacks it).
-    public static func csvLine(_ row: ResultRow, labels: [String], escapeFormulas: Bool, to out: inout [UInt8]) {
+    package static func csvLine(_ row: ResultRow, labels: [String], escapeFormulas: Bool, to out: inout [UInt8]) {
         appendCSVCell(row.request, escapeFormulas: escapeFormulas, to: &out)
         out.append(UInt8(ascii: ","))
         out.append(contentsOf: row.status.rawValue.utf8)
@@ -61,7 +61,7 @@ public enum RowEncoding {
     }
 
     /// The JSON object of a row: request, status, http_status, attempts, labels, errors.
-    public static func writeJSON(_ row: ResultRow, to out: inout [UInt8]) {
+    package static func writeJSON(_ row: ResultRow, to out: inout [UInt8]) {
         JSONWriter.append(to: &out) { writer in
             writer.object { writer in
                 writer.key(ResultColumn.request.rawValue)

@@ -1,17 +1,17 @@
 import Foundation
 
 /// A dot-separated path into a JSON response (`card_data.card_number`, `cards.0.number`, `a\.b`).
-public struct ContentPath: Sendable, Equatable, CustomStringConvertible {
+package struct ContentPath: Sendable, Equatable, CustomStringConvertible {
     /// The segments, with `\.` already unescaped.
-    public let segments: [String]
+    package let segments: [String]
     /// The path as written.
-    public let text: String
+    package let text: String
     /// True when the path is ASCII: its segments then compare with a response's plain member
     /// names as bytes (others compare as strings, by canonical equivalence).
     let isASCII: Bool
 
     /// Parses a content path; the error says what is wrong with it.
-    public init(parsing text: String) throws(ContentPathError) {
+    package init(parsing text: String) throws(ContentPathError) {
         guard let firstByte = text.utf8.first, let lastByte = text.utf8.last else {
             throw ContentPathError(message: "content path is empty")
         }
@@ -65,7 +65,7 @@ public struct ContentPath: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The value at this path, or nil when a key is missing or an index is out of range.
-    public func lookup(in root: JSONValue) -> JSONValue? { lookup(in: root, from: 0) }
+    package func lookup(in root: JSONValue) -> JSONValue? { lookup(in: root, from: 0) }
 
     /// The value at the path's segments from `level` on, looked up in `root`.
     func lookup(in root: JSONValue, from level: Int) -> JSONValue? {
@@ -91,11 +91,12 @@ public struct ContentPath: Sendable, Equatable, CustomStringConvertible {
         return index
     }
 
-    public var description: String { text }
+    /// The path as written.
+    package var description: String { text }
 }
 
 /// A content path that does not parse.
-public struct ContentPathError: Error, Sendable {
+package struct ContentPathError: Error, Sendable {
     /// What is wrong.
-    public let message: String
+    package let message: String
 }

@@ -1,16 +1,16 @@
 import Foundation
 
 /// A regular-expression replacement applied to a revealed value (SPEC 2.6).
-public struct RegexTransform: @unchecked Sendable {
+package struct RegexTransform: @unchecked Sendable {
     // NSRegularExpression is immutable once built and safe to share for matching.
     private let regex: NSRegularExpression
     /// The pattern as written.
-    public let pattern: String
+    package let pattern: String
     /// The replacement template (`$1` refers to the first group).
-    public let template: String
+    package let template: String
 
     /// Compiles `pattern` (ICU syntax); the error carries ICU's reason.
-    public init(pattern: String, template: String) throws(TransformError) {
+    package init(pattern: String, template: String) throws(TransformError) {
         do {
             regex = try NSRegularExpression(pattern: pattern)
         } catch {
@@ -21,7 +21,7 @@ public struct RegexTransform: @unchecked Sendable {
     }
 
     /// Replaces every match in `value`.
-    public func apply(_ value: String) -> String {
+    package func apply(_ value: String) -> String {
         // NSRange over UTF-16 covers the whole string whatever graphemes precede a match.
         let range = NSRange(location: 0, length: (value as NSString).length)
         return regex.stringByReplacingMatches(in: value, options: [], range: range, withTemplate: template)
@@ -29,7 +29,7 @@ public struct RegexTransform: @unchecked Sendable {
 }
 
 /// A regular expression that does not compile.
-public struct TransformError: Error, Sendable {
+package struct TransformError: Error, Sendable {
     /// What is wrong.
-    public let message: String
+    package let message: String
 }

@@ -1,7 +1,7 @@
 /// Turns an HTTP answer into a result row (SPEC 2.5, 2.6 and 3).
-public enum Reveal {
+package enum Reveal {
     /// The row for a 2xx answer: labels extracted, transformed and masked.
-    public static func row(ordinal: Int, request: String, status: Int, attempts: Int, body: [UInt8],
+    package static func row(ordinal: Int, request: String, status: Int, attempts: Int, body: [UInt8],
                            labels: [LabelBinding]) -> ResultRow {
         var row = ResultRow(ordinal: ordinal, request: request, status: .failed, httpStatus: status, attempts: attempts,
                             labels: labels.map { ($0.name, nil) }, errors: [])

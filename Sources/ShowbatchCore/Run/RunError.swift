@@ -10,6 +10,7 @@ public enum RunError: Error, Sendable, CustomStringConvertible {
     /// Something failed at run time: an unwritable output, a strict hostname check.
     case runtime(String)
 
+    /// The message a person reads (a manifest problem with its quoted line).
     public var description: String {
         switch self {
         case .usage(let message), .runtime(let message): return message

@@ -1,7 +1,7 @@
 import Foundation
 
 /// The closest candidate to `word` by edit distance, when it is close enough to be a typo.
-public func closest(_ word: String, in candidates: [String]) -> String? {
+package func closest(_ word: String, in candidates: [String]) -> String? {
     let target = Array(word.lowercased())
     var best: (String, Int)?
     for candidate in candidates {
@@ -21,7 +21,7 @@ public func closest(_ word: String, in candidates: [String]) -> String? {
 }
 
 /// "a, b or c" for lists of choices in messages.
-public func choices(_ items: [String]) -> String {
+package func choices(_ items: [String]) -> String {
     guard items.count > 1 else { return items.first ?? "" }
     return items.dropLast().joined(separator: ", ") + " or " + items.last!
 }

@@ -4,9 +4,9 @@ import Glibc
 #endif
 
 /// Parsing of durations (`500ms`, `30s`, `2m`, plain seconds) and rates (`50/s`, `600/m`).
-public enum Units {
+package enum Units {
     /// A duration from text; nil when it is not one or not positive.
-    public static func duration(_ text: String) -> Duration? {
+    package static func duration(_ text: String) -> Duration? {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         let units: [(suffix: String, seconds: Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600)]
         for unit in units where trimmed.hasSuffix(unit.suffix) {
@@ -21,12 +21,12 @@ public enum Units {
     }
 
     /// A duration of `value` seconds.
-    public static func seconds(_ value: Double) -> Duration {
+    package static func seconds(_ value: Double) -> Duration {
         .nanoseconds(Int64((value * 1e9).rounded()))
     }
 
     /// A rate from text such as `50/s` or `600/m`; nil when it is not one.
-    public static func rate(_ text: String) -> Rate? {
+    package static func rate(_ text: String) -> Rate? {
         let parts = text.trimmingCharacters(in: .whitespaces).split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count == 2, let count = Int(parts[0]), count > 0, parts[0].allSatisfy(\.isNumber) else { return nil }
         switch parts[1] {
@@ -37,7 +37,7 @@ public enum Units {
     }
 
     /// A latency `D` or `D±J` (also `D+-J`): the base and the jitter; `0` is allowed.
-    public static func latency(_ text: String) -> (Duration, Duration)? {
+    package static func latency(_ text: String) -> (Duration, Duration)? {
         func base(_ part: String) -> Duration? {
             ["0", "0s", "0ms"].contains(part) ? .zero : duration(part)
         }
@@ -53,7 +53,7 @@ public enum Units {
     }
 
     /// Text for a duration as a person reads it (`250ms`, `1.5s`).
-    public static func text(_ duration: Duration) -> String {
+    package static func text(_ duration: Duration) -> String {
         let seconds = duration.seconds
         if seconds < 1 { return "\(Int((seconds * 1000).rounded()))ms" }
         if seconds == seconds.rounded() { return "\(Int(seconds))s" }
@@ -80,7 +80,7 @@ public struct Rate: Sendable, Equatable {
 
 extension Duration {
     /// The duration in seconds as a Double.
-    public var seconds: Double {
+    package var seconds: Double {
         let parts = components
         return Double(parts.seconds) + Double(parts.attoseconds) / 1e18
     }

@@ -28,6 +28,7 @@ public final class URLSessionTransport: Transport, @unchecked Sendable {
 
     deinit { session.finishTasksAndInvalidate() }
 
+    /// Sends one request on the run's session, ending it at `timeout` whatever the server does.
     public func send(_ prepared: PreparedRequest, timeout: Duration) async -> TransportResult {
         guard let url = URL(string: prepared.url) else { return .failure(.network("invalid URL")) }
         var request = URLRequest(url: url)

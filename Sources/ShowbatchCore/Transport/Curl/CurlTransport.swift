@@ -22,6 +22,7 @@ public final class CurlTransport: Transport, Sendable {
 
     deinit { loop.stop() }
 
+    /// Hands the request to the loop and waits for its result; a cancelled task ends the transfer.
     public func send(_ request: PreparedRequest, timeout: Duration) async -> TransportResult {
         let transfer = CurlTransfer(request: request, timeout: timeout)
         return await withTaskCancellationHandler {
