@@ -198,12 +198,10 @@ private let minimal = "vault: tnt1\nrequests:\n  - {name: a, path: /post}\n"
     @Test func missingFileAndDirectory() {
         let dir = TempDir()
         defer { dir.remove() }
-        #expect(throws: ManifestError.self) { try ManifestLoader.load(path: dir.path + "/none.yaml") }
-        do {
-            _ = try ManifestLoader.load(path: dir.path)
-        } catch {
-            #expect(error.description == "\(dir.path): error: is a directory; expected a manifest file")
-        }
+        let missing = #expect(throws: ManifestError.self) { try ManifestLoader.load(path: dir.path + "/none.yaml") }
+        #expect(missing?.description == "\(dir.path)/none.yaml: error: no such file")
+        let directory = #expect(throws: ManifestError.self) { try ManifestLoader.load(path: dir.path) }
+        #expect(directory?.description == "\(dir.path): error: is a directory; expected a manifest file")
     }
 
     @Test func secretsNeverAppearInErrors() {
@@ -258,6 +256,52 @@ private let minimal = "vault: tnt1\nrequests:\n  - {name: a, path: /post}\n"
     ])
     func keysComeFromTheReference(parent: String, keys: [String]) {
         #expect(ManifestReference.keys(under: parent) == keys)
+    }
+
+    /// Every default the reference (and so the README) states is the value the model starts
+    /// with: a default changed in one place and not the other fails here.
+    @Test func referenceDefaultsAreTheModelsInitialValues() throws {
+        let manifest = try loadManifest("""
+        vault: tnt1
+        output: {path: r.csv}
+        emulator: {}
+        requests: [{name: a, path: /p, labels: {x: {path: json.x, mask: true}}}]
+        """)
+        let request = try #require(manifest.requests.first)
+        let mask = try #require(request.labels.first?.mask)
+        let faults = try #require(manifest.emulator?.faults)
+        func number(_ value: Double) -> String { value == value.rounded() ? String(Int(value)) : String(value) }
+        let retryOn = manifest.retry.statuses.sorted().map(String.init) + (manifest.retry.network ? ["network"] : [])
+            + (manifest.retry.timeout ? ["timeout"] : [])
+        let model: [String: String] = [
+            "version": String(manifest.version),
+            "environment": manifest.environment,
+            "hostname_check": String(manifest.hostnameCheck),
+            "concurrency": String(manifest.concurrency),
+            "timeout": Units.text(manifest.timeout),
+            "transport": manifest.transport.rawValue,
+            "retry.attempts": String(manifest.retry.attempts),
+            "retry.backoff": Units.text(manifest.retry.backoff),
+            "retry.max_backoff": Units.text(manifest.retry.maxBackoff),
+            "retry.on": "[" + retryOn.joined(separator: ", ") + "]",
+            "output.format": manifest.output?.format?.rawValue ?? "extension",
+            "output.csv.escape_formulas": String(manifest.output?.escapeFormulas ?? true),
+            "emulator.aliases": manifest.emulator?.aliases == nil ? "sample aliases" : "given",
+            "emulator.latency": faults.latency == .zero ? "0" : Units.text(faults.latency),
+            "emulator.fail_rate": number(faults.failRate),
+            "emulator.fail_status": String(faults.failStatus),
+            "emulator.drop_rate": number(faults.dropRate),
+            "emulator.malformed_rate": number(faults.malformedRate),
+            "emulator.seed": String(faults.seed),
+            "requests[].method": request.method.rawValue.lowercased(),
+            "requests[].labels.<name>.mask.ranges": mask.ranges.isEmpty ? "everything" : "\(mask.ranges)",
+            "requests[].labels.<name>.mask.symbol": mask.symbol.map(String.init) ?? "",
+        ]
+        let stated = ManifestReference.entries.filter { $0.defaultValue != "—" && $0.defaultValue != "required" }
+        for entry in stated {
+            #expect(model[entry.path] == entry.defaultValue, "\(entry.path)")
+        }
+        #expect(Set(model.keys) == Set(stated.map(\.path)))
     }
 
     @Test func readmeHoldsTheGeneratedReference() throws {

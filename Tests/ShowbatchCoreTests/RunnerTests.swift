@@ -166,9 +166,12 @@ requests:
         #expect(fixture.read("r.csv") == expected)
     }
 
-    /// A slow first request holds the window: at most `window - 1` later requests are sent
-    /// before it is answered, the workers wait, and then every row is written in order.
-    @Test(arguments: TransportKind.allCases) func aSlowRequestHoldsTheWindow(transport: TransportKind) async throws {
+    /// A slow first request holds the window: exactly `window - 1` later requests are sent before
+    /// it is answered (r0 is let go only once every other worker waits for room, so a run that
+    /// sent more would have done so by then), the workers wait, and then every row is written
+    /// in order. A run whose parked workers were never woken would hang here.
+    @Test(.timeLimit(.minutes(1)), arguments: TransportKind.allCases)
+    func aSlowRequestHoldsTheWindow(transport: TransportKind) async throws {
         let fixture = RunFixture(transport: transport)
         defer { fixture.dir.remove() }
         let requests = (0..<200).map { "  - {name: r\($0), path: /p, payload: {i: \"\($0)\"}, labels: {i: json.i}}" }.joined(separator: "\n")
@@ -176,8 +179,11 @@ requests:
         let (emulator, options) = try fixture.emulator(for: manifest)
         defer { emulator.stop() }
         let inner: any Transport = transport == .curl ? CurlTransport(maxConnections: 4) : URLSessionTransport(maxConnections: 4)
-        let holding = HeadHoldingTransport(inner: inner, others: 63)
-        let summary = try await Runner(manifest: manifest, options: options, transport: holding, environment: [:]).run()
+        let holding = HeadHoldingTransport(inner: inner)
+        var runner = Runner(manifest: manifest, options: options, transport: holding, environment: [:])
+        // The three workers other than r0's all waiting: nothing more can be sent until r0 is answered.
+        runner.onPark = { parked in if parked == 3 { holding.release() } }
+        let summary = try await runner.run()
         #expect(summary.ok == 200)
         // The window is max(4 × 4, 64) rows: r0 and the 63 after it.
         #expect(holding.sentWhileHeld.withLock { $0 } == 63)
@@ -263,44 +269,50 @@ requests:
     }
 }
 
-/// Holds request r0 until `others` other requests have been answered, then a little longer, to
-/// see how many more the run sends while r0 is outstanding, and how many run at once after. Runs its requests where the inner
-/// transport would (the curl loop's thread).
+/// Holds request r0 until the run has no other worker left to send with (each is waiting for
+/// room in the window), to see how many requests the run sends while r0 is outstanding, and how
+/// many run at once after. Runs its requests where the inner transport would (the curl loop's thread).
 final class HeadHoldingTransport: Transport, Sendable {
     let inner: any Transport
-    let others: Int
-    let answered = Atomic<Int>(0)
     /// Requests other than r0 sent while r0 was outstanding.
     let sentWhileHeld = Mutex<Int>(0)
     let held = Atomic<Bool>(true)
     let inFlight = Atomic<Int>(0)
     /// The most requests in flight at once after r0 was let go: the waiting workers' doing.
     let inFlightAfter = Atomic<Int>(0)
+    private let gate = Mutex<(open: Bool, waiter: CheckedContinuation<Void, Never>?)>((false, nil))
 
-    init(inner: any Transport, others: Int) {
+    init(inner: any Transport) {
         self.inner = inner
-        self.others = others
     }
 
     var executor: (any TaskExecutor)? { inner.executor }
+
+    /// Lets r0 go.
+    func release() {
+        let waiter = gate.withLock { gate -> CheckedContinuation<Void, Never>? in
+            gate.open = true
+            defer { gate.waiter = nil }
+            return gate.waiter
+        }
+        waiter?.resume()
+    }
 
     func send(_ request: PreparedRequest, timeout: Duration) async -> TransportResult {
         guard request.name == "r0" else {
             if held.load(ordering: .acquiring) { sentWhileHeld.withLock { $0 += 1 } }
             let now = inFlight.add(1, ordering: .relaxed).newValue
             if !held.load(ordering: .acquiring) { inFlightAfter.max(now, ordering: .relaxed) }
-            defer {
-                inFlight.subtract(1, ordering: .relaxed)
-                answered.add(1, ordering: .releasing)
-            }
+            defer { inFlight.subtract(1, ordering: .relaxed) }
             return await inner.send(request, timeout: timeout)
         }
-        let deadline = ContinuousClock.now + .seconds(5)
-        while answered.load(ordering: .acquiring) < others && ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(2))
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let open = gate.withLock { gate -> Bool in
+                if !gate.open { gate.waiter = continuation }
+                return gate.open
+            }
+            if open { continuation.resume() }
         }
-        // Time for a request past the window to be sent, if the run were to send one.
-        try? await Task.sleep(for: .milliseconds(100))
         held.store(false, ordering: .releasing)
         return await inner.send(request, timeout: timeout)
     }

@@ -38,8 +38,18 @@ func showbatch(_ arguments: [String], in directory: String, environment: [String
         while process.isRunning && Date() < deadline && !interrupt(directory) { usleep(2_000) }
         if process.isRunning { kill(process.processIdentifier, SIGINT) }
     }
+    // Both pipes are read at once: a child that fills one while the other is being read to its
+    // end would otherwise wait forever.
+    let errData = Mutex(Data())
+    let errRead = DispatchSemaphore(value: 0)
+    Thread {
+        let data = errPipe.fileHandleForReading.readDataToEndOfFile()
+        errData.withLock { $0 = data }
+        errRead.signal()
+    }.start()
     let out = outPipe.fileHandleForReading.readDataToEndOfFile()
-    let err = errPipe.fileHandleForReading.readDataToEndOfFile()
+    errRead.wait()
+    let err = errData.withLock { $0 }
     process.waitUntilExit()
     return Execution(status: process.terminationStatus, stdout: String(decoding: out, as: UTF8.self), stderr: String(decoding: err, as: UTF8.self))
 }

@@ -92,6 +92,9 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
         outbox.reserveCapacity(Self.batchSize)
     }
 
+    /// Workers waiting for room.
+    var parkedCount: Int { parked.count }
+
     var windowFull: Bool { nextSequence - nextToWrite >= window || outbox.count >= outboxLimit }
 
     /// The next thing a worker does; rows that need no request (journaled, unpreparable) are

@@ -18,11 +18,14 @@ final class RunDispatch: Sendable {
     private let total: Int?
     private let start: ContinuousClock.Instant
     private let events: @Sendable (RunEvent) -> Void
+    private let onPark: (@Sendable (Int) -> Void)?
 
     /// Dispatch for a run: `feed` gives the work items, `writer` takes the rows.
     init(manifest: Manifest, feed: RequestFeed, writer: RowWriter, byRequest: [Int], failFast: Bool, window: Int,
-         total: Int?, start: ContinuousClock.Instant, events: @escaping @Sendable (RunEvent) -> Void) {
+         total: Int?, start: ContinuousClock.Instant, events: @escaping @Sendable (RunEvent) -> Void,
+         onPark: (@Sendable (Int) -> Void)? = nil) {
         self.feed = feed
+        self.onPark = onPark
         self.writer = writer
         self.total = total
         self.start = start
@@ -46,7 +49,8 @@ final class RunDispatch: Sendable {
             case .wait:
                 await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
                     // Parked only if nothing made room since `next`; else straight on.
-                    if !state.withLock({ $0.park(continuation) }) { continuation.resume() }
+                    let parked = state.withLock { state -> Int? in state.park(continuation) ? state.parkedCount : nil }
+                    if let parked { onPark?(parked) } else { continuation.resume() }
                 }
             case .send(let job):
                 let row = await context.perform(job.request, ordinal: job.ordinal, labels: job.labels, revealLater: revealLater)

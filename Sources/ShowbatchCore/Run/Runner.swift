@@ -7,6 +7,9 @@ public struct Runner: Sendable {
     let transport: any Transport
     let events: @Sendable (RunEvent) -> Void
     let environment: [String: String]
+    /// Called with the number of workers waiting for room in the window each time one parks
+    /// (tests wait on it instead of sleeping).
+    var onPark: (@Sendable (Int) -> Void)?
 
     /// A runner for `manifest`; a URLSession transport is made when none is given.
     public init(manifest: Manifest, options: RunOptions, transport: (any Transport)? = nil,
@@ -64,7 +67,8 @@ public struct Runner: Sendable {
                                journals: outputs.journals)
         let writer = RowWriter(files: outputs.files, journals: outputs.journals)
         let dispatch = RunDispatch(manifest: manifest, feed: feed, writer: writer, byRequest: byRequest,
-                                   failFast: options.failFast, window: window, total: total, start: start, events: events)
+                                   failFast: options.failFast, window: window, total: total, start: start, events: events,
+                                   onPark: onPark)
         // Labels are extracted on the writer thread, except with --fail-fast, which must know at once.
         let revealLater = !options.failFast
         // With the curl transport, every worker runs on the transport's own thread.
