@@ -246,29 +246,6 @@ requests:
     }
 }
 
-@Suite struct RevealTests {
-    let labels = [LabelBinding(name: "x", path: try! ContentPath(parsing: "json.x"), transforms: [], mask: nil)]
-
-    @Test(arguments: [
-        ("", "1401 unexpected_response_data_format: empty response body"),
-        ("  \n", "1401 unexpected_response_data_format: empty response body"),
-        ("[1]", "1402 response_invalid_json: response body is JSON but not an object"),
-        ("{\"json\":", "1402 response_invalid_json: response body is not valid JSON (unexpected end of input at byte 8)"),
-        ("{\"json\":{}}", "1403 field_not_found: label x: no value at json.x"),
-        ("{\"json\":{\"x\":null}}", "1403 field_not_found: label x: no value at json.x"),
-    ])
-    func bodyErrors(body: String, error: String) {
-        let row = Reveal.row(ordinal: 0, request: "r", status: 200, attempts: 1, body: Array(body.utf8), labels: labels)
-        #expect(row.errors.map(\.text) == [error])
-    }
-
-    @Test func retryAfterAcceptsSecondsAndDates() {
-        #expect(AttemptContext.parseRetryAfter("3") == .seconds(3))
-        #expect(AttemptContext.parseRetryAfter("Wed, 21 Oct 2015 07:28:00 GMT") == .zero)
-        #expect(AttemptContext.parseRetryAfter("soon") == nil)
-    }
-}
-
 /// Holds request r0 until the run has no other worker left to send with (each is waiting for
 /// room in the window), to see how many requests the run sends while r0 is outstanding, and how
 /// many run at once after. Runs its requests where the inner transport would (the curl loop's thread).
@@ -315,27 +292,5 @@ final class HeadHoldingTransport: Transport, Sendable {
         }
         held.store(false, ordering: .releasing)
         return await inner.send(request, timeout: timeout)
-    }
-}
-
-@Suite struct CSVCellTests {
-    @Test(arguments: [
-        ("plain", false, "plain"), ("a,b", false, #""a,b""#), (#"say "hi""#, false, #""say ""hi""""#), ("two\nlines", false, "\"two\nlines\""),
-        ("cr\r", false, "\"cr\r\""), ("=1+1", true, "'=1+1"), ("=1+1", false, "=1+1"), ("-1,5", true, #""'-1,5""#),
-        (#"@"x""#, true, #""'@""x""""#), ("+", true, "'+"), ("", true, ""), ("café", false, "café"),
-    ])
-    func cells(text: String, escapeFormulas: Bool, expected: String) {
-        var out: [UInt8] = []
-        RowEncoding.appendCSVCell(text, escapeFormulas: escapeFormulas, to: &out)
-        #expect(String(decoding: out, as: UTF8.self) == expected)
-    }
-
-    @Test func aLineHasTheFixedColumnsThenTheLabels() {
-        let row = ResultRow(ordinal: 0, request: "r,1", status: .partial, httpStatus: 200, attempts: 2,
-                            labels: [("a", "x"), ("b", nil)],
-                            errors: [RowError(code: .fieldNotFound, label: "b", message: "label b: no value at json.b")])
-        var out: [UInt8] = []
-        RowEncoding.csvLine(row, labels: ["b", "a", "c"], escapeFormulas: false, to: &out)
-        #expect(String(decoding: out, as: UTF8.self) == "\"r,1\",partial,200,2,1403 field_not_found: label b: no value at json.b,,x,\n")
     }
 }

@@ -1,0 +1,80 @@
+import Foundation
+import Testing
+@testable import ShowbatchCore
+
+@Suite struct ManifestReferenceTests {
+    @Test(arguments: [
+        ("", ["version", "vault", "environment", "data_region", "route_id", "hostname", "hostname_check", "satellite_port", "headers",
+              "concurrency", "rate_limit", "timeout", "transport", "retry", "output", "emulator", "requests"]),
+        ("requests", ["name", "path", "method", "headers", "payload", "labels", "each", "output"]),
+        ("retry", ["attempts", "backoff", "max_backoff", "on"]),
+        ("output", ["path", "format", "csv"]),
+        ("requests[].labels.<name>", ["path", "transform", "mask"]),
+        ("requests[].labels.<name>.transform", ["regex", "template"]),
+        ("requests[].each", ["csv", "jsonl"]),
+    ])
+    func keysComeFromTheReference(parent: String, keys: [String]) {
+        #expect(ManifestReference.keys(under: parent) == keys)
+    }
+
+    /// Every default the reference (and so the README) states is the value the model starts
+    /// with: a default changed in one place and not the other fails here.
+    @Test func referenceDefaultsAreTheModelsInitialValues() throws {
+        let manifest = try loadManifest("""
+        vault: tnt1
+        output: {path: r.csv}
+        emulator: {}
+        requests: [{name: a, path: /p, labels: {x: {path: json.x, mask: true}}}]
+        """)
+        let request = try #require(manifest.requests.first)
+        let mask = try #require(request.labels.first?.mask)
+        let faults = try #require(manifest.emulator?.faults)
+        func number(_ value: Double) -> String { value == value.rounded() ? String(Int(value)) : String(value) }
+        let retryOn = manifest.retry.statuses.sorted().map(String.init) + (manifest.retry.network ? ["network"] : [])
+            + (manifest.retry.timeout ? ["timeout"] : [])
+        let model: [String: String] = [
+            "version": String(manifest.version),
+            "environment": manifest.environment,
+            "hostname_check": String(manifest.hostnameCheck),
+            "concurrency": String(manifest.concurrency),
+            "timeout": Units.text(manifest.timeout),
+            "transport": manifest.transport.rawValue,
+            "retry.attempts": String(manifest.retry.attempts),
+            "retry.backoff": Units.text(manifest.retry.backoff),
+            "retry.max_backoff": Units.text(manifest.retry.maxBackoff),
+            "retry.on": "[" + retryOn.joined(separator: ", ") + "]",
+            "output.format": manifest.output?.format?.rawValue ?? "extension",
+            "output.csv.escape_formulas": String(manifest.output?.escapeFormulas ?? true),
+            "emulator.aliases": manifest.emulator?.aliases == nil ? "sample aliases" : "given",
+            "emulator.latency": faults.latency == .zero ? "0" : Units.text(faults.latency),
+            "emulator.fail_rate": number(faults.failRate),
+            "emulator.fail_status": String(faults.failStatus),
+            "emulator.drop_rate": number(faults.dropRate),
+            "emulator.malformed_rate": number(faults.malformedRate),
+            "emulator.seed": String(faults.seed),
+            "requests[].method": request.method.rawValue.lowercased(),
+            "requests[].labels.<name>.mask.ranges": mask.ranges.isEmpty ? "everything" : "\(mask.ranges)",
+            "requests[].labels.<name>.mask.symbol": mask.symbol.map(String.init) ?? "",
+        ]
+        let stated = ManifestReference.entries.filter { $0.defaultValue != "—" && $0.defaultValue != "required" }
+        for entry in stated {
+            #expect(model[entry.path] == entry.defaultValue, "\(entry.path)")
+        }
+        #expect(Set(model.keys) == Set(stated.map(\.path)))
+    }
+
+    @Test func readmeHoldsTheGeneratedReference() throws {
+        let readme = try String(contentsOfFile: FileManager.default.currentDirectoryPath + "/README.md", encoding: .utf8)
+        let begin = "<!-- manifest-reference:begin (generated from ManifestReference.swift; a test checks it) -->\n"
+        let end = "<!-- manifest-reference:end -->"
+        let start = try #require(readme.range(of: begin), "README.md lacks the reference begin marker")
+        let stop = try #require(readme.range(of: end), "README.md lacks the reference end marker")
+        let table = String(readme[start.upperBound..<stop.lowerBound])
+        if table != ManifestReference.markdown {
+            // Leave the regenerated README next to the build for a person to copy over.
+            let regenerated = String(readme[..<start.upperBound]) + ManifestReference.markdown + String(readme[stop.lowerBound...])
+            try Data(regenerated.utf8).write(to: URL(fileURLWithPath: FileManager.default.currentDirectoryPath + "/.build/README.generated.md"))
+            Issue.record("the README's manifest reference is out of date; copy .build/README.generated.md over README.md")
+        }
+    }
+}
