@@ -1,0 +1,47 @@
+import Foundation
+import ShowbatchCore
+
+/// Reads alias files: CSV `alias,value` with a header line, or a JSON object.
+public enum AliasFile {
+    /// The alias table in `path`; the error names the file and line, never a value.
+    public static func load(path: String) throws(EmulatorError) -> [String: String] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw EmulatorError(message: "\(path): cannot be read")
+        }
+        let firstByte = data.first { !($0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09) }
+        if firstByte == UInt8(ascii: "{") {
+            guard case .object(let members)? = try? JSONParser.parse(data) else {
+                throw EmulatorError(message: "\(path): is not a JSON object of alias to value")
+            }
+            var table: [String: String] = [:]
+            for member in members {
+                switch member.value {
+                case .string(let text): table[member.key] = text
+                case .number(let text): table[member.key] = text
+                default: throw EmulatorError(message: "\(path): the value of alias \"\(member.key)\" is not a string")
+                }
+            }
+            return table
+        }
+        do {
+            var reader = try CSVRecordReader(path: path, name: path)
+            defer { reader.close() }
+            guard let header = try reader.next() else { return [:] }
+            guard header.fields.count == 2 else {
+                throw EmulatorError(message: "\(path):\(header.line): expected a header of two columns, alias,value")
+            }
+            var table: [String: String] = [:]
+            while let record = try reader.next() {
+                guard record.fields.count == 2 else {
+                    throw EmulatorError(message: "\(path):\(record.line): expected 2 fields, alias,value; found \(record.fields.count)")
+                }
+                table[record.fields[0]] = record.fields[1]
+            }
+            return table
+        } catch let error as EmulatorError {
+            throw error
+        } catch {
+            throw EmulatorError(message: "\(error)")
+        }
+    }
+}
