@@ -33,6 +33,8 @@ package final class Document: @unchecked Sendable {
     let storage: Storage
     /// Set once, when the parser finishes.
     private(set) var rootIndex = 0
+    /// The number of records, set when the parser finishes.
+    private(set) var recordCount = 0
 
     /// Empty storage for a source of `sourceSize` bytes holding at most `maxRecords` nodes.
     init(sourceSize: Int, maxRecords: Int) {
@@ -41,7 +43,19 @@ package final class Document: @unchecked Sendable {
 
     deinit { storage.deallocate() }
 
-    func finish(root: Int) { rootIndex = root }
+    func finish(root: Int, records: Int) {
+        rootIndex = root
+        recordCount = records
+    }
+
+    /// Calls `body` with every scalar node in the order they were read (an alias is a node of
+    /// its own, after the anchored node it repeats). Used to find the secrets of a manifest when
+    /// an error is to be shown, never on the way of a valid one.
+    package func forEachScalar(_ body: (Node) -> Void) {
+        for index in 0..<recordCount where storage.record(index).kind == .scalar {
+            body(Node(document: self, index: index))
+        }
+    }
 
     @inline(__always) func record(_ index: Int) -> Record { storage.record(index) }
     @inline(__always) func child(_ index: Int) -> Int { storage.child(index) }

@@ -56,23 +56,13 @@ extension YAMLParser {
                   "the document expands to more than \(limits.maxNodes) nodes (too many aliases?)")
         }
 
+        /// An error found while reading: its line is quoted with every value hidden. Before the
+        /// tree exists nothing tells a header or payload value from any other, and those may be
+        /// secrets; messages at this stage never hold a value either.
         func error(_ mark: Mark?, _ message: String) -> YAMLError {
-            YAMLError(diagnostic: Diagnostic(source: source, mark: mark, message: message))
-        }
-
-        /// A syntax error quotes its line with the value part hidden: before the tree exists
-        /// nothing tells a header or payload value from any other, and those may be secrets.
-        func syntax(_ mark: Mark, _ message: String) -> YAMLError {
-            var spans: [SourceSpan] = []
-            if let line = source.line(mark.line) {
-                let scalars = Array(line.unicodeScalars)
-                if let colon = (0..<max(0, scalars.count - 1)).first(where: { scalars[$0] == ":" && scalars[$0 + 1] == " " }),
-                   colon + 2 < scalars.count {
-                    spans.append(SourceSpan(start: Mark(line: mark.line, column: colon + 3),
-                                            end: Mark(line: mark.line, column: scalars.count + 1)))
-                }
-            }
-            return YAMLError(diagnostic: Diagnostic(source: source, mark: mark, message: message, redacting: spans))
+            guard let mark else { return YAMLError(diagnostic: Diagnostic(source: source, mark: nil, message: message)) }
+            let hidden = QuoteMask.hiddenSpans(in: source, lines: [mark.line], showValue: { _ in false })
+            return YAMLError(diagnostic: Diagnostic(source: source, mark: mark, message: message, redacting: hidden[mark.line] ?? []))
         }
 
         func syntaxError(_ parser: yaml_parser_t) -> YAMLError {
@@ -82,7 +72,7 @@ extension YAMLParser {
                 let mark = source.mark(ofByteOffset: parser.problem_offset)
                 let detail = problem == "control characters are not allowed" || problem.contains("UTF-8")
                     ? "\(problem); the manifest must be UTF-8 text" : problem
-                return syntax(mark, detail)
+                return error(mark, detail)
             }
             var message = problem
             if let context = parser.context.map({ String(cString: $0) }) {
@@ -93,7 +83,7 @@ extension YAMLParser {
                line.contains("\t") {
                 message += " (tabs cannot indent YAML; use spaces)"
             }
-            return syntax(Mark(line: Int(parser.problem_mark.line) + 1, column: Int(parser.problem_mark.column) + 1), message)
+            return error(Mark(line: Int(parser.problem_mark.line) + 1, column: Int(parser.problem_mark.column) + 1), message)
         }
 
         func string(_ pointer: UnsafeMutablePointer<yaml_char_t>?) -> String? {
@@ -126,7 +116,8 @@ extension YAMLParser {
             case YAML_ALIAS_EVENT:
                 let name = string(event.data.alias.anchor) ?? ""
                 guard let anchored = anchors[name] else {
-                    throw error(Mark(line: Int(line), column: Int(column)), "alias *\(name) refers to no anchor defined before it")
+                    throw error(Mark(line: Int(line), column: Int(column)),
+                                "an alias refers to no anchor defined before it (a plain value cannot start with *: quote the value if it is not an alias)")
                 }
                 // The alias is reported where it is used; its content is shared with the anchor.
                 var record = storage.record(anchored.index)
@@ -217,8 +208,7 @@ extension YAMLParser {
             switch (tag, resolved) {
             case (.null, .null), (.bool, .bool), (.int, .int), (.float, .float), (.float, .int): return tag
             default:
-                let text = String(decoding: bytes, as: UTF8.self)
-                throw error(mark, "\"\(text)\" cannot be read as \(name.replacingPrefix("tag:yaml.org,2002:", with: "!!"))")
+                throw error(mark, "the value cannot be read as \(name.replacingPrefix("tag:yaml.org,2002:", with: "!!"))")
             }
         }
 

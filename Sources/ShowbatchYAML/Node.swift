@@ -132,6 +132,14 @@ package struct Node: Sendable, Equatable {
         return String(decoding: document.bytes(record), as: UTF8.self)
     }
 
+    /// What identifies a scalar's content: an alias shares it with the node it repeats, so a
+    /// secret is known as one wherever an alias shows it. Nil for sequences and mappings.
+    package var contentID: UInt64? {
+        let record = record
+        guard record.kind == .scalar else { return nil }
+        return UInt64(record.offset) << 32 | UInt64(record.count)
+    }
+
     /// Whether this is a scalar whose text is exactly `string`, compared byte by byte.
     package func hasText(_ string: String) -> Bool {
         document.scalar(at: index, equals: string)

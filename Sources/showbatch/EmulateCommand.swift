@@ -22,7 +22,7 @@ enum EmulateCommand {
         }
         if let latency = arguments.latency {
             guard let (base, jitter) = Units.latency(latency) else {
-                throw UsageError(message: "--latency must be a duration with optional jitter, such as 50ms or 50ms±10ms; got \"\(latency)\"", command: "emulate")
+                throw UsageError(message: "--latency must be a duration with optional jitter, such as 50ms or 50ms±10ms, each at most 24h; got \"\(latency)\"", command: "emulate")
             }
             configuration.faults.latency = base
             configuration.faults.jitter = jitter

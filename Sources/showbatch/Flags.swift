@@ -73,10 +73,13 @@ enum FlagValue {
 
     /// A positive duration.
     static func duration(_ text: String, _ flag: String, command: String) throws(UsageError) -> Duration {
-        guard let value = Units.duration(text) else {
+        switch Units.parseDuration(text) {
+        case .success(let value): return value
+        case .failure(.malformed):
             throw UsageError(message: "\(flag) must be a positive duration such as 500ms, 30s or 2m; got \"\(text)\"", command: command)
+        case .failure(.outOfRange):
+            throw UsageError(message: "\(flag) must be a duration \(Units.durationRangeText); got \"\(text)\"", command: command)
         }
-        return value
     }
 
     /// A rate: N/s or N/m.

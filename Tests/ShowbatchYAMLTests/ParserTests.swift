@@ -76,14 +76,14 @@ private func value(_ node: Node, _ key: String) -> Node? {
     }
 
     @Test(arguments: [
-        ("a: 1\nb: 2\na: 3\n", "m.yaml:3:1: error: duplicate key \"a\"; it is first defined at line 1\n  a: 3\n  ^"),
+        ("a: 1\nb: 2\na: 3\n", "m.yaml:3:1: error: duplicate key \"a\"; it is first defined at line 1\n  a: <redacted>\n  ^"),
         ("a: 1\n---\nb: 2\n", "m.yaml:2:1: error: a manifest holds one YAML document; a second one starts here\n  ---\n  ^"),
-        ("a: *nope\n", "m.yaml:1:4: error: alias *nope refers to no anchor defined before it\n  a: *nope\n     ^"),
+        ("a: *nope\n", "m.yaml:1:4: error: an alias refers to no anchor defined before it (a plain value cannot start with *: quote the value if it is not an alias)\n  a: <redacted>\n     ^"),
         ("", "m.yaml: error: the file is empty; expected a YAML mapping"),
         ("a: [1, 2\n", "m.yaml:2:1: error: while parsing a flow sequence: did not find expected ',' or ']'\n  \n  ^"),
-        ("a:\n\tb: 1\n", "m.yaml:2:1: error: while scanning for the next token: found character that cannot start any token (tabs cannot indent YAML; use spaces)\n  \tb: <redacted>\n  ^"),
-        ("m: {<<: 3}\n", "m.yaml:1:9: error: << merges a mapping or a list of mappings; found an integer\n  m: {<<: 3}\n          ^"),
-        ("k: !!int abc\n", "m.yaml:1:4: error: \"abc\" cannot be read as !!int\n  k: !!int abc\n     ^"),
+        ("a:\n\tb: 1\n", "m.yaml:2:1: error: while scanning for the next token: found character that cannot start any token (tabs cannot indent YAML; use spaces)\n  \t<redacted>\n  ^"),
+        ("m: {<<: 3}\n", "m.yaml:1:9: error: << merges a mapping or a list of mappings; found an integer\n  m: {<<: <redacted>}\n          ^"),
+        ("k: !!int abc\n", "m.yaml:1:4: error: the value cannot be read as !!int\n  k: !!int <redacted>\n     ^"),
     ])
     func errorsPointAtTheLine(text: String, expected: String) {
         #expect(failure(text) == expected)
@@ -134,7 +134,7 @@ private func value(_ node: Node, _ key: String) -> Node? {
         let prefix = (0..<filler).map { "f\($0): x\n" }.joined()
         let line = filler + 2
         #expect(failure(prefix + "1: a\n0x1: b\n")
-                == "m.yaml:\(line):1: error: duplicate key \"0x1\"; it is first defined at line \(line - 1)\n  0x1: b\n  ^")
+                == "m.yaml:\(line):1: error: duplicate key \"0x1\"; it is first defined at line \(line - 1)\n  0x1: <redacted>\n  ^")
         #expect(failure(prefix + "~: a\nnull: b\n")?.hasPrefix("m.yaml:\(line):1: error: duplicate key \"null\"") == true)
         #expect(failure(prefix + "1.0: a\n1.00: b\n")?.hasPrefix("m.yaml:\(line):1: error: duplicate key \"1.00\"") == true)
         #expect(failure(prefix + "k: a\nk: b\n")?.hasPrefix("m.yaml:\(line):1: error: duplicate key \"k\"") == true)
@@ -151,7 +151,7 @@ private func value(_ node: Node, _ key: String) -> Node? {
         #expect(value(root, "e")?.scalar?.value == .bool(true))
         #expect(value(root, "f")?.scalar?.value == .int(16))
         #expect(value(root, "b")?.scalar?.tag == .str)
-        #expect(failure("a: !!binary abc\n") == "m.yaml:1:4: error: unsupported tag tag:yaml.org,2002:binary; expected !!str, !!int, !!float, !!bool or !!null\n  a: !!binary abc\n     ^")
+        #expect(failure("a: !!binary abc\n") == "m.yaml:1:4: error: unsupported tag tag:yaml.org,2002:binary; expected !!str, !!int, !!float, !!bool or !!null\n  a: !!binary <redacted>\n     ^")
     }
 
     @Test func aliasesShareContentAndMergesReachThroughThem() throws {
@@ -177,6 +177,6 @@ private func value(_ node: Node, _ key: String) -> Node? {
     }
 
     @Test func complexKeysAreRefused() {
-        #expect(failure("? [a]\n: 1\n") == "m.yaml:1:3: error: mapping keys must be scalars; found a list\n  ? [a]\n    ^")
+        #expect(failure("? [a]\n: 1\n") == "m.yaml:1:3: error: mapping keys must be scalars; found a list\n  ? [<redacted>]\n    ^")
     }
 }

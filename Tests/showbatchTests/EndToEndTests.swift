@@ -153,7 +153,7 @@ requests:
           environment: sandox
                        ^
         a.yaml:3:1: error: unknown key "concurency" in the manifest; did you mean "concurrency"?
-          concurency: 2
+          concurency: <redacted>
           ^
         a.yaml: 2 problems
 
@@ -306,7 +306,7 @@ requests:
             ("empty.yaml", "empty.yaml: error: the file is empty; expected a YAML mapping\n"),
             ("binary.yaml", "binary.yaml:1:1: error: control characters are not allowed; the manifest must be UTF-8 text\n"),
             ("tabs.yaml", "tabs.yaml:3:1: error: while scanning for the next token: found character that cannot start any token (tabs cannot indent YAML; use spaces)\n"),
-            ("utf8.yaml", "utf8.yaml:1:9: error: invalid trailing UTF-8 octet; the manifest must be UTF-8 text\n  vault: <redacted>\n         ^\n"),
+            ("utf8.yaml", "utf8.yaml:1:9: error: invalid trailing UTF-8 octet; the manifest must be UTF-8 text\n  <redacted>\n  ^\n"),
             ("deep.yaml", "deep.yaml:1:257: error: nesting is deeper than 256 levels\n"),
             ("missing.yaml", "missing.yaml: error: no such file\n"),
             ("dir.yaml", "dir.yaml: error: is a directory; expected a manifest file\n"),

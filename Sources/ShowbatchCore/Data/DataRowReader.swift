@@ -24,6 +24,14 @@ package struct DataRowReader {
             guard let first = try reader.next() else {
                 throw DataFileError(file: name, line: nil, message: "is empty; expected a header line")
             }
+            var seen: [String: Int] = [:]
+            for (position, column) in first.fields.enumerated() {
+                if let earlier = seen[column] {
+                    throw DataFileError(file: name, line: first.line,
+                                        message: "has the column \"\(column)\" twice in its header (columns \(earlier + 1) and \(position + 1)); rename one")
+                }
+                seen[column] = position
+            }
             header = first.fields
             csv = reader
         case .jsonl:
@@ -86,6 +94,7 @@ package struct DataRowReader {
             }
             guard sawAny else { return nil }
             line += 1
+            if line == 1, bytes.starts(with: [0xEF, 0xBB, 0xBF]) { bytes.removeFirst(3) }  // a byte-order mark, as CSV files may have
             if bytes.last == UInt8(ascii: "\r") { bytes.removeLast() }
             if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { continue }
             let index = nextIndex

@@ -62,7 +62,7 @@ package struct RequestPreparer: Sendable {
                     message: "\(fixed.spec.each?.name ?? "data"):\(row.line): row has no \"\(column)\" column")))
             }
         }
-        guard let url = fixed.url ?? RequestPreparer.url(base: baseURL, path: fixed.spec.path.expand(row: row)) else {
+        guard let url = fixed.url ?? RequestPreparer.url(base: baseURL, path: fixed.spec.path.expandPath(row: row)) else {
             return .failure(PreparationFailure(name: name, error: RowError(code: .invalidConfigurationURL, label: nil,
                 message: "the request path does not form a valid URL")))
         }
@@ -75,9 +75,9 @@ package struct RequestPreparer: Sendable {
             for field in fixed.sendHeaders {
                 let value = field.value.expand(row: row)
                 // Literal values were checked when the manifest was read; row values are checked here.
-                if field.value.needsRow && (value.contains("\r") || value.contains("\n")) {
+                if field.value.needsRow, let bad = HeaderField.problem(in: value) {
                     return .failure(PreparationFailure(name: name, error: RowError(code: .invalidRow, label: nil,
-                        message: "header \(field.name) value from the data row contains a line break")))
+                        message: "header \(field.name) value from the data row contains \(bad)")))
                 }
                 headers.append((field.name, value))
             }

@@ -40,6 +40,17 @@ package struct HeaderField: Sendable {
     package var name: String
     /// The value; may still hold `${row.…}` references in data-driven requests.
     package var value: Template
+
+    /// What makes `value` unfit for a header: a line break, or another control character (a
+    /// byte below 0x20 other than tab, or DEL), which could end the header early or truncate
+    /// it (NUL) on the way out; nil when it is fit. Described in words, without the value.
+    package static func problem(in value: String) -> String? {
+        withUTF8(of: value) { bytes -> String? in
+            guard let bad = bytes.first(where: { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }) else { return nil }
+            if bytes.contains(13) || bytes.contains(10) { return "a line break" }
+            return "a control character (byte 0x\(String(bad, radix: 16, uppercase: true).leftPadded(to: 2)))"
+        }
+    }
 }
 
 /// HTTP methods a request may use.

@@ -119,6 +119,44 @@ package struct Template: Sendable, Equatable {
         return out
     }
 
+    /// The text of a request path: literal text as written, and each `${row.…}` or `${index}`
+    /// value as one path segment, percent-encoded (SPEC 10): every byte outside RFC 3986's
+    /// unreserved characters (`/`, `?`, `#` and `%` included) is encoded, and a value of dots only
+    /// is encoded whole, so a data row can neither leave its segment, add a query or a fragment,
+    /// nor walk up the path with `..`.
+    package func expandPath(row: DataRow?) -> String {
+        if parts.count == 1, case .literal(let text) = parts[0] { return text }
+        var out = ""
+        for part in parts {
+            switch part {
+            case .literal(let text): out += text
+            case .environment: break
+            case .row(let column): if let text = row?.text(column) { out += Template.pathSegment(text) }
+            case .index: if let row { out += String(row.index) }
+            }
+        }
+        return out
+    }
+
+    /// `value` percent-encoded as one path segment.
+    package static func pathSegment(_ value: String) -> String {
+        let onlyDots = !value.isEmpty && value.utf8.allSatisfy { $0 == UInt8(ascii: ".") }
+        var out: [UInt8] = []
+        out.reserveCapacity(value.utf8.count)
+        let hex = Array("0123456789ABCDEF".utf8)
+        for byte in value.utf8 {
+            let unreserved = (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || (byte >= 0x30 && byte <= 0x39)
+                || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "~")
+                || (byte == UInt8(ascii: ".") && !onlyDots)
+            if unreserved {
+                out.append(byte)
+            } else {
+                out.append(contentsOf: [UInt8(ascii: "%"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
     /// Calls `body` with each piece of the expanded text in order (the same pieces `expand`
     /// joins), for writers that escape as they go.
     func forEachPiece(row: DataRow?, _ body: (String) -> Void) {

@@ -59,6 +59,9 @@ struct AttemptContext: Sendable {
                     return .row(failed(request, ordinal, labels, status: nil, attempts: attempt,
                                   RowError(code: .network, label: nil, message: detail)))
                 }
+            case .failure(.notHTTP(let detail)):
+                return .row(failed(request, ordinal, labels, status: nil, attempts: attempt,
+                              RowError(code: .unexpectedResponseType, label: nil, message: detail)))
             case .failure(.bodyTooLarge(let limit)):
                 return .row(failed(request, ordinal, labels, status: nil, attempts: attempt,
                               RowError(code: .unexpectedResponseDataFormat, label: nil, message: "response body is over \(limit >> 20) MiB")))

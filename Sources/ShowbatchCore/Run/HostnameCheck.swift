@@ -29,6 +29,7 @@ extension Runner {
         case .network(let detail): return detail
         case .timeout: return "timeout"
         case .bodyTooLarge(let limit): return "body over \(limit >> 20) MiB"
+        case .notHTTP(let detail): return detail
         case .cancelled: return "cancelled"
         }
     }

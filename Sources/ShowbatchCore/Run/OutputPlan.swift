@@ -65,7 +65,6 @@ extension Runner {
         guard let root = try? YAMLParser.parse(source) else {
             return .manifest(Diagnostic(source: SourceFile(name: manifest.file, bytes: []), mark: mark, message: message))
         }
-        let spans = ManifestDecoder.sensitiveSpans(root)
-        return .manifest(Diagnostic(source: source, mark: mark, message: message, redacting: spans[mark.line] ?? []))
+        return .manifest(ManifestSecrets(root: root).diagnostics([(mark, message)], source: source)[0])
     }
 }

@@ -50,3 +50,10 @@ extension Error {
         return String(describing: self)
     }
 }
+
+extension String {
+    /// The string with `0` before it up to `width` characters.
+    func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}

@@ -5,24 +5,49 @@ import Glibc
 
 /// Parsing of durations (`500ms`, `30s`, `2m`, plain seconds) and rates (`50/s`, `600/m`).
 package enum Units {
-    /// A duration from text; nil when it is not one or not positive.
-    package static func duration(_ text: String) -> Duration? {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
-        let units: [(suffix: String, seconds: Double)] = [("ms", 0.001), ("s", 1), ("m", 60), ("h", 3600)]
-        for unit in units where trimmed.hasSuffix(unit.suffix) {
-            let number = trimmed.dropLast(unit.suffix.count)
-            guard let value = Double(number), value.isFinite, value > 0, number.first != "+",
-                  number.allSatisfy({ $0.isNumber || $0 == "." }) else { return nil }
-            return seconds(value * unit.seconds)
-        }
-        guard let value = Double(trimmed), value.isFinite, value > 0,
-              trimmed.allSatisfy({ $0.isNumber || $0 == "." }) else { return nil }
-        return seconds(value)
+    /// Why a text is not a duration showbatch accepts.
+    package enum DurationError: Error, Equatable {
+        /// Not a number with an optional unit (`500ms`, `30s`, `2m`, `1h`).
+        case malformed
+        /// A duration, but outside `durationRange`.
+        case outOfRange
     }
 
-    /// A duration of `value` seconds.
+    /// The durations showbatch accepts: from a millisecond to a day. A larger one would not fit
+    /// the clocks' 64-bit nanoseconds (about 292 years), and no timeout or backoff needs more.
+    package static let durationRange: ClosedRange<Duration> = .milliseconds(1)...(.seconds(86_400))
+    /// `durationRange` as a person reads it.
+    package static let durationRangeText = "from 1ms to 24h"
+
+    /// A duration from text; nil when it is not one or not in `durationRange`.
+    package static func duration(_ text: String) -> Duration? {
+        try? parseDuration(text).get()
+    }
+
+    /// A duration from text: a positive number of seconds, or a number with `ms`, `s`, `m` or `h`.
+    package static func parseDuration(_ text: String) -> Result<Duration, DurationError> {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        var number = Substring(trimmed)
+        var unit = 1.0
+        for (suffix, seconds) in [("ms", 0.001), ("s", 1.0), ("m", 60.0), ("h", 3600.0)] where trimmed.hasSuffix(suffix) {
+            number = trimmed.dropLast(suffix.count)
+            unit = seconds
+            break
+        }
+        guard let value = Double(number), value.isFinite, value > 0, number.first != "+",
+              number.allSatisfy({ $0.isNumber || $0 == "." }) else { return .failure(.malformed) }
+        let seconds = value * unit
+        // Compared as seconds before any conversion: a huge value must never reach Duration.
+        guard seconds >= 0.001 && seconds <= 86_400 else { return .failure(.outOfRange) }
+        return .success(self.seconds(seconds))
+    }
+
+    /// A duration of `value` seconds, saturating at what a Duration can hold.
     package static func seconds(_ value: Double) -> Duration {
-        .nanoseconds(Int64((value * 1e9).rounded()))
+        let nanoseconds = (value * 1e9).rounded()
+        guard nanoseconds < 9.2e18 else { return .nanoseconds(Int64.max) }
+        guard nanoseconds > -9.2e18 else { return .nanoseconds(Int64.min) }
+        return .nanoseconds(Int64(nanoseconds))
     }
 
     /// A rate from text such as `50/s` or `600/m`; nil when it is not one.

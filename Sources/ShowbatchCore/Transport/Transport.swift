@@ -30,6 +30,8 @@ public enum TransportFailure: Error, Sendable, Equatable {
     case timeout
     /// The body is over the size limit.
     case bodyTooLarge(Int)
+    /// Something answered, but not in HTTP (another protocol, or HTTP/0.9): the row error 1400.
+    case notHTTP(String)
     /// The run was cancelled (interrupt).
     case cancelled
 }

@@ -59,7 +59,7 @@ public final class URLSessionTransport: Transport, @unchecked Sendable {
             case .running: return .failure(URLSessionTransport.classify(error))
             }
         }
-        guard let http = response as? HTTPURLResponse else { return .failure(.network("not an HTTP response")) }
+        guard let http = response as? HTTPURLResponse else { return .failure(.notHTTP("the answer is not HTTP")) }
         let body = data ?? Data()
         if body.count > limit { return .failure(.bodyTooLarge(limit)) }
         var headers: [String: String] = [:]
@@ -80,10 +80,11 @@ public final class URLSessionTransport: Transport, @unchecked Sendable {
         case .notConnectedToInternet: return .network("no network")
         case .secureConnectionFailed, .serverCertificateUntrusted, .serverCertificateHasBadDate,
              .serverCertificateNotYetValid, .serverCertificateHasUnknownRoot, .clientCertificateRejected:
-            return .network("TLS failure")
-        case .badServerResponse: return .network("bad server response")
+            return .network("TLS failure (the certificate or the TLS handshake was refused; URLError code \(urlError.code.rawValue))")
+        // URLSession on Linux says this both for an empty reply and for one that is not HTTP.
+        case .badServerResponse: return .network("no valid HTTP answer: the connection closed without one or the answer is not HTTP")
         case .dataLengthExceedsMaximum: return .bodyTooLarge(Limits.responseBody)
-        default: return .network("URL error \(urlError.code.rawValue)")
+        default: return .network("the request failed (URLError code \(urlError.code.rawValue))")
         }
     }
 }

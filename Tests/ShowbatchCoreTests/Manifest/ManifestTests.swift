@@ -83,9 +83,9 @@ private let minimal = "vault: tnt1\nrequests:\n  - {name: a, path: /post}\n"
         ("vault: tnt1\nenvironment: sandox\nrequests: [{name: a, path: /p}]\n",
          "m.yaml:2:14: error: environment \"sandox\" is not valid; expected sandbox, live or live-<region>\n  environment: sandox\n               ^"),
         ("vault: tnt1\nconcurency: 3\nrequests: [{name: a, path: /p}]\n",
-         "m.yaml:2:1: error: unknown key \"concurency\" in the manifest; did you mean \"concurrency\"?\n  concurency: 3\n  ^"),
+         "m.yaml:2:1: error: unknown key \"concurency\" in the manifest; did you mean \"concurrency\"?\n  concurency: <redacted>\n  ^"),
         ("vault: tnt1\nbogus: 3\nrequests: [{name: a, path: /p}]\n",
-         "m.yaml:2:1: error: unknown key \"bogus\" in the manifest; expected version, vault, environment, data_region, route_id, hostname, hostname_check, satellite_port, headers, concurrency, rate_limit, timeout, transport, retry, output, emulator or requests\n  bogus: 3\n  ^"),
+         "m.yaml:2:1: error: unknown key \"bogus\" in the manifest; expected version, vault, environment, data_region, route_id, hostname, hostname_check, satellite_port, headers, concurrency, rate_limit, timeout, transport, retry, output, emulator or requests\n  bogus: <redacted>\n  ^"),
         ("requests: [{name: a, path: /p}]\n",
          "m.yaml:1:1: error: missing required key \"vault\" in the manifest\n  requests: [{name: a, path: /p}]\n  ^"),
         ("vault: tnt-1\nrequests: [{name: a, path: /p}]\n",
@@ -189,7 +189,7 @@ private let minimal = "vault: tnt1\nrequests:\n  - {name: a, path: /post}\n"
 
     @Test(arguments: [
         ("", "m.yaml: error: the file is empty; expected a YAML mapping"),
-        ("- a\n- b\n", "m.yaml:1:1: error: the manifest must be a mapping; found a list\n  - a\n  ^"),
+        ("- a\n- b\n", "m.yaml:1:1: error: the manifest must be a mapping; found a list\n  - <redacted>\n  ^"),
     ])
     func badDocuments(text: String, expected: String) {
         #expect(manifestErrors(text) == expected)

@@ -115,7 +115,7 @@ extension ManifestDecoder {
                 spec.faults.latency = base
                 spec.faults.jitter = jitter
             } else {
-                problem(latency.mark, "emulator.latency must be a duration with optional jitter, such as 50ms or 50ms±10ms")
+                problem(latency.mark, "emulator.latency must be a duration with optional jitter, such as 50ms or 50ms±10ms, each at most 24h")
             }
         }
         for (key, keyPath) in [("fail_rate", \EmulatorSpec.faults.failRate), ("drop_rate", \.faults.dropRate), ("malformed_rate", \.faults.malformedRate)] {

@@ -54,8 +54,10 @@ extension ManifestDecoder {
                 continue
             }
             guard let value = template(pair.value, what(), allowRow: allowRow, sensitive: true) else { continue }
-            if value.parts.contains(where: { if case .literal(let text) = $0 { return text.utf8.contains { $0 == 13 || $0 == 10 } } else { return false } }) {
-                problem(pair.value.mark, "\(what()) contains a line break, which a header value cannot hold")
+            if let bad = value.parts.lazy.compactMap({ part -> String? in
+                if case .literal(let text) = part { return HeaderField.problem(in: text) } else { return nil }
+            }).first {
+                problem(pair.value.mark, "\(what()) contains \(bad), which a header value cannot hold")
                 continue
             }
             result.append(HeaderField(name: name, value: value))

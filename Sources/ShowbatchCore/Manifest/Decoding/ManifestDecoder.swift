@@ -84,8 +84,13 @@ struct ManifestDecoder {
         if let scalar = node.scalar {
             switch scalar.value {
             case .int, .float, .string:
-                if let value = Units.duration(scalar.text) { return value }
-                problem(node.mark, "\(what) must be a positive duration such as 500ms, 30s or 2m; found \"\(scalar.text)\"")
+                switch Units.parseDuration(scalar.text) {
+                case .success(let value): return value
+                case .failure(.malformed):
+                    problem(node.mark, "\(what) must be a positive duration such as 500ms, 30s or 2m; found \"\(scalar.text)\"")
+                case .failure(.outOfRange):
+                    problem(node.mark, "\(what) must be a duration \(Units.durationRangeText); found \"\(scalar.text)\"")
+                }
                 return nil
             default: break
             }

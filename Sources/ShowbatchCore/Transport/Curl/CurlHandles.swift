@@ -12,6 +12,8 @@ final class CurlHandles {
     private let thread: LoopThread
     private var running: [UnsafeMutableRawPointer: CurlTransfer] = [:]
     private var pool: [UnsafeMutableRawPointer] = []
+    /// libcurl's own words for the last failure of each handle (CURLOPT_ERRORBUFFER).
+    private var errorBuffers: [UnsafeMutableRawPointer: UnsafeMutablePointer<CChar>] = [:]
     /// Header lists of requests with fixed headers, kept for the next request that sends the
     /// same (a run has a few): building one costs an allocation and a copy per header.
     private var sharedLists: [(headers: [(name: String, value: String)], emptyPost: Bool, list: UnsafeMutablePointer<curl_slist>?)] = []
@@ -51,6 +53,8 @@ final class CurlHandles {
     func free() {
         thread.assertCurrent()
         for easy in pool { curl_easy_cleanup(easy) }
+        for buffer in errorBuffers.values { buffer.deallocate() }
+        errorBuffers.removeAll()
         pool.removeAll()
         for shared in sharedLists { curl_slist_free_all(shared.list) }
         sharedLists.removeAll()
@@ -65,6 +69,7 @@ final class CurlHandles {
         }
         let easy = pool.popLast() ?? newEasy()
         transfer.easy = easy
+        errorBuffers[easy]?[0] = 0
         transfer.limit = maxBodyBytes
         let request = transfer.request
         // Handles are reused without a reset: every option that varies per request is set here.
@@ -143,6 +148,8 @@ final class CurlHandles {
         let easy = curl_easy_init()!
         _ = sb_easy_setopt_pointer(easy, CURLOPT_PROTOCOLS_STR, "http,https")  // copied
         _ = sb_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
+        // The path goes out exactly as built (and as --verbose prints it): no dot-segment removal.
+        _ = sb_easy_setopt_long(easy, CURLOPT_PATH_AS_IS, 1)
         _ = sb_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
         // TLS verification stays on: peer certificate and host name.
         _ = sb_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 1)
@@ -150,6 +157,11 @@ final class CurlHandles {
         _ = sb_easy_setopt_offset(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(maxBodyBytes))
         _ = sb_easy_setopt_callback(easy, CURLOPT_WRITEFUNCTION, curlWriteBody)
         _ = sb_easy_setopt_callback(easy, CURLOPT_HEADERFUNCTION, curlWriteHeader)
+        // Not copied: libcurl writes into this buffer, which lives as long as the handle.
+        let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
+        buffer[0] = 0
+        errorBuffers[easy] = buffer
+        _ = sb_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, buffer)
         return easy
     }
 
@@ -162,21 +174,7 @@ final class CurlHandles {
             finish(easy, .response(status: status, headers: transfer.headers, body: transfer.body))
             return
         }
-        let failure: TransportFailure
-        switch code {
-        case CURLE_OPERATION_TIMEDOUT: failure = .timeout
-        case CURLE_FILESIZE_EXCEEDED: failure = .bodyTooLarge(maxBodyBytes)
-        case CURLE_WRITE_ERROR where transfer.tooLarge: failure = .bodyTooLarge(maxBodyBytes)
-        case CURLE_COULDNT_CONNECT: failure = .network("connection refused")
-        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY: failure = .network("host not found")
-        case CURLE_GOT_NOTHING: failure = .network("connection closed without an answer")
-        case CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_PARTIAL_FILE: failure = .network("connection lost")
-        case CURLE_SSL_CONNECT_ERROR, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CIPHER,
-             CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR, CURLE_SSL_PINNEDPUBKEYNOTMATCH:
-            failure = .network("TLS failure")
-        case CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT: failure = .network("invalid URL")
-        default: failure = .network("curl error \(code.rawValue)")
-        }
+        let failure = CurlHandles.failure(code, detail: errorText(easy), tooLarge: transfer.tooLarge, limit: maxBodyBytes)
         finish(easy, .failure(failure))
     }
 
@@ -195,5 +193,43 @@ final class CurlHandles {
         let continuation = transfer.continuation
         transfer.continuation = nil
         continuation?.resume(returning: transfer.cancelled.load(ordering: .acquiring) ? .failure(.cancelled) : result)
+    }
+
+    /// libcurl's words for the last failure of `easy`, or "".
+    private func errorText(_ easy: UnsafeMutableRawPointer) -> String {
+        guard let buffer = errorBuffers[easy], buffer[0] != 0 else { return "" }
+        return String(cString: buffer)
+    }
+
+    /// What a failed transfer becomes: its cause in words, with libcurl's own text (which names
+    /// hosts, ports and certificate problems, never headers or bodies).
+    static func failure(_ code: CURLcode, detail: String, tooLarge: Bool, limit: Int) -> TransportFailure {
+        let curlWords = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
+        func network(_ words: String) -> TransportFailure { .network("\(words) (curl: \(curlWords))") }
+        switch code {
+        case CURLE_OPERATION_TIMEDOUT: return .timeout
+        case CURLE_FILESIZE_EXCEEDED: return .bodyTooLarge(limit)
+        case CURLE_WRITE_ERROR where tooLarge: return .bodyTooLarge(limit)
+        case CURLE_UNSUPPORTED_PROTOCOL where detail.contains("HTTP/0.9"):
+            return .notHTTP("the answer is not HTTP (curl: \(curlWords))")
+        case CURLE_WEIRD_SERVER_REPLY: return .notHTTP("the answer is not valid HTTP (curl: \(curlWords))")
+        case CURLE_COULDNT_CONNECT: return network("connection refused")
+        case CURLE_COULDNT_RESOLVE_HOST: return network("host not found")
+        case CURLE_COULDNT_RESOLVE_PROXY: return network("proxy host not found")
+        case CURLE_GOT_NOTHING: return network("connection closed without an answer")
+        case CURLE_RECV_ERROR, CURLE_SEND_ERROR: return network("connection lost")
+        case CURLE_PARTIAL_FILE: return network("the answer ended before its announced length")
+        case CURLE_OUT_OF_MEMORY: return network("the answer could not be read: its headers are too large (over 100 KB), or memory ran out")
+        case CURLE_SSL_CONNECT_ERROR: return network("TLS handshake failed")
+        case CURLE_PEER_FAILED_VERIFICATION: return network("TLS: the server's certificate is not trusted or does not name the host")
+        case CURLE_SSL_CERTPROBLEM: return network("TLS: the client certificate cannot be used")
+        case CURLE_SSL_CIPHER: return network("TLS: no cipher in common with the server")
+        case CURLE_SSL_CACERT_BADFILE: return network("TLS: the CA file cannot be read")
+        case CURLE_SSL_ISSUER_ERROR: return network("TLS: the certificate's issuer is not the one required")
+        case CURLE_SSL_PINNEDPUBKEYNOTMATCH: return network("TLS: the server's key does not match the pinned key")
+        case CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT: return network("the URL cannot be used")
+        case CURLE_HTTP2, CURLE_HTTP2_STREAM: return network("HTTP/2 stream or framing error")
+        default: return network("transfer failed (curl error \(code.rawValue))")
+        }
     }
 }

@@ -1,0 +1,87 @@
+internal import CYAML
+
+/// Which parts of a source line an error may quote.
+///
+/// Secrets (header values, payload values, revealed alias values) sit in YAML values, so a
+/// quoted line shows only what is known not to be one: mapping keys, YAML's punctuation, anchors
+/// and tags, and the values `showValue` accepts. Everything else (other values, aliases, comments,
+/// and whatever libyaml could not read past a syntax error) is hidden. The rule holds whatever
+/// the error is and wherever the line is, because nothing is shown unless it was recognised.
+package enum QuoteMask {
+    /// The hidden spans of `lines` of `source`, by line. `showValue` is asked about each value
+    /// (a scalar that is not a mapping key, or an alias) by the mark just past its end.
+    package static func hiddenSpans(in source: SourceFile, lines: Set<Int>, showValue: (Mark) -> Bool) -> [Int: [SourceSpan]] {
+        guard !lines.isEmpty else { return [:] }
+        let shown = shownSpans(in: source, lines: lines, showValue: showValue)
+        var hidden: [Int: [SourceSpan]] = [:]
+        for line in lines {
+            guard let text = source.line(line) else { continue }
+            let scalars = Array(text.unicodeScalars)
+            var visible = [Bool](repeating: false, count: scalars.count)
+            for span in shown[line] ?? [] {
+                guard let columns = span.columns(onLine: line, lineLength: scalars.count) else { continue }
+                for column in columns where column - 1 < scalars.count { visible[column - 1] = true }
+            }
+            // Runs of hidden characters, white space inside a run included, white space around it not.
+            var spans: [SourceSpan] = []
+            var index = 0
+            while index < scalars.count {
+                guard !visible[index], !isSpace(scalars[index]) else {
+                    index += 1
+                    continue
+                }
+                var end = index + 1
+                var last = index
+                while end < scalars.count && !visible[end] {
+                    if !isSpace(scalars[end]) { last = end }
+                    end += 1
+                }
+                spans.append(SourceSpan(start: Mark(line: line, column: index + 1), end: Mark(line: line, column: last + 2)))
+                index = end
+            }
+            if !spans.isEmpty { hidden[line] = spans }
+        }
+        return hidden
+    }
+
+    private static func isSpace(_ scalar: Unicode.Scalar) -> Bool { scalar == " " || scalar == "\t" }
+
+    /// The spans known safe to show on `lines`, found with libyaml's scanner (its tokens say what
+    /// is a key and what is a value, where a line-based guess could not).
+    private static func shownSpans(in source: SourceFile, lines: Set<Int>, showValue: (Mark) -> Bool) -> [Int: [SourceSpan]] {
+        var shown: [Int: [SourceSpan]] = [:]
+        let lastLine = lines.max() ?? 0
+        source.bytes.withUnsafeBufferPointer { buffer in
+            var parser = yaml_parser_t()
+            guard yaml_parser_initialize(&parser) == 1 else { return }
+            defer { yaml_parser_delete(&parser) }
+            yaml_parser_set_input_string(&parser, buffer.baseAddress ?? UnsafePointer(bitPattern: 1)!, buffer.count)
+            yaml_parser_set_encoding(&parser, YAML_UTF8_ENCODING)
+            // The token before the one at hand, anchors and tags skipped: a scalar after KEY is a key.
+            var previous = YAML_NO_TOKEN
+            while true {
+                var token = yaml_token_t()
+                guard yaml_parser_scan(&parser, &token) == 1 else { return }
+                defer { yaml_token_delete(&token) }
+                let type = token.type
+                if type == YAML_STREAM_END_TOKEN { return }
+                let start = Mark(line: Int(token.start_mark.line) + 1, column: Int(token.start_mark.column) + 1)
+                let end = Mark(line: Int(token.end_mark.line) + 1, column: Int(token.end_mark.column) + 1)
+                if start.line > lastLine { return }
+                let show: Bool
+                switch type {
+                case YAML_SCALAR_TOKEN: show = previous == YAML_KEY_TOKEN || showValue(end)
+                case YAML_ALIAS_TOKEN: show = showValue(end)
+                default: show = true
+                }
+                if show && start < end {
+                    for line in start.line...end.line where lines.contains(line) {
+                        shown[line, default: []].append(SourceSpan(start: start, end: end))
+                    }
+                }
+                if type != YAML_ANCHOR_TOKEN && type != YAML_TAG_TOKEN { previous = type }
+            }
+        }
+        return shown
+    }
+}
