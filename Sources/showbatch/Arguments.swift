@@ -72,7 +72,8 @@ enum ArgumentParser {
             arguments.options.timeout = try FlagValue.duration(text, "--timeout", command: "run")
         },
         Flag("--fail-fast", "stop at the first failed row") { $0.options.failFast = true },
-        Flag("--resume", "skip rows recorded in the journal of an interrupted run") { $0.options.resume = true },
+        Flag("--resume", "go on from the journal of an interrupted run") { $0.options.resume = true },
+        Flag("--retry-failed", "send the failed rows of a finished run again, keeping the rest") { $0.options.retryFailed = true },
         Flag("--shard", "I/N|auto/N", "take work items whose ordinal mod N is I (auto: JOB_COMPLETION_INDEX)") { $0.shard = $1 },
         Flag("--emulate", "run against the built-in emulator on a free loopback port") { $0.emulate = true },
         Flag("--strict-hostname", "exit 3 when the custom hostname is not activated") { $0.options.strictHostname = true },
@@ -157,8 +158,12 @@ enum ArgumentParser {
             if run.options.quiet && run.options.verbose {
                 throw UsageError(message: "--quiet and --verbose cannot be used together", command: "run")
             }
-            if run.options.resume && run.options.output == "-" {
-                throw UsageError(message: "--resume cannot be used with --output - (standard output is not resumable)", command: "run")
+            if run.options.resume && run.options.retryFailed {
+                throw UsageError(message: "--resume and --retry-failed cannot be used together: finish an interrupted run with --resume first", command: "run")
+            }
+            if (run.options.resume || run.options.retryFailed) && run.options.output == "-" {
+                let flag = run.options.resume ? "--resume" : "--retry-failed"
+                throw UsageError(message: "\(flag) cannot be used with --output - (standard output is not resumable)", command: "run")
             }
             return .run(run)
         case "validate":

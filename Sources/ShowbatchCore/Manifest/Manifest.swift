@@ -44,27 +44,6 @@ public struct Manifest: Sendable {
     /// A hash of the manifest's bytes, for telling journals apart.
     package var contentHash: UInt64 = 0
 
-    /// The identity of a run's input for its journals: the manifest's bytes and every data file's
-    /// content, so that a journal is never replayed over a data file that changed since.
-    package func inputHash() throws(RunError) -> UInt64 {
-        var hash = contentHash
-        for spec in requests {
-            guard let each = spec.each else { continue }
-            guard let handle = FileHandle(forReadingAtPath: each.path) else {
-                throw RunError.runtime("cannot read the data file \(each.name)")
-            }
-            defer { try? handle.close() }
-            do {
-                while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
-                    hash = chunk.withUnsafeBytes { fnv1a($0, seed: hash) }
-                }
-            } catch {
-                throw RunError.runtime("cannot read the data file \(each.name)")
-            }
-        }
-        return hash
-    }
-
     /// The vault URL of SPEC 2.1 (or the satellite URL).
     public var vaultURL: String {
         if let satellitePort { return "http://localhost:\(satellitePort)" }

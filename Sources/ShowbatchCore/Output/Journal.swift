@@ -3,228 +3,362 @@ import Foundation
 import Glibc
 #endif
 
-/// Append-only record of the rows an output has finished, so that `--resume` skips them.
+/// The state of one output, so that a run can go on after a crash (`--resume`) and send only the
+/// failed rows again (`--retry-failed`). It never holds a revealed, header or payload value: only
+/// what identifies the run, checkpoints (how far the output is written) and where failed rows are.
 ///
-/// The first line identifies the run (manifest hash, shard, format, columns); each further
-/// line is one row in write order. A torn last line (a crash mid-write) is dropped on resume.
+/// Rows are written in order, so a checkpoint is enough to go on: the last work item in the
+/// output, the byte offset after it, the counts of rows by status and a hash of the bytes. A
+/// checkpoint is written only once the output's bytes up to it are on disk, and synced itself.
+/// On resume the `.partial` file is cut back to the last checkpoint and the run goes on from the
+/// next work item; a torn last line is dropped.
+///
+/// Lines, each a JSON object: the identity (`showbatch_journal`), then `failed` records
+/// (`[ordinal, start, end]`) and `checkpoint`s, and last `end` (size and hash of the finished
+/// output) when the run finished. The journal is removed when no row failed.
 final class Journal {
-    let path: String
-    private let handle: FileHandle
-    private var buffer: [UInt8] = []
-    private var unsynced = 0
-    private var lastSync = coarseMilliseconds()
-    /// The next journaled row not yet replayed (read ahead by one).
-    private var upcoming: ResultRow?
-    private var reader: ChunkedReader?
-
-    /// The journal's identity line.
-    static func header(manifestHash: UInt64, shard: Shard?, output: String, format: OutputFormat, labels: [String]) -> String {
-        let value: JSONValue = .object([
-            JSONMember("showbatch_journal", .number("1")),
-            JSONMember("manifest", .string(String(manifestHash, radix: 16))),
-            JSONMember("shard", .string(shard.map { "\($0.index)/\($0.count)" } ?? "")),
-            JSONMember("output", .string(output)),
-            JSONMember("format", .string(format.rawValue)),
-            JSONMember("labels", .array(labels.map(JSONValue.string))),
-        ])
-        return value.compactText
+    /// What a journal is valid for: the same rows in the same order and format.
+    struct Identity: Equatable {
+        /// A hash of what in the manifest shapes the rows (not its timing settings, and no header value).
+        var manifest: String
+        /// A hash of the data files' content.
+        var data: String
+        /// `I/N`, or empty.
+        var shard: String
+        var output: String
+        var format: String
+        var columns: [String]
     }
 
-    /// Opens the journal of `output`: with `resume`, keeps the rows an earlier run recorded
-    /// (refusing a journal of another manifest); without it, starts a fresh one.
-    ///
-    /// The journal is locked for the run: a second run writing the same output (an overlapping
-    /// cron job) is refused instead of interleaving its rows.
-    init(output: String, header: String, resume: Bool) throws(RunError) {
+    /// How far an output is written.
+    struct Checkpoint: Equatable {
+        /// The last work item in the output; -1 for none.
+        var ordinal: Int
+        /// The output's size after that row.
+        var offset: Int
+        /// Rows of each status in the output.
+        var counts: RowCounts
+        /// FNV-1a of the output's bytes.
+        var hash: UInt64
+    }
+
+    /// Where a failed row's bytes are in the output (a JSON row without its separator).
+    struct FailedRow: Equatable {
+        var ordinal: Int
+        var start: Int
+        var end: Int
+    }
+
+    /// What the journal is opened for.
+    enum Mode {
+        /// A new run: an existing journal is replaced.
+        case fresh
+        /// `--resume`: go on from the last checkpoint.
+        case resume
+        /// `--retry-failed`: read the failed rows of a finished output.
+        case retryFailed
+    }
+
+    let path: String
+    let output: String
+    private let identity: Identity
+    private var fd: Int32
+    private var buffer: [UInt8] = []
+    private var closed = false
+    /// The last checkpoint read back (resume and retry).
+    private(set) var lastCheckpoint: Checkpoint?
+    /// The failed rows up to the last checkpoint read back.
+    private(set) var failedRows: [FailedRow] = []
+    /// Size and hash of the output, when the run that wrote it finished.
+    private(set) var ended: (size: Int, hash: UInt64)?
+    /// Failed rows of a rewrite, held until `rewrite` (retry runs write no checkpoints).
+    private var pendingFailed: [FailedRow] = []
+    private let mode: Mode
+
+    /// Opens and locks the journal of `output`. The lock keeps a second run off the same output
+    /// (an overlapping cron job) for as long as this one runs.
+    init(output: String, identity: Identity, mode: Mode) throws(RunError) {
+        self.output = output
+        self.identity = identity
+        self.mode = mode
         path = output + ".journal"
-        handle = try createPrivateFile(path, for: output, truncate: false)
-        guard flock(handle.fileDescriptor, LOCK_EX | LOCK_NB) == 0 else {
+        var opened = try PrivateFile.openExisting(path, for: output)
+        if opened == nil {
+            guard mode != .retryFailed else {
+                throw RunError.usage("\(output) has no journal, so no failed rows to send again: its run left none, or never finished (then use --resume)")
+            }
+            opened = try PrivateFile.create(path, for: output)
+        }
+        fd = opened!
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            Glibc.close(fd)
             throw RunError.runtime("another showbatch run is writing \(output) (its journal \(path) is locked)")
         }
-        let size = (try? handle.seekToEnd()).map(Int.init) ?? 0
-        var keptBytes = 0
-        if resume && size > 0 {
-            keptBytes = try Journal.validPrefix(path: path, header: header)
-            do {
-                var reader = try ChunkedReader(path: path)
-                // Skip the identity line.
-                while let byte = try reader.next(), byte != 0x0A {}
-                self.reader = reader
-            } catch {
-                throw RunError.runtime("cannot read the journal \(path)")
-            }
-        }
-        if keptBytes == 0 {
-            // A new journal, or one torn before its identity line was complete.
-            reader?.close()
-            reader = nil
-            buffer = Array((header + "\n").utf8)
-        }
-        guard ftruncate(handle.fileDescriptor, off_t(keptBytes)) == 0 else {
-            throw RunError.runtime("cannot write the journal \(path): \(String(cString: strerror(errno)))")
-        }
-        do { try handle.seek(toOffset: UInt64(keptBytes)) } catch { throw RunError.runtime("cannot write the journal \(path)") }
-    }
-
-    /// The byte length of the journal's complete lines, after checking its identity line.
-    private static func validPrefix(path: String, header: String) throws(RunError) -> Int {
         do {
-            var reader = try ChunkedReader(path: path)
-            defer { reader.close() }
-            var line: [UInt8] = []
-            var offset = 0
-            var kept = 0
-            var first = true
-            while let byte = try reader.next() {
-                offset += 1
-                if byte != 0x0A {
-                    line.append(byte)
-                    continue
-                }
-                if first {
-                    guard String(decoding: line, as: UTF8.self) == header else {
-                        throw RunError.usage("the journal \(path) belongs to a different manifest, data file, shard or output; remove it to start over, or run without --resume")
-                    }
-                    first = false
-                } else if (try? JSONParser.parse(line)) == nil {
-                    break
-                }
-                kept = offset
-                line.removeAll(keepingCapacity: true)
+            switch mode {
+            case .fresh: try start()
+            case .resume: try read(keepTail: false)
+            case .retryFailed: try read(keepTail: true)
             }
-            if first {
-                // No complete line: a journal torn while its identity line was written starts over.
-                guard header.utf8.starts(with: line) else {
-                    throw RunError.usage("the journal \(path) is not a showbatch journal; remove it to start over")
-                }
-                return 0
-            }
-            return kept
-        } catch let error as RunError {
-            throw error
         } catch {
-            throw RunError.runtime("cannot read the journal \(path)")
+            Glibc.close(fd)
+            throw error
         }
     }
 
-    /// The journaled row for `ordinal`, if the earlier run finished it.
-    func replayed(_ ordinal: Int) -> ResultRow? {
-        while true {
-            if upcoming == nil { upcoming = reader == nil ? nil : readEntry() }
-            guard let row = upcoming, row.ordinal <= ordinal else { return nil }
-            upcoming = nil
-            if row.ordinal == ordinal { return row }
-        }
-    }
-
-    private func readEntry() -> ResultRow? {
-        var line: [UInt8] = []
-        do {
-            while let byte = try reader!.next() {
-                if byte == 0x0A { return Journal.decode(line) }
-                line.append(byte)
+    /// Empties the journal and writes the identity line.
+    private func start() throws(RunError) {
+        guard ftruncate(fd, 0) == 0, lseek(fd, 0, SEEK_SET) == 0 else { throw failure(errno) }
+        lastCheckpoint = nil
+        failedRows = []
+        ended = nil
+        JSONWriter.append(to: &buffer) { writer in
+            writer.object { writer in
+                writer.key("showbatch_journal")
+                writer.integer(2)
+                writer.key("manifest")
+                writer.string(identity.manifest)
+                writer.key("data")
+                writer.string(identity.data)
+                writer.key("shard")
+                writer.string(identity.shard)
+                writer.key("output")
+                writer.string(identity.output)
+                writer.key("format")
+                writer.string(identity.format)
+                writer.key("columns")
+                writer.array { writer in for column in identity.columns { writer.string(column) } }
             }
-        } catch {}
-        reader?.close()
-        reader = nil
+        }
+        buffer.append(0x0A)
+        try writeBuffer(sync: true)
+    }
+
+    /// Reads an existing journal: checks its identity, and keeps its failed rows, last checkpoint
+    /// and end. A journal torn while its identity line was written starts over.
+    private func read(keepTail: Bool) throws(RunError) {
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            if count < 0 { throw RunError.runtime("cannot read the journal \(path): \(describeErrno(errno))") }
+            if count == 0 { break }
+            bytes.append(contentsOf: chunk[0..<count])
+        }
+        var lines = bytes.split(separator: 0x0A, omittingEmptySubsequences: false)
+        // The last piece has no line break: it is empty or torn.
+        lines.removeLast()
+        guard let first = lines.first else {
+            if keepTail { throw RunError.usage("the journal \(path) is empty: there are no failed rows to send again") }
+            try start()
+            return
+        }
+        if let difference = Journal.difference(Array(first), from: identity) {
+            throw RunError.usage("the journal \(path) does not match this run: \(difference); remove it to start over, or run without \(keepTail ? "--retry-failed" : "--resume")")
+        }
+        // Lines up to the first one that does not parse (a torn tail); failed rows count once a
+        // checkpoint after them is there.
+        var pending: [FailedRow] = []
+        var cut = first.count + 1
+        var offset = cut
+        for line in lines.dropFirst() {
+            offset += line.count + 1
+            guard let value = try? JSONParser.parse(Array(line)), case .object = value else { break }
+            if case .array(let items)? = value["failed"], let numbers = Journal.integers(items), numbers.count == 3 {
+                pending.append(FailedRow(ordinal: numbers[0], start: numbers[1], end: numbers[2]))
+            } else if let checkpoint = value["checkpoint"].flatMap(Journal.checkpoint) {
+                failedRows += pending
+                pending = []
+                lastCheckpoint = checkpoint
+                cut = offset
+            } else if let size = Journal.integer(value["end"]?["size"]), case .string(let hash)? = value["end"]?["hash"],
+                      let hashValue = UInt64(hash, radix: 16) {
+                ended = (size, hashValue)
+                cut = offset
+                break
+            } else {
+                break
+            }
+        }
+        if keepTail {
+            guard ended != nil else {
+                throw RunError.usage("the journal \(path) is of a run that did not finish; finish it with --resume first")
+            }
+        } else {
+            // What follows the last checkpoint (a torn line, rows failed past it) is dropped:
+            // the resumed run writes those rows again.
+            guard ftruncate(fd, off_t(cut)) == 0, lseek(fd, off_t(cut), SEEK_SET) >= 0 else { throw failure(errno) }
+        }
+    }
+
+    /// What differs between an identity line and the identity of this run, in words; nil when
+    /// they are the same.
+    static func difference(_ line: [UInt8], from identity: Identity) -> String? {
+        guard let value = try? JSONParser.parse(line), case .number(let version)? = value["showbatch_journal"] else {
+            return "it is not a showbatch journal"
+        }
+        guard version == "2" else { return "it was written by another version of showbatch (journal format \(version))" }
+        func text(_ key: String) -> String? { if case .string(let text)? = value[key] { return text } else { return nil } }
+        if text("output") != identity.output { return "it is the journal of another output (\(text("output") ?? "?"))" }
+        if text("format") != identity.format { return "it was written as \(text("format") ?? "?"), and this run writes \(identity.format)" }
+        if text("shard") != identity.shard {
+            let was = text("shard").map { $0.isEmpty ? "no shard" : "shard \($0)" } ?? "?"
+            return "it was written for \(was), and this run is \(identity.shard.isEmpty ? "not sharded" : "shard \(identity.shard)")"
+        }
+        if text("manifest") != identity.manifest {
+            return "the manifest changed since (its endpoint, requests, labels, outputs or retry rules)"
+        }
+        if text("data") != identity.data { return "the content of a data file changed since" }
+        guard case .array(let columns)? = value["columns"] else { return "it is not a showbatch journal" }
+        let names = columns.compactMap { if case .string(let name) = $0 { return name } else { return nil } }
+        if names != identity.columns {
+            return "its output columns were \(names.joined(separator: ", ")), and this run's are \(identity.columns.joined(separator: ", "))"
+        }
         return nil
     }
 
-    /// Records a finished row; synced to disk in batches.
-    func append(_ row: ResultRow) throws(RunError) {
-        Journal.encode(row, to: &buffer)
-        buffer.append(0x0A)
-        unsynced += 1
-        if unsynced >= 512 || coarseMilliseconds() - lastSync > 1000 { try sync() }
+    private static func integer(_ value: JSONValue?) -> Int? {
+        if case .number(let text)? = value { return Int(text) } else { return nil }
     }
 
-    /// Writes and fsyncs what is buffered.
-    func sync() throws(RunError) {
-        do {
-            if !buffer.isEmpty { try handle.write(contentsOf: buffer) }
-            try handle.synchronize()
-        } catch {
-            throw RunError.runtime("cannot write the journal \(path)")
+    private static func integers(_ values: [JSONValue]) -> [Int]? {
+        let numbers = values.compactMap { integer($0) }
+        return numbers.count == values.count ? numbers : nil
+    }
+
+    private static func checkpoint(_ value: JSONValue) -> Checkpoint? {
+        guard let ordinal = integer(value["ordinal"]), let offset = integer(value["offset"]), let rows = integer(value["rows"]),
+              let ok = integer(value["ok"]), let partial = integer(value["partial"]), let failed = integer(value["failed"]),
+              case .string(let hash)? = value["hash"], let hashValue = UInt64(hash, radix: 16) else { return nil }
+        return Checkpoint(ordinal: ordinal, offset: offset, counts: RowCounts(rows: rows, ok: ok, partial: partial, failed: failed),
+                          hash: hashValue)
+    }
+
+    /// Notes a failed row; written with the next checkpoint.
+    func recordFailed(_ row: FailedRow) {
+        guard mode != .retryFailed else {
+            pendingFailed.append(row)
+            return
         }
-        buffer.removeAll(keepingCapacity: true)
-        unsynced = 0
-        lastSync = coarseMilliseconds()
-    }
-
-    /// Closes the journal, keeping it (interrupted or failed runs).
-    func close() {
-        try? sync()
-        try? handle.close()
-        reader?.close()
-    }
-
-    /// Closes and deletes the journal (the run finished).
-    func remove() {
-        close()
-        unlink(path)
-    }
-
-    /// Appends the row's journal line (without its line break): compact JSON written straight
-    /// into the buffer, every row, so no JSON tree is built for it.
-    static func encode(_ row: ResultRow, to out: inout [UInt8]) {
-        JSONWriter.append(to: &out) { writer in
+        appendLine { writer in
             writer.object { writer in
-                writer.key("o")
-                writer.integer(row.ordinal)
-                writer.key("r")
-                writer.string(row.request)
-                writer.key("s")
-                writer.string(row.status.rawValue)
-                writer.key("h")
-                writer.integer(row.httpStatus)
-                writer.key("a")
-                writer.integer(row.attempts)
-                writer.key("l")
+                writer.key("failed")
                 writer.array { writer in
-                    for label in row.labels {
-                        writer.array { writer in
-                            writer.string(label.name)
-                            writer.string(label.value)
-                        }
-                    }
-                }
-                writer.key("e")
-                writer.array { writer in
-                    for error in row.errors {
-                        writer.array { writer in
-                            writer.integer(error.code.rawValue)
-                            writer.string(error.label)
-                            writer.string(error.message)
-                        }
-                    }
+                    writer.integer(row.ordinal)
+                    writer.integer(row.start)
+                    writer.integer(row.end)
                 }
             }
         }
     }
 
-    static func decode(_ line: [UInt8]) -> ResultRow? {
-        guard let value = try? JSONParser.parse(line),
-              case .number(let ordinalText)? = value["o"], let ordinal = Int(ordinalText),
-              case .string(let request)? = value["r"],
-              case .string(let statusText)? = value["s"], let status = RowStatus(rawValue: statusText),
-              case .number(let attemptsText)? = value["a"], let attempts = Int(attemptsText),
-              case .array(let labelItems)? = value["l"], case .array(let errorItems)? = value["e"] else { return nil }
-        var httpStatus: Int?
-        if case .number(let text)? = value["h"] { httpStatus = Int(text) }
-        var labels: [(name: String, value: String?)] = []
-        for item in labelItems {
-            guard case .array(let pair) = item, pair.count == 2, case .string(let name) = pair[0] else { return nil }
-            if case .string(let text) = pair[1] { labels.append((name, text)) } else { labels.append((name, nil)) }
+    /// Records that the output is written (and on disk) up to `checkpoint`, and syncs.
+    func checkpoint(_ checkpoint: Checkpoint) throws(RunError) {
+        guard mode != .retryFailed else { return }
+        appendCheckpoint(checkpoint)
+        try writeBuffer(sync: true)
+    }
+
+    /// Records that the output is complete: a last checkpoint and its size and hash.
+    func end(_ checkpoint: Checkpoint) throws(RunError) {
+        guard mode != .retryFailed else { return }
+        appendCheckpoint(checkpoint)
+        appendEnd(checkpoint)
+        try writeBuffer(sync: true)
+    }
+
+    /// After a `--retry-failed` rewrite has been renamed into place: the journal of the new
+    /// output, or none when no row failed again.
+    func rewrite(_ checkpoint: Checkpoint) throws(RunError) {
+        guard checkpoint.counts.failed > 0 else {
+            remove()
+            return
         }
-        var errors: [RowError] = []
-        for item in errorItems {
-            guard case .array(let parts) = item, parts.count == 3, case .number(let codeText) = parts[0],
-                  let code = Int(codeText).flatMap(ErrorCode.init(rawValue:)), case .string(let message) = parts[2] else { return nil }
-            var label: String?
-            if case .string(let text) = parts[1] { label = text }
-            errors.append(RowError(code: code, label: label, message: message))
+        try start()
+        for row in pendingFailed {
+            appendLine { writer in
+                writer.object { writer in
+                    writer.key("failed")
+                    writer.array { writer in
+                        writer.integer(row.ordinal)
+                        writer.integer(row.start)
+                        writer.integer(row.end)
+                    }
+                }
+            }
         }
-        return ResultRow(ordinal: ordinal, request: request, status: status, httpStatus: httpStatus,
-                         attempts: attempts, labels: labels, errors: errors)
+        appendCheckpoint(checkpoint)
+        appendEnd(checkpoint)
+        try writeBuffer(sync: true)
+    }
+
+    private func appendCheckpoint(_ checkpoint: Checkpoint) {
+        appendLine { writer in
+            writer.object { writer in
+                writer.key("checkpoint")
+                writer.object { writer in
+                    writer.key("ordinal")
+                    writer.integer(checkpoint.ordinal)
+                    writer.key("offset")
+                    writer.integer(checkpoint.offset)
+                    writer.key("rows")
+                    writer.integer(checkpoint.counts.rows)
+                    writer.key("ok")
+                    writer.integer(checkpoint.counts.ok)
+                    writer.key("partial")
+                    writer.integer(checkpoint.counts.partial)
+                    writer.key("failed")
+                    writer.integer(checkpoint.counts.failed)
+                    writer.key("hash")
+                    writer.string(String(checkpoint.hash, radix: 16))
+                }
+            }
+        }
+    }
+
+    private func appendEnd(_ checkpoint: Checkpoint) {
+        appendLine { writer in
+            writer.object { writer in
+                writer.key("end")
+                writer.object { writer in
+                    writer.key("size")
+                    writer.integer(checkpoint.offset)
+                    writer.key("hash")
+                    writer.string(String(checkpoint.hash, radix: 16))
+                }
+            }
+        }
+    }
+
+    private func appendLine(_ body: (inout JSONWriter) -> Void) {
+        JSONWriter.append(to: &buffer, body)
+        buffer.append(0x0A)
+    }
+
+    private func writeBuffer(sync: Bool) throws(RunError) {
+        guard !closed else { return }
+        if !buffer.isEmpty {
+            if let code = buffer.withUnsafeBytes({ PrivateFile.writeAll(fd, $0) }) { throw failure(code) }
+            buffer.removeAll(keepingCapacity: true)
+        }
+        if sync && fdatasync(fd) != 0 { throw failure(errno) }
+    }
+
+    private func failure(_ code: Int32) -> RunError {
+        .runtime("cannot write the journal \(path): \(describeErrno(code))")
+    }
+
+    /// Closes the journal, keeping it.
+    func close() {
+        guard !closed else { return }
+        closed = true
+        Glibc.close(fd)
+    }
+
+    /// Closes and deletes the journal.
+    func remove() {
+        close()
+        unlink(path)
     }
 }

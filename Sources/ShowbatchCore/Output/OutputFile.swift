@@ -1,31 +1,141 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
-/// One output: rows streamed to `<path>.partial` and renamed into place when the run ends.
+/// How many rows of each status an output holds.
+struct RowCounts: Equatable, Sendable {
+    var rows = 0
+    var ok = 0
+    var partial = 0
+    var failed = 0
+
+    mutating func count(_ status: RowStatus) {
+        rows += 1
+        switch status {
+        case .ok: ok += 1
+        case .partial: partial += 1
+        case .failed: failed += 1
+        }
+    }
+}
+
+/// One output: rows streamed to `<path>.partial` and renamed into place when the run ends, or
+/// streamed to standard output.
+///
+/// It knows where each row's bytes are (for the journal's record of failed rows), how many rows
+/// of each status it holds, the last work item it holds, and a hash of every byte: what a
+/// checkpoint needs to go on from here after a crash.
 final class OutputFile {
     let path: String
     let format: OutputFormat
     let labels: [String]
     let escapeFormulas: Bool
-    private let handle: FileHandle
+    private var fd: Int32
+    /// Nil for standard output.
     private let partialPath: String?
     private var buffer: [UInt8] = []
-    private(set) var rows = 0
+    /// Bytes handed to the file so far: where `buffer` starts.
+    private var flushed = 0
+    /// FNV-1a of the flushed bytes.
+    private(set) var hash = fnvOffsetBasis
+    /// Rows of each status in the file, rows from an earlier run included.
+    private(set) var counts = RowCounts()
+    /// The ordinal of the last work item written; -1 before the first.
+    private(set) var lastOrdinal = -1
+    /// Rows written since the last checkpoint.
+    var rowsSinceCheckpoint = 0
+    /// For `--retry-failed`: the output being rewritten.
+    private var splice: Splice?
+    private var closed = false
 
-    /// Opens the output; `path` "-" is standard output (not atomic).
-    init(path: String, format: OutputFormat, labels: [String], escapeFormulas: Bool) throws(RunError) {
+    /// The output a `--retry-failed` run rewrites: its bytes are copied, and the rows of the
+    /// failed spans replaced by the rows sent again.
+    private struct Splice {
+        let fd: Int32
+        let size: Int
+        /// Byte spans of the failed rows, by ordinal.
+        let spans: [Int: (start: Int, end: Int)]
+        /// How far the old output has been copied.
+        var cursor = 0
+    }
+
+    private init(path: String, format: OutputFormat, labels: [String], escapeFormulas: Bool, fd: Int32, partialPath: String?) {
         self.path = path
         self.format = format
         self.labels = labels
         self.escapeFormulas = escapeFormulas
-        if path == "-" {
-            handle = FileHandle.standardOutput
-            partialPath = nil
-        } else {
-            let partial = path + ".partial"
-            handle = try createPrivateFile(partial, for: path)
-            partialPath = partial
-        }
+        self.fd = fd
+        self.partialPath = partialPath
         buffer.reserveCapacity(1 << 16)
+    }
+
+    /// Rows to standard output (not atomic, not resumable).
+    static func standardOutput(format: OutputFormat, labels: [String], escapeFormulas: Bool) -> OutputFile {
+        let file = OutputFile(path: "-", format: format, labels: labels, escapeFormulas: escapeFormulas, fd: STDOUT_FILENO, partialPath: nil)
+        file.writeHead()
+        return file
+    }
+
+    /// A new `<path>.partial`, replacing one an earlier run left.
+    static func create(path: String, format: OutputFormat, labels: [String], escapeFormulas: Bool) throws(RunError) -> OutputFile {
+        let partial = path + ".partial"
+        let fd = try PrivateFile.create(partial, for: path)
+        let file = OutputFile(path: path, format: format, labels: labels, escapeFormulas: escapeFormulas, fd: fd, partialPath: partial)
+        file.writeHead()
+        return file
+    }
+
+    /// The `<path>.partial` of an interrupted run, cut back to `checkpoint`, where the run goes on;
+    /// nil when there is no partial file any more.
+    static func resume(path: String, format: OutputFormat, labels: [String], escapeFormulas: Bool,
+                       from checkpoint: Journal.Checkpoint) throws(RunError) -> OutputFile? {
+        let partial = path + ".partial"
+        guard let fd = try PrivateFile.openExisting(partial, for: path) else { return nil }
+        let size = lseek(fd, 0, SEEK_END)
+        guard size >= checkpoint.offset else {
+            close(fd)
+            throw RunError.runtime("\(partial) is shorter than its journal says (\(size) bytes, not \(checkpoint.offset)); remove \(path).journal to start over")
+        }
+        guard ftruncate(fd, off_t(checkpoint.offset)) == 0, lseek(fd, off_t(checkpoint.offset), SEEK_SET) >= 0 else {
+            let reason = describeErrno(errno)
+            close(fd)
+            throw RunError.runtime("cannot cut \(partial) back to its last checkpoint: \(reason)")
+        }
+        let file = OutputFile(path: path, format: format, labels: labels, escapeFormulas: escapeFormulas, fd: fd, partialPath: partial)
+        file.flushed = checkpoint.offset
+        file.hash = checkpoint.hash
+        file.counts = checkpoint.counts
+        file.lastOrdinal = checkpoint.ordinal
+        return file
+    }
+
+    /// A new `<path>.partial` that will be `path` with the failed rows in `failed` sent again:
+    /// everything else is copied byte for byte.
+    static func retrying(path: String, format: OutputFormat, labels: [String], escapeFormulas: Bool,
+                         failed: [Journal.FailedRow], kept: RowCounts) throws(RunError) -> OutputFile {
+        guard let old = PrivateFile.openForReading(path) else {
+            throw RunError.runtime("cannot read \(path), whose failed rows are to be sent again")
+        }
+        let size = Int(lseek(old, 0, SEEK_END))
+        let partial = path + ".partial"
+        let fd: Int32
+        do {
+            fd = try PrivateFile.create(partial, for: path)
+        } catch {
+            close(old)
+            throw error
+        }
+        let file = OutputFile(path: path, format: format, labels: labels, escapeFormulas: escapeFormulas, fd: fd, partialPath: partial)
+        var spans: [Int: (start: Int, end: Int)] = [:]
+        for row in failed { spans[row.ordinal] = (row.start, row.end) }
+        file.splice = Splice(fd: old, size: size, spans: spans)
+        file.counts = kept
+        return file
+    }
+
+    /// What comes before the first row.
+    private func writeHead() {
         switch format {
         case .csv: buffer = RowEncoding.csvHeader(labels: labels, escapeFormulas: escapeFormulas)
         case .json: buffer = Array("[".utf8)
@@ -33,49 +143,118 @@ final class OutputFile {
         }
     }
 
-    func write(_ row: ResultRow) throws(RunError) {
+    /// Where the next byte goes.
+    var offset: Int { flushed + buffer.count }
+
+    /// Appends a row; returns where its bytes are (a JSON row without its separator).
+    @discardableResult
+    func write(_ row: ResultRow) throws(RunError) -> (start: Int, end: Int) {
+        if splice != nil { try copyOld(upTo: row.ordinal) }
+        if format == .json && splice == nil { buffer.append(contentsOf: (counts.rows == 0 ? "\n" : ",\n").utf8) }
+        let start = offset
         switch format {
         case .csv: RowEncoding.csvLine(row, labels: labels, escapeFormulas: escapeFormulas, to: &buffer)
-        case .json:
-            buffer.append(contentsOf: (rows == 0 ? "\n" : ",\n").utf8)
-            RowEncoding.writeJSON(row, to: &buffer)
+        case .json: RowEncoding.writeJSON(row, to: &buffer)
         case .jsonl:
             RowEncoding.writeJSON(row, to: &buffer)
             buffer.append(0x0A)
         }
-        rows += 1
+        let end = offset
+        counts.count(row.status)
+        lastOrdinal = row.ordinal
+        rowsSinceCheckpoint += 1
         if buffer.count >= 1 << 16 { try flush() }
+        return (start, end)
     }
 
-    func flush() throws(RunError) {
-        guard !buffer.isEmpty else { return }
-        do {
-            try handle.write(contentsOf: buffer)
-        } catch {
-            throw RunError.runtime("cannot write \(partialPath ?? "standard output"): \(error.readableDescription)")
+    /// Copies the old output up to the failed row `ordinal`, whose span is then skipped.
+    private func copyOld(upTo ordinal: Int) throws(RunError) {
+        guard var splice, let span = splice.spans[ordinal] else { return }
+        try copy(from: splice.fd, splice.cursor..<span.start)
+        splice.cursor = span.end
+        self.splice = splice
+    }
+
+    /// Copies bytes of another file into this one.
+    private func copy(from source: Int32, _ range: Range<Int>) throws(RunError) {
+        var position = range.lowerBound
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while position < range.upperBound {
+            let wanted = min(chunk.count, range.upperBound - position)
+            let read = chunk.withUnsafeMutableBytes { pread(source, $0.baseAddress, wanted, off_t(position)) }
+            if read < 0 && errno == EINTR { continue }
+            guard read > 0 else {
+                throw RunError.runtime("cannot read \(path), whose failed rows are being sent again: \(read < 0 ? describeErrno(errno) : "it ended early")")
+            }
+            buffer.append(contentsOf: chunk[0..<read])
+            position += read
+            if buffer.count >= 1 << 16 { try flush() }
         }
+    }
+
+    /// Hands the buffered bytes to the file.
+    func flush() throws(RunError) {
+        guard !buffer.isEmpty, !closed else { return }
+        let failure = buffer.withUnsafeBytes { PrivateFile.writeAll(fd, $0) }
+        if let failure { throw writeError(failure) }
+        hash = fnv1a(buffer, seed: hash)
+        flushed += buffer.count
         buffer.removeAll(keepingCapacity: true)
     }
 
-    /// Ends the file and renames it into place.
-    func finish() throws(RunError) {
-        if format == .json { buffer.append(contentsOf: (rows == 0 ? "]\n" : "\n]\n").utf8) }
+    /// Flushes and makes the bytes durable (a checkpoint may then say they are there).
+    func sync() throws(RunError) {
         try flush()
-        guard let partialPath else { return }
-        do {
-            try handle.synchronize()
-            try handle.close()
-        } catch {
-            throw RunError.runtime("cannot write \(partialPath): \(error.readableDescription)")
+        guard partialPath != nil, !closed else { return }
+        guard fdatasync(fd) == 0 else { throw writeError(errno) }
+    }
+
+    /// Where the file stands, once flushed: what a checkpoint records.
+    var checkpoint: Journal.Checkpoint {
+        Journal.Checkpoint(ordinal: lastOrdinal, offset: flushed, counts: counts, hash: hash)
+    }
+
+    /// Ends the content (the JSON array's close, or the rest of a rewritten output) and makes it
+    /// durable; the file is then ready to be renamed into place.
+    func finishContent() throws(RunError) {
+        if let splice {
+            try copy(from: splice.fd, splice.cursor..<splice.size)
+        } else if format == .json {
+            buffer.append(contentsOf: (counts.rows == 0 ? "]\n" : "\n]\n").utf8)
         }
+        try sync()
+    }
+
+    /// Closes the file and renames it into place.
+    func commit() throws(RunError) {
+        guard let partialPath, !closed else { return }
+        closeFiles()
         guard rename(partialPath, path) == 0 else {
-            throw RunError.runtime("cannot rename \(partialPath) to \(path): \(String(cString: strerror(errno)))")
+            throw RunError.runtime("cannot rename \(partialPath) to \(path): \(describeErrno(errno))")
         }
     }
 
-    /// Leaves the partial file as it is (interrupted runs).
+    /// Leaves the partial file with what could be written (an interrupted or failed run).
     func abandon() {
-        try? flush()
-        if partialPath != nil { try? handle.close() }
+        try? sync()
+        closeFiles()
+    }
+
+    private func closeFiles() {
+        guard !closed else { return }
+        closed = true
+        if partialPath != nil { close(fd) }
+        if let splice { close(splice.fd) }
+    }
+
+    /// A failed write in words: which file, what happened, and what is kept.
+    private func writeError(_ code: Int32) -> RunError {
+        guard let partialPath else {
+            return .runtime("cannot write to standard output: \(describeErrno(code)); the rows after it were not written")
+        }
+        return .runtime("cannot write \(partialPath): \(describeErrno(code)); the journal \(path).journal is kept, so the run can go on with --resume once that is fixed")
     }
 }
+
+/// FNV-1a's starting value.
+let fnvOffsetBasis: UInt64 = 0xcbf29ce484222325

@@ -3,20 +3,134 @@ import Foundation
 import Glibc
 #endif
 
-/// Creates (or with `truncate: false`, opens) a file with mode 0600, whatever the umask; parent
-/// folders are created. Errors name `output`, the path the user knows, rather than the working file.
-func createPrivateFile(_ path: String, for output: String, truncate: Bool = true) throws(RunError) -> FileHandle {
-    let parent = (path as NSString).deletingLastPathComponent
-    if !parent.isEmpty {
+/// Files that hold revealed data, or say where it is: outputs, their `.partial` files and
+/// journals. They are never reached through a link and are never anything but regular files:
+/// created with `O_EXCL | O_NOFOLLOW` (after removing only a regular file that was there) with
+/// mode 0600, or opened with `O_NOFOLLOW` and checked. A link planted at one of these paths is
+/// refused, and its target is never touched.
+enum PrivateFile {
+    /// What is at a path, the last link not followed.
+    enum Existing: Equatable {
+        case none
+        case regular(device: UInt64, inode: UInt64, size: Int)
+        case directory
+        case link
+        /// A device, pipe or socket.
+        case other
+    }
+
+    /// What is at `path`, without following a link.
+    static func inspect(_ path: String) -> Existing {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return .none }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: return .regular(device: UInt64(info.st_dev), inode: UInt64(info.st_ino), size: Int(info.st_size))
+        case S_IFDIR: return .directory
+        case S_IFLNK: return .link
+        default: return .other
+        }
+    }
+
+    /// The identity of the file `path` leads to (links followed), to tell whether two paths are
+    /// one file.
+    static func identity(_ path: String) -> (device: UInt64, inode: UInt64)? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return (UInt64(info.st_dev), UInt64(info.st_ino))
+    }
+
+    /// Why `path` cannot be one of a run's files, in words; nil when it can (absent or regular).
+    static func refusal(_ path: String) -> String? {
+        switch inspect(path) {
+        case .none, .regular: return nil
+        case .directory: return "\(path) is a directory"
+        case .link: return "\(path) is a symbolic link; showbatch never writes through one"
+        case .other: return "\(path) is not a regular file (a device, pipe or socket)"
+        }
+    }
+
+    /// Creates `path` afresh with mode 0600, creating its folders; a regular file there is
+    /// replaced, anything else refused. Errors name `output`, the path the user knows.
+    static func create(_ path: String, for output: String) throws(RunError) -> Int32 {
+        try makeParent(of: path, for: output)
+        switch inspect(path) {
+        case .none: break
+        case .regular: unlink(path)
+        default: throw RunError.runtime(refusal(path)! + ": remove it and run again")
+        }
+        let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw RunError.runtime("cannot create \(path) for \(output): \(describeErrno(errno))")
+        }
+        // The umask may have taken bits away; the mode is exactly 0600.
+        fchmod(fd, 0o600)
+        return fd
+    }
+
+    /// Opens the regular file at `path` for reading and writing, without following a link; nil
+    /// when there is none.
+    static func openExisting(_ path: String, for output: String) throws(RunError) -> Int32? {
+        if let refusal = refusal(path) { throw RunError.runtime(refusal + ": remove it and run again") }
+        let fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else {
+            if errno == ENOENT || errno == ENOTDIR { return nil }
+            throw RunError.runtime("cannot open \(path) for \(output): \(describeErrno(errno))")
+        }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            close(fd)
+            throw RunError.runtime("\(path) is not a regular file: remove it and run again")
+        }
+        fchmod(fd, 0o600)
+        return fd
+    }
+
+    /// Opens a regular file for reading only, without following a link.
+    static func openForReading(_ path: String) -> Int32? {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            close(fd)
+            return nil
+        }
+        return fd
+    }
+
+    private static func makeParent(of path: String, for output: String) throws(RunError) {
+        let parent = (path as NSString).deletingLastPathComponent
+        guard !parent.isEmpty else { return }
         do {
             try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
         } catch {
             throw RunError.runtime("cannot create the folder \(parent) for \(output)")
         }
     }
-    let fd = open(path, truncate ? O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC : O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-    guard fd >= 0 else { throw RunError.runtime("cannot create \(path) for \(output): \(String(cString: strerror(errno)))") }
-    // An existing file keeps its old mode through O_CREAT: set it.
-    fchmod(fd, 0o600)
-    return FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+
+    /// Writes all of `bytes` to `fd`; the errno of a failure.
+    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int32? {
+        var offset = 0
+        while offset < bytes.count {
+            let written = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                return errno
+            }
+            offset += written
+        }
+        return nil
+    }
+}
+
+/// An errno in words: the system's text, and what it means for a run where that helps.
+func describeErrno(_ code: Int32) -> String {
+    let text = String(cString: strerror(code))
+    switch code {
+    case ENOSPC: return "\(text) (the disk is full)"
+    case EDQUOT: return "\(text) (the disk quota is used up)"
+    case EPIPE: return "\(text) (whatever reads the output has gone away)"
+    case EACCES, EPERM: return "\(text) (check the folder's owner and permissions)"
+    case EROFS: return "\(text) (the file system is mounted read-only)"
+    default: return text
+    }
 }

@@ -1,65 +1,228 @@
+import Foundation
+
+/// How a run treats what an earlier run of the same outputs left.
+enum OutputMode: Sendable {
+    /// Start over: `.partial` files and journals are replaced.
+    case fresh
+    /// `--resume`: go on from each output's last checkpoint.
+    case resume
+    /// `--retry-failed`: rewrite each output with its failed rows sent again.
+    case retryFailed
+}
+
+/// Which work items of an output a run does not send.
+enum SkipRule: Sendable, Equatable {
+    case none
+    /// Items up to this ordinal are in the output already (a resumed run).
+    case through(Int)
+    /// Only these items are sent (again); the rest of the output is copied (a retry run).
+    case allBut(Set<Int>)
+    /// The output is complete, or left as it is.
+    case all
+
+    /// Whether the item with `ordinal` is not sent.
+    func skips(_ ordinal: Int) -> Bool {
+        switch self {
+        case .none: return false
+        case .through(let last): return ordinal <= last
+        case .allBut(let sent): return !sent.contains(ordinal)
+        case .all: return true
+        }
+    }
+}
+
 /// The files of one run: an output and its journal per target, opened together and then either
-/// committed together (renamed into place, journals removed) or abandoned together (left as
-/// `.partial` with their journals, for `--resume`).
+/// committed together (renamed into place; journals removed, or kept when rows failed) or
+/// abandoned together (left as `.partial`, with a last checkpoint in each journal).
 ///
 /// One owner, so that `Runner.run` has one cleanup path, whatever ends the run.
 final class RunOutputs {
-    /// The outputs, by target.
-    let files: [OutputFile]
-    /// The journals, by target; nil for standard output.
+    /// The outputs by target; nil for one this run leaves as it is.
+    let files: [OutputFile?]
+    /// The journals by target; nil for standard output.
     let journals: [Journal?]
+    /// What each target's work items skip.
+    let skips: [SkipRule]
+    /// Rows already in the outputs (from the run being resumed, or kept by a retry), by status.
+    let carried: RowCounts
+    private let mode: OutputMode
+    /// Outputs whose content an earlier run completed: committing only renames them.
+    private let complete: Set<Int>
     private var closed = false
 
     /// Opens every target's journal, then its output. Journals come first: taking a journal's
     /// lock is what keeps a second run off the output. On failure what was opened is closed again.
-    init(targets: [OutputTarget], inputHash: UInt64, shard: Shard?, resume: Bool) throws(RunError) {
-        var files: [OutputFile] = []
+    init(targets: [OutputTarget], identity: (OutputTarget) -> Journal.Identity, mode: OutputMode) throws(RunError) {
+        self.mode = mode
+        var files: [OutputFile?] = []
         var journals: [Journal?] = []
-        do {
+        var skips: [SkipRule] = []
+        var carried = RowCounts()
+        var complete: Set<Int> = []
+        do throws(RunError) {
             for target in targets {
                 guard target.path != "-" else {
                     journals.append(nil)
                     continue
                 }
-                let header = Journal.header(manifestHash: inputHash, shard: shard, output: target.path,
-                                            format: target.format, labels: target.labels)
-                journals.append(try Journal(output: target.path, header: header, resume: resume))
+                if mode == .retryFailed && PrivateFile.inspect(target.path + ".journal") == .none {
+                    // A finished output without a journal had no failed row: it stays as it is.
+                    guard case .regular = PrivateFile.inspect(target.path) else {
+                        throw RunError.usage("\(target.path) was never written, so it has no failed rows to send again; run without --retry-failed")
+                    }
+                    journals.append(nil)
+                    continue
+                }
+                journals.append(try Journal(output: target.path, identity: identity(target), mode: mode == .fresh ? .fresh : mode == .resume ? .resume : .retryFailed))
             }
-            for target in targets {
-                files.append(try OutputFile(path: target.path, format: target.format, labels: target.labels,
-                                            escapeFormulas: target.escapeFormulas))
+            for (index, target) in targets.enumerated() {
+                func create() throws(RunError) -> OutputFile {
+                    try OutputFile.create(path: target.path, format: target.format, labels: target.labels, escapeFormulas: target.escapeFormulas)
+                }
+                guard target.path != "-" else {
+                    files.append(.standardOutput(format: target.format, labels: target.labels, escapeFormulas: target.escapeFormulas))
+                    skips.append(.none)
+                    continue
+                }
+                guard let journal = journals[index] else {
+                    files.append(nil)
+                    skips.append(.all)
+                    continue
+                }
+                switch mode {
+                case .fresh:
+                    files.append(try create())
+                    skips.append(.none)
+                case .resume:
+                    guard let checkpoint = journal.lastCheckpoint else {
+                        files.append(try create())
+                        skips.append(.none)
+                        break
+                    }
+                    let resumed = try OutputFile.resume(path: target.path, format: target.format, labels: target.labels,
+                                                       escapeFormulas: target.escapeFormulas, from: checkpoint)
+                    if let resumed {
+                        files.append(resumed)
+                        if journal.ended != nil { complete.insert(index) }
+                    } else if journal.ended != nil, case .regular = PrivateFile.inspect(target.path) {
+                        // Finished and renamed already: nothing is left to do for this output.
+                        files.append(nil)
+                    } else {
+                        throw RunError.runtime("\(target.path).partial is gone, so the run cannot go on from its journal; run without --resume to start over")
+                    }
+                    skips.append(journal.ended != nil ? .all : .through(checkpoint.ordinal))
+                    carried.add(checkpoint.counts)
+                case .retryFailed:
+                    guard let ended = journal.ended, let checkpoint = journal.lastCheckpoint else {
+                        throw RunError.usage("the journal \(journal.path) is of a run that did not finish; finish it with --resume first")
+                    }
+                    guard RunOutputs.matches(target.path, size: ended.size, hash: ended.hash) else {
+                        throw RunError.usage("\(target.path) does not match its journal (it changed since the run that wrote it, or a --retry-failed run was cut short); run without --retry-failed to write it again")
+                    }
+                    var kept = checkpoint.counts
+                    kept.rows -= kept.failed
+                    kept.failed = 0
+                    if journal.failedRows.isEmpty {
+                        files.append(nil)
+                        skips.append(.all)
+                    } else {
+                        files.append(try OutputFile.retrying(path: target.path, format: target.format, labels: target.labels,
+                                                             escapeFormulas: target.escapeFormulas, failed: journal.failedRows, kept: kept))
+                        skips.append(.allBut(Set(journal.failedRows.map(\.ordinal))))
+                    }
+                    carried.add(kept)
+                }
             }
         } catch {
-            files.forEach { $0.abandon() }
+            files.forEach { $0?.abandon() }
             journals.forEach { $0?.close() }
             throw error
         }
         self.files = files
         self.journals = journals
+        self.skips = skips
+        self.carried = carried
+        self.complete = complete
     }
 
-    /// Ends every output and renames it into place, then removes the journals. If an output
-    /// cannot be finished, it and the ones after it stay `.partial` and every journal is kept.
+    /// Whether `path` is a regular file of `size` bytes whose FNV-1a hash is `hash`.
+    private static func matches(_ path: String, size: Int, hash: UInt64) -> Bool {
+        guard let fd = PrivateFile.openForReading(path) else { return false }
+        defer { close(fd) }
+        var total = 0
+        var value = fnvOffsetBasis
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            if count < 0 { return false }
+            if count == 0 { break }
+            value = chunk.withUnsafeBytes { fnv1a(UnsafeRawBufferPointer(rebasing: $0[0..<count]), seed: value) }
+            total += count
+        }
+        return total == size && value == hash
+    }
+
+    /// Ends every output and renames it into place. A journal is removed when its output has no
+    /// failed row, and kept (for `--retry-failed`) when it has. If an output cannot be finished,
+    /// it and the ones after it stay `.partial` and their journals are kept.
     func commit() throws(RunError) {
         guard !closed else { return }
         closed = true
         for (index, file) in files.enumerated() {
+            let journal = journals[index]
+            guard let file else {
+                // An output finished by an earlier run: its journal goes if nothing in it failed.
+                if let journal, mode == .resume, let checkpoint = journal.lastCheckpoint, checkpoint.counts.failed == 0 {
+                    journal.remove()
+                } else {
+                    journal?.close()
+                }
+                continue
+            }
             do {
-                try file.finish()
+                if !complete.contains(index) { try file.finishContent() }
+                let checkpoint = file.checkpoint
+                switch mode {
+                case .fresh, .resume:
+                    if !complete.contains(index) { try journal?.end(checkpoint) }
+                    try file.commit()
+                    if checkpoint.counts.failed == 0 { journal?.remove() } else { journal?.close() }
+                case .retryFailed:
+                    try file.commit()
+                    try journal?.rewrite(checkpoint)
+                    journal?.close()
+                }
             } catch {
-                files[index...].forEach { $0.abandon() }
-                journals.forEach { $0?.close() }
+                for later in index..<files.count {
+                    files[later]?.abandon()
+                    journals[later]?.close()
+                }
                 throw error
             }
         }
-        journals.forEach { $0?.remove() }
     }
 
-    /// Leaves every output as `.partial` and keeps every journal (an interrupted or failed run).
+    /// Leaves every output as `.partial`, its journal holding a last checkpoint of what could be
+    /// written (an interrupted or failed run).
     func abandon() {
         guard !closed else { return }
         closed = true
-        files.forEach { $0.abandon() }
-        journals.forEach { $0?.close() }
+        for (index, file) in files.enumerated() {
+            if let file, (try? file.sync()) != nil, !complete.contains(index) {
+                try? journals[index]?.checkpoint(file.checkpoint)
+            }
+            file?.abandon()
+            journals[index]?.close()
+        }
+    }
+}
+
+extension RowCounts {
+    mutating func add(_ other: RowCounts) {
+        rows += other.rows
+        ok += other.ok
+        partial += other.partial
+        failed += other.failed
     }
 }

@@ -81,8 +81,15 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
     /// Workers waiting for room in the window.
     private var parked: [Waiter] = []
 
-    init(labels: [[LabelBinding]], byRequest: [Int], failFast: Bool, window: Int, outboxLimit: Int = 4096, now: Int64) {
+    /// A dispatch whose summary starts from `carried`: the rows an earlier run left in the outputs.
+    init(labels: [[LabelBinding]], byRequest: [Int], failFast: Bool, window: Int, outboxLimit: Int = 4096,
+         carried: RowCounts = RowCounts(), now: Int64) {
         self.labels = labels
+        summary.rows = carried.rows
+        summary.ok = carried.ok
+        summary.partial = carried.partial
+        summary.failed = carried.failed
+        summary.replayed = carried.rows
         self.byRequest = byRequest
         self.failFast = failFast
         self.window = window
@@ -97,7 +104,7 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
 
     var windowFull: Bool { nextSequence - nextToWrite >= window || outbox.count >= outboxLimit }
 
-    /// The next thing a worker does; rows that need no request (journaled, unpreparable) are
+    /// The next thing a worker does; rows that need no request (unpreparable ones) are
     /// queued on the way.
     mutating func next(from source: some WorkSource, cancelled: Bool, now: Int64) -> (Next, Actions) {
         if cancelled { stopped = true }
@@ -124,13 +131,10 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
             nextSequence += 1
             let target = byRequest[entry.requestIndex]
             switch entry.work {
-            case .replayed(let row):
-                pending[sequence] = (.row(row), target, true)
-                queuedRows = true
             case .failed(let failure):
                 let names = labels[entry.requestIndex].map { (name: $0.name, value: String?.none) }
                 pending[sequence] = (.row(ResultRow(ordinal: entry.ordinal, request: failure.name, status: .failed, httpStatus: nil,
-                                                    attempts: 0, labels: names, errors: [failure.error])), target, false)
+                                                    attempts: 0, labels: names, errors: [failure.error])), target)
                 queuedRows = true
                 if failFast { stopped = true }
             case .send(let request):
@@ -154,7 +158,7 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
     mutating func finished(_ job: Job, row: FinishedRow?, now: Int64) -> Actions {
         var actions = Actions()
         if let row {
-            pending[job.sequence] = (row, job.target, false)
+            pending[job.sequence] = (row, job.target)
             // Written before this worker takes another, so --fail-fast sends nothing past a failure.
             writeReady(now: now, into: &actions)
         } else {
@@ -194,7 +198,6 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
             outbox.append(entry)
             summary.rows += 1
             summary.retries += max(0, entry.row.attempts - 1)
-            if entry.replayed { summary.replayed += 1 }
             // An answer's status is known once the writer has revealed it; the writer counts those.
             guard case .row(let row) = entry.row else { continue }
             switch row.status {

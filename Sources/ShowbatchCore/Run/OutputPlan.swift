@@ -68,3 +68,35 @@ extension Runner {
         return .manifest(ManifestSecrets(root: root).diagnostics([(mark, message)], source: source)[0])
     }
 }
+
+// Outputs are checked before anything is sent: a run never writes through a link, over a device
+// or a folder, or over its own inputs.
+extension Runner {
+    /// Refuses outputs that are links, devices or folders, outputs that are the manifest or a data
+    /// file (by file identity, so another path to the same file is caught too), and a link or
+    /// other non-regular file at an output's `.partial` or `.journal` path.
+    func checkOutputPaths(_ targets: [OutputTarget]) throws(RunError) {
+        var inputs: [(what: String, path: String)] = [("the manifest", manifest.file)]
+        for request in manifest.requests {
+            if let each = request.each { inputs.append(("the data file \(each.name)", each.path)) }
+        }
+        if case .file(let path)? = manifest.emulator?.aliases { inputs.append(("the emulator's alias file", path)) }
+        let identities = inputs.compactMap { input in PrivateFile.identity(input.path).map { (input.what, $0) } }
+        for target in targets where target.path != "-" {
+            switch PrivateFile.inspect(target.path) {
+            case .none: break
+            case .directory:
+                throw RunError.runtime("the output \(target.path) is a directory; give the path of a file")
+            case .link, .other:
+                throw RunError.usage("the output \(target.path) is \(PrivateFile.inspect(target.path) == .link ? "a symbolic link" : "not a regular file (a device, pipe or socket)"); showbatch writes outputs only as regular files of its own. To write to standard output, use --output -")
+            case .regular(let device, let inode, _):
+                if let input = identities.first(where: { $0.1.device == device && $0.1.inode == inode }) {
+                    throw RunError.usage("the output \(target.path) is \(input.0); writing it would replace the input: choose another output path")
+                }
+            }
+            for path in [target.path + ".partial", target.path + ".journal"] {
+                if let refusal = PrivateFile.refusal(path) { throw RunError.runtime(refusal + ": remove it and run again") }
+            }
+        }
+    }
+}

@@ -21,31 +21,20 @@ final class RequestFeed: WorkSource, @unchecked Sendable {
     private var producer: WorkerThread!
 
     /// Starts preparing `manifest`'s work items (those of `shard`) against `baseURL`, keeping
-    /// at most about `capacity` ready. A work item that `replay` finds in the journal of its
-    /// output (`byRequest` maps requests to outputs) is handed out as that row, not prepared.
-    init(manifest: Manifest, baseURL: String, shard: Shard?, byRequest: [Int] = [], journals: [Journal?] = [],
+    /// at most about `capacity` ready. Items that `skips` (by output, `byRequest` mapping requests
+    /// to outputs) say are not to be sent are passed over: a resumed run's finished items, the
+    /// kept rows of a retry.
+    init(manifest: Manifest, baseURL: String, shard: Shard?, byRequest: [Int] = [], skips: [SkipRule] = [],
          capacity: Int = 1024) {
         items = WorkItemSequence(manifest: manifest)
         self.shard = shard
         queue = BatchQueue(capacity: capacity)
         let preparer = RequestPreparer(manifest: manifest, baseURL: baseURL)
-        // The journals' replay side is read on the feed thread only (the writer appends).
-        let replay = Replay(journals: journals, byRequest: byRequest)
-        producer = WorkerThread(name: "showbatch-feed") { [self] in produce(preparer, replay) }
+        let skipping = skips.contains { $0 != .none } ? (byRequest, skips) : nil
+        producer = WorkerThread(name: "showbatch-feed") { [self] in produce(preparer, skipping) }
     }
 
-    /// Journaled rows of the outputs, read in work-item order.
-    private struct Replay: @unchecked Sendable {
-        let journals: [Journal?]
-        let byRequest: [Int]
-
-        func row(_ item: WorkItem) -> ResultRow? {
-            guard !journals.isEmpty else { return nil }
-            return journals[byRequest[item.requestIndex]]?.replayed(item.ordinal)
-        }
-    }
-
-    private func produce(_ preparer: RequestPreparer, _ replay: Replay) {
+    private func produce(_ preparer: RequestPreparer, _ skipping: (byRequest: [Int], skips: [SkipRule])?) {
         var batch: [Entry] = []
         batch.reserveCapacity(Self.batchSize)
         while true {
@@ -56,10 +45,7 @@ final class RequestFeed: WorkSource, @unchecked Sendable {
                     break
                 }
                 if let shard, !shard.takes(item.ordinal) { continue }
-                if let row = replay.row(item) {
-                    batch.append(WorkEntry(ordinal: item.ordinal, requestIndex: item.requestIndex, work: .replayed(row)))
-                    continue
-                }
+                if let skipping, skipping.skips[skipping.byRequest[item.requestIndex]].skips(item.ordinal) { continue }
                 let work: WorkEntry.Work
                 switch preparer.prepare(item) {
                 case .success(let request): work = .send(request)
@@ -120,8 +106,6 @@ struct WorkEntry: Sendable {
         case send(PreparedRequest)
         /// The item cannot be sent: it is this failed row.
         case failed(PreparationFailure)
-        /// An earlier run finished the item: this is its row, from the journal.
-        case replayed(ResultRow)
     }
 
     let ordinal: Int

@@ -8,7 +8,13 @@ import Synchronization
 /// over in batches (one lock and at most one wakeup per batch), so the writer costs that thread
 /// almost nothing and uses the other core.
 final class RowWriter: @unchecked Sendable {
-    typealias Entry = (row: FinishedRow, target: Int, replayed: Bool)
+    typealias Entry = (row: FinishedRow, target: Int)
+
+    /// A checkpoint is taken after this many rows of an output, or this many milliseconds: each
+    /// costs a sync of the output and of its journal, and bounds what a crash makes the
+    /// resumed run send again.
+    static let checkpointRows = 4096
+    static let checkpointInterval: Int64 = 1000
 
     /// Rows queued at most: past this `submit` waits for the writer, so that a slow output (a
     /// pipe read slowly, a full disk) holds the run back instead of growing memory.
@@ -17,8 +23,9 @@ final class RowWriter: @unchecked Sendable {
     private let queue = BatchQueue<Entry>(capacity: RowWriter.capacity)
     private let error = Mutex<RunError?>(nil)
     // Used by the writer thread until `finish` returns, then by the caller.
-    private let files: [OutputFile]
+    private let files: [OutputFile?]
     private let journals: [Journal?]
+    private var lastCheckpoint: [Int64]
     private var thread: WorkerThread!
     // Statuses of the answers revealed here (the runner counts the rows it was given whole).
     private let okCount = Atomic<Int>(0)
@@ -34,9 +41,10 @@ final class RowWriter: @unchecked Sendable {
     }
 
     /// Starts the writer for `files` and their `journals` (nil for standard output).
-    init(files: [OutputFile], journals: [Journal?]) {
+    init(files: [OutputFile?], journals: [Journal?]) {
         self.files = files
         self.journals = journals
+        lastCheckpoint = Array(repeating: coarseMilliseconds(), count: files.count)
         thread = WorkerThread(name: "showbatch-write") { [self] in work() }
     }
 
@@ -55,6 +63,22 @@ final class RowWriter: @unchecked Sendable {
         return failure
     }
 
+    /// Writes a row, notes it in the journal when it failed, and takes a checkpoint when one is due.
+    private func write(_ row: ResultRow, to target: Int) throws(RunError) {
+        guard let file = files[target] else { return }
+        let span = try file.write(row)
+        guard let journal = journals[target] else { return }
+        if row.status == .failed { journal.recordFailed(Journal.FailedRow(ordinal: row.ordinal, start: span.start, end: span.end)) }
+        let now = coarseMilliseconds()
+        if file.rowsSinceCheckpoint >= Self.checkpointRows || now - lastCheckpoint[target] >= Self.checkpointInterval {
+            // The output first: a checkpoint may only say what is on disk.
+            try file.sync()
+            try journal.checkpoint(file.checkpoint)
+            file.rowsSinceCheckpoint = 0
+            lastCheckpoint[target] = now
+        }
+    }
+
     private func work() {
         var batch: [Entry] = []
         while queue.take(into: &batch) == .taken {
@@ -71,8 +95,7 @@ final class RowWriter: @unchecked Sendable {
                     }
                 }
                 do {
-                    try files[entry.target].write(row)
-                    if !entry.replayed { try journals[entry.target]?.append(row) }
+                    try write(row, to: entry.target)
                 } catch {
                     self.error.withLock { $0 = error }
                     // Nothing after a failed row is written; a waiting submitter goes on.

@@ -22,8 +22,8 @@ final class RunDispatch: Sendable {
 
     /// Dispatch for a run: `feed` gives the work items, `writer` takes the rows.
     init(manifest: Manifest, feed: RequestFeed, writer: RowWriter, byRequest: [Int], failFast: Bool, window: Int,
-         total: Int?, start: ContinuousClock.Instant, events: @escaping @Sendable (RunEvent) -> Void,
-         onPark: (@Sendable (Int) -> Void)? = nil) {
+         carried: RowCounts = RowCounts(), total: Int?, start: ContinuousClock.Instant,
+         events: @escaping @Sendable (RunEvent) -> Void, onPark: (@Sendable (Int) -> Void)? = nil) {
         self.feed = feed
         self.onPark = onPark
         self.writer = writer
@@ -31,7 +31,7 @@ final class RunDispatch: Sendable {
         self.start = start
         self.events = events
         state = Mutex(State(labels: manifest.requests.map(\.labels), byRequest: byRequest, failFast: failFast,
-                            window: window, now: coarseMilliseconds()))
+                            window: window, carried: carried, now: coarseMilliseconds()))
     }
 
     /// One worker: sends requests until there are none left, `--fail-fast` stops, or the run is

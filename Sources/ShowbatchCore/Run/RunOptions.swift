@@ -12,8 +12,10 @@ public struct RunOptions: Sendable, Equatable {
     public var timeout: Duration?
     /// `--fail-fast`: stop at the first failed row.
     public var failFast = false
-    /// `--resume`: skip journaled rows.
+    /// `--resume`: go on from each output's last checkpoint.
     public var resume = false
+    /// `--retry-failed`: send the failed rows of finished outputs again, keeping every other row.
+    public var retryFailed = false
     /// `--shard`.
     public var shard: Shard?
     /// `--strict-hostname`: a failed hostname check is exit 3.

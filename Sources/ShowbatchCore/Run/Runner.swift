@@ -31,13 +31,27 @@ public struct Runner: Sendable {
     public func run() async throws(RunError) -> RunSummary {
         let start = ContinuousClock.now
         let (targets, byRequest) = try planOutputs()
-        let baseURL = try await resolveBaseURL()
-        if options.resume && targets.contains(where: { $0.path == "-" }) {
-            throw RunError.usage("--resume needs file outputs; standard output is not resumable")
+        if (options.resume || options.retryFailed) && targets.contains(where: { $0.path == "-" }) {
+            throw RunError.usage("\(options.resume ? "--resume" : "--retry-failed") needs file outputs; standard output is not resumable")
         }
-        let outputs = try RunOutputs(targets: targets, inputHash: targets.contains { $0.path != "-" } ? try manifest.inputHash() : 0,
-                                     shard: options.shard, resume: options.resume)
-        var summary: RunSummary
+        try checkOutputPaths(targets)
+        let baseURL = try await resolveBaseURL()
+        var summary = RunSummary()
+        summary.outputs = targets.map(\.path)
+        // An interrupt during the hostname check: nothing was opened, nothing is left behind.
+        if Task.isCancelled {
+            summary.interrupted = true
+            summary.outputs = []
+            return summary
+        }
+        let dataHash = targets.contains { $0.path != "-" } ? try manifest.dataHash() : 0
+        let rowIdentity = String(manifest.rowIdentity, radix: 16)
+        let shard = options.shard.map { "\($0.index)/\($0.count)" } ?? ""
+        let mode: OutputMode = options.retryFailed ? .retryFailed : options.resume ? .resume : .fresh
+        let outputs = try RunOutputs(targets: targets, identity: { target in
+            Journal.Identity(manifest: rowIdentity, data: String(dataHash, radix: 16), shard: shard, output: target.path,
+                             format: target.format.rawValue, columns: RowEncoding.fixedColumns + target.labels)
+        }, mode: mode)
         do {
             summary = try await send(outputs: outputs, byRequest: byRequest, baseURL: baseURL, start: start)
             if summary.interrupted {
@@ -64,11 +78,11 @@ public struct Runner: Sendable {
         let context = AttemptContext(transport: transport, policy: manifest.retry, timeout: options.timeout ?? manifest.timeout,
                                      limiter: limiter, events: events, verbose: options.verbose)
         let feed = RequestFeed(manifest: manifest, baseURL: baseURL, shard: options.shard, byRequest: byRequest,
-                               journals: outputs.journals)
+                               skips: outputs.skips)
         let writer = RowWriter(files: outputs.files, journals: outputs.journals)
         let dispatch = RunDispatch(manifest: manifest, feed: feed, writer: writer, byRequest: byRequest,
-                                   failFast: options.failFast, window: window, total: total, start: start, events: events,
-                                   onPark: onPark)
+                                   failFast: options.failFast, window: window, carried: outputs.carried, total: total,
+                                   start: start, events: events, onPark: onPark)
         // Labels are extracted on the writer thread, except with --fail-fast, which must know at once.
         let revealLater = !options.failFast
         // With the curl transport, every worker runs on the transport's own thread.

@@ -182,19 +182,19 @@ private func isWait(_ next: DispatchState<Int>.Next) -> Bool { if case .wait = n
         #expect(rest.isEmpty && outcome.gap && outcome.summary.rows == 0)
     }
 
-    /// Rows an earlier run journaled are written again without being sent, in their place.
-    @Test func journaledRowsAreWrittenWithoutBeingSent() {
-        var dispatch = state()
-        let entries = (0..<3).map { WorkEntry(ordinal: $0, requestIndex: 0, work: .replayed(row($0))) } + [send(3)]
-        let (taken, last, handedOver) = jobs(&dispatch, ListSource(entries), now: 30)
+    /// Rows an earlier run left in the outputs count in the summary (and so in the exit code), and
+    /// a failed one among them does not stop a --fail-fast run.
+    @Test func rowsCarriedFromAnEarlierRunCount() {
+        var dispatch = DispatchState<Int>(labels: [[label]], byRequest: [0], failFast: true, window: 64,
+                                          carried: RowCounts(rows: 3, ok: 1, partial: 1, failed: 1), now: 0)
+        let (taken, last, _) = jobs(&dispatch, ListSource([send(3)]))
         #expect(taken.map(\.ordinal) == [3] && isStop(last))
-        #expect(handedOver == [0, 1, 2])
-        _ = dispatch.handedOver(writerFailure: nil, now: 30)
         let sent = dispatch.finished(taken[0], row: .row(row(3)), now: 40)
-        #expect(sent.handOver == nil)
-        let (rest, outcome) = dispatch.finish()
-        #expect(rest.map(ordinal) == [3])
+        #expect(sent.handOver?.map(ordinal) == [3])
+        let outcome = dispatch.finish().outcome
         #expect(outcome.summary.replayed == 3 && outcome.summary.rows == 4)
+        #expect(outcome.summary.ok == 2 && outcome.summary.partial == 1 && outcome.summary.failed == 1)
+        #expect(outcome.exhausted)
     }
 
     /// A write error stops the dispatch, wakes every parked worker, and no later row is counted.
