@@ -6,7 +6,7 @@ struct UsageError: Error, Equatable, CustomStringConvertible {
     let command: String?
 
     var description: String {
-        "showbatch: error: \(message)\nRun 'showbatch help\(command.map { " " + $0 } ?? "")' for usage."
+        "showbatch: error: \(TerminalText.escaped(message))\nRun 'showbatch help\(command.map { " " + $0 } ?? "")' for usage."
     }
 
     /// A usage error ends the command with exit 2.

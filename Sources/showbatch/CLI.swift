@@ -13,7 +13,7 @@ enum CLI {
         do {
             invocation = try ArgumentParser.parse(arguments)
         } catch {
-            Console.err(error.description + "\n")
+            Console.err(TerminalText.escapedLines(error.description) + "\n")
             return error.exitCode
         }
         switch invocation {
@@ -41,12 +41,12 @@ enum CLI {
                 let manifest = try ManifestLoader.load(path: path)
                 keptUntilExit.append(manifest)
                 let count = manifest.requests.count
-                Console.out("\(path): ok (\(count) request\(count == 1 ? "" : "s"))\n")
+                Console.out("\(TerminalText.escaped(path)): ok (\(count) request\(count == 1 ? "" : "s"))\n")
             } catch {
                 failed = true
-                Console.err(error.description + "\n")
+                Console.err(TerminalText.escapedLines(error.description) + "\n")
                 let count = error.diagnostics.count
-                Console.err("\(path): \(count) problem\(count == 1 ? "" : "s")\n")
+                Console.err("\(TerminalText.escaped(path)): \(count) problem\(count == 1 ? "" : "s")\n")
             }
         }
         return failed ? .usage : .ok
@@ -60,7 +60,7 @@ enum CLI {
             Console.out(json ? plan.json : plan.text)
             return .ok
         } catch {
-            Console.err(error.description + "\n")
+            Console.err(TerminalText.escapedLines(error.description) + "\n")
             return .usage
         }
     }

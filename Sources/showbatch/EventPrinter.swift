@@ -23,7 +23,7 @@ final class EventPrinter: Sendable {
             if format == .json {
                 line([JSONMember("event", .string("warning")), JSONMember("message", .string(message))])
             } else {
-                Console.err("showbatch: warning: \(message)\n")
+                Console.err("showbatch: warning: \(TerminalText.escaped(message))\n")
             }
         case .attempt(let record):
             endProgress()
@@ -37,7 +37,8 @@ final class EventPrinter: Sendable {
                       JSONMember("duration_ms", .number(String(Int(record.duration.seconds * 1000))))])
             } else {
                 let outcome = record.status.map(String.init) ?? (record.failure ?? "-")
-                Console.err("\(record.method) \(record.url) \(outcome) \(duration) \(record.request) (attempt \(record.attempt))\n")
+                let line = "\(record.method) \(record.url) \(outcome) \(duration) \(record.request) (attempt \(record.attempt))"
+                Console.err(TerminalText.escaped(line) + "\n")
             }
         case .progress(let value):
             guard progress else { return }
@@ -71,7 +72,7 @@ final class EventPrinter: Sendable {
         if format == .json {
             line([JSONMember("event", .string("error")), JSONMember("message", .string(message))])
         } else {
-            Console.err("showbatch: error: \(message)\n")
+            Console.err("showbatch: error: \(TerminalText.escaped(message))\n")
         }
     }
 
@@ -92,12 +93,14 @@ final class EventPrinter: Sendable {
         text += "\(summary.retries) retries; \(Units.text(summary.elapsed)), \(String(format: "%.1f", summary.rate)) requests/s"
         if summary.replayed > 0 { text += "; \(summary.replayed) from the journal" }
         if summary.skipped > 0 { text += "; \(summary.skipped) not sent (--fail-fast)" }
-        if summary.interrupted {
+        if summary.interrupted && summary.outputs.isEmpty {
+            text += "; interrupted before any output was opened"
+        } else if summary.interrupted {
             text += "; interrupted: outputs left as .partial, rerun with --resume"
         } else {
             text += "; wrote \(summary.outputs.map { $0 == "-" ? "standard output" : $0 }.joined(separator: ", "))"
         }
-        Console.err(text + "\n")
+        Console.err(TerminalText.escaped(text) + "\n")
     }
 
     private func line(_ members: [JSONMember]) {

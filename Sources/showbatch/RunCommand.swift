@@ -5,13 +5,33 @@ import Synchronization
 
 /// `showbatch run`: load, optionally start the emulator, run, print the summary, map the exit code.
 enum RunCommand {
+    /// Where the command is, for a signal: before the run exists nothing has been sent or opened,
+    /// so the process can end at once; once it runs, the run is cancelled and winds down.
+    private enum Phase {
+        case starting
+        case running(Task<RunSummary, any Error>)
+    }
+
     static func execute(_ arguments: RunArguments) async -> ExitCode {
+        let phase = Mutex(Phase.starting)
+        // Caught from the first moment: reading a big manifest or data file takes a while.
+        let signals = SignalWaiter {
+            let task = phase.withLock { phase -> Task<RunSummary, any Error>? in
+                if case .running(let task) = phase { return task } else { return nil }
+            }
+            guard let task else {
+                Console.err("showbatch: interrupted before anything was sent\n")
+                exit(ExitCode.interrupted.rawValue)
+            }
+            task.cancel()
+        }
+        defer { _ = signals }
         let environment = ProcessInfo.processInfo.environment
         let manifest: Manifest
         do {
             manifest = try ManifestLoader.load(path: arguments.manifest, environment: environment)
         } catch {
-            Console.err(error.description + "\n")
+            Console.err(TerminalText.escapedLines(error.description) + "\n")
             return error.exitCode
         }
         var options = arguments.options
@@ -37,7 +57,7 @@ enum RunCommand {
                 emulator = started
                 options.baseURLOverride = started.baseURL
             } catch {
-                Console.err("showbatch: error: cannot start the emulator: \(error)\n")
+                Console.err("showbatch: error: cannot start the emulator: \(TerminalText.escaped("\(error)"))\n")
                 return .runtime
             }
         }
@@ -45,12 +65,8 @@ enum RunCommand {
 
         let printer = EventPrinter(format: options.logFormat, progress: options.progress == .always, quiet: options.quiet)
         let runner = Runner(manifest: manifest, options: options, environment: environment) { printer.handle($0) }
-        // Signals are caught before the run starts; one that comes before the task exists cancels it at once.
-        let running = Mutex<Task<RunSummary, any Error>?>(nil)
-        let signals = SignalWaiter { running.withLock { $0?.cancel() } }
-        defer { _ = signals }
         let task = Task { () throws(RunError) -> RunSummary in try await runner.run() }
-        running.withLock { $0 = task }
+        phase.withLock { $0 = .running(task) }
         if signals.fired { task.cancel() }
         let summary: RunSummary
         do {

@@ -91,7 +91,8 @@ public struct Plan: Sendable {
             lines.append("headers: " + header.map { "\($0): <redacted>" }.joined(separator: ", "))
         }
         for output in outputs { lines.append("output: \(output)") }
-        return lines.joined(separator: "\n") + "\n"
+        // Names and URLs come from data rows: no line break or escape sequence in them reaches the terminal.
+        return lines.map(TerminalText.escaped).joined(separator: "\n") + "\n"
     }
 
     /// The plan as one JSON object.

@@ -69,8 +69,7 @@ public struct Runner: Sendable {
 
     /// Sends every work item and writes its row; interrupted runs come back marked so.
     private func send(outputs: RunOutputs, byRequest: [Int], baseURL: String, start: ContinuousClock.Instant) async throws(RunError) -> RunSummary {
-        let total: Int? = options.progress == .never ? nil
-            : WorkItemSequence(manifest: manifest).reduce(0) { count, item in count + (options.shard?.takes(item.ordinal) ?? true ? 1 : 0) }
+        let total = options.progress == .never ? nil : countWorkItems()
 
         let concurrency = options.concurrency ?? manifest.concurrency
         let window = max(concurrency * 4, 64)
@@ -111,5 +110,16 @@ public struct Runner: Sendable {
         if let writeError { throw writeError }
         summary.interrupted = Task.isCancelled || outcome.gap
         return summary
+    }
+
+    /// The work items of this run's shard, for the progress line; nil when the run is interrupted
+    /// while counting (reading a large data file takes seconds, and an interrupt must not wait).
+    private func countWorkItems() -> Int? {
+        var count = 0
+        for item in WorkItemSequence(manifest: manifest) {
+            if options.shard?.takes(item.ordinal) ?? true { count += 1 }
+            if item.ordinal & 1023 == 0 && Task.isCancelled { return nil }
+        }
+        return count
     }
 }
