@@ -1,5 +1,7 @@
 import Foundation
 
-// Writes to a closed pipe must fail as errors, not kill the process.
+// Writes to a closed pipe, or past a file-size limit, must fail as errors that say so, not kill
+// the process.
 signal(SIGPIPE, SIG_IGN)
+signal(SIGXFSZ, SIG_IGN)
 exit(await CLI.main(Array(CommandLine.arguments.dropFirst())).rawValue)

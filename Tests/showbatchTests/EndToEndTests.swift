@@ -17,10 +17,11 @@ let binary: String = {
 }()
 
 /// Runs showbatch with `arguments` in `directory`; `interruptAfter` sends SIGINT after that long.
-func showbatch(_ arguments: [String], in directory: String, environment: [String: String] = [:],
+func showbatch(_ arguments: [String], in directory: String, environment: [String: String] = [:], shell: Bool = false,
                interrupt: (@Sendable (String) -> Bool)? = nil) throws -> Execution {
     let process = Process()
-    process.executableURL = URL(fileURLWithPath: binary)
+    // With `shell`, the arguments are given to /bin/sh (to set a limit before showbatch starts).
+    process.executableURL = URL(fileURLWithPath: shell ? "/bin/sh" : binary)
     process.arguments = arguments
     process.currentDirectoryURL = URL(fileURLWithPath: directory)
     var env = ProcessInfo.processInfo.environment

@@ -86,10 +86,13 @@ final class RequestFeed: WorkSource, @unchecked Sendable {
     }
 
     /// Stops the producer and returns how many of the shard's work items were not handed out.
-    func stop() -> Int {
+    /// With `countingRest`, also reads the rest of the work items to count them (for the
+    /// summary of a run --fail-fast stopped); an interrupted run does not wait for that.
+    func stop(countingRest: Bool) -> Int {
         var remaining = taken.count + queue.close()
         producer.join()
         remaining += leftover
+        guard countingRest else { return remaining }
         while let item = items.next() {
             if shard?.takes(item.ordinal) ?? true { remaining += 1 }
         }

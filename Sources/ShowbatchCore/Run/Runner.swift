@@ -101,10 +101,9 @@ public struct Runner: Sendable {
         summary.partial += revealed.partial
         summary.failed += revealed.failed
         // Rows after a gap (a cancelled request) stay unwritten: order is never broken.
-        let remaining = feed.stop()
-        if outcome.stopped && !outcome.exhausted && !Task.isCancelled && writeError == nil {
-            summary.skipped = remaining
-        }
+        let stoppedEarly = outcome.stopped && !outcome.exhausted && !Task.isCancelled && writeError == nil
+        let remaining = feed.stop(countingRest: stoppedEarly)
+        if stoppedEarly { summary.skipped = remaining }
         summary.elapsed = ContinuousClock.now - start
         events(.progress(RunProgress(done: summary.rows, total: total, failed: summary.failed, elapsed: summary.elapsed)))
         if let writeError { throw writeError }

@@ -84,6 +84,9 @@ public final class URLSessionTransport: Transport, @unchecked Sendable {
         // URLSession on Linux says this both for an empty reply and for one that is not HTTP.
         case .badServerResponse: return .network("no valid HTTP answer: the connection closed without one or the answer is not HTTP")
         case .dataLengthExceedsMaximum: return .bodyTooLarge(Limits.responseBody)
+        // The URL is always http or https: this is URLSession turning away an HTTP/0.9 answer.
+        case .unsupportedURL, .cannotParseResponse: return .notHTTP("the answer is not HTTP (URLError code \(urlError.code.rawValue))")
+        case .badURL: return .network("the URL cannot be used")
         default: return .network("the request failed (URLError code \(urlError.code.rawValue))")
         }
     }

@@ -71,3 +71,22 @@ import Testing
         #expect(seen == ["0@1:5", "1 fails: d.jsonl:4: is not a JSON object", "2@5:true"])
     }
 }
+
+@Suite struct DataFileEdgeTests {
+    /// A JSON Lines file may start with a byte-order mark, as a CSV file may.
+    @Test func aJSONLinesFileMayStartWithAByteOrderMark() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let path = dir.path + "/d.jsonl"
+        try Data([0xEF, 0xBB, 0xBF] + Array("{\"n\": 1}\n{\"n\": 2}\n".utf8)).write(to: URL(fileURLWithPath: path))
+        var reader = try DataRowReader(kind: .jsonl, path: path, name: "d.jsonl")
+        var values: [String] = []
+        while let row = reader.next() {
+            switch row {
+            case .success(let row): values.append(row.text("n") ?? "-")
+            case .failure(let failure): values.append("failed: \(failure.message)")
+            }
+        }
+        #expect(values == ["1", "2"])
+    }
+}

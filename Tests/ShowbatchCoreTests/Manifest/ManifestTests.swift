@@ -242,3 +242,59 @@ private let minimal = "vault: tnt1\nrequests:\n  - {name: a, path: /post}\n"
         #expect(Units.duration(text) == nil)
     }
 }
+
+@Suite struct ManifestSafetyTests {
+    /// A duration too large for the clocks (9.2e9 s and up once crashed the process) is a
+    /// positioned error naming the range, wherever a duration is read.
+    @Test func hugeDurationsArePositionedErrorsNotCrashes() {
+        let text = "vault: tnt1\ntimeout: 10000000000s\nretry: {backoff: 9999999999, max_backoff: 25h}\nemulator: {latency: 99999999999h}\nrequests: [{name: a, path: /p}]\n"
+        #expect(manifestErrors(text) == """
+        m.yaml:2:10: error: timeout must be a duration from 1ms to 24h; found "10000000000s"
+          timeout: 10000000000s
+                   ^
+        m.yaml:3:18: error: retry.backoff must be a duration from 1ms to 24h; found "9999999999"
+          retry: {backoff: 9999999999, max_backoff: 25h}
+                           ^
+        m.yaml:3:43: error: retry.max_backoff must be a duration from 1ms to 24h; found "25h"
+          retry: {backoff: 9999999999, max_backoff: 25h}
+                                                    ^
+        m.yaml:4:21: error: emulator.latency must be a duration with optional jitter, such as 50ms or 50ms±10ms, each at most 24h
+          emulator: {latency: 99999999999h}
+                              ^
+        """)
+    }
+
+    @Test(arguments: [("99999999999", Units.DurationError.outOfRange), ("86401", .outOfRange), ("0.0001", .outOfRange),
+                      ("1e30", .malformed), ("24h", nil), ("1ms", nil)])
+    func durationsHaveARange(text: String, error: Units.DurationError?) {
+        switch Units.parseDuration(text) {
+        case .success: #expect(error == nil)
+        case .failure(let found): #expect(found == error)
+        }
+    }
+
+    /// A control character in a header value (NUL, ESC…) could cut or forge the header: refused,
+    /// without the value; a tab is allowed.
+    @Test func controlCharactersInHeaderValuesAreRefused() {
+        let text = "vault: tnt1\nheaders: {X-A: \"a\\0b\", X-B: \"\\e[31m\", X-C: \"tab\\tok\"}\nrequests: [{name: a, path: /p}]\n"
+        #expect(manifestErrors(text) == """
+        m.yaml:2:16: error: headers.X-A contains a control character (byte 0x00), which a header value cannot hold
+          headers: {X-A: <redacted>, X-B: <redacted>, X-C: <redacted>}
+                         ^
+        m.yaml:2:29: error: headers.X-B contains a control character (byte 0x1B), which a header value cannot hold
+          headers: {X-A: <redacted>, X-B: <redacted>, X-C: <redacted>}
+                                          ^
+        """)
+    }
+
+    /// A CSV data file that names a column twice is refused before anything is sent, naming the
+    /// file, the column and both positions.
+    @Test func aCSVHeaderWithAColumnTwiceIsRefused() {
+        let text = "vault: tnt1\nrequests: [{name: a, path: /p, each: {csv: dup.csv}}]\n"
+        #expect(manifestErrors(text, files: ["dup.csv": "id,x,id\n1,2,3\n"]) == """
+        m.yaml:2:38: error: data file dup.csv:1: has the column "id" twice in its header (columns 1 and 3); rename one
+          requests: [{name: a, path: /p, each: {csv: dup.csv}}]
+                                               ^
+        """)
+    }
+}

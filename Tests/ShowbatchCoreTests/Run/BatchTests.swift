@@ -246,3 +246,54 @@ requests:
         #expect(fixture.read("r.csv") == "request,status,http_status,attempts,error\nr0,failed,500,1,1500 http_status: HTTP 500\n")
     }
 }
+
+@Suite(.serialized) struct RowValueSafetyTests {
+    /// A data row's value in a path is one segment, percent-encoded: it cannot walk up with `..`,
+    /// add a query or a fragment, or smuggle an escape; the manifest's own `/` and `?` keep their
+    /// meaning, and --verbose shows the URL that was sent.
+    @Test(arguments: TransportKind.allCases)
+    func rowValuesInAPathAreOneEncodedSegment(transport: TransportKind) async throws {
+        let fixture = RunFixture(transport: transport)
+        defer { fixture.dir.remove() }
+        let manifest = try fixture.manifest("""
+        vault: tnt1
+        concurrency: 1
+        output: {path: r.csv}
+        requests:
+          - {name: "r${index}", each: {jsonl: d.jsonl}, path: "/r/${row.v}/end?q=${row.v}", method: get, labels: {path: path}}
+        """, files: ["d.jsonl": [#"{"v": "../../admin"}"#, #"{"v": "a/b?x=1#f"}"#, #"{"v": "%41"}"#, #"{"v": ".."}"#,
+                                 #"{"v": "."}"#, #"{"v": "ü ok"}"#, #"{"v": "plain-1.2_~"}"#].joined(separator: "\n") + "\n"])
+        var options = RunOptions()
+        options.verbose = true
+        _ = try await fixture.run(manifest, options: options)
+        let sent = [
+            "/r/..%2F..%2Fadmin/end?q=..%2F..%2Fadmin", "/r/a%2Fb%3Fx%3D1%23f/end?q=a%2Fb%3Fx%3D1%23f", "/r/%2541/end?q=%2541",
+            "/r/%2E%2E/end?q=%2E%2E", "/r/%2E/end?q=%2E", "/r/%C3%BC%20ok/end?q=%C3%BC%20ok", "/r/plain-1.2_~/end?q=plain-1.2_~",
+        ]
+        #expect(fixture.read("r.csv") == "request,status,http_status,attempts,error,path\n"
+            + sent.enumerated().map { "r\($0.offset),ok,200,1,,\($0.element)\n" }.joined())
+        let urls = fixture.log.all.filter { $0.hasPrefix("attempt: GET ") }.map { $0.split(separator: " ")[2] }
+        #expect(urls.map { String($0.drop { $0 != "/" }.dropFirst(2).drop { $0 != "/" }) } == sent)
+    }
+
+    /// A header value from a data row with a control character in it is a 1490 row; it is not sent.
+    @Test func aControlCharacterInAHeaderFromARowFailsThatRow() async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let manifest = try fixture.manifest("""
+        vault: tnt1
+        output: {path: r.csv}
+        requests:
+          - {name: "r${index}", each: {jsonl: d.jsonl}, path: /p, headers: {X-Row: "${row.h}"}, labels: {h: headers.X-Row}}
+        """, files: ["d.jsonl": #"{"h": "fine"}"# + "\n" + #"{"h": "a\u0000b"}"# + "\n" + #"{"h": "\u001b[31m"}"# + "\n" + #"{"h": "tab\tok"}"# + "\n"])
+        _ = try await fixture.run(manifest)
+        #expect(fixture.read("r.csv") == """
+        request,status,http_status,attempts,error,h
+        r0,ok,200,1,,fine
+        r1,failed,,0,1490 invalid_row: header X-Row value from the data row contains a control character (byte 0x00),
+        r2,failed,,0,1490 invalid_row: header X-Row value from the data row contains a control character (byte 0x1B),
+        r3,ok,200,1,,tab\tok
+
+        """)
+    }
+}

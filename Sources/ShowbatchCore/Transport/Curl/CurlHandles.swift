@@ -219,7 +219,7 @@ final class CurlHandles {
         case CURLE_GOT_NOTHING: return network("connection closed without an answer")
         case CURLE_RECV_ERROR, CURLE_SEND_ERROR: return network("connection lost")
         case CURLE_PARTIAL_FILE: return network("the answer ended before its announced length")
-        case CURLE_OUT_OF_MEMORY: return network("the answer could not be read: its headers are too large (over 100 KB), or memory ran out")
+        case CURLE_OUT_OF_MEMORY: return network("the answer could not be read: its headers are too large (over 100 KB) or memory ran out")
         case CURLE_SSL_CONNECT_ERROR: return network("TLS handshake failed")
         case CURLE_PEER_FAILED_VERIFICATION: return network("TLS: the server's certificate is not trusted or does not name the host")
         case CURLE_SSL_CERTPROBLEM: return network("TLS: the client certificate cannot be used")
