@@ -36,8 +36,9 @@ def main():
     parser.add_argument("--targets", default="emulator,nginx")
     parser.add_argument("--peers", default="curl,aiohttp")
     parser.add_argument("--compare", help="another showbatch binary to alternate with this one")
+    parser.add_argument("--binary", help="measure this showbatch binary instead of building one")
     args = parser.parse_args()
-    binary = build_release()
+    binary = args.binary or build_release()
     apt_install("curl")
     peers = args.peers.split(",")
     if "aiohttp" in peers:
