@@ -1,6 +1,7 @@
 import Foundation
 import ShowbatchCore
 import ShowbatchEmulator
+import Synchronization
 
 /// `showbatch emulate`: serve the emulator in the foreground until SIGINT or SIGTERM.
 enum EmulateCommand {
@@ -49,9 +50,10 @@ enum EmulateCommand {
         }
         emulator.start()
         Console.out("showbatch emulator serving \(emulator.baseURL) (\(emulator.configuration.aliases.count) aliases); stop with Ctrl-C\n")
-        let signals = SignalWaiter()
+        // Heard, not fatal: the loop below notices and stops the emulator.
+        Signals.listen {}
         var last = emulator.snapshot
-        while !(await signals.wait(for: .seconds(60))) {
+        while !(await Signals.wait(for: .seconds(60))) {
             let now = emulator.snapshot
             Console.out("requests \(now.requests - last.requests)/min: failed \(now.failed - last.failed), throttled \(now.throttled - last.throttled), dropped \(now.dropped - last.dropped), malformed \(now.malformed - last.malformed)\n")
             last = now

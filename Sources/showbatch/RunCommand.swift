@@ -15,7 +15,7 @@ enum RunCommand {
     static func execute(_ arguments: RunArguments) async -> ExitCode {
         let phase = Mutex(Phase.starting)
         // Caught from the first moment: reading a big manifest or data file takes a while.
-        let signals = SignalWaiter {
+        Signals.listen {
             let task = phase.withLock { phase -> Task<RunSummary, any Error>? in
                 if case .running(let task) = phase { return task } else { return nil }
             }
@@ -25,7 +25,6 @@ enum RunCommand {
             }
             task.cancel()
         }
-        defer { _ = signals }
         let environment = ProcessInfo.processInfo.environment
         let manifest: Manifest
         do {
@@ -67,7 +66,7 @@ enum RunCommand {
         let runner = Runner(manifest: manifest, options: options, environment: environment) { printer.handle($0) }
         let task = Task { () throws(RunError) -> RunSummary in try await runner.run() }
         phase.withLock { $0 = .running(task) }
-        if signals.fired { task.cancel() }
+        if Signals.fired { task.cancel() }
         let summary: RunSummary
         do {
             summary = try await task.value

@@ -1,35 +1,70 @@
 import Foundation
+import ShowbatchCore
 import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
-/// A flag set from a signal handler and read from async code.
-final class SignalFlag: Sendable {
-    let value = Atomic<Bool>(false)
+/// The write end of the pipe the signal handler writes to; set once, before the handler exists.
+nonisolated(unsafe) private var signalPipe: Int32 = -1
+
+/// The handler: writing one byte to a pipe is all a signal handler may safely do.
+private func handleSignal(_ number: Int32) {
+    var byte = UInt8(truncatingIfNeeded: number)
+    _ = write(signalPipe, &byte, 1)
 }
 
-/// Turns SIGINT and SIGTERM into a flag that async code can wait on.
-final class SignalWaiter: @unchecked Sendable {
-    // The sources are only written in init; they must stay alive to keep delivering.
-    private let flag = SignalFlag()
-    private var sources: [DispatchSourceSignal] = []
+/// SIGINT and SIGTERM, caught from the first moment of the process (`install` is the first thing
+/// `main` does), so that a signal is never lost in a gap while a command starts, and never ends
+/// the process by its default action.
+///
+/// A thread of its own reads the pipe and calls the listener of the moment; with none (a command
+/// that has nothing to wind down), the process ends at once with 130.
+enum Signals {
+    private static let listener = Mutex<(@Sendable () -> Void)?>(nil)
+    private static let count = Atomic<Int>(0)
 
-    init(onSignal: (@Sendable () -> Void)? = nil) {
+    /// Catches SIGINT and SIGTERM from now on.
+    static func install() {
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { return }
+        signalPipe = fds[1]
+        let reader = fds[0]
         for number in [SIGINT, SIGTERM] {
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { [flag] in
-                flag.value.store(true, ordering: .releasing)
-                onSignal?()
-            }
-            source.resume()
-            sources.append(source)
+            var action = sigaction()
+            action.__sigaction_handler.sa_handler = handleSignal
+            sigemptyset(&action.sa_mask)
+            action.sa_flags = SA_RESTART
+            sigaction(number, &action, nil)
         }
+        let thread = Thread {
+            var byte: UInt8 = 0
+            while true {
+                let result = read(reader, &byte, 1)
+                if result < 0 && errno == EINTR { continue }
+                guard result == 1 else { return }
+                count.add(1, ordering: .sequentiallyConsistent)
+                if let listener = listener.withLock({ $0 }) {
+                    listener()
+                } else {
+                    exit(ExitCode.interrupted.rawValue)
+                }
+            }
+        }
+        thread.name = "showbatch-signals"
+        thread.start()
+    }
+
+    /// Who hears the next signals (nil: the process ends at once with 130).
+    static func listen(_ body: (@Sendable () -> Void)?) {
+        listener.withLock { $0 = body }
     }
 
     /// Whether a signal has arrived.
-    var fired: Bool { flag.value.load(ordering: .acquiring) }
+    static var fired: Bool { count.load(ordering: .sequentiallyConsistent) > 0 }
 
     /// Waits up to `duration`; true as soon as a signal has arrived.
-    func wait(for duration: Duration) async -> Bool {
+    static func wait(for duration: Duration) async -> Bool {
         let deadline = ContinuousClock.now + duration
         while ContinuousClock.now < deadline {
             if fired { return true }

@@ -4,4 +4,5 @@ import Foundation
 // the process.
 signal(SIGPIPE, SIG_IGN)
 signal(SIGXFSZ, SIG_IGN)
+Signals.install()
 exit(await CLI.main(Array(CommandLine.arguments.dropFirst())).rawValue)

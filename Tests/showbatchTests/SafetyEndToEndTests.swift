@@ -22,6 +22,14 @@ private func launch(_ arguments: [String], in directory: String, stdin: FileHand
     return process
 }
 
+/// Whether process `pid` has a handler for `signal` (its SigCgt mask in /proc).
+private func catches(_ signal: Int32, _ pid: Int32) -> Bool {
+    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("SigCgt:") }),
+          let mask = UInt64(line.dropFirst("SigCgt:".count).trimmingCharacters(in: .whitespaces), radix: 16) else { return false }
+    return mask & (1 << UInt64(signal - 1)) != 0
+}
+
 /// Rows of a data file; `latency` on the emulator makes a run last long enough to be cut.
 private func crashManifest(_ outputs: String) -> String {
     """
@@ -113,7 +121,9 @@ private func crashManifest(_ outputs: String) -> String {
         let work = Workspace(["m.yaml": big])
         defer { work.remove() }
         let process = try launch(["run", "m.yaml", "--emulate"], in: work.path)
-        usleep(150_000)
+        // Once the process catches SIGINT (its first act), it is reading the manifest.
+        let deadline = Date().addingTimeInterval(30)
+        while !catches(SIGINT, process.processIdentifier) && Date() < deadline { usleep(1_000) }
         kill(process.processIdentifier, SIGINT)
         process.waitUntilExit()
         #expect(process.terminationReason == .exit && process.terminationStatus == 130)
