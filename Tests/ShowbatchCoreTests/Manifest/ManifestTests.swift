@@ -298,3 +298,45 @@ private let minimal = "vault: tnt1\nrequests:\n  - {name: a, path: /post}\n"
         """)
     }
 }
+
+@Suite struct EnvironmentInEveryValueTests {
+    /// One manifest is promoted from sandbox to live by its pod's environment: every string value
+    /// may use `${NAME}`, resolved when the manifest is read.
+    @Test func everyStringValueMayComeFromTheEnvironment() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let manifest = try loadManifest("""
+        vault: ${VGS_VAULT_ID}
+        environment: ${VGS_ENVIRONMENT}
+        data_region: ${VGS_REGION}
+        hostname: ${VGS_HOSTNAME}
+        timeout: ${TIMEOUT}
+        rate_limit: ${RATE}
+        output: {path: "${OUT_DIR}/r.csv"}
+        requests: [{name: a, path: /p, labels: {c: "json.${FIELD}"}}]
+        """, in: dir, environment: ["VGS_VAULT_ID": "tntlive1", "VGS_ENVIRONMENT": "live", "VGS_REGION": "eu-1", "VGS_HOSTNAME": "reveal.example.com",
+                                    "TIMEOUT": "15s", "RATE": "20/s", "OUT_DIR": "exports", "FIELD": "card_number"])
+        #expect(manifest.vaultURL == "https://tntlive1.live-eu-1.verygoodproxy.com")
+        #expect(manifest.hostname == "reveal.example.com" && manifest.timeout == .seconds(15))
+        #expect(manifest.rateLimit == Rate(count: 20, per: .seconds(1)))
+        #expect(manifest.output?.path == dir.path + "/exports/r.csv")
+        #expect(manifest.requests[0].labels[0].path.text == "json.card_number")
+    }
+
+    /// An unset variable is an error at its place; a data row reference where no row exists too;
+    /// `$${` is a literal `${`.
+    @Test func unsetVariablesAndRowReferencesArePositionedErrors() {
+        #expect(manifestErrors("vault: ${VGS_VAULT_ID}\nenvironment: ${ENV}x\nroute_id: ${row.id}\nrequests: [{name: a, path: /p}]\n", environment: ["ENV": "live"]) == """
+        m.yaml:1:8: error: environment variable VGS_VAULT_ID is not set (used in vault)
+          vault: ${VGS_VAULT_ID}
+                 ^
+        m.yaml:2:14: error: environment "livex" is not valid; expected sandbox, live or live-<region>
+          environment: ${ENV}x
+                       ^
+        m.yaml:3:11: error: route_id cannot use ${row.…} or ${index}; only request names, paths, headers and payloads can
+          route_id: ${row.id}
+                    ^
+        """)
+        #expect(manifestErrors("vault: tnt1\noutput: {path: \"a$${b}.csv\"}\nrequests: [{name: a, path: /p}]\n") == "")
+    }
+}

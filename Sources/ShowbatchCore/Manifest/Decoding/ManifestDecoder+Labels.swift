@@ -25,10 +25,11 @@ extension ManifestDecoder {
     }
 
     mutating func contentPath(_ node: Node, _ what: @autoclosure () -> String) -> ContentPath? {
-        guard let scalar = node.scalar, case .string(let text) = scalar.value else {
+        guard let scalar = node.scalar, case .string = scalar.value else {
             problem(node.mark, "\(what()) must be a content path such as json.card_number; found \(node.typeName)")
             return nil
         }
+        guard let text = scalarText(node, what()) else { return nil }
         do {
             return try ContentPath(parsing: text)
         } catch {

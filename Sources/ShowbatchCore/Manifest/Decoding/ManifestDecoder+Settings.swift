@@ -9,10 +9,14 @@ extension ManifestDecoder {
             manifest.concurrency = value
         }
         if let node = top["rate_limit"] {
-            if let scalar = node.scalar, let rate = Units.rate(scalar.text) {
-                manifest.rateLimit = rate
-            } else {
-                problem(node.mark, "rate_limit must be N/s or N/m, such as 50/s; found \(node.scalar.map { "\"\($0.text)\"" } ?? node.typeName)")
+            if node.scalar == nil {
+                problem(node.mark, "rate_limit must be N/s or N/m, such as 50/s; found \(node.typeName)")
+            } else if let text = scalarText(node, "rate_limit") {
+                if let rate = Units.rate(text) {
+                    manifest.rateLimit = rate
+                } else {
+                    problem(node.mark, "rate_limit must be N/s or N/m, such as 50/s; found \"\(text)\"")
+                }
             }
         }
         if let node = top["timeout"], let value = duration(node, "timeout") { manifest.timeout = value }
@@ -100,7 +104,7 @@ extension ManifestDecoder {
                     table[alias] = value.text
                 }
                 spec.aliases = .inline(table)
-            } else if let path = aliases.scalar?.text, case .string = aliases.scalar?.value {
+            } else if case .string = aliases.scalar?.value, let path = scalarText(aliases, "emulator.aliases") {
                 let resolved = resolve(path)
                 if !FileManager.default.isReadableFile(atPath: resolved) {
                     problem(aliases.mark, "emulator.aliases file \"\(path)\" does not exist or cannot be read")
@@ -111,7 +115,7 @@ extension ManifestDecoder {
             }
         }
         if let latency = map["latency"] {
-            if let text = latency.scalar?.text, let (base, jitter) = Units.latency(text) {
+            if let text = scalarText(latency, "emulator.latency"), let (base, jitter) = Units.latency(text) {
                 spec.faults.latency = base
                 spec.faults.jitter = jitter
             } else {
@@ -130,7 +134,7 @@ extension ManifestDecoder {
             spec.faults.failStatus = status
         }
         if let value = map["throttle"] {
-            if let text = value.scalar?.text, let rate = Units.rate(text) {
+            if let text = scalarText(value, "emulator.throttle"), let rate = Units.rate(text) {
                 spec.faults.throttle = rate
             } else {
                 problem(value.mark, "emulator.throttle must be N/s or N/m, such as 100/s")

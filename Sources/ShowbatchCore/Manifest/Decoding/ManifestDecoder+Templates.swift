@@ -6,7 +6,7 @@ extension ManifestDecoder {
     /// A template from a string value, with environment references resolved.
     /// `sensitive` values (headers, payload) are never quoted in messages.
     mutating func template(_ node: Node, _ what: @autoclosure () -> String, allowRow: Bool, sensitive: Bool = false) -> Template? {
-        guard let raw = text(node, what()) else { return nil }
+        guard let raw = rawText(node, what()) else { return nil }
         var template: Template
         do {
             template = try Template(parsing: raw)

@@ -51,8 +51,16 @@ struct ManifestDecoder {
         return KnownKeys(node: node)
     }
 
-    /// A scalar's text for identifier-like values: strings, and numbers as written.
+    /// A scalar's text for identifier-like values: strings, and numbers as written, with
+    /// `${NAME}` references resolved from the environment (any string value may hold them, so
+    /// that one manifest serves several environments: `vault: ${VGS_VAULT_ID}`).
     mutating func text(_ node: Node, _ what: @autoclosure () -> String) -> String? {
+        guard let raw = rawText(node, what()) else { return nil }
+        return resolvingEnvironment(raw, at: node, what())
+    }
+
+    /// A scalar's text as written, for values that are templates themselves.
+    mutating func rawText(_ node: Node, _ what: @autoclosure () -> String) -> String? {
         if node.kind == .scalar {
             switch node.value {
             case .string(let text): return text
@@ -62,6 +70,34 @@ struct ManifestDecoder {
         }
         problem(node.mark, "\(what()) must be a string; found \(node.typeName)")
         return nil
+    }
+
+    /// `raw` with its `${NAME}` references replaced from the environment (`$${` is a literal
+    /// `${`); nil, with a problem, when a variable is unset or the text names a data row, which
+    /// only request names, paths, headers and payloads may.
+    mutating func resolvingEnvironment(_ raw: String, at node: Node, _ what: @autoclosure () -> String) -> String? {
+        guard raw.utf8.contains(UInt8(ascii: "$")) else { return raw }
+        var template: Template
+        do {
+            template = try Template(parsing: raw)
+        } catch {
+            problem(node.mark, "\(what()): \(error.message)")
+            return nil
+        }
+        let unset = template.resolveEnvironment(environment)
+        for name in unset { problem(node.mark, "environment variable \(name) is not set (used in \(what()))") }
+        if template.needsRow {
+            problem(node.mark, "\(what()) cannot use ${row.…} or ${index}; only request names, paths, headers and payloads can")
+            return nil
+        }
+        return unset.isEmpty ? template.expand(row: nil) : nil
+    }
+
+    /// The text of a scalar of any type, environment references resolved (for values parsed
+    /// further: rates, durations, content paths).
+    mutating func scalarText(_ node: Node, _ what: @autoclosure () -> String) -> String? {
+        guard let scalar = node.scalar else { return nil }
+        return resolvingEnvironment(scalar.text, at: node, what())
     }
 
     mutating func integer(_ node: Node, _ what: String, _ range: ClosedRange<Int>) -> Int? {
@@ -84,12 +120,13 @@ struct ManifestDecoder {
         if let scalar = node.scalar {
             switch scalar.value {
             case .int, .float, .string:
-                switch Units.parseDuration(scalar.text) {
+                guard let text = resolvingEnvironment(scalar.text, at: node, what) else { return nil }
+                switch Units.parseDuration(text) {
                 case .success(let value): return value
                 case .failure(.malformed):
-                    problem(node.mark, "\(what) must be a positive duration such as 500ms, 30s or 2m; found \"\(scalar.text)\"")
+                    problem(node.mark, "\(what) must be a positive duration such as 500ms, 30s or 2m; found \"\(text)\"")
                 case .failure(.outOfRange):
-                    problem(node.mark, "\(what) must be a duration \(Units.durationRangeText); found \"\(scalar.text)\"")
+                    problem(node.mark, "\(what) must be a duration \(Units.durationRangeText); found \"\(text)\"")
                 }
                 return nil
             default: break
