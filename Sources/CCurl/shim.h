@@ -25,6 +25,9 @@ static inline CURLcode sb_easy_getinfo_pointer(CURL *handle, CURLINFO info, void
 static inline CURLMcode sb_multi_setopt_long(CURLM *handle, CURLMoption option, long value) {
     return curl_multi_setopt(handle, option, value);
 }
+static inline CURLSHcode sb_share_setopt_long(CURLSH *handle, CURLSHoption option, long value) {
+    return curl_share_setopt(handle, option, value);
+}
 /* CURLMsg.data is a union; Swift reads the result through this. */
 static inline CURLcode sb_message_result(CURLMsg *message) {
     return message->data.result;

@@ -11,6 +11,8 @@ public struct EmulatorConfiguration: Sendable {
     public var cnames: [String: String] = [:]
     /// The faults it injects.
     public var faults = EmulatorFaults()
+    /// Whether it demands bearer tokens, handing them out at `POST /oauth/token`.
+    public var auth: EmulatorAuth?
     /// Largest request head accepted (431 past it).
     public var maxHeaderBytes = 16 * 1024
     /// Largest request body accepted (413 past it).
@@ -43,6 +45,7 @@ public struct EmulatorConfiguration: Sendable {
         case nil: aliases = EmulatorConfiguration.sampleAliases
         }
         faults = spec.faults
+        auth = spec.auth
     }
 }
 

@@ -29,7 +29,12 @@ public final class Emulator: Sendable {
         var random: SeededGenerator
         var tokens: Double
         var refilled: ContinuousClock.Instant
+        /// When the outage began, once it has.
+        var outageStarted: ContinuousClock.Instant?
     }
+
+    /// Tokens handed out, with the requests each is still good for (nil: any number).
+    private let issued = Mutex<(next: Int, uses: [String: Int?])>((1, [:]))
 
     /// The configuration it serves.
     public let configuration: EmulatorConfiguration
@@ -159,6 +164,18 @@ public final class Emulator: Sendable {
         if request.method == "GET", request.path.hasPrefix("/collect-configs/") {
             return hostnameCheck(request.path, close: close)
         }
+        if let auth = configuration.auth {
+            if request.method == "POST" && request.path == "/oauth/token" { return issueToken(request, auth, close: close) }
+            guard acceptToken(request) else {
+                var response = HTTPResponse.json(status: 401, ["error": "invalid_token"], close: close)
+                response.extraHeaders.append(("WWW-Authenticate", "Bearer error=\"invalid_token\""))
+                return response
+            }
+        }
+        if inOutage() {
+            failedCount.add(1, ordering: .relaxed)
+            return HTTPResponse.json(status: 503, ["error": "outage"], close: close)
+        }
         let faults = nextFaults()
         if faults.delay > 0 { usleep(UInt32(min(faults.delay, 60) * 1_000_000)) }
         if faults.drop {
@@ -196,6 +213,62 @@ public final class Emulator: Sendable {
         bytes.reserveCapacity(512)
         echo.write(to: &bytes)
         return HTTPResponse(status: 200, contentType: "application/json", body: bytes, close: close)
+    }
+
+    /// Whether this request falls in the configured outage.
+    private func inOutage() -> Bool {
+        guard let after = configuration.faults.outageAfter, requestCount.load(ordering: .relaxed) > after else { return false }
+        return state.withLock { state in
+            let now = ContinuousClock.now
+            if state.outageStarted == nil { state.outageStarted = now }
+            return now - state.outageStarted! < configuration.faults.outageFor
+        }
+    }
+
+    /// `POST /oauth/token`: a client-credentials grant (id and secret as HTTP Basic or in the form).
+    private func issueToken(_ request: HTTPRequest, _ auth: EmulatorAuth, close: Bool) -> HTTPResponse {
+        var form: [String: String] = [:]
+        for pair in String(decoding: request.body, as: UTF8.self).split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1).map { String($0).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? "" }
+            if parts.count == 2 { form[parts[0]] = parts[1] }
+        }
+        var id = form["client_id"], secret = form["client_secret"]
+        if let basic = request.header("authorization"), basic.hasPrefix("Basic "),
+           let decoded = Data(base64Encoded: String(basic.dropFirst(6))).map({ String(decoding: $0, as: UTF8.self) }),
+           let colon = decoded.firstIndex(of: ":") {
+            id = decoded[..<colon].removingPercentEncoding
+            secret = decoded[decoded.index(after: colon)...].removingPercentEncoding
+        }
+        guard form["grant_type"] == "client_credentials" else {
+            return HTTPResponse.json(status: 400, ["error": "unsupported_grant_type"], close: close)
+        }
+        if let expected = auth.clientID, id != expected || secret != auth.clientSecret {
+            return HTTPResponse.json(status: 401, ["error": "invalid_client"], close: close)
+        }
+        let token = issued.withLock { issued -> String in
+            let token = "emu-token-\(issued.next)"
+            issued.next += 1
+            issued.uses[token] = .some(auth.tokenUses)
+            return token
+        }
+        var members = [JSONMember("access_token", .string(token)), JSONMember("token_type", .string("Bearer"))]
+        if let expiresIn = auth.expiresIn { members.append(JSONMember("expires_in", .number(String(expiresIn)))) }
+        var bytes: [UInt8] = []
+        JSONValue.object(members).write(to: &bytes)
+        return HTTPResponse(status: 200, contentType: "application/json", body: bytes, close: close)
+    }
+
+    /// Whether the request carries a token that is still good, using one of its requests.
+    private func acceptToken(_ request: HTTPRequest) -> Bool {
+        guard let header = request.header("authorization"), header.hasPrefix("Bearer ") else { return false }
+        let token = String(header.dropFirst(7))
+        return issued.withLock { issued in
+            guard let uses = issued.uses[token] else { return false }
+            guard let left = uses else { return true }
+            guard left > 0 else { return false }
+            issued.uses[token] = .some(left - 1)
+            return true
+        }
     }
 
     /// What happens to one request.

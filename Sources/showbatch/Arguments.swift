@@ -65,6 +65,9 @@ enum ArgumentParser {
         Flag("--concurrency", "N", "requests in flight, 1...1024 (default: manifest, else 8)") { (arguments, text) throws(UsageError) in
             arguments.options.concurrency = try FlagValue.integer(text, "--concurrency", 1...1024, command: "run")
         },
+        Flag("--connections", "N", "most connections per host, 1...1024 (default: manifest, else concurrency)") { (arguments, text) throws(UsageError) in
+            arguments.options.connections = try FlagValue.integer(text, "--connections", 1...1024, command: "run")
+        },
         Flag("--rate", "N/s|N/m", "start at most N requests per second or minute") { (arguments, text) throws(UsageError) in
             arguments.options.rate = try FlagValue.rate(text, "--rate", example: "50/s", command: "run")
         },

@@ -86,6 +86,7 @@ final class EventPrinter: Sendable {
                   JSONMember("elapsed_s", .number(String(format: "%.3f", summary.elapsed.seconds))),
                   JSONMember("requests_per_s", .number(String(format: "%.1f", summary.rate))),
                   JSONMember("interrupted", .bool(summary.interrupted)),
+                  JSONMember("stopped", summary.stopReason.map(JSONValue.string) ?? .null),
                   JSONMember("outputs", .array(summary.outputs.map(JSONValue.string)))])
             return
         }
@@ -93,7 +94,9 @@ final class EventPrinter: Sendable {
         text += "\(summary.retries) retries; \(Units.text(summary.elapsed)), \(String(format: "%.1f", summary.rate)) requests/s"
         if summary.replayed > 0 { text += "; \(summary.replayed) from the journal" }
         if summary.skipped > 0 { text += "; \(summary.skipped) not sent (--fail-fast)" }
-        if summary.interrupted && summary.outputs.isEmpty {
+        if let reason = summary.stopReason {
+            text += "; stopped: \(reason); \(summary.outputs.isEmpty ? "nothing was written" : "outputs left as .partial, rerun with --resume once that is fixed")"
+        } else if summary.interrupted && summary.outputs.isEmpty {
             text += "; interrupted before any output was opened"
         } else if summary.interrupted {
             text += "; interrupted: outputs left as .partial, rerun with --resume"

@@ -50,11 +50,14 @@ enum RunCommand {
         var emulator: Emulator?
         if arguments.emulate {
             do {
-                let configuration = try EmulatorConfiguration(spec: manifest.emulator)
+                var configuration = try EmulatorConfiguration(spec: manifest.emulator)
+                // A manifest with client credentials gets tokens from the emulator (any client).
+                if case .clientCredentials? = manifest.auth?.source, configuration.auth == nil { configuration.auth = EmulatorAuth() }
                 let started = try Emulator(configuration: configuration)
                 started.start()
                 emulator = started
                 options.baseURLOverride = started.baseURL
+                options.tokenURLOverride = started.baseURL + "/oauth/token"
             } catch {
                 Console.err("showbatch: error: cannot start the emulator: \(TerminalText.escaped("\(error)"))\n")
                 return .runtime

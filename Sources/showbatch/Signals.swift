@@ -19,7 +19,7 @@ private func handleSignal(_ number: Int32) {
 /// the process by its default action.
 ///
 /// A thread of its own reads the pipe and calls the listener of the moment; with none (a command
-/// that has nothing to wind down), the process ends at once with 130.
+/// that has nothing to wind down), the process ends at once with 130, saying nothing was sent.
 enum Signals {
     private static let listener = Mutex<(@Sendable () -> Void)?>(nil)
     private static let count = Atomic<Int>(0)
@@ -47,6 +47,9 @@ enum Signals {
                 if let listener = listener.withLock({ $0 }) {
                     listener()
                 } else {
+                    // No command is running anything that needs winding down (it is starting, or
+                    // only reads files): nothing has been sent.
+                    try? FileHandle.standardError.write(contentsOf: Data("showbatch: interrupted before anything was sent\n".utf8))
                     exit(ExitCode.interrupted.rawValue)
                 }
             }

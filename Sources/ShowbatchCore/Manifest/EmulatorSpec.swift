@@ -10,6 +10,8 @@ public struct EmulatorSpec: Sendable, Equatable {
     public var aliases: Aliases?
     /// The faults.
     public var faults = EmulatorFaults()
+    /// Whether it demands tokens (and hands them out), as an OAuth 2.0 server.
+    public var auth: EmulatorAuth?
 
     /// No aliases, no faults.
     public init() {}
@@ -33,7 +35,26 @@ public struct EmulatorFaults: Sendable, Equatable {
     public var malformedRate = 0.0
     /// Seed of the fault choices.
     public var seed: UInt64 = 1
+    /// An outage: after this many requests, every request is answered 503 for `outageFor`.
+    public var outageAfter: Int?
+    /// How long the outage lasts.
+    public var outageFor: Duration = .zero
 
     /// No faults.
+    public init() {}
+}
+
+/// The emulator as an OAuth 2.0 server: it hands out tokens at `POST /oauth/token` and answers
+/// 401 to any other request without a valid one.
+public struct EmulatorAuth: Sendable, Equatable {
+    /// The client id and secret it accepts; nil accepts any client.
+    public var clientID: String?
+    public var clientSecret: String?
+    /// Requests a token is good for before it is refused (401); nil: no limit.
+    public var tokenUses: Int?
+    /// The `expires_in` it states, in seconds; nil states none.
+    public var expiresIn: Int?
+
+    /// Tokens for any client, without limit.
     public init() {}
 }

@@ -33,8 +33,19 @@ public struct Manifest: Sendable {
     public var timeout: Duration = .seconds(60)
     /// The HTTP client.
     public var transport: TransportKind = .curl
+    /// Most connections per host; nil: as many as `concurrency` (over HTTP/2 requests share them).
+    public var connections: Int?
+    /// Which certificate authorities to trust and the client certificate, if any.
+    public var tls = TLSSettings()
     /// Retry policy.
     public var retry = RetryPolicy()
+    /// When the run stops or pauses because the failure is not the rows'.
+    public var circuit = CircuitPolicy()
+    /// Where the bearer token comes from, when the manifest has `auth`.
+    public var auth: AuthSpec?
+    /// Whether a hostname check that could not be made falls back to the vault URL even when no
+    /// one is watching (a run not on a terminal otherwise stops).
+    public var hostnameFallback = false
     /// Where rows go when neither `--output` nor the request says.
     public var output: OutputSpec?
     /// Aliases for `run --emulate`.

@@ -16,3 +16,17 @@ public struct RetryPolicy: Sendable, Equatable {
     /// The default policy.
     public init() {}
 }
+
+/// When a run stops or pauses because the failure is not the rows' (the manifest's `circuit`).
+public struct CircuitPolicy: Sendable, Equatable {
+    /// Failed rows in a row that stop the run (rows that could not be sent aside); 0: never.
+    public var failedRows = 25
+    /// Transient failures in a row (network, timeout, retried 5xx) that pause sending while one
+    /// request probes the endpoint; 0: never.
+    public var outageAfter = 3
+    /// The longest pause before the run stops.
+    public var maxPause: Duration = .seconds(300)
+
+    /// The default policy.
+    public init() {}
+}

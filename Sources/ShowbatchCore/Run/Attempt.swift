@@ -1,5 +1,16 @@
 import Foundation
 
+/// How a job ended.
+enum JobOutcome: Sendable {
+    /// Its row.
+    case row(FinishedRow)
+    /// The run was cancelled before the row was finished.
+    case cancelled
+    /// The run must stop: the failure is not the row's (a certificate, credentials, an endpoint
+    /// that stays down). The row is not written; a resumed run sends it.
+    case stop(RunStop)
+}
+
 /// Everything an attempt needs, shared by the tasks of a run.
 struct AttemptContext: Sendable {
     let transport: any Transport
@@ -8,21 +19,42 @@ struct AttemptContext: Sendable {
     let limiter: RateLimiter?
     let events: @Sendable (RunEvent) -> Void
     let verbose: Bool
+    /// The bearer token, when the manifest has `auth`.
+    var credentials: Credentials?
+    /// The outage half of the circuit breaker.
+    var outage: OutagePause?
 
-    /// Sends with retries; nil when the run was cancelled before the row was finished. With
-    /// `revealLater` a 2xx answer comes back as it is, for the writer to extract its labels.
-    func perform(_ request: PreparedRequest, ordinal: Int, labels: [LabelBinding], revealLater: Bool) async -> FinishedRow? {
+    /// Sends with retries. With `revealLater` a 2xx answer comes back as it is, for the writer to
+    /// extract its labels.
+    func perform(_ request: PreparedRequest, ordinal: Int, labels: [LabelBinding], revealLater: Bool) async -> JobOutcome {
         var random = SeededGenerator(seed: UInt64(ordinal) &* 0x9E3779B97F4A7C15 &+ 1)
         var attempt = 0
+        var renewed = false
         while true {
             attempt += 1
+            let admission = await outage?.admit() ?? .go
+            switch admission {
+            case .go, .probe: break
+            case .stop(let reason): return .stop(RunStop(reason))
+            case .cancelled: return .cancelled
+            }
+            let probe = admission == .probe
             if let limiter {
                 let slot = await limiter.reserve()
-                do { try await Task.sleep(until: slot, clock: .continuous) } catch { return nil }
+                do { try await Task.sleep(until: slot, clock: .continuous) } catch { return .cancelled }
             }
-            if Task.isCancelled { return nil }
+            if Task.isCancelled { return .cancelled }
+            var sent = request
+            var token: Token?
+            if let credentials {
+                switch await credentials.current() {
+                case .success(let current): token = current
+                case .failure(let stop): return Task.isCancelled ? .cancelled : .stop(stop)
+                }
+                sent.setHeader(credentials.spec.header, "Bearer " + token!.value)
+            }
             let began = verbose ? ContinuousClock.now : nil
-            let result = await transport.send(request, timeout: timeout)
+            let result = await transport.send(sent, timeout: timeout)
             if verbose, let began {
                 var record = AttemptRecord(request: request.name, method: request.method.rawValue, url: request.url,
                                            attempt: attempt, status: nil, failure: nil, duration: ContinuousClock.now - began)
@@ -32,44 +64,79 @@ struct AttemptContext: Sendable {
                 }
                 events(.attempt(record))
             }
+            // The breaker's view: an outage is what the retry policy calls transient (but 429,
+            // the server pacing us, which Retry-After handles).
+            let transient: Bool
+            switch result {
+            case .response(let status, _, _): transient = status != 429 && status >= 500 && policy.statuses.contains(status)
+            case .failure(.network): transient = policy.network
+            case .failure(.timeout): transient = policy.timeout
+            default: transient = false
+            }
+            if transient {
+                if outage?.failed(probe: probe) == true {
+                    // The endpoint is down: this attempt does not count; it is made again once the
+                    // probe gets through.
+                    attempt -= 1
+                    continue
+                }
+            } else if case .response = result {
+                outage?.succeeded(probe: probe)
+            }
             let canRetry = attempt < policy.attempts
             var retryAfter: Duration?
             switch result {
             case .failure(.cancelled):
-                return nil
+                return .cancelled
             case .response(let status, _, let body) where (200..<300).contains(status):
                 let answer = FinishedRow.Answer(ordinal: ordinal, request: request.name, status: status, attempts: attempt,
                                                 body: body, labels: labels)
-                return revealLater ? .answer(answer) : .row(answer.revealed())
+                return .row(revealLater ? .answer(answer) : .row(answer.revealed()))
+            case .response(401, _, _) where credentials != nil:
+                // A token that ran out: renewed once, and the row sent again without counting an
+                // attempt; refused again, it is not the row's fault.
+                guard !renewed, let token else {
+                    return .stop(RunStop("authentication failed (HTTP 401) with a freshly renewed access token"))
+                }
+                switch await credentials!.renew(after: token) {
+                case .success: break
+                case .failure(let stop): return Task.isCancelled ? .cancelled : .stop(stop)
+                }
+                renewed = true
+                attempt -= 1
+                continue
             case .response(let status, let headers, _):
                 if !(canRetry && policy.statuses.contains(status)) {
                     let error = status == 429
                         ? RowError(code: .rateLimited, label: nil, message: "HTTP 429 after \(attempt) attempt\(attempt == 1 ? "" : "s")")
                         : RowError(code: .httpStatus, label: nil, message: "HTTP \(status)")
-                    return .row(failed(request, ordinal, labels, status: status, attempts: attempt, error))
+                    return .row(.row(failed(request, ordinal, labels, status: status, attempts: attempt, error)))
                 }
                 retryAfter = headers["retry-after"].flatMap(AttemptContext.parseRetryAfter)
             case .failure(.timeout):
                 if !(canRetry && policy.timeout) {
-                    return .row(failed(request, ordinal, labels, status: nil, attempts: attempt,
-                                  RowError(code: .timeout, label: nil, message: "no answer within \(Units.text(timeout))")))
+                    return .row(.row(failed(request, ordinal, labels, status: nil, attempts: attempt,
+                                  RowError(code: .timeout, label: nil, message: "no answer within \(Units.text(timeout))"))))
                 }
+            case .failure(.certificate(let detail)):
+                // Never retried: a certificate does not get trusted by asking again.
+                return .stop(RunStop("TLS: \(detail)"))
             case .failure(.network(let detail)):
                 if !(canRetry && policy.network) {
-                    return .row(failed(request, ordinal, labels, status: nil, attempts: attempt,
-                                  RowError(code: .network, label: nil, message: detail)))
+                    return .row(.row(failed(request, ordinal, labels, status: nil, attempts: attempt,
+                                  RowError(code: .network, label: nil, message: detail))))
                 }
             case .failure(.notHTTP(let detail)):
-                return .row(failed(request, ordinal, labels, status: nil, attempts: attempt,
-                              RowError(code: .unexpectedResponseType, label: nil, message: detail)))
+                return .row(.row(failed(request, ordinal, labels, status: nil, attempts: attempt,
+                              RowError(code: .unexpectedResponseType, label: nil, message: detail))))
             case .failure(.bodyTooLarge(let limit)):
-                return .row(failed(request, ordinal, labels, status: nil, attempts: attempt,
-                              RowError(code: .unexpectedResponseDataFormat, label: nil, message: "response body is over \(limit >> 20) MiB")))
+                return .row(.row(failed(request, ordinal, labels, status: nil, attempts: attempt,
+                              RowError(code: .unexpectedResponseDataFormat, label: nil, message: "response body is over \(limit >> 20) MiB"))))
             }
             // Capped exponential backoff with full jitter, unless the server said when.
             let cap = min(policy.maxBackoff.seconds, policy.backoff.seconds * pow(2, Double(attempt - 1)))
             let delay = retryAfter ?? Units.seconds(random.unit() * cap)
-            do { try await Task.sleep(for: delay) } catch { return nil }
+            do { try await Task.sleep(for: delay) } catch { return .cancelled }
         }
     }
 

@@ -42,6 +42,8 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
         var summary: RunSummary
         /// True when rows were left unwritten behind a request that never finished.
         var gap: Bool
+        /// Why the run stopped early (the circuit breaker), if it did.
+        var stopReason: RunStop?
         var stopped: Bool
         var exhausted: Bool
         var writeError: RunError?
@@ -63,6 +65,9 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
     let window: Int
     /// Rows waiting for a hand-over already under way, at most (a slow writer holds workers back).
     let outboxLimit: Int
+    /// Failed rows in a row (rows that could not be sent, 1490, aside) after which the failure is
+    /// taken to be the endpoint's or the credentials', not the rows': the run stops. 0: never.
+    let failureLimit: Int
 
     private(set) var summary = RunSummary()
     /// Rows that finished before their turn, by sequence.
@@ -80,11 +85,18 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
     private var lastProgress: Int64
     /// Workers waiting for room in the window.
     private var parked: [Waiter] = []
+    /// Failed rows of the current streak, by sequence: written once a row gets through, dropped
+    /// (and sent again by a resumed run) when the streak stops the run.
+    private var held: [Int: RowWriter.Entry] = [:]
+    private var streak = 0
+    /// Why the run stopped early, if it did.
+    private(set) var stopReason: RunStop?
 
     /// A dispatch whose summary starts from `carried`: the rows an earlier run left in the outputs.
     init(labels: [[LabelBinding]], byRequest: [Int], failFast: Bool, window: Int, outboxLimit: Int = 4096,
-         carried: RowCounts = RowCounts(), now: Int64) {
+         failureLimit: Int = 0, carried: RowCounts = RowCounts(), now: Int64) {
         self.labels = labels
+        self.failureLimit = failureLimit
         summary.rows = carried.rows
         summary.ok = carried.ok
         summary.partial = carried.partial
@@ -153,19 +165,56 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
         return true
     }
 
-    /// A job has ended: its row, or nil when the run was cancelled before it finished (the row
-    /// is then not written, nor any after it; a resumed run sends it).
-    mutating func finished(_ job: Job, row: FinishedRow?, now: Int64) -> Actions {
+    /// A job has ended: its row, or why it has none (the run was cancelled, or must stop). A row
+    /// without a request is never written; a resumed run sends it.
+    mutating func finished(_ job: Job, outcome: JobOutcome, now: Int64) -> Actions {
         var actions = Actions()
-        if let row {
-            pending[job.sequence] = (row, job.target)
+        switch outcome {
+        case .row(let row):
+            accept((row, job.target), sequence: job.sequence)
             // Written before this worker takes another, so --fail-fast sends nothing past a failure.
             writeReady(now: now, into: &actions)
-        } else {
+        case .cancelled:
             stopped = true
+        case .stop(let reason):
+            stop(reason)
         }
         actions.wake = wakeable()
         return actions
+    }
+
+    /// Takes a finished row into `pending`, or holds it while it may be part of a streak of
+    /// failures that is not the rows' fault.
+    private mutating func accept(_ entry: RowWriter.Entry, sequence: Int) {
+        // With --fail-fast the first failed row stops the run itself: nothing is held.
+        guard failureLimit > 0, !failFast else {
+            pending[sequence] = entry
+            return
+        }
+        if case .row(let row) = entry.row, row.status == .failed {
+            guard row.errors.first?.code != .invalidRow else {
+                // A data row that could not be sent says nothing about the endpoint.
+                pending[sequence] = entry
+                return
+            }
+            held[sequence] = entry
+            streak += 1
+            if streak >= failureLimit {
+                let last = row.errors.first.map { " (the last: \($0.text))" } ?? ""
+                stop(RunStop("\(streak) rows in a row failed\(last): the failure is not the rows' but the endpoint's or the credentials' (circuit.failed_rows)"))
+            }
+            return
+        }
+        // A row that got through ends the streak: the rows it held were the rows' own failures.
+        streak = 0
+        pending.merge(held) { first, _ in first }
+        held.removeAll()
+        pending[sequence] = entry
+    }
+
+    private mutating func stop(_ reason: RunStop) {
+        stopped = true
+        if stopReason == nil { stopReason = reason }
     }
 
     /// A hand-over has reached the writer, which reported `writerFailure` (its first write error).
@@ -184,14 +233,30 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
     /// Ends the dispatch once every worker has returned: the rows still to hand to the writer,
     /// and the outcome.
     mutating func finish() -> (handOver: [RowWriter.Entry], outcome: Outcome) {
+        if stopReason == nil && !held.isEmpty {
+            // The run ended inside a streak too short to stop it: those rows failed on their own.
+            pending.merge(held) { first, _ in first }
+            held.removeAll()
+            moveReady()
+        }
         let rest = outbox
         outbox = []
-        return (rest, Outcome(summary: summary, gap: !pending.isEmpty, stopped: stopped, exhausted: exhausted,
-                              writeError: writeError))
+        return (rest, Outcome(summary: summary, gap: !pending.isEmpty || !held.isEmpty, stopReason: stopReason, stopped: stopped,
+                              exhausted: exhausted, writeError: writeError))
+    }
+
+    /// Moves the rows whose turn has come to the outbox, counting them, and hands them over when due.
+    private mutating func writeReady(now: Int64, into actions: inout Actions) {
+        moveReady()
+        handOverIfDue(now: now, into: &actions)
+        if now - lastProgress > Self.progressInterval {
+            lastProgress = now
+            actions.progress = (summary.rows, summary.failed)
+        }
     }
 
     /// Moves the rows whose turn has come to the outbox, counting them.
-    private mutating func writeReady(now: Int64, into actions: inout Actions) {
+    private mutating func moveReady() {
         while let entry = pending.removeValue(forKey: nextToWrite) {
             nextToWrite += 1
             guard writeError == nil else { continue }
@@ -206,11 +271,6 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
             case .failed: summary.failed += 1
             }
             if row.status == .failed && failFast { stopped = true }
-        }
-        handOverIfDue(now: now, into: &actions)
-        if now - lastProgress > Self.progressInterval {
-            lastProgress = now
-            actions.progress = (summary.rows, summary.failed)
         }
     }
 

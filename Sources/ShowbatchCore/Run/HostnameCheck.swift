@@ -30,6 +30,7 @@ extension Runner {
         case .timeout: return "timeout"
         case .bodyTooLarge(let limit): return "body over \(limit >> 20) MiB"
         case .notHTTP(let detail): return detail
+        case .certificate(let detail): return "TLS: \(detail)"
         case .cancelled: return "cancelled"
         }
     }

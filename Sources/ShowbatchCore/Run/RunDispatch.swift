@@ -22,7 +22,7 @@ final class RunDispatch: Sendable {
 
     /// Dispatch for a run: `feed` gives the work items, `writer` takes the rows.
     init(manifest: Manifest, feed: RequestFeed, writer: RowWriter, byRequest: [Int], failFast: Bool, window: Int,
-         carried: RowCounts = RowCounts(), total: Int?, start: ContinuousClock.Instant,
+         failureLimit: Int = 0, carried: RowCounts = RowCounts(), total: Int?, start: ContinuousClock.Instant,
          events: @escaping @Sendable (RunEvent) -> Void, onPark: (@Sendable (Int) -> Void)? = nil) {
         self.feed = feed
         self.onPark = onPark
@@ -31,7 +31,7 @@ final class RunDispatch: Sendable {
         self.start = start
         self.events = events
         state = Mutex(State(labels: manifest.requests.map(\.labels), byRequest: byRequest, failFast: failFast,
-                            window: window, carried: carried, now: coarseMilliseconds()))
+                            window: window, failureLimit: failureLimit, carried: carried, now: coarseMilliseconds()))
     }
 
     /// One worker: sends requests until there are none left, `--fail-fast` stops, or the run is
@@ -54,7 +54,7 @@ final class RunDispatch: Sendable {
                 }
             case .send(let job):
                 let row = await context.perform(job.request, ordinal: job.ordinal, labels: job.labels, revealLater: revealLater)
-                perform(state.withLock { $0.finished(job, row: row, now: coarseMilliseconds()) })
+                perform(state.withLock { $0.finished(job, outcome: row, now: coarseMilliseconds()) })
             }
         }
     }

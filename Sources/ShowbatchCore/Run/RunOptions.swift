@@ -6,6 +6,8 @@ public struct RunOptions: Sendable, Equatable {
     public var format: OutputFormat?
     /// `--concurrency`.
     public var concurrency: Int?
+    /// `--connections`: most connections per host.
+    public var connections: Int?
     /// `--rate`.
     public var rate: Rate?
     /// `--timeout`.
@@ -32,6 +34,8 @@ public struct RunOptions: Sendable, Equatable {
     public var transport: TransportKind?
     /// Send every request here instead (the emulator of `--emulate`).
     public var baseURLOverride: String?
+    /// Fetch tokens here instead (the emulator's token endpoint under `--emulate`).
+    public var tokenURLOverride: String?
 
     /// Default options.
     public init() {}

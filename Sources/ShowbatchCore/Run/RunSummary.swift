@@ -20,6 +20,8 @@ public struct RunSummary: Sendable {
     public var outputs: [String] = []
     /// True when SIGINT/SIGTERM stopped the run: outputs were not renamed into place.
     public var interrupted = false
+    /// Why the circuit breaker stopped the run (outputs left `.partial`, journals kept), if it did.
+    public var stopReason: String?
 
     /// Requests per second over the run.
     public var rate: Double { elapsed.seconds > 0 ? Double(rows) / elapsed.seconds : 0 }

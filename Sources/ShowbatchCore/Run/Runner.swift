@@ -17,10 +17,10 @@ public struct Runner: Sendable {
                 events: @escaping @Sendable (RunEvent) -> Void = { _ in }) {
         self.manifest = manifest
         self.options = options
-        let connections = options.concurrency ?? manifest.concurrency
+        let connections = options.connections ?? manifest.connections ?? options.concurrency ?? manifest.concurrency
         switch options.transport ?? manifest.transport {
         case _ where transport != nil: self.transport = transport!
-        case .curl: self.transport = CurlTransport(maxConnections: connections)
+        case .curl: self.transport = CurlTransport(maxConnections: connections, tls: manifest.tls.withEnvironment(environment))
         case .urlsession: self.transport = URLSessionTransport(maxConnections: connections)
         }
         self.environment = environment
@@ -31,6 +31,9 @@ public struct Runner: Sendable {
     public func run() async throws(RunError) -> RunSummary {
         let start = ContinuousClock.now
         let (targets, byRequest) = try planOutputs()
+        if (options.transport ?? manifest.transport) == .urlsession && manifest.tls != TLSSettings() {
+            throw RunError.usage("the tls settings need the curl transport; URLSession cannot be given a CA file or a client certificate")
+        }
         if (options.resume || options.retryFailed) && targets.contains(where: { $0.path == "-" }) {
             throw RunError.usage("\(options.resume ? "--resume" : "--retry-failed") needs file outputs; standard output is not resumable")
         }
@@ -44,6 +47,13 @@ public struct Runner: Sendable {
             summary.outputs = []
             return summary
         }
+        // The token is fetched before anything is opened or sent: refused credentials stop here.
+        let credentials = makeCredentials()
+        if let credentials, case .failure(let stop) = await credentials.current() {
+            summary.outputs = []
+            if Task.isCancelled { summary.interrupted = true } else { summary.stopReason = stop.reason }
+            return summary
+        }
         let dataHash = targets.contains { $0.path != "-" } ? try manifest.dataHash() : 0
         let rowIdentity = String(manifest.rowIdentity, radix: 16)
         let shard = options.shard.map { "\($0.index)/\($0.count)" } ?? ""
@@ -53,8 +63,8 @@ public struct Runner: Sendable {
                              format: target.format.rawValue, columns: RowEncoding.fixedColumns + target.labels)
         }, mode: mode)
         do {
-            summary = try await send(outputs: outputs, byRequest: byRequest, baseURL: baseURL, start: start)
-            if summary.interrupted {
+            summary = try await send(outputs: outputs, byRequest: byRequest, baseURL: baseURL, start: start, credentials: credentials)
+            if summary.interrupted || summary.stopReason != nil {
                 outputs.abandon()
             } else {
                 try outputs.commit()
@@ -68,27 +78,34 @@ public struct Runner: Sendable {
     }
 
     /// Sends every work item and writes its row; interrupted runs come back marked so.
-    private func send(outputs: RunOutputs, byRequest: [Int], baseURL: String, start: ContinuousClock.Instant) async throws(RunError) -> RunSummary {
+    private func send(outputs: RunOutputs, byRequest: [Int], baseURL: String, start: ContinuousClock.Instant,
+                      credentials: Credentials?) async throws(RunError) -> RunSummary {
         let total = options.progress == .never ? nil : countWorkItems()
 
         let concurrency = options.concurrency ?? manifest.concurrency
         let window = max(concurrency * 4, 64)
         let limiter = (options.rate ?? manifest.rateLimit).map { RateLimiter(rate: $0) }
-        let context = AttemptContext(transport: transport, policy: manifest.retry, timeout: options.timeout ?? manifest.timeout,
+        var context = AttemptContext(transport: transport, policy: manifest.retry, timeout: options.timeout ?? manifest.timeout,
                                      limiter: limiter, events: events, verbose: options.verbose)
+        context.credentials = credentials
+        if manifest.circuit.outageAfter > 0 {
+            context.outage = OutagePause(threshold: manifest.circuit.outageAfter, maxPause: manifest.circuit.maxPause, events: events)
+        }
         let feed = RequestFeed(manifest: manifest, baseURL: baseURL, shard: options.shard, byRequest: byRequest,
                                skips: outputs.skips)
         let writer = RowWriter(files: outputs.files, journals: outputs.journals)
         let dispatch = RunDispatch(manifest: manifest, feed: feed, writer: writer, byRequest: byRequest,
-                                   failFast: options.failFast, window: window, carried: outputs.carried, total: total,
+                                   failFast: options.failFast, window: window, failureLimit: manifest.circuit.failedRows,
+                                   carried: outputs.carried, total: total,
                                    start: start, events: events, onPark: onPark)
         // Labels are extracted on the writer thread, except with --fail-fast, which must know at once.
         let revealLater = !options.failFast
+        let attempts = context
         // With the curl transport, every worker runs on the transport's own thread.
         await withTaskExecutorPreference(transport.executor) {
             await withTaskGroup(of: Void.self) { group in
                 for _ in 0..<concurrency {
-                    group.addTask { await dispatch.work(context, revealLater: revealLater) }
+                    group.addTask { await dispatch.work(attempts, revealLater: revealLater) }
                 }
             }
         }
@@ -107,7 +124,8 @@ public struct Runner: Sendable {
         summary.elapsed = ContinuousClock.now - start
         events(.progress(RunProgress(done: summary.rows, total: total, failed: summary.failed, elapsed: summary.elapsed)))
         if let writeError { throw writeError }
-        summary.interrupted = Task.isCancelled || outcome.gap
+        summary.stopReason = outcome.stopReason?.reason
+        summary.interrupted = summary.stopReason == nil && (Task.isCancelled || outcome.gap)
         return summary
     }
 
@@ -120,5 +138,16 @@ public struct Runner: Sendable {
             if item.ordinal & 1023 == 0 && Task.isCancelled { return nil }
         }
         return count
+    }
+
+    /// The run's credentials, when the manifest has `auth` (under `--emulate`, the emulator's
+    /// token endpoint stands in for the real one).
+    private func makeCredentials() -> Credentials? {
+        guard var spec = manifest.auth else { return nil }
+        if case .clientCredentials(var credentials) = spec.source, let override = options.tokenURLOverride {
+            credentials.tokenURL = override
+            spec.source = .clientCredentials(credentials)
+        }
+        return Credentials(spec: spec, transport: transport, timeout: options.timeout ?? manifest.timeout, events: events)
     }
 }

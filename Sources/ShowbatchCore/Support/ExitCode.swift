@@ -8,6 +8,10 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
     case usage = 2
     /// A runtime failure: an output cannot be written, the strict hostname check failed.
     case runtime = 3
+    /// Stopped early by the circuit breaker: the failure is not the rows' (credentials refused, a
+    /// certificate not trusted, an endpoint down past `circuit.max_pause`, `circuit.failed_rows`
+    /// failed rows in a row). Outputs left `.partial`, journals kept for `--resume`.
+    case stopped = 4
     /// Interrupted by SIGINT or SIGTERM: outputs left `.partial`, journals kept.
     case interrupted = 130
 }
@@ -31,6 +35,7 @@ extension RunSummary {
     /// The exit code of a run that ended with this summary.
     public var exitCode: ExitCode {
         if interrupted { return .interrupted }
+        if stopReason != nil { return .stopped }
         return ok == rows && skipped == 0 ? .ok : .rowsFailed
     }
 }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A request ready to send: URL, headers and body built from the manifest and a data row.
 public struct PreparedRequest: Sendable {
     /// The expanded request name.
@@ -13,4 +15,10 @@ public struct PreparedRequest: Sendable {
     /// True when every row of the request sends these same headers (none comes from the row),
     /// so a transport may keep what it builds from them for the next request.
     public var fixedHeaders = false
+
+    /// Sets a header, replacing one of the same name (names ignore case).
+    mutating func setHeader(_ name: String, _ value: String) {
+        headers.removeAll { $0.name.caseInsensitiveCompare(name) == .orderedSame }
+        headers.append((name, value))
+    }
 }

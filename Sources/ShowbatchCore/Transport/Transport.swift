@@ -30,6 +30,9 @@ public enum TransportFailure: Error, Sendable, Equatable {
     case timeout
     /// The body is over the size limit.
     case bodyTooLarge(Int)
+    /// The server's certificate is not trusted, names another host or has expired, or the client
+    /// certificate cannot be used: never retried (a run stops on it).
+    case certificate(String)
     /// Something answered, but not in HTTP (another protocol, or HTTP/0.9): the row error 1400.
     case notHTTP(String)
     /// The run was cancelled (interrupt).

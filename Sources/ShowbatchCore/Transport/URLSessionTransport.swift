@@ -78,8 +78,10 @@ public final class URLSessionTransport: Transport, @unchecked Sendable {
         case .cannotFindHost, .dnsLookupFailed: return .network("host not found")
         case .networkConnectionLost: return .network("connection lost")
         case .notConnectedToInternet: return .network("no network")
-        case .secureConnectionFailed, .serverCertificateUntrusted, .serverCertificateHasBadDate,
-             .serverCertificateNotYetValid, .serverCertificateHasUnknownRoot, .clientCertificateRejected:
+        case .serverCertificateUntrusted, .serverCertificateHasBadDate, .serverCertificateNotYetValid,
+             .serverCertificateHasUnknownRoot, .clientCertificateRejected:
+            return .certificate("the certificate was refused (URLError code \(urlError.code.rawValue))")
+        case .secureConnectionFailed:
             return .network("TLS failure (the certificate or the TLS handshake was refused; URLError code \(urlError.code.rawValue))")
         // URLSession on Linux says this both for an empty reply and for one that is not HTTP.
         case .badServerResponse: return .network("no valid HTTP answer: the connection closed without one or the answer is not HTTP")

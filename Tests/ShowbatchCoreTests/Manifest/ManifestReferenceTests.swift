@@ -4,8 +4,9 @@ import Testing
 
 @Suite struct ManifestReferenceTests {
     @Test(arguments: [
-        ("", ["version", "vault", "environment", "data_region", "route_id", "hostname", "hostname_check", "satellite_port", "headers",
-              "concurrency", "rate_limit", "timeout", "transport", "retry", "output", "emulator", "requests"]),
+        ("", ["version", "vault", "environment", "data_region", "route_id", "hostname", "hostname_check", "hostname_fallback",
+              "satellite_port", "headers", "concurrency", "rate_limit", "timeout", "transport", "connections", "tls", "auth", "circuit",
+              "retry", "output", "emulator", "requests"]),
         ("requests", ["name", "path", "method", "headers", "payload", "labels", "each", "output"]),
         ("retry", ["attempts", "backoff", "max_backoff", "on"]),
         ("output", ["path", "format", "csv"]),
@@ -29,6 +30,8 @@ import Testing
         let request = try #require(manifest.requests.first)
         let mask = try #require(request.labels.first?.mask)
         let faults = try #require(manifest.emulator?.faults)
+        let auth = AuthSpec(source: .tokenFile("t"))
+        let credentials = AuthSpec.ClientCredentials(tokenURL: "https://a", clientID: "i", clientSecret: "s")
         func number(_ value: Double) -> String { value == value.rounded() ? String(Int(value)) : String(value) }
         let retryOn = manifest.retry.statuses.sorted().map(String.init) + (manifest.retry.network ? ["network"] : [])
             + (manifest.retry.timeout ? ["timeout"] : [])
@@ -55,6 +58,12 @@ import Testing
             "requests[].method": request.method.rawValue.lowercased(),
             "requests[].labels.<name>.mask.ranges": mask.ranges.isEmpty ? "everything" : "\(mask.ranges)",
             "requests[].labels.<name>.mask.symbol": mask.symbol.map(String.init) ?? "",
+            "hostname_fallback": String(manifest.hostnameFallback),
+            "circuit.failed_rows": String(manifest.circuit.failedRows),
+            "circuit.outage_after": String(manifest.circuit.outageAfter),
+            "circuit.max_pause": Units.text(manifest.circuit.maxPause),
+            "auth.client_auth": credentials.inBody ? "body" : "basic",
+            "auth.header": auth.header,
         ]
         let stated = ManifestReference.entries.filter { $0.defaultValue != "—" && $0.defaultValue != "required" }
         for entry in stated {

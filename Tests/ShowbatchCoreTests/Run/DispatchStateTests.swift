@@ -68,7 +68,7 @@ private func isWait(_ next: DispatchState<Int>.Next) -> Bool { if case .wait = n
         var underWay: [Int]?
         // Answers arrive last first, so nothing can be written until the first one is in.
         for job in taken.reversed() {
-            let actions = dispatch.finished(job, row: .row(row(job.ordinal)), now: 0)
+            let actions = dispatch.finished(job, outcome: .row(.row(row(job.ordinal))), now: 0)
             if let batch = actions.handOver {
                 #expect(underWay == nil, "a second batch was handed over while one was under way")
                 underWay = batch.map(ordinal)
@@ -90,19 +90,19 @@ private func isWait(_ next: DispatchState<Int>.Next) -> Bool { if case .wait = n
         let (taken, _, _) = jobs(&dispatch, ListSource((0..<400).map(send)))
         var batches: [[Int]] = []
         for job in taken[0..<256] {
-            if let batch = dispatch.finished(job, row: .row(row(job.ordinal)), now: 0).handOver { batches.append(batch.map(ordinal)) }
+            if let batch = dispatch.finished(job, outcome: .row(.row(row(job.ordinal))), now: 0).handOver { batches.append(batch.map(ordinal)) }
         }
         #expect(batches == [Array(0..<256)])
         // Due by time, but a batch is under way: these wait for it.
         for job in taken[256..<399] {
-            let result = dispatch.finished(job, row: .row(row(job.ordinal)), now: 25)
+            let result = dispatch.finished(job, outcome: .row(.row(row(job.ordinal))), now: 25)
             #expect(result.handOver == nil)
         }
         let next = dispatch.handedOver(writerFailure: nil, now: 26)
         #expect(next.handOver?.map(ordinal) == Array(256..<399))
         let done = dispatch.handedOver(writerFailure: nil, now: 27)
         #expect(done.handOver == nil)
-        let last = dispatch.finished(taken[399], row: .row(row(399)), now: 50)
+        let last = dispatch.finished(taken[399], outcome: .row(.row(row(399))), now: 50)
         #expect(last.handOver?.map(ordinal) == [399])
     }
 
@@ -110,11 +110,11 @@ private func isWait(_ next: DispatchState<Int>.Next) -> Bool { if case .wait = n
     @Test func aSlowRunHandsOverWithinTwentyMilliseconds() {
         var dispatch = state()
         let (taken, _, _) = jobs(&dispatch, ListSource((0..<3).map(send)))
-        let result3 = dispatch.finished(taken[0], row: .row(row(0)), now: 5)
+        let result3 = dispatch.finished(taken[0], outcome: .row(.row(row(0))), now: 5)
         #expect(result3.handOver == nil)
-        let result4 = dispatch.finished(taken[1], row: .row(row(1)), now: 19)
+        let result4 = dispatch.finished(taken[1], outcome: .row(.row(row(1))), now: 19)
         #expect(result4.handOver == nil)
-        let result5 = dispatch.finished(taken[2], row: .row(row(2)), now: 20)
+        let result5 = dispatch.finished(taken[2], outcome: .row(.row(row(2))), now: 20)
         #expect(result5.handOver?.map(ordinal) == [0, 1, 2])
     }
 
@@ -128,16 +128,16 @@ private func isWait(_ next: DispatchState<Int>.Next) -> Bool { if case .wait = n
         #expect(result6)
         let result7 = dispatch.park(8)
         #expect(result7)
-        let result8 = dispatch.finished(taken[1], row: .row(row(1)), now: 0)
+        let result8 = dispatch.finished(taken[1], outcome: .row(.row(row(1))), now: 0)
         #expect(result8.wake.isEmpty)
-        let result9 = dispatch.finished(taken[0], row: .row(row(0)), now: 0)
+        let result9 = dispatch.finished(taken[0], outcome: .row(.row(row(0))), now: 0)
         #expect(result9.wake == [7, 8])
         let (more, _, _) = jobs(&dispatch, ListSource([]))
         #expect(more.isEmpty)
         // Room was made between being told to wait and parking: no need to park.
         var roomy = state(window: 1)
         let (one, _, _) = jobs(&roomy, ListSource((0..<2).map(send)))
-        _ = roomy.finished(one[0], row: .row(row(0)), now: 0)
+        _ = roomy.finished(one[0], outcome: .row(.row(row(0))), now: 0)
         let result10 = roomy.park(9)
         #expect(!result10)
     }
@@ -149,7 +149,7 @@ private func isWait(_ next: DispatchState<Int>.Next) -> Bool { if case .wait = n
         let source = ListSource((0..<5).map(send))
         let first = dispatch.next(from: source, cancelled: false, now: 0)
         guard case .send(let job) = first.0 else { Issue.record("expected a job"); return }
-        _ = dispatch.finished(job, row: .row(row(0, .failed)), now: 0)
+        _ = dispatch.finished(job, outcome: .row(.row(row(0, .failed))), now: 0)
         let result11 = dispatch.next(from: source, cancelled: false, now: 0)
         #expect(isStop(result11.0))
         let (rest, outcome) = dispatch.finish()
@@ -172,9 +172,9 @@ private func isWait(_ next: DispatchState<Int>.Next) -> Bool { if case .wait = n
         let (taken, _, _) = jobs(&dispatch, ListSource((0..<3).map(send)))
         let result14 = dispatch.park(1)
         #expect(result14 == false)
-        _ = dispatch.finished(taken[1], row: .row(row(1)), now: 50)
-        _ = dispatch.finished(taken[2], row: .row(row(2)), now: 50)
-        let cancelled = dispatch.finished(taken[0], row: nil, now: 50)
+        _ = dispatch.finished(taken[1], outcome: .row(.row(row(1))), now: 50)
+        _ = dispatch.finished(taken[2], outcome: .row(.row(row(2))), now: 50)
+        let cancelled = dispatch.finished(taken[0], outcome: .cancelled, now: 50)
         #expect(cancelled.handOver == nil)
         let result15 = dispatch.next(from: source, cancelled: true, now: 60)
         #expect(isStop(result15.0))
@@ -189,7 +189,7 @@ private func isWait(_ next: DispatchState<Int>.Next) -> Bool { if case .wait = n
                                           carried: RowCounts(rows: 3, ok: 1, partial: 1, failed: 1), now: 0)
         let (taken, last, _) = jobs(&dispatch, ListSource([send(3)]))
         #expect(taken.map(\.ordinal) == [3] && isStop(last))
-        let sent = dispatch.finished(taken[0], row: .row(row(3)), now: 40)
+        let sent = dispatch.finished(taken[0], outcome: .row(.row(row(3))), now: 40)
         #expect(sent.handOver?.map(ordinal) == [3])
         let outcome = dispatch.finish().outcome
         #expect(outcome.summary.replayed == 3 && outcome.summary.rows == 4)
@@ -204,13 +204,13 @@ private func isWait(_ next: DispatchState<Int>.Next) -> Bool { if case .wait = n
         #expect(taken.count == 2 && isWait(last))
         let result16 = dispatch.park(4)
         #expect(result16)
-        let first = dispatch.finished(taken[0], row: .row(row(0)), now: 100)
+        let first = dispatch.finished(taken[0], outcome: .row(.row(row(0))), now: 100)
         #expect(first.handOver?.map(ordinal) == [0] && first.wake == [4])
         let result17 = dispatch.park(5)
         #expect(result17 == false)
         let failed = dispatch.handedOver(writerFailure: .runtime("cannot write out.csv.partial: No space left on device"), now: 100)
         #expect(failed.handOver == nil)
-        _ = dispatch.finished(taken[1], row: .row(row(1)), now: 200)
+        _ = dispatch.finished(taken[1], outcome: .row(.row(row(1))), now: 200)
         let result18 = dispatch.next(from: ListSource([]), cancelled: false, now: 200)
         #expect(isStop(result18.0))
         let (rest, outcome) = dispatch.finish()
@@ -229,9 +229,9 @@ private func isWait(_ next: DispatchState<Int>.Next) -> Bool { if case .wait = n
             taken.append(job)
         }
         #expect(taken.count == 600)
-        let result19 = dispatch.finished(taken[0], row: .row(row(0)), now: 100)
+        let result19 = dispatch.finished(taken[0], outcome: .row(.row(row(0))), now: 100)
         #expect(result19.handOver?.count == 1)
-        for job in taken[1...300] { _ = dispatch.finished(job, row: .row(row(job.ordinal)), now: 100) }
+        for job in taken[1...300] { _ = dispatch.finished(job, outcome: .row(.row(row(job.ordinal))), now: 100) }
         let result20 = dispatch.next(from: source, cancelled: false, now: 100)
         #expect(isWait(result20.0))
         let result21 = dispatch.park(1)
@@ -251,5 +251,51 @@ private func isWait(_ next: DispatchState<Int>.Next) -> Bool { if case .wait = n
         #expect(job.ordinal == 0)
         let result22 = dispatch.next(from: source, cancelled: false, now: 0)
         #expect(isStop(result22.0))
+    }
+
+    /// Failed rows in a row are held, not written: a row that gets through writes them (they were
+    /// the rows' own failures); reaching the limit stops the run and leaves them unwritten.
+    @Test func aStreakOfFailedRowsIsHeldThenWrittenOrStopsTheRun() {
+        var dispatch = DispatchState<Int>(labels: [[label]], byRequest: [0], failFast: false, window: 64, failureLimit: 3, now: 0)
+        let (taken, _, _) = jobs(&dispatch, ListSource((0..<6).map(send)))
+        let first = dispatch.finished(taken[0], outcome: .row(.row(row(0, .failed))), now: 50)
+        let second = dispatch.finished(taken[1], outcome: .row(.row(row(1, .failed))), now: 100)
+        #expect(first.handOver == nil && second.handOver == nil)
+        // A row that gets through: the two failures were the rows' own, and are written.
+        let through = dispatch.finished(taken[2], outcome: .row(.row(row(2))), now: 200)
+        #expect(through.handOver?.map(ordinal) == [0, 1, 2])
+        _ = dispatch.handedOver(writerFailure: nil, now: 200)
+        for index in 3..<6 { _ = dispatch.finished(taken[index], outcome: .row(.row(row(index, .failed))), now: 300) }
+        #expect(dispatch.stopReason == RunStop("3 rows in a row failed (the last: 1500 http_status: HTTP 500): the failure is not the rows' but the endpoint's or the credentials' (circuit.failed_rows)"))
+        let (rest, outcome) = dispatch.finish()
+        #expect(rest.isEmpty && outcome.summary.rows == 3 && outcome.stopReason != nil)
+    }
+
+    /// Rows that could not be sent (1490) neither count nor break a streak; a streak still open when
+    /// the run ends is written; with --fail-fast nothing is held.
+    @Test func unsendableRowsAndTheEndOfARunAndFailFast() {
+        var dispatch = DispatchState<Int>(labels: [[label]], byRequest: [0], failFast: false, window: 64, failureLimit: 2, now: 0)
+        let failure = PreparationFailure(name: "d.csv:row 1", error: RowError(code: .invalidRow, label: nil, message: "bad row"))
+        let (taken, _, _) = jobs(&dispatch, ListSource([send(0), WorkEntry(ordinal: 1, requestIndex: 0, work: .failed(failure)), send(2)]))
+        _ = dispatch.finished(taken[0], outcome: .row(.row(row(0, .failed))), now: 0)
+        #expect(dispatch.stopReason == nil)
+        let (rest, outcome) = dispatch.finish()
+        #expect(rest.map(ordinal) == [0, 1] && outcome.stopReason == nil)
+        var fast = DispatchState<Int>(labels: [[label]], byRequest: [0], failFast: true, window: 64, failureLimit: 2, now: 0)
+        let (one, _, _) = jobs(&fast, ListSource((0..<3).map(send)))
+        _ = fast.finished(one[0], outcome: .row(.row(row(0, .failed))), now: 0)
+        #expect(fast.stopped && fast.finish().handOver.map(ordinal) == [0])
+    }
+
+    /// A job that must stop the run (a certificate, refused credentials) stops it with its reason,
+    /// its row unwritten.
+    @Test func aJobThatMustStopTheRunStopsIt() {
+        var dispatch = state()
+        let (taken, _, _) = jobs(&dispatch, ListSource((0..<3).map(send)))
+        _ = dispatch.finished(taken[1], outcome: .row(.row(row(1))), now: 0)
+        _ = dispatch.finished(taken[0], outcome: .stop(RunStop("TLS: not trusted")), now: 0)
+        #expect(isStop(dispatch.next(from: ListSource([]), cancelled: false, now: 0).0))
+        let outcome = dispatch.finish().outcome
+        #expect(outcome.stopReason == RunStop("TLS: not trusted") && outcome.summary.rows == 0 && outcome.gap)
     }
 }

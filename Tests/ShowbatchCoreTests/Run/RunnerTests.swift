@@ -86,6 +86,7 @@ requests:
         vault: tnt1
         output: {path: r.csv}
         retry: {attempts: 3, backoff: 1ms, max_backoff: 2ms}
+        circuit: {outage_after: 0}  # the retry policy alone: an endpoint that is down would pause the run
         emulator: {fail_rate: 1, fail_status: 503}
         requests: [{name: a, path: /p, labels: {x: json.x}}]
         """)
@@ -101,6 +102,7 @@ requests:
         vault: tnt1
         output: {path: r.csv}
         retry: {attempts: 4, backoff: 1ms%@}
+        circuit: {outage_after: 0}
         emulator: {fail_rate: 1, fail_status: 500}
         requests: [{name: a, path: /p}]
         """

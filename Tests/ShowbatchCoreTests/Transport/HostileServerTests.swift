@@ -42,9 +42,9 @@ private func row(against baseURL: String, transport: TransportKind) async throws
 
     /// A refused connection names the cause and carries curl's text (host and port).
     @Test func aRefusedConnectionIsNamed() async throws {
-        let server = try RawServer(answer: [])
-        let url = server.baseURL
-        server.stop()
+        let closed = ClosedPort()
+        defer { closed.release() }
+        let url = "http://127.0.0.1:\(closed.port)"
         let line = try await row(against: url, transport: .curl)
         #expect(line.hasPrefix("a,failed,,1,1501 network: connection refused (curl: Failed to connect to 127.0.0.1 port \(url.split(separator: ":").last!)"), "\(line)")
     }

@@ -109,9 +109,10 @@ import ShowbatchEmulator
 
     @Test(arguments: TransportKind.allCases)
     func refusedConnectionsAndTimeouts(kind: TransportKind) async throws {
-        let closed = try emulator()
-        let url = closed.baseURL
-        closed.stop()
+        // A port bound but not listening refuses connections, and no other test can take it meanwhile.
+        let closed = ClosedPort()
+        defer { closed.release() }
+        let url = "http://127.0.0.1:\(closed.port)"
         let refused = await make(kind).send(PreparedRequest(name: "r", method: .get, url: url + "/p", headers: [], body: nil), timeout: .seconds(5))
         guard case .failure(.network) = refused else { Issue.record("expected a network failure, got \(refused)"); return }
         let slow = try emulator { $0.faults.latency = .seconds(3) }
@@ -119,4 +120,30 @@ import ShowbatchEmulator
         let timedOut = await make(kind).send(PreparedRequest(name: "r", method: .get, url: slow.baseURL + "/p", headers: [], body: nil), timeout: .milliseconds(150))
         guard case .failure(.timeout) = timedOut else { Issue.record("expected a timeout, got \(timedOut)"); return }
     }
+}
+
+/// A loopback port that is bound but not listening: connecting to it is refused, and while it is
+/// held no other server (of a test running at the same time) can take it.
+struct ClosedPort {
+    let fd: Int32
+    let port: Int
+
+    init() {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        var actual = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &actual) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        self.fd = fd
+        port = Int(UInt16(bigEndian: actual.sin_port))
+    }
+
+    func release() { close(fd) }
 }

@@ -20,6 +20,13 @@ extension ManifestDecoder {
             }
         }
         if let node = top["timeout"], let value = duration(node, "timeout") { manifest.timeout = value }
+        if let node = top["connections"], let value = integer(node, "connections", 1...1024) {
+            manifest.connections = value
+        }
+        if let node = top["tls"] { manifest.tls = tls(node) }
+        if let node = top["circuit"] { manifest.circuit = circuit(node) }
+        if let node = top["auth"] { manifest.auth = auth(node) }
+        if let node = top["hostname_fallback"], let value = bool(node, "hostname_fallback") { manifest.hostnameFallback = value }
         if let node = top["transport"], let value = text(node, "transport") {
             if let kind = TransportKind(rawValue: value.lowercased()) {
                 manifest.transport = kind
@@ -27,6 +34,98 @@ extension ManifestDecoder {
                 problem(node.mark, "transport \"\(value)\" is not valid; expected curl or urlsession")
             }
         }
+    }
+
+    static let tlsKeys = ManifestReference.keys(under: "tls")
+    static let circuitKeys = ManifestReference.keys(under: "circuit")
+    static let authKeys = ManifestReference.keys(under: "auth")
+
+    mutating func circuit(_ node: Node) -> CircuitPolicy {
+        var policy = CircuitPolicy()
+        guard let map = fields(node, "circuit", known: Self.circuitKeys) else { return policy }
+        // At most 60: the rows of a streak wait in the dispatch window (64 rows at least) until it ends.
+        if let node = map["failed_rows"], let value = integer(node, "circuit.failed_rows", 0...60) { policy.failedRows = value }
+        if let node = map["outage_after"], let value = integer(node, "circuit.outage_after", 0...100) { policy.outageAfter = value }
+        if let node = map["max_pause"], let value = duration(node, "circuit.max_pause") { policy.maxPause = value }
+        return policy
+    }
+
+    /// The `auth` section: client credentials or a token file, not both.
+    mutating func auth(_ node: Node) -> AuthSpec? {
+        guard let map = fields(node, "auth", known: Self.authKeys) else { return nil }
+        var header = "Authorization"
+        if let node = map["header"], let value = text(node, "auth.header") {
+            if isToken(value) { header = value } else { problem(node.mark, "auth.header \"\(value)\" is not a valid header name") }
+        }
+        switch (map["token_url"], map["token_file"]) {
+        case (nil, nil):
+            problem(node.mark, "auth needs token_url (with client_id and client_secret) or token_file")
+            return nil
+        case (.some, .some):
+            problem(node.mark, "auth takes token_url or token_file, not both")
+            return nil
+        case (nil, let fileNode?):
+            guard let path = text(fileNode, "auth.token_file") else { return nil }
+            for key in ["client_id", "client_secret", "scope", "audience", "client_auth"] where map[key] != nil {
+                problem(map[key]!.mark, "auth.\(key) goes with token_url, not token_file")
+            }
+            var spec = AuthSpec(source: .tokenFile(resolve(path)))
+            spec.header = header
+            return spec
+        case (let urlNode?, nil):
+            guard let url = text(urlNode, "auth.token_url") else { return nil }
+            let lower = url.lowercased()
+            let loopback = ["http://127.0.0.1", "http://localhost", "http://[::1]"].contains { lower.hasPrefix($0 + ":") || lower.hasPrefix($0 + "/") || lower == $0 }
+            if !lower.hasPrefix("https://") && !loopback {
+                problem(urlNode.mark, "auth.token_url must be an https URL (http only on 127.0.0.1 or localhost); the client secret goes to it")
+            }
+            func required(_ key: String) -> String? {
+                guard let node = map[key] else {
+                    problem(node.mark, "missing required key \"\(key)\" in auth (it goes with token_url)")
+                    return nil
+                }
+                return text(node, "auth.\(key)")
+            }
+            guard let id = required("client_id"), let secret = required("client_secret") else { return nil }
+            var credentials = AuthSpec.ClientCredentials(tokenURL: url, clientID: id, clientSecret: secret)
+            if let node = map["scope"] { credentials.scope = text(node, "auth.scope") }
+            if let node = map["audience"] { credentials.audience = text(node, "auth.audience") }
+            if let node = map["client_auth"], let value = text(node, "auth.client_auth") {
+                switch value {
+                case "basic": credentials.inBody = false
+                case "body": credentials.inBody = true
+                default: problem(node.mark, "auth.client_auth \"\(value)\" is not valid; expected basic or body")
+                }
+            }
+            var spec = AuthSpec(source: .clientCredentials(credentials))
+            spec.header = header
+            return spec
+        }
+    }
+
+    /// The `tls` section: files to trust and to present, each checked to be readable.
+    mutating func tls(_ node: Node) -> TLSSettings {
+        var settings = TLSSettings()
+        guard let map = fields(node, "tls", known: Self.tlsKeys) else { return settings }
+        func file(_ key: String, folder: Bool = false) -> String? {
+            guard let node = map[key], let path = text(node, "tls.\(key)") else { return nil }
+            let resolved = resolve(path)
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: resolved, isDirectory: &isDirectory), isDirectory.boolValue == folder,
+                  FileManager.default.isReadableFile(atPath: resolved) else {
+                problem(node.mark, "tls.\(key) \"\(path)\" is not a readable \(folder ? "folder" : "file")")
+                return nil
+            }
+            return resolved
+        }
+        settings.caFile = file("ca_file")
+        settings.caPath = file("ca_path", folder: true)
+        settings.clientCertificate = file("client_cert")
+        settings.clientKey = file("client_key")
+        if (map["client_cert"] == nil) != (map["client_key"] == nil) {
+            problem(node.mark, "tls.client_cert and tls.client_key go together; give both or neither")
+        }
+        return settings
     }
 
     mutating func retry(_ node: Node) -> RetryPolicy {
@@ -81,6 +180,8 @@ extension ManifestDecoder {
     }
 
     static let emulatorKeys = ManifestReference.keys(under: "emulator")
+    static let outageKeys = ManifestReference.keys(under: "emulator.outage")
+    static let emulatorAuthKeys = ManifestReference.keys(under: "emulator.auth")
     // Computed once: a manifest can hold tens of thousands of labels.
     static let retryKeys = ManifestReference.keys(under: "retry")
     static let outputKeys = ManifestReference.keys(under: "output")
@@ -142,6 +243,18 @@ extension ManifestDecoder {
         }
         if let value = map["seed"], let seed = integer(value, "emulator.seed", 0...Int.max) {
             spec.faults.seed = UInt64(seed)
+        }
+        if let node = map["outage"], let outage = fields(node, "emulator.outage", known: Self.outageKeys) {
+            if let after = outage["after"], let count = integer(after, "emulator.outage.after", 0...Int.max) { spec.faults.outageAfter = count }
+            if let length = outage["for"], let value = duration(length, "emulator.outage.for") { spec.faults.outageFor = value }
+        }
+        if let node = map["auth"], let auth = fields(node, "emulator.auth", known: Self.emulatorAuthKeys) {
+            var settings = EmulatorAuth()
+            if let value = auth["client_id"] { settings.clientID = text(value, "emulator.auth.client_id") }
+            if let value = auth["client_secret"] { settings.clientSecret = text(value, "emulator.auth.client_secret") }
+            if let value = auth["token_uses"] { settings.tokenUses = integer(value, "emulator.auth.token_uses", 1...Int.max) }
+            if let value = auth["expires_in"] { settings.expiresIn = integer(value, "emulator.auth.expires_in", 1...Int.max) }
+            spec.auth = settings
         }
         return spec
     }

@@ -20,7 +20,7 @@ struct ManifestSecrets {
     private var secretTexts: [String] = []
 
     /// Sections of the reference whose values are secrets whatever their shape.
-    static let secretSections: Set<String> = ["headers", "requests[].headers", "requests[].payload", "emulator.aliases"]
+    static let secretSections: Set<String> = ["headers", "requests[].headers", "requests[].payload", "emulator.aliases", "auth.client_secret", "emulator.auth.client_secret"]
 
     /// Reference paths, for matching a node's place.
     private static let known: Set<String> = Set(ManifestReference.entries.map(\.path))

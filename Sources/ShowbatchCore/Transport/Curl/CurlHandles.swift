@@ -9,6 +9,10 @@ internal import CCurl
 final class CurlHandles {
     private let multi: UnsafeMutableRawPointer
     private let maxBodyBytes: Int
+    private let tls: TLSSettings
+    /// Shared by every handle: TLS sessions (a new connection resumes one instead of a full
+    /// handshake) and DNS answers. Loop-thread only, so it needs no lock callbacks.
+    private let share: OpaquePointer?
     private let thread: LoopThread
     private var running: [UnsafeMutableRawPointer: CurlTransfer] = [:]
     private var pool: [UnsafeMutableRawPointer] = []
@@ -19,10 +23,16 @@ final class CurlHandles {
     private var sharedLists: [(headers: [(name: String, value: String)], emptyPost: Bool, list: UnsafeMutablePointer<curl_slist>?)] = []
     private static let maxSharedLists = 16
 
-    init(multi: UnsafeMutableRawPointer, maxBodyBytes: Int, thread: LoopThread) {
+    init(multi: UnsafeMutableRawPointer, maxBodyBytes: Int, tls: TLSSettings, thread: LoopThread) {
         self.multi = multi
         self.maxBodyBytes = maxBodyBytes
+        self.tls = tls
         self.thread = thread
+        share = OpaquePointer(curl_share_init())
+        if let share {
+            _ = sb_share_setopt_long(UnsafeMutableRawPointer(share), CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_SSL_SESSION.rawValue))
+            _ = sb_share_setopt_long(UnsafeMutableRawPointer(share), CURLSHOPT_SHARE, Int(CURL_LOCK_DATA_DNS.rawValue))
+        }
     }
 
     /// Drives the transfers and completes those that ended.
@@ -55,6 +65,7 @@ final class CurlHandles {
         for easy in pool { curl_easy_cleanup(easy) }
         for buffer in errorBuffers.values { buffer.deallocate() }
         errorBuffers.removeAll()
+        if let share { curl_share_cleanup(UnsafeMutableRawPointer(share)) }
         pool.removeAll()
         for shared in sharedLists { curl_slist_free_all(shared.list) }
         sharedLists.removeAll()
@@ -151,9 +162,17 @@ final class CurlHandles {
         // The path goes out exactly as built (and as --verbose prints it): no dot-segment removal.
         _ = sb_easy_setopt_long(easy, CURLOPT_PATH_AS_IS, 1)
         _ = sb_easy_setopt_long(easy, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_2TLS))
-        // TLS verification stays on: peer certificate and host name.
+        // TLS verification stays on: peer certificate and host name. File names are copied.
         _ = sb_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 1)
         _ = sb_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 2)
+        if let caFile = tls.caFile { _ = sb_easy_setopt_pointer(easy, CURLOPT_CAINFO, caFile) }
+        if let caPath = tls.caPath { _ = sb_easy_setopt_pointer(easy, CURLOPT_CAPATH, caPath) }
+        if let certificate = tls.clientCertificate { _ = sb_easy_setopt_pointer(easy, CURLOPT_SSLCERT, certificate) }
+        if let key = tls.clientKey { _ = sb_easy_setopt_pointer(easy, CURLOPT_SSLKEY, key) }
+        // Over HTTP/2, wait for a connection that can multiplex this request instead of opening
+        // one per transfer; TLS sessions and DNS answers are shared by every handle.
+        _ = sb_easy_setopt_long(easy, CURLOPT_PIPEWAIT, 1)
+        if let share { _ = sb_easy_setopt_pointer(easy, CURLOPT_SHARE, UnsafeRawPointer(share)) }
         _ = sb_easy_setopt_offset(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(maxBodyBytes))
         _ = sb_easy_setopt_callback(easy, CURLOPT_WRITEFUNCTION, curlWriteBody)
         _ = sb_easy_setopt_callback(easy, CURLOPT_HEADERFUNCTION, curlWriteHeader)
@@ -221,12 +240,13 @@ final class CurlHandles {
         case CURLE_PARTIAL_FILE: return network("the answer ended before its announced length")
         case CURLE_OUT_OF_MEMORY: return network("the answer could not be read: its headers are too large (over 100 KB) or memory ran out")
         case CURLE_SSL_CONNECT_ERROR: return network("TLS handshake failed")
-        case CURLE_PEER_FAILED_VERIFICATION: return network("TLS: the server's certificate is not trusted or does not name the host")
-        case CURLE_SSL_CERTPROBLEM: return network("TLS: the client certificate cannot be used")
+        case CURLE_PEER_FAILED_VERIFICATION:
+            return .certificate("the server's certificate is not trusted, has expired or does not name the host (curl: \(curlWords))")
+        case CURLE_SSL_CERTPROBLEM: return .certificate("the client certificate cannot be used (curl: \(curlWords))")
         case CURLE_SSL_CIPHER: return network("TLS: no cipher in common with the server")
-        case CURLE_SSL_CACERT_BADFILE: return network("TLS: the CA file cannot be read")
-        case CURLE_SSL_ISSUER_ERROR: return network("TLS: the certificate's issuer is not the one required")
-        case CURLE_SSL_PINNEDPUBKEYNOTMATCH: return network("TLS: the server's key does not match the pinned key")
+        case CURLE_SSL_CACERT_BADFILE: return .certificate("the CA file cannot be used (curl: \(curlWords))")
+        case CURLE_SSL_ISSUER_ERROR: return .certificate("the certificate's issuer is not the one required (curl: \(curlWords))")
+        case CURLE_SSL_PINNEDPUBKEYNOTMATCH: return .certificate("the server's key does not match the pinned key (curl: \(curlWords))")
         case CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT: return network("the URL cannot be used")
         case CURLE_HTTP2, CURLE_HTTP2_STREAM: return network("HTTP/2 stream or framing error")
         default: return network("transfer failed (curl error \(code.rawValue))")

@@ -32,13 +32,13 @@ final class CurlLoop: TaskExecutor, @unchecked Sendable {
     private let sleeping = Atomic<Bool>(false)
     private let started = DispatchSemaphore(value: 0)
 
-    init(maxConnections: Int, maxBodyBytes: Int) {
+    init(maxConnections: Int, maxBodyBytes: Int, tls: TLSSettings) {
         _ = CurlLoop.globalInit
         multi = curl_multi_init()!
         _ = sb_multi_setopt_long(multi, CURLMOPT_MAX_HOST_CONNECTIONS, maxConnections)
         _ = sb_multi_setopt_long(multi, CURLMOPT_MAXCONNECTS, maxConnections * 2)
         _ = sb_multi_setopt_long(multi, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX))
-        handles = CurlHandles(multi: multi, maxBodyBytes: maxBodyBytes, thread: thread)
+        handles = CurlHandles(multi: multi, maxBodyBytes: maxBodyBytes, tls: tls, thread: thread)
         let worker = Thread { [self] in
             thread.record()
             started.signal()

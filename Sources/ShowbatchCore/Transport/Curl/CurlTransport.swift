@@ -15,9 +15,11 @@ public final class CurlTransport: Transport, Sendable {
     /// The loop thread, as an executor for the run's tasks.
     public var executor: (any TaskExecutor)? { loop }
 
-    /// A transport allowing `maxConnections` connections per host, refusing bodies over `maxBodyBytes`.
-    public init(maxConnections: Int, maxBodyBytes: Int = Limits.responseBody) {
-        loop = CurlLoop(maxConnections: max(1, maxConnections), maxBodyBytes: maxBodyBytes)
+    /// A transport allowing `maxConnections` connections per host, refusing bodies over
+    /// `maxBodyBytes`, verifying TLS as `tls` says. Over HTTP/2 requests wait for a connection
+    /// they can share rather than opening one each, as `curl --parallel` does.
+    public init(maxConnections: Int, maxBodyBytes: Int = Limits.responseBody, tls: TLSSettings = TLSSettings()) {
+        loop = CurlLoop(maxConnections: max(1, maxConnections), maxBodyBytes: maxBodyBytes, tls: tls)
     }
 
     deinit { loop.stop() }
