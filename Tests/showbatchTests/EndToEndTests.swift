@@ -18,7 +18,25 @@ let binary: String = {
 
 /// Runs showbatch with `arguments` in `directory`; `interruptAfter` sends SIGINT after that long.
 func showbatch(_ arguments: [String], in directory: String, environment: [String: String] = [:], shell: Bool = false,
-               interrupt: (@Sendable (String) -> Bool)? = nil) throws -> Execution {
+               interrupt: (@Sendable (String) -> Bool)? = nil) async throws -> Execution {
+    // On a thread of its own: waiting for a child on the task pool would starve every other test
+    // of the pool's few threads (two on a 2-core machine) for as long as the child runs.
+    try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Execution, any Error>) in
+        Thread {
+            continuation.resume(with: Result {
+                try runShowbatch(arguments, in: directory, environment: environment, shell: shell, interrupt: interrupt)
+            })
+        }.start()
+    }
+}
+
+/// Waits, without holding a thread of the task pool, until `process` has ended.
+func exited(_ process: Process) async {
+    while process.isRunning { try? await Task.sleep(for: .milliseconds(5)) }
+}
+
+private func runShowbatch(_ arguments: [String], in directory: String, environment: [String: String], shell: Bool,
+                          interrupt: (@Sendable (String) -> Bool)?) throws -> Execution {
     let process = Process()
     // With `shell`, the arguments are given to /bin/sh (to set a limit before showbatch starts).
     process.executableURL = URL(fileURLWithPath: shell ? "/bin/sh" : binary)
@@ -106,47 +124,47 @@ requests:
 @Suite(.serialized) struct EndToEndTests {
     let env = ["SB_TEST_TOKEN": "sk_header_secret_value"]
 
-    @Test func versionAndHelp() throws {
-        let version = try showbatch(["--version"], in: repository)
+    @Test func versionAndHelp() async throws {
+        let version = try await showbatch(["--version"], in: repository)
         #expect(version.status == 0 && version.stdout == "showbatch 0.1.0\n")
-        let help = try showbatch(["help", "run"], in: repository)
+        let help = try await showbatch(["help", "run"], in: repository)
         #expect(help.status == 0 && help.stdout.hasPrefix("usage: showbatch run MANIFEST [options]\n"))
-        let bad = try showbatch(["rnu"], in: repository)
+        let bad = try await showbatch(["rnu"], in: repository)
         #expect(bad.status == 2 && bad.stderr == "showbatch: error: unknown command \"rnu\"; did you mean \"run\"?\nRun 'showbatch help' for usage.\n")
     }
 
-    @Test func validateTheSamples() throws {
-        let result = try showbatch(["validate", "samples/nightly-card-export.yaml", "samples/nightly-rows.yaml"], in: repository)
+    @Test func validateTheSamples() async throws {
+        let result = try await showbatch(["validate", "samples/nightly-card-export.yaml", "samples/nightly-rows.yaml"], in: repository)
         #expect(result.stderr == "")
         #expect(result.status == 0)
         #expect(result.stdout == "samples/nightly-card-export.yaml: ok (3 requests)\nsamples/nightly-rows.yaml: ok (1 request)\n")
     }
 
-    @Test func theDemoPrintsRevealedRows() throws {
+    @Test func theDemoPrintsRevealedRows() async throws {
         let work = Workspace()
         defer { work.remove() }
-        let result = try showbatch(["run", repository + "/samples/nightly-card-export.yaml", "--emulate", "--output", "-"], in: work.path)
+        let result = try await showbatch(["run", repository + "/samples/nightly-card-export.yaml", "--emulate", "--output", "-"], in: work.path)
         #expect(result.status == 0)
         #expect(result.stdout.hasPrefix("request,status,http_status,attempts,error,card_number,last4,exp_date,holder,wallet_json\ncustomer-1001,ok,200,1,,4111 1111 1111 1111,************1111,12/2030,Ada Lovelace,\n"))
         #expect(result.stdout.split(separator: "\n").count == 4)
     }
 
-    @Test func theReadmeExampleValidates() throws {
+    @Test func theReadmeExampleValidates() async throws {
         let readme = try String(contentsOfFile: repository + "/README.md", encoding: .utf8)
         let start = try #require(readme.range(of: "```yaml\n"))
         let end = try #require(readme.range(of: "```\n", range: start.upperBound..<readme.endIndex))
         let work = Workspace(["m.yaml": String(readme[start.upperBound..<end.lowerBound]), "data/aliases.csv": "id,card_alias\n1,tok\n"])
         defer { work.remove() }
-        let result = try showbatch(["validate", "m.yaml"], in: work.path, environment: ["REVEAL_TOKEN": "t"])
+        let result = try await showbatch(["validate", "m.yaml"], in: work.path, environment: ["REVEAL_TOKEN": "t"])
         #expect(result.stderr == "")
         #expect(result.stdout == "m.yaml: ok (2 requests)\n")
     }
 
-    @Test func validateReportsAllProblemsOfAllFiles() throws {
+    @Test func validateReportsAllProblemsOfAllFiles() async throws {
         let work = Workspace(["a.yaml": "vault: tnt1\nenvironment: sandox\nconcurency: 2\nrequests: [{name: a, path: /p}]\n",
                               "b.yaml": minimalValid])
         defer { work.remove() }
-        let result = try showbatch(["validate", "a.yaml", "b.yaml"], in: work.path)
+        let result = try await showbatch(["validate", "a.yaml", "b.yaml"], in: work.path)
         #expect(result.status == 2)
         #expect(result.stdout == "b.yaml: ok (1 request)\n")
         #expect(result.stderr == """
@@ -161,10 +179,10 @@ requests:
         """)
     }
 
-    @Test func planPrintsURLsAndRedactsHeaders() throws {
+    @Test func planPrintsURLsAndRedactsHeaders() async throws {
         let work = Workspace(["m.yaml": demoManifest, "d.csv": "id\n1\n2\n3\n4\n5\n"])
         defer { work.remove() }
-        let text = try showbatch(["plan", "m.yaml"], in: work.path, environment: env)
+        let text = try await showbatch(["plan", "m.yaml"], in: work.path, environment: env)
         #expect(text.status == 0)
         #expect(text.stdout == """
         base_url: https://tnt1.sandbox.verygoodproxy.com
@@ -175,7 +193,7 @@ requests:
 
         """)
         work.write("h.yaml", "vault: tnt1\nenvironment: live\ndata_region: eu-1\nhostname: https://reveal.example.com/\nrequests:\n  - {name: \"r-${row.id}\", each: {csv: d.csv}, path: \"/reveal/${row.id}\", method: get}\n")
-        let data = try showbatch(["plan", "h.yaml"], in: work.path)
+        let data = try await showbatch(["plan", "h.yaml"], in: work.path)
         #expect(data.stdout == """
         base_url: https://reveal.example.com
         GET https://reveal.example.com/reveal/1 r-1
@@ -186,15 +204,15 @@ requests:
         headers: vgs-client: <redacted>
 
         """)
-        let json = try showbatch(["plan", "m.yaml", "--format", "json"], in: work.path, environment: env)
+        let json = try await showbatch(["plan", "m.yaml", "--format", "json"], in: work.path, environment: env)
         #expect(json.stdout.hasPrefix(#"{"base_url":"https://tnt1.sandbox.verygoodproxy.com","requests":[{"name":"one","method":"POST","url":"https://tnt1.sandbox.verygoodproxy.com/post","headers":{"Authorization":"<redacted>","#))
         #expect(!json.stdout.contains("sk_header_secret_value") && !text.stdout.contains("sk_header_secret_value"))
     }
 
-    @Test func runWithTheBuiltInEmulator() throws {
+    @Test func runWithTheBuiltInEmulator() async throws {
         let work = Workspace(["m.yaml": demoManifest])
         defer { work.remove() }
-        let result = try showbatch(["run", "m.yaml", "--emulate", "--verbose"], in: work.path, environment: env)
+        let result = try await showbatch(["run", "m.yaml", "--emulate", "--verbose"], in: work.path, environment: env)
         #expect(result.status == 1)  // "two" is partial: json.nope is missing
         #expect(work.read("out/r.csv") == """
         request,status,http_status,attempts,error,card,missing
@@ -211,10 +229,10 @@ requests:
         }
     }
 
-    @Test func jsonLogsAndStandardOutput() throws {
+    @Test func jsonLogsAndStandardOutput() async throws {
         let work = Workspace(["m.yaml": demoManifest])
         defer { work.remove() }
-        let result = try showbatch(["run", "m.yaml", "--emulate", "--output", "-", "--format", "jsonl", "--log-format", "json", "--verbose"], in: work.path, environment: env)
+        let result = try await showbatch(["run", "m.yaml", "--emulate", "--output", "-", "--format", "jsonl", "--log-format", "json", "--verbose"], in: work.path, environment: env)
         #expect(result.status == 1)
         #expect(result.stdout.split(separator: "\n").count == 2)
         #expect(result.stdout.hasPrefix(#"{"request":"one","status":"ok","http_status":200,"attempts":1,"labels":{"card":"************1111"},"errors":[]}"#))
@@ -226,37 +244,37 @@ requests:
         #expect(!work.exists("out/r.csv"))
     }
 
-    @Test func usageAndRuntimeFailuresHaveTheirExitCodes() throws {
+    @Test func usageAndRuntimeFailuresHaveTheirExitCodes() async throws {
         let work = Workspace(["noout.yaml": "vault: tnt1\nrequests: [{name: a, path: /p}]\n", "m.yaml": demoManifest, "blocker": "a file"])
         defer { work.remove() }
-        let noOutput = try showbatch(["run", "noout.yaml", "--emulate"], in: work.path)
+        let noOutput = try await showbatch(["run", "noout.yaml", "--emulate"], in: work.path)
         #expect(noOutput.status == 2)
         #expect(noOutput.stderr == "noout.yaml:2:12: error: request 1 has no output: give --output PATH, or add output: to the manifest or the request\n  requests: [{name: a, path: /p}]\n             ^\n")
-        let unwritable = try showbatch(["run", "m.yaml", "--emulate", "--output", "blocker/r.csv"], in: work.path, environment: env)
+        let unwritable = try await showbatch(["run", "m.yaml", "--emulate", "--output", "blocker/r.csv"], in: work.path, environment: env)
         #expect(unwritable.status == 3)
         #expect(unwritable.stderr == "showbatch: error: cannot create the folder blocker for blocker/r.csv\n")
-        let unset = try showbatch(["run", "m.yaml", "--emulate"], in: work.path)
+        let unset = try await showbatch(["run", "m.yaml", "--emulate"], in: work.path)
         #expect(unset.status == 2)
         #expect(unset.stderr.hasPrefix("m.yaml:2:26: error: environment variable SB_TEST_TOKEN is not set (used in headers.Authorization)\n  headers: {Authorization: <redacted>}\n"))
-        let shard = try showbatch(["run", "m.yaml", "--shard", "auto/3"], in: work.path, environment: env)
+        let shard = try await showbatch(["run", "m.yaml", "--shard", "auto/3"], in: work.path, environment: env)
         #expect(shard.status == 2)
         #expect(shard.stderr == "showbatch: error: --shard auto/3 needs JOB_COMPLETION_INDEX, which is not set (it is set in Kubernetes Indexed Jobs)\nRun 'showbatch help run' for usage.\n")
     }
 
-    @Test func strictHostnameCheckExitsThree() throws {
+    @Test func strictHostnameCheckExitsThree() async throws {
         let emulator = try Emulator(configuration: EmulatorConfiguration())
         emulator.start()
         defer { emulator.stop() }
         let work = Workspace(["m.yaml": "vault: tnt1\nhostname: reveal.example.com\noutput: {path: r.csv}\nrequests: [{name: a, path: /p}]\n"])
         defer { work.remove() }
-        let result = try showbatch(["run", "m.yaml", "--strict-hostname"], in: work.path,
+        let result = try await showbatch(["run", "m.yaml", "--strict-hostname"], in: work.path,
                                    environment: ["SHOWBATCH_HOSTNAME_CHECK_URL": emulator.baseURL])
         #expect(result.status == 3)
         #expect(result.stderr == "showbatch: error: hostname reveal.example.com is not activated for vault tnt1 (the check answered HTTP 403); --strict-hostname stops here\n")
         #expect(!work.exists("r.csv"))
     }
 
-    @Test func interruptedRunExits130AndResumes() throws {
+    @Test func interruptedRunExits130AndResumes() async throws {
         let rows = (0..<400).map { "\($0),tok_\($0 % 3)" }.joined(separator: "\n")
         let manifest = """
         vault: tnt1
@@ -271,7 +289,7 @@ requests:
         // 400 answers at 20 ms over 4 connections take at least 2 s. Interrupt 300 ms after the
         // journal appears: the run has started (signals are handled) and has written some rows.
         let seen = Mutex<Date?>(nil)
-        let interrupted = try showbatch(["run", "m.yaml", "--emulate"], in: work.path) { folder in
+        let interrupted = try await showbatch(["run", "m.yaml", "--emulate"], in: work.path) { folder in
             guard FileManager.default.fileExists(atPath: folder + "/out/r.csv.journal") else { return false }
             let first = seen.withLock { value in
                 if value == nil { value = Date() }
@@ -283,7 +301,7 @@ requests:
         #expect(interrupted.stderr.contains("interrupted: outputs left as .partial, rerun with --resume"))
         #expect(!work.exists("out/r.csv"))
         #expect(work.exists("out/r.csv.journal"))
-        let resumed = try showbatch(["run", "m.yaml", "--emulate", "--resume"], in: work.path)
+        let resumed = try await showbatch(["run", "m.yaml", "--emulate", "--resume"], in: work.path)
         #expect(resumed.status == 0)
         #expect(resumed.stderr.contains("from the journal"))
         let expected = "request,status,http_status,attempts,error,c\n" + (0..<400).map { "r-\($0),ok,200,1,,\(["4000", "4111", "4222"][$0 % 3])\n" }.joined()
@@ -291,7 +309,7 @@ requests:
         #expect(!work.exists("out/r.csv.journal"))
     }
 
-    @Test func hostileManifestsEndInExitTwo() throws {
+    @Test func hostileManifestsEndInExitTwo() async throws {
         let work = Workspace()
         defer { work.remove() }
         work.write("empty.yaml", "")
@@ -313,11 +331,11 @@ requests:
             ("dir.yaml", "dir.yaml: error: is a directory; expected a manifest file\n"),
         ]
         for (file, prefix) in expectations {
-            let result = try showbatch(["validate", file], in: work.path)
+            let result = try await showbatch(["validate", file], in: work.path)
             #expect(result.status == 2, "\(file)")
             #expect(result.stderr.hasPrefix(prefix), "\(file): \(result.stderr.prefix(300))")
         }
-        let bigResult = try showbatch(["validate", "big.yaml"], in: work.path)
+        let bigResult = try await showbatch(["validate", "big.yaml"], in: work.path)
         #expect(bigResult.status == 2)
         #expect(bigResult.stderr.contains("error: while parsing a flow node: did not find expected node content"))
     }

@@ -53,28 +53,30 @@ private func crashManifest(_ outputs: String) -> String {
     /// Killed (SIGKILL) at seeded moments and resumed, a run writes the same bytes as one that was
     /// never stopped: CSV, JSON, JSON Lines, and requests with outputs of their own.
     @Test(arguments: ["output: {path: out/r.csv}", "output: {path: out/r.json}", "output: {path: out/r.jsonl}", "output: {path: out/r.jsonl}\n# and a second output"])
-    func killedAtAnyMomentAndResumedTheBytesAreTheSame(outputs: String) throws {
+    func killedAtAnyMomentAndResumedTheBytesAreTheSame(outputs: String) async throws {
         // Every 97th line is malformed (a failed row, the same in every run); tok_3 has no value (partial rows).
         let rows = "id,alias\n" + (0..<700).map { $0 % 97 == 5 ? "\($0)" : "\($0),tok_\($0 % 4)" }.joined(separator: "\n") + "\n"
         let work = Workspace(["m.yaml": crashManifest(outputs), "d.csv": rows])
         defer { work.remove() }
         let files = outputs.contains("second") ? ["out/r.jsonl", "out/tail.csv"] : [String(outputs.split(separator: " ")[2].dropLast())]
-        let clean = try showbatch(["run", "m.yaml", "--emulate", "--quiet"], in: work.path)
+        let clean = try await showbatch(["run", "m.yaml", "--emulate", "--quiet"], in: work.path)
         #expect(clean.status == 1)
         let expected = files.map { work.read($0) }
-        for file in files { try FileManager.default.removeItem(atPath: work.path + "/" + file) }
+        for file in files {
+            try FileManager.default.removeItem(atPath: work.path + "/" + file)
+            // The clean run had failed rows, so it kept its journal: this is a new run.
+            try? FileManager.default.removeItem(atPath: work.path + "/" + file + ".journal")
+        }
         var random = SeededGenerator(seed: UInt64(outputs.count))
-        var cut = 0
         for round in 0..<2 {
             let process = try launch(["run", "m.yaml", "--emulate", "--quiet"] + (round > 0 ? ["--resume"] : []), in: work.path)
-            usleep(UInt32(60_000 + random.unit() * 400_000))
+            // Killed a seeded while after the run has started writing (however slow the machine).
+            while process.isRunning && !work.exists(files[0] + ".partial") { try await Task.sleep(for: .milliseconds(1)) }
+            try await Task.sleep(for: .microseconds(random.unit() * 300_000))
             kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            if work.exists(files[0] + ".partial") { cut += 1 }
+            await exited(process)
         }
-        // At least one kill landed mid-run (else the test would prove nothing).
-        #expect(cut > 0)
-        let resumed = try showbatch(["run", "m.yaml", "--emulate", "--quiet", "--resume"], in: work.path)
+        let resumed = try await showbatch(["run", "m.yaml", "--emulate", "--quiet", "--resume"], in: work.path)
         #expect(resumed.status == 1, "\(resumed.stderr)")
         #expect(files.map { work.read($0) } == expected)
         for file in files { #expect(!work.exists(file + ".partial")) }
@@ -83,12 +85,12 @@ private func crashManifest(_ outputs: String) -> String {
     /// No secret reaches validate, plan or run (text or JSON logs), whatever the error.
     @Test(arguments: ((try? FileManager.default.contentsOfDirectory(atPath: repository + "/Tests/Fixtures/secret-leaks")) ?? [])
         .filter { $0.hasSuffix(".yaml") }.sorted())
-    func noSecretReachesAnyCommand(file: String) throws {
+    func noSecretReachesAnyCommand(file: String) async throws {
         let work = Workspace(["m.yaml": try String(contentsOfFile: repository + "/Tests/Fixtures/secret-leaks/" + file, encoding: .utf8)])
         defer { work.remove() }
         for arguments in [["validate", "m.yaml"], ["plan", "m.yaml"], ["plan", "m.yaml", "--format", "json"],
                           ["run", "m.yaml", "--emulate", "--output", "-"], ["run", "m.yaml", "--emulate", "--log-format", "json", "--output", "-"]] {
-            let result = try showbatch(arguments, in: work.path)
+            let result = try await showbatch(arguments, in: work.path)
             #expect(result.status == 2)
             for secret in ["sk_", "4111", "4222", "4333", "4555"] {
                 #expect(!result.stderr.contains(secret) && !result.stdout.contains(secret), "\(arguments): \(secret)")
@@ -98,14 +100,14 @@ private func crashManifest(_ outputs: String) -> String {
 
     /// A data row's name with a line break or an escape sequence cannot forge a log line or drive
     /// the terminal: --verbose and the summary escape it.
-    @Test func controlCharactersFromDataAreEscapedWhenPrinted() throws {
+    @Test func controlCharactersFromDataAreEscapedWhenPrinted() async throws {
         let work = Workspace(["m.yaml": """
         vault: tnt1
         output: {path: r.csv}
         requests: [{name: "${row.n}", each: {jsonl: d.jsonl}, path: /p}]
         """, "d.jsonl": #"{"n": "evil\nshowbatch: 0 rows failed \u001b[2J"}"# + "\n"])
         defer { work.remove() }
-        let result = try showbatch(["run", "m.yaml", "--emulate", "--verbose"], in: work.path)
+        let result = try await showbatch(["run", "m.yaml", "--emulate", "--verbose"], in: work.path)
         #expect(result.status == 0)
         let attempt = try #require(result.stderr.split(separator: "\n").first { $0.hasPrefix("POST ") })
         #expect(attempt.hasSuffix(#" evil\nshowbatch: 0 rows failed \u{1B}[2J (attempt 1)"#))
@@ -115,7 +117,7 @@ private func crashManifest(_ outputs: String) -> String {
 
     /// SIGINT while the manifest is being read ends the process at once with 130: nothing was
     /// sent or opened. (A 12 MB manifest takes a good part of a second to read.)
-    @Test func anInterruptWhileTheManifestLoadsExits130() throws {
+    @Test func anInterruptWhileTheManifestLoadsExits130() async throws {
         var big = "vault: tnt1\noutput: {path: out/r.csv}\nrequests:\n"
         while big.utf8.count < 12_000_000 { big += "  - {name: \"n\(big.utf8.count)\", path: /p, payload: {a: b}, labels: {a: json.a}}\n" }
         let work = Workspace(["m.yaml": big])
@@ -123,9 +125,9 @@ private func crashManifest(_ outputs: String) -> String {
         let process = try launch(["run", "m.yaml", "--emulate"], in: work.path)
         // Once the process catches SIGINT (its first act), it is reading the manifest.
         let deadline = Date().addingTimeInterval(30)
-        while !catches(SIGINT, process.processIdentifier) && Date() < deadline { usleep(1_000) }
+        while !catches(SIGINT, process.processIdentifier) && Date() < deadline { try await Task.sleep(for: .milliseconds(1)) }
         kill(process.processIdentifier, SIGINT)
-        process.waitUntilExit()
+        await exited(process)
         #expect(process.terminationReason == .exit && process.terminationStatus == 130)
         #expect(work.read(".stderr") == "showbatch: interrupted before anything was sent\n")
         #expect(!work.exists("out"))
@@ -133,7 +135,7 @@ private func crashManifest(_ outputs: String) -> String {
 
     /// SIGTERM while the rows are being counted for the progress line (a big data file) ends the
     /// run as interrupted (130), without waiting for the count.
-    @Test func anInterruptWhileCountingRowsExits130() throws {
+    @Test func anInterruptWhileCountingRowsExits130() async throws {
         let chunk = (0..<10_000).map(String.init).joined(separator: "\n") + "\n"
         let rows = "id\n" + String(repeating: chunk, count: 150)
         let work = Workspace(["m.yaml": "vault: tnt1\noutput: {path: out/r.csv}\nrequests: [{name: \"r${row.id}\", each: {csv: d.csv}, path: /p}]\n",
@@ -142,16 +144,16 @@ private func crashManifest(_ outputs: String) -> String {
         let process = try launch(["run", "m.yaml", "--emulate", "--progress", "always"], in: work.path)
         // Wait until the run has opened its outputs (the journal appears), then interrupt.
         let deadline = Date().addingTimeInterval(30)
-        while !work.exists("out/r.csv.journal") && Date() < deadline { usleep(2_000) }
+        while !work.exists("out/r.csv.journal") && Date() < deadline { try await Task.sleep(for: .milliseconds(2)) }
         kill(process.processIdentifier, SIGTERM)
-        process.waitUntilExit()
+        await exited(process)
         #expect(process.terminationStatus == 130)
         #expect(work.read(".stderr")?.contains("interrupted: outputs left as .partial, rerun with --resume") == true)
         #expect(work.exists("out/r.csv.journal") && !work.exists("out/r.csv"))
     }
 
     /// A reader that goes away (broken pipe) is one line in words, not a raw error.
-    @Test func aBrokenPipeIsOneLineInWords() throws {
+    @Test func aBrokenPipeIsOneLineInWords() async throws {
         let work = Workspace(["m.yaml": "vault: tnt1\nrequests: [{name: \"r${row.id}\", each: {csv: d.csv}, path: /p, labels: {p: path}}]\n",
                               "d.csv": "id\n" + (0..<20_000).map(String.init).joined(separator: "\n") + "\n"])
         defer { work.remove() }
@@ -168,28 +170,28 @@ private func crashManifest(_ outputs: String) -> String {
         _ = pipe.fileHandleForReading.readData(ofLength: 100)
         try pipe.fileHandleForReading.close()
         let stderr = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        await exited(process)
         #expect(process.terminationStatus == 3)
         #expect(stderr == "showbatch: error: cannot write to standard output: Broken pipe (whatever reads the output has gone away); the rows after it were not written\n")
     }
 
     /// A write that fails (here: past a file-size limit, as a full disk would) says which file,
     /// what happened and that the journal is kept; the run can go on with --resume.
-    @Test func aFailedWriteSaysWhichFileAndThatTheJournalIsKept() throws {
+    @Test func aFailedWriteSaysWhichFileAndThatTheJournalIsKept() async throws {
         let work = Workspace(["m.yaml": "vault: tnt1\noutput: {path: out/r.csv}\nrequests: [{name: \"r${row.id}\", each: {csv: d.csv}, path: /p, labels: {p: path}}]\n",
                               "d.csv": "id\n" + (0..<5_000).map(String.init).joined(separator: "\n") + "\n"])
         defer { work.remove() }
-        let result = try showbatch(["-c", "ulimit -f 64; exec \"$0\" run m.yaml --emulate", binary], in: work.path, shell: true)
+        let result = try await showbatch(["-c", "ulimit -f 64; exec \"$0\" run m.yaml --emulate", binary], in: work.path, shell: true)
         #expect(result.status == 3)
         #expect(result.stderr.hasSuffix("showbatch: error: cannot write out/r.csv.partial: File too large; the journal out/r.csv.journal is kept, so the run can go on with --resume once that is fixed\n"), "\(result.stderr)")
         #expect(work.exists("out/r.csv.journal"))
-        let resumed = try showbatch(["run", "m.yaml", "--emulate", "--resume"], in: work.path)
+        let resumed = try await showbatch(["run", "m.yaml", "--emulate", "--resume"], in: work.path)
         #expect(resumed.status == 0)
         #expect(work.read("out/r.csv")?.split(separator: "\n").count == 5_001)
     }
 
     /// --retry-failed works per shard: each shard's failed rows are sent again into its own file.
-    @Test func retryFailedWorksPerShard() throws {
+    @Test func retryFailedWorksPerShard() async throws {
         let manifest = { (rate: String) in
             "vault: tnt1\nconcurrency: 1\nretry: {attempts: 1}\noutput: {path: out/r.csv}\nemulator: {fail_rate: \(rate), seed: 3}\nrequests: [{name: \"r${row.id}\", each: {csv: d.csv}, path: /p, labels: {p: path}}]\n"
         }
@@ -197,16 +199,16 @@ private func crashManifest(_ outputs: String) -> String {
         defer { work.remove() }
         var expected: [String?] = []
         for index in 0..<2 {
-            #expect(try showbatch(["run", "m.yaml", "--emulate", "--shard", "\(index)/2"], in: work.path).status == 0)
+            #expect(try await showbatch(["run", "m.yaml", "--emulate", "--shard", "\(index)/2"], in: work.path).status == 0)
             expected.append(work.read("out/r-shard-\(index).csv"))
         }
         work.write("m.yaml", manifest("0.4"))
         for index in 0..<2 {
-            #expect(try showbatch(["run", "m.yaml", "--emulate", "--shard", "\(index)/2"], in: work.path).status == 1)
+            #expect(try await showbatch(["run", "m.yaml", "--emulate", "--shard", "\(index)/2"], in: work.path).status == 1)
         }
         work.write("m.yaml", manifest("0"))
         for index in 0..<2 {
-            let retry = try showbatch(["run", "m.yaml", "--emulate", "--shard", "\(index)/2", "--retry-failed"], in: work.path)
+            let retry = try await showbatch(["run", "m.yaml", "--emulate", "--shard", "\(index)/2", "--retry-failed"], in: work.path)
             #expect(retry.status == 0, "\(retry.stderr)")
             #expect(work.read("out/r-shard-\(index).csv") == expected[index])
             #expect(!work.exists("out/r-shard-\(index).csv.journal"))

@@ -45,6 +45,9 @@ public final class URLSessionTransport: Transport, @unchecked Sendable {
         let (data, response, error) = await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<(Data?, URLResponse?, (any Error)?), Never>) in
                 let task = session.dataTask(with: request) { data, response, error in
+                    // Settled first: a deadline that fires while this task waits for a thread to
+                    // resume on must not turn the answer that came into a timeout.
+                    state.settle()
                     continuation.resume(returning: (data, response, error))
                 }
                 state.start(task, deadline: timeout)
@@ -56,7 +59,7 @@ public final class URLSessionTransport: Transport, @unchecked Sendable {
             switch state.outcome {
             case .timedOut: return .failure(.timeout)
             case .cancelled: return .failure(.cancelled)
-            case .running: return .failure(URLSessionTransport.classify(error))
+            case .running, .settled: return .failure(URLSessionTransport.classify(error))
             }
         }
         guard let http = response as? HTTPURLResponse else { return .failure(.notHTTP("the answer is not HTTP")) }
@@ -96,7 +99,7 @@ public final class URLSessionTransport: Transport, @unchecked Sendable {
 
 /// The data task of one attempt and why it ended, shared with the cancel and deadline paths.
 private final class AttemptState: Sendable {
-    enum Outcome { case running, cancelled, timedOut }
+    enum Outcome { case running, settled, cancelled, timedOut }
 
     private struct Inner: @unchecked Sendable {
         // URLSessionDataTask is thread-safe for resume/cancel.
@@ -123,6 +126,11 @@ private final class AttemptState: Sendable {
         DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [weak self] in
             self?.cancel(timedOut: true)
         }
+    }
+
+    /// Notes that the transfer ended on its own, before any deadline or cancellation.
+    func settle() {
+        inner.withLock { if $0.outcome == .running { $0.outcome = .settled } }
     }
 
     /// Ends the transfer; the first reason wins.
