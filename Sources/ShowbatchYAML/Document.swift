@@ -35,6 +35,8 @@ package final class Document: @unchecked Sendable {
     private(set) var rootIndex = 0
     /// The number of records, set when the parser finishes.
     private(set) var recordCount = 0
+    /// Whether any node is an alias: only then can a value appear in two places.
+    package private(set) var hasAliases = false
 
     /// Empty storage for a source of `sourceSize` bytes holding at most `maxRecords` nodes.
     init(sourceSize: Int, maxRecords: Int) {
@@ -43,9 +45,10 @@ package final class Document: @unchecked Sendable {
 
     deinit { storage.deallocate() }
 
-    func finish(root: Int, records: Int) {
+    func finish(root: Int, records: Int, aliases: Bool) {
         rootIndex = root
         recordCount = records
+        hasAliases = aliases
     }
 
     /// Calls `body` with every scalar node in the order they were read (an alias is a node of

@@ -21,6 +21,8 @@ extension YAMLParser {
         let document: Document
         let storage: Document.Storage
         var recordCount = 0
+        /// Records that repeat an anchored node (an alias's text may be a secret from elsewhere).
+        var aliasRecords: Set<Int> = []
         var childCount = 0
         var textCount = 0
         /// Children of every open container, innermost last: one list, so containers cost no allocation.
@@ -125,7 +127,9 @@ extension YAMLParser {
                 record.startColumn = column
                 record.endLine = endLine
                 record.endColumn = endColumn
-                try add(try append(record), size: anchored.size)
+                let index = try append(record)
+                aliasRecords.insert(index)
+                try add(index, size: anchored.size)
             case YAML_SCALAR_EVENT:
                 let data = event.data.scalar
                 let bytes = UnsafeBufferPointer(start: data.value, count: data.length)
@@ -202,7 +206,8 @@ extension YAMLParser {
             case ScalarTag.int.name: tag = .int
             case ScalarTag.float.name: tag = .float
             default:
-                throw error(mark, "unsupported tag \(name); expected !!str, !!int, !!float, !!bool or !!null")
+                // The tag is not named: an unquoted value starting with `!` reads as one.
+                throw error(mark, "unsupported tag; expected !!str, !!int, !!float, !!bool or !!null (quote a value that starts with !)")
             }
             let resolved = CoreSchema.resolve(bytes: bytes)
             switch (tag, resolved) {

@@ -44,8 +44,10 @@ extension YAMLParser.Builder {
             }
             let identity = KeyIdentity(storage, key)
             if let first = seen.first(identity, count: count) {
+                // Named only when it plainly is a key: an alias's text may be a secret from elsewhere.
                 let name = String(decoding: identity.bytes, as: UTF8.self)
-                throw error(mark(key), "duplicate key \"\(name)\"; it is first defined at line \(storage.record(first).startLine)")
+                let shown = !aliasRecords.contains(key) && isPlainKeyName(name) ? " \"\(name)\"" : ""
+                throw error(mark(key), "duplicate key\(shown); it is first defined at line \(storage.record(first).startLine)")
             }
             try appendChild(key, of: mapping)
             try appendChild(value, of: mapping)

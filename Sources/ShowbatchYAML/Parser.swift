@@ -74,7 +74,7 @@ package enum YAMLParser {
             guard let root = builder.root else {
                 return .failure(builder.error(nil, "the file is empty; expected a YAML mapping"))
             }
-            builder.document.finish(root: root, records: builder.recordCount)
+            builder.document.finish(root: root, records: builder.recordCount, aliases: !builder.aliasRecords.isEmpty)
             return .success(builder.document)
         }
         return try result.get()

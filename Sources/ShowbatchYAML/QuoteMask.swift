@@ -57,8 +57,11 @@ package enum QuoteMask {
             defer { yaml_parser_delete(&parser) }
             yaml_parser_set_input_string(&parser, buffer.baseAddress ?? UnsafePointer(bitPattern: 1)!, buffer.count)
             yaml_parser_set_encoding(&parser, YAML_UTF8_ENCODING)
-            // The token before the one at hand, anchors and tags skipped: a scalar after KEY is a key.
+            // The token before the one at hand, anchors and tags skipped: a scalar right after a
+            // zero-width KEY token is an implicit key (`name:`); an explicit one (`? x`), which a
+            // stray `?` can make of a value, is not taken for one.
             var previous = YAML_NO_TOKEN
+            var implicitKey = false
             while true {
                 var token = yaml_token_t()
                 guard yaml_parser_scan(&parser, &token) == 1 else { return }
@@ -70,8 +73,19 @@ package enum QuoteMask {
                 if start.line > lastLine { return }
                 let show: Bool
                 switch type {
-                case YAML_SCALAR_TOKEN: show = previous == YAML_KEY_TOKEN || showValue(end)
+                case YAML_SCALAR_TOKEN:
+                    if previous == YAML_KEY_TOKEN && implicitKey {
+                        // A key is shown when it looks like one: a value that lost its `: ` and
+                        // became a key (`{Authorization:Bearer …}`) does not.
+                        let text = String(decoding: UnsafeBufferPointer(start: token.data.scalar.value, count: token.data.scalar.length), as: UTF8.self)
+                        show = isPlainKeyName(text)
+                    } else {
+                        show = showValue(end)
+                    }
                 case YAML_ALIAS_TOKEN: show = showValue(end)
+                // An anchor or tag is shown only where its value is: an unquoted value that starts
+                // with `&` or `!` reads as one.
+                case YAML_ANCHOR_TOKEN, YAML_TAG_TOKEN: show = false
                 default: show = true
                 }
                 if show && start < end {
@@ -79,9 +93,24 @@ package enum QuoteMask {
                         shown[line, default: []].append(SourceSpan(start: start, end: end))
                     }
                 }
-                if type != YAML_ANCHOR_TOKEN && type != YAML_TAG_TOKEN { previous = type }
+                if type != YAML_ANCHOR_TOKEN && type != YAML_TAG_TOKEN {
+                    previous = type
+                    implicitKey = type == YAML_KEY_TOKEN && start == end
+                }
             }
         }
         return shown
+    }
+}
+
+/// Whether `text` looks like a mapping key that can be shown (and quoted in a message): 1 to 64
+/// ASCII letters, digits, `_`, `-` and `.`. Anything else may be a value that a slip of syntax
+/// (a missing `: `, a stray `?`, an alias) turned into a key.
+package func isPlainKeyName(_ text: String) -> Bool {
+    let bytes = text.utf8
+    if text == "<<" { return true }
+    return (1...64).contains(bytes.count) && bytes.allSatisfy { byte in
+        (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+            || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".")
     }
 }

@@ -23,14 +23,29 @@ package struct SourceFile: Sendable {
         self.init(name: name, bytes: Array(text.utf8))
     }
 
-    /// The text of the 1-based line `number`, without its line break; nil past the end.
+    /// The text of the 1-based line `number`, without its line break; nil past the end. Lines are
+    /// numbered as libyaml numbers them, so that a mark and its quoted line always agree.
     package func line(_ number: Int) -> String? {
         guard number >= 1, let start = lineIndex.start(ofLine: number, in: bytes) else { return nil }
         var end = start
-        while end < bytes.count, bytes[end] != UInt8(ascii: "\n"), bytes[end] != UInt8(ascii: "\r") {
+        while end < bytes.count, SourceFile.lineBreak(at: end, in: bytes) == 0 {
             end += 1
         }
         return String(decoding: bytes[start..<end], as: UTF8.self)
+    }
+
+    /// The length in bytes of the line break at `index`, or 0 when there is none. libyaml breaks
+    /// lines at LF, CR, CR LF, NEL (U+0085), LINE SEPARATOR (U+2028) and PARAGRAPH SEPARATOR
+    /// (U+2029); counting only LF would quote another line than the one a mark is on.
+    static func lineBreak(at index: Int, in bytes: [UInt8]) -> Int {
+        switch bytes[index] {
+        case 0x0A: return 1
+        case 0x0D: return index + 1 < bytes.count && bytes[index + 1] == 0x0A ? 2 : 1
+        case 0xC2: return index + 1 < bytes.count && bytes[index + 1] == 0x85 ? 2 : 0
+        case 0xE2:
+            return index + 2 < bytes.count && bytes[index + 1] == 0x80 && (bytes[index + 2] == 0xA8 || bytes[index + 2] == 0xA9) ? 3 : 0
+        default: return 0
+        }
     }
 
     /// The 1-based mark of a byte offset, for errors that libyaml reports by offset only.
@@ -40,13 +55,14 @@ package struct SourceFile: Sendable {
         var index = 0
         let limit = min(offset, bytes.count)
         while index < limit {
-            let byte = bytes[index]
-            if byte == UInt8(ascii: "\n") {
+            let length = SourceFile.lineBreak(at: index, in: bytes)
+            if length > 0 {
                 line += 1
                 column = 1
-            } else if byte & 0xC0 != 0x80 {
-                column += 1
+                index += length
+                continue
             }
+            if bytes[index] & 0xC0 != 0x80 { column += 1 }
             index += 1
         }
         return Mark(line: line, column: column)
@@ -62,7 +78,12 @@ private final class LineIndex: Sendable {
         starts.withLock { starts in
             if starts == nil {
                 var found = [0]
-                for (index, byte) in bytes.enumerated() where byte == UInt8(ascii: "\n") { found.append(index + 1) }
+                var index = 0
+                while index < bytes.count {
+                    let length = SourceFile.lineBreak(at: index, in: bytes)
+                    index += max(length, 1)
+                    if length > 0 { found.append(index) }
+                }
                 starts = found
             }
             return number <= starts!.count ? starts![number - 1] : nil

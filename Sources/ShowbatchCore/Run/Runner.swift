@@ -57,6 +57,12 @@ public struct Runner: Sendable {
         let dataHash = targets.contains { $0.path != "-" } ? try manifest.dataHash() : 0
         let rowIdentity = String(manifest.rowIdentity, radix: 16)
         let shard = options.shard.map { "\($0.index)/\($0.count)" } ?? ""
+        // Hashing big data files takes a while: an interrupt then leaves nothing behind.
+        if Task.isCancelled {
+            summary.interrupted = true
+            summary.outputs = []
+            return summary
+        }
         let mode: OutputMode = options.retryFailed ? .retryFailed : options.resume ? .resume : .fresh
         let outputs = try RunOutputs(targets: targets, identity: { target in
             Journal.Identity(manifest: rowIdentity, data: String(dataHash, radix: 16), shard: shard, output: target.path,

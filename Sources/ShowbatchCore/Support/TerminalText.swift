@@ -30,7 +30,13 @@ package enum TerminalText {
         }.joined(separator: "\n")
     }
 
+    /// C0 and C1 controls, DEL, line and paragraph separators, and the bidirectional controls
+    /// (LRM, RLM, ALM, embeddings, overrides and isolates) that can make a printed name read as
+    /// another ("Trojan Source").
     private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
-        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar.value == 0x2028 || scalar.value == 0x2029
+        switch scalar.value {
+        case 0..<0x20, 0x7F...0x9F, 0x2028, 0x2029, 0x200E, 0x200F, 0x061C, 0x202A...0x202E, 0x2066...0x2069: return true
+        default: return false
+        }
     }
 }

@@ -117,7 +117,7 @@ private let minimal = "vault: tnt1\nrequests:\n  - {name: a, path: /post}\n"
         ("vault: tnt1\nretry: {on: [429, sometimes]}\nrequests: [{name: a, path: /p}]\n",
          "m.yaml:2:19: error: retry.on holds HTTP statuses (100-599), network or timeout; found \"sometimes\"\n  retry: {on: [429, sometimes]}\n                    ^"),
         ("vault: tnt1\nheaders: {\"Bad Name\": x}\nrequests: [{name: a, path: /p}]\n",
-         "m.yaml:2:11: error: header name \"Bad Name\" is not valid; expected letters, digits and !#$%&'*+-.^_`|~\n  headers: {\"Bad Name\": <redacted>}\n            ^"),
+         "m.yaml:2:11: error: a header name is not valid (not shown); expected letters, digits and !#$%&'*+-.^_`|~ (is a \": \" missing?)\n  headers: {<redacted>: <redacted>}\n            ^"),
         ("vault: tnt1\nheaders:\n  Authorization: \"Bearer ${TOKEN}\"\nrequests: [{name: a, path: /p}]\n",
          "m.yaml:3:18: error: environment variable TOKEN is not set (used in headers.Authorization)\n    Authorization: <redacted>\n                   ^"),
         ("vault: tnt1\nheaders:\n  X-A: \"two\\nlines\"\nrequests: [{name: a, path: /p}]\n",

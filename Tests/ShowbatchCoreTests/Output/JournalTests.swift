@@ -230,3 +230,33 @@ requests:
     payload: {c: "${row.alias}"}
     labels: {c: json.c}
 """
+
+/// What a journal's identity is made of: never a header or payload value (a hash of a short PIN
+/// could be guessed back), always what shapes a row.
+@Suite struct JournalIdentityTests {
+    static let base = "vault: tnt1\nheaders: {Authorization: Bearer sk_one}\nrequests:\n  - {name: a, path: /p, payload: {pin: \"4821\"}, labels: {c: json.c}}\n"
+
+    @Test(arguments: [
+        ("Bearer sk_one", "Bearer sk_two"),
+        ("\"4821\"", "\"1234\""),
+    ])
+    func secretValuesAreNotPartOfIt(from: String, to: String) throws {
+        let one = try loadManifest(Self.base)
+        let two = try loadManifest(Self.base.replacingOccurrences(of: from, with: to))
+        #expect(one.rowIdentity == two.rowIdentity)
+    }
+
+    @Test(arguments: [
+        ("pin:", "code:"),
+        ("path: /p", "path: /q"),
+        ("name: a", "name: b"),
+        ("json.c", "json.d"),
+        ("Authorization", "X-Token"),
+        ("vault: tnt1", "vault: tnt2"),
+    ])
+    func whatShapesARowIs(from: String, to: String) throws {
+        let one = try loadManifest(Self.base)
+        let two = try loadManifest(Self.base.replacingOccurrences(of: from, with: to))
+        #expect(one.rowIdentity != two.rowIdentity)
+    }
+}

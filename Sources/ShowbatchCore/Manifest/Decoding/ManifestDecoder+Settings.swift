@@ -55,7 +55,7 @@ extension ManifestDecoder {
         guard let map = fields(node, "auth", known: Self.authKeys) else { return nil }
         var header = "Authorization"
         if let node = map["header"], let value = text(node, "auth.header") {
-            if isToken(value) { header = value } else { problem(node.mark, "auth.header \"\(value)\" is not a valid header name") }
+            if isToken(value) { header = value } else { problem(node.mark, "auth.header is not a valid header name; expected letters, digits and !#$%&'*+-.^_`|~") }
         }
         switch (map["token_url"], map["token_file"]) {
         case (nil, nil):

@@ -39,7 +39,8 @@ extension ManifestDecoder {
             guard pair.key.kind == .scalar else { continue }
             let name = pair.key.text
             if !isToken(name) {
-                problem(pair.key.mark, "header name \"\(name)\" is not valid; expected letters, digits and !#$%&'*+-.^_`|~")
+                // Not named: what is not a header name may be a value that lost its `: `.
+                problem(pair.key.mark, "a header name is not valid (not shown); expected letters, digits and !#$%&'*+-.^_`|~ (is a \": \" missing?)")
                 continue
             }
             let lowercased = name.lowercased()

@@ -42,6 +42,11 @@ struct ManifestDecoder {
         for keyNode in node.unknownKeys(known) {
             let key = keyNode.text
             let context = context()
+            guard isPlainKeyName(key) else {
+                // Not named: a value that lost its `: ` (or an alias) can sit where a key goes.
+                problem(keyNode.mark, "unknown key in \(context) (not shown: it does not look like a key; is a \": \" missing?); expected \(choices(known))")
+                continue
+            }
             if let suggestion = closest(key, in: known) {
                 problem(keyNode.mark, "unknown key \"\(key)\" in \(context); did you mean \"\(suggestion)\"?")
             } else {
@@ -103,7 +108,8 @@ struct ManifestDecoder {
     mutating func integer(_ node: Node, _ what: String, _ range: ClosedRange<Int>) -> Int? {
         if case .int(let value)? = node.scalar?.value {
             if range.contains(value) { return value }
-            problem(node.mark, "\(what) must be from \(range.lowerBound) to \(range.upperBound); found \(value)")
+            // The text as written (a secret aliased here is an error of its own, and cleared).
+            problem(node.mark, "\(what) must be from \(range.lowerBound) to \(range.upperBound); found \(node.text)")
             return nil
         }
         problem(node.mark, "\(what) must be an integer from \(range.lowerBound) to \(range.upperBound); found \(node.typeName)")
@@ -145,7 +151,7 @@ struct ManifestDecoder {
 
         if let node = top["version"], let version = integer(node, "version", 1...Int.max) {
             if version > 1 {
-                problem(node.mark, "version \(version) is newer than this showbatch understands; expected 1")
+                problem(node.mark, "version \(node.text) is newer than this showbatch understands; expected 1")
             }
             manifest.version = version
         }
@@ -159,6 +165,16 @@ struct ManifestDecoder {
             manifest.requests = requests(node)
         } else {
             problem(root.mark, "missing required key \"requests\" in the manifest")
+        }
+        // Only through an alias can a value be in two places: then no secret may be repeated
+        // where it would be printed (a request's name or path, a label, a setting).
+        if root.document.hasAliases {
+            let reused = ManifestSecrets(root: root).reusedSecrets
+            // What else was wrong with such a value matters less than where it came from.
+            problems.removeAll { reused.contains($0.mark) }
+            for mark in reused {
+                problem(mark, "this alias repeats a secret (a header, payload or emulator alias value) where values are printed; write the value out here")
+            }
         }
         return manifest
     }

@@ -18,6 +18,9 @@ struct ManifestSecrets {
     private var secretContents: Set<UInt64> = []
     /// The secret texts, longest first, for clearing messages.
     private var secretTexts: [String] = []
+    /// Where a secret is repeated (through an alias) at a place that is not secret: a request's
+    /// name or path, a label, a setting. Such a value would be printed, so it is an error.
+    private(set) var reusedSecrets: [Mark] = []
 
     /// Sections of the reference whose values are secrets whatever their shape.
     static let secretSections: Set<String> = ["headers", "requests[].headers", "requests[].payload", "emulator.aliases", "auth.client_secret", "emulator.auth.client_secret"]
@@ -35,6 +38,7 @@ struct ManifestSecrets {
 
     init(root: Node) {
         var candidates: [(node: Node, shown: Bool)] = []
+        var keys: [Node] = []
         func visit(_ node: Node, path: String?, inValueList: Bool) {
             let secret = path.map { path in Self.secretSections.contains { path == $0 || path.hasPrefix($0 + ".") || path.hasPrefix($0 + "[]") } } ?? true
             switch node.content {
@@ -46,6 +50,7 @@ struct ManifestSecrets {
                 for item in items { visit(item, path: secret ? nil : itemPath, inValueList: list) }
             case .mapping(let pairs):
                 for pair in pairs {
+                    if !secret { keys.append(pair.key) }
                     visit(pair.value, path: secret ? nil : Self.childPath(path, key: pair.key.text), inValueList: inValueList)
                 }
             }
@@ -62,7 +67,15 @@ struct ManifestSecrets {
             }
         }
         for (node, shown) in candidates where shown {
-            if let content = node.contentID, !secretContents.contains(content) { shownEnds.insert(node.end) }
+            guard let content = node.contentID else { continue }
+            if !secretContents.contains(content) {
+                shownEnds.insert(node.end)
+            } else if content & 0xFFFF_FFFF != 0 {
+                reusedSecrets.append(node.mark)
+            }
+        }
+        for key in keys {
+            if let content = key.contentID, content & 0xFFFF_FFFF != 0, secretContents.contains(content) { reusedSecrets.append(key.mark) }
         }
         secretTexts = texts.filter { !$0.isEmpty }.sorted { $0.count > $1.count }
     }
@@ -100,25 +113,24 @@ struct ManifestSecrets {
     /// Whether the value ending at `end` may be shown in a quoted line.
     func mayShow(valueEndingAt end: Mark) -> Bool { shownEnds.contains(end) }
 
-    /// `message` with every secret text in it replaced by `<redacted>`: a secret quoted whole or in
-    /// part, and any longer secret wherever it appears.
+    /// `message` with every secret text in it replaced by `<redacted>`: any secret of four
+    /// characters or more wherever it appears (first, so that a secret holding a quote is found
+    /// whole), then any quoted part that is a secret or a piece of one.
     func clear(_ message: String) -> String {
         guard !secretTexts.isEmpty else { return message }
-        var parts = message.components(separatedBy: "\"")
+        var cleared = message
+        for secret in secretTexts where secret.count >= 4 && cleared.contains(secret) {
+            cleared = cleared.replacingOccurrences(of: secret, with: "<redacted>")
+        }
+        var parts = cleared.components(separatedBy: "\"")
         // Odd parts are quoted.
         for index in parts.indices where index % 2 == 1 {
             let quoted = parts[index]
-            if secretTexts.contains(where: { secret in
-                quoted == secret || (secret.count >= 4 && quoted.contains(secret)) || (quoted.count >= 4 && secret.contains(quoted))
-            }) {
+            if secretTexts.contains(where: { quoted == $0 || (quoted.count >= 4 && $0.contains(quoted)) }) {
                 parts[index] = "<redacted>"
             }
         }
-        var cleared = parts.joined(separator: "\"")
-        for secret in secretTexts where secret.count >= 6 && cleared.contains(secret) {
-            cleared = cleared.replacingOccurrences(of: secret, with: "<redacted>")
-        }
-        return cleared
+        return parts.joined(separator: "\"")
     }
 
     /// Problems as diagnostics in file order (whatever order the checks ran in): each message
