@@ -73,6 +73,8 @@ final class Journal {
     private(set) var ended: (size: Int, hash: UInt64)?
     /// Failed rows of a rewrite, held until `rewrite` (retry runs write no checkpoints).
     private var pendingFailed: [FailedRow] = []
+    /// Rows that failed again in the rewrite `prepareRewrite` wrote.
+    private var rewriteFailed = 0
     private let mode: Mode
 
     /// Opens and locks the journal of `output`. The lock keeps a second run off the same output
@@ -112,6 +114,11 @@ final class Journal {
         lastCheckpoint = nil
         failedRows = []
         ended = nil
+        appendIdentity()
+        try writeBuffer(sync: true)
+    }
+
+    private func appendIdentity() {
         JSONWriter.append(to: &buffer) { writer in
             writer.object { writer in
                 writer.key("showbatch_journal")
@@ -131,7 +138,6 @@ final class Journal {
             }
         }
         buffer.append(0x0A)
-        try writeBuffer(sync: true)
     }
 
     /// Reads an existing journal: checks its identity, and keeps its failed rows, last checkpoint
@@ -268,14 +274,15 @@ final class Journal {
         try writeBuffer(sync: true)
     }
 
-    /// After a `--retry-failed` rewrite has been renamed into place: the journal of the new
-    /// output, or none when no row failed again.
-    func rewrite(_ checkpoint: Checkpoint) throws(RunError) {
-        guard checkpoint.counts.failed > 0 else {
-            remove()
-            return
-        }
-        try start()
+    /// Before a `--retry-failed` rewrite is renamed into place: the journal of the new output,
+    /// written whole and synced as `<journal>.next`. Renaming the output and then this file over
+    /// the journal (`adoptRewrite`) is the commit; a run cut short between the two is finished by
+    /// `finishInterruptedRewrite`, so a journal never describes an output it was not written for.
+    func prepareRewrite(_ checkpoint: Checkpoint) throws(RunError) {
+        let next = path + ".next"
+        let nextFD = try PrivateFile.create(next, for: output)
+        buffer.removeAll(keepingCapacity: true)
+        appendIdentity()
         for row in pendingFailed {
             appendLine { writer in
                 writer.object { writer in
@@ -290,7 +297,90 @@ final class Journal {
         }
         appendCheckpoint(checkpoint)
         appendEnd(checkpoint)
-        try writeBuffer(sync: true)
+        let code = buffer.withUnsafeBytes { PrivateFile.writeAll(nextFD, $0) } ?? (fdatasync(nextFD) == 0 ? nil : errno)
+        buffer.removeAll(keepingCapacity: true)
+        Glibc.close(nextFD)
+        if let code {
+            unlink(next)
+            throw RunError.runtime("cannot write the journal \(next): \(describeErrno(code))")
+        }
+        rewriteFailed = checkpoint.counts.failed
+    }
+
+    /// Once the rewritten output is in place: its journal replaces this one, or both go when no
+    /// row failed again.
+    func adoptRewrite() throws(RunError) {
+        close()
+        try Journal.adopt(path + ".next", as: path, keep: rewriteFailed > 0)
+    }
+
+    private static func adopt(_ next: String, as path: String, keep: Bool) throws(RunError) {
+        if keep {
+            guard rename(next, path) == 0 else {
+                throw RunError.runtime("cannot rename \(next) to \(path): \(describeErrno(errno))")
+            }
+        } else {
+            unlink(path)
+            unlink(next)
+        }
+    }
+
+    /// Finishes the commit of a `--retry-failed` run cut short after writing `<journal>.next`:
+    /// if the output is the one it describes (the output was renamed), it becomes the journal;
+    /// if not, it goes, and the journal still describes the output. Done under the journal's lock;
+    /// when another run holds it, that run's files are left alone.
+    static func finishInterruptedRewrite(output: String) throws(RunError) {
+        let path = output + ".journal"
+        let next = path + ".next"
+        guard case .regular = PrivateFile.inspect(next) else { return }
+        guard let fd = try PrivateFile.openExisting(path, for: output) else {
+            unlink(next)
+            return
+        }
+        defer { Glibc.close(fd) }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { return }
+        guard let nextFD = PrivateFile.openForReading(next) else { return }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(nextFD, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            if count <= 0 { break }
+            bytes.append(contentsOf: chunk[0..<count])
+        }
+        Glibc.close(nextFD)
+        var failed = 0
+        var ended: (size: Int, hash: UInt64)?
+        for line in bytes.split(separator: 0x0A) {
+            guard let value = try? JSONParser.parse(Array(line)) else { break }
+            if value["failed"] != nil { failed += 1 }
+            if let size = integer(value["end"]?["size"]), case .string(let hash)? = value["end"]?["hash"], let hashValue = UInt64(hash, radix: 16) {
+                ended = (size, hashValue)
+            }
+        }
+        if let ended, outputMatches(output, size: ended.size, hash: ended.hash) {
+            try adopt(next, as: path, keep: failed > 0)
+        } else {
+            unlink(next)
+        }
+    }
+
+    /// Whether `path` is a regular file of `size` bytes whose FNV-1a hash is `hash`.
+    static func outputMatches(_ path: String, size: Int, hash: UInt64) -> Bool {
+        guard let fd = PrivateFile.openForReading(path) else { return false }
+        defer { Glibc.close(fd) }
+        var total = 0
+        var value = fnvOffsetBasis
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            if count < 0 { return false }
+            if count == 0 { break }
+            value = chunk.withUnsafeBytes { fnv1a(UnsafeRawBufferPointer(rebasing: $0[0..<count]), seed: value) }
+            total += count
+        }
+        return total == size && value == hash
     }
 
     private func appendCheckpoint(_ checkpoint: Checkpoint) {

@@ -97,6 +97,26 @@ final class OutputFile {
             close(fd)
             throw RunError.runtime("\(partial) is shorter than its journal says (\(size) bytes, not \(checkpoint.offset)); remove \(path).journal to start over")
         }
+        // The bytes before the checkpoint are kept as they are: they must be the ones the journal
+        // counted (a file edited, swapped or damaged since would otherwise be finished as if whole).
+        var hash = fnvOffsetBasis
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        var done = 0
+        while done < checkpoint.offset {
+            let want = min(buffer.count, checkpoint.offset - done)
+            let got = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, want, off_t(done)) }
+            guard got > 0 else {
+                let reason = got < 0 ? describeErrno(errno) : "it ended early"
+                close(fd)
+                throw RunError.runtime("cannot read \(partial) back to its last checkpoint: \(reason)")
+            }
+            hash = fnv1a(buffer[0..<got], seed: hash)
+            done += got
+        }
+        guard hash == checkpoint.hash else {
+            close(fd)
+            throw RunError.runtime("\(partial) is not what its journal says was written (its first \(checkpoint.offset) bytes changed since); remove \(path).journal and \(partial) to start over")
+        }
         guard ftruncate(fd, off_t(checkpoint.offset)) == 0, lseek(fd, off_t(checkpoint.offset), SEEK_SET) >= 0 else {
             let reason = describeErrno(errno)
             close(fd)

@@ -65,6 +65,7 @@ final class RunOutputs {
                     journals.append(nil)
                     continue
                 }
+                try Journal.finishInterruptedRewrite(output: target.path)
                 if mode == .retryFailed && PrivateFile.inspect(target.path + ".journal") == .none {
                     // A finished output without a journal had no failed row: it stays as it is.
                     guard case .regular = PrivateFile.inspect(target.path) else {
@@ -116,7 +117,7 @@ final class RunOutputs {
                     guard let ended = journal.ended, let checkpoint = journal.lastCheckpoint else {
                         throw RunError.usage("the journal \(journal.path) is of a run that did not finish; finish it with --resume first")
                     }
-                    guard RunOutputs.matches(target.path, size: ended.size, hash: ended.hash) else {
+                    guard Journal.outputMatches(target.path, size: ended.size, hash: ended.hash) else {
                         throw RunError.usage("\(target.path) does not match its journal (it changed since the run that wrote it, or a --retry-failed run was cut short); run without --retry-failed to write it again")
                     }
                     var kept = checkpoint.counts
@@ -145,24 +146,6 @@ final class RunOutputs {
         self.complete = complete
     }
 
-    /// Whether `path` is a regular file of `size` bytes whose FNV-1a hash is `hash`.
-    private static func matches(_ path: String, size: Int, hash: UInt64) -> Bool {
-        guard let fd = PrivateFile.openForReading(path) else { return false }
-        defer { close(fd) }
-        var total = 0
-        var value = fnvOffsetBasis
-        var chunk = [UInt8](repeating: 0, count: 1 << 16)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            if count < 0 { return false }
-            if count == 0 { break }
-            value = chunk.withUnsafeBytes { fnv1a(UnsafeRawBufferPointer(rebasing: $0[0..<count]), seed: value) }
-            total += count
-        }
-        return total == size && value == hash
-    }
-
     /// Ends every output and renames it into place. A journal is removed when its output has no
     /// failed row, and kept (for `--retry-failed`) when it has. If an output cannot be finished,
     /// it and the ones after it stay `.partial` and their journals are kept.
@@ -189,9 +172,9 @@ final class RunOutputs {
                     try file.commit()
                     if checkpoint.counts.failed == 0 { journal?.remove() } else { journal?.close() }
                 case .retryFailed:
+                    try journal?.prepareRewrite(checkpoint)
                     try file.commit()
-                    try journal?.rewrite(checkpoint)
-                    journal?.close()
+                    try journal?.adoptRewrite()
                 }
             } catch {
                 for later in index..<files.count {

@@ -64,6 +64,14 @@ public struct Runner: Sendable {
             return summary
         }
         let mode: OutputMode = options.retryFailed ? .retryFailed : options.resume ? .resume : .fresh
+        if mode == .resume {
+            // `--resume` in a nightly job's command line starts over when there is nothing to go
+            // on from, and says so: a finished output is then written again.
+            for target in targets where target.path != "-" && PrivateFile.inspect(target.path + ".journal") == .none {
+                let finished = PrivateFile.inspect(target.path) != .none
+                events(.warning("\(target.path) has no journal, so there is nothing to resume: \(finished ? "it is written again from the start" : "starting it from the beginning")"))
+            }
+        }
         let outputs = try RunOutputs(targets: targets, identity: { target in
             Journal.Identity(manifest: rowIdentity, data: String(dataHash, radix: 16), shard: shard, output: target.path,
                              format: target.format.rawValue, columns: RowEncoding.fixedColumns + target.labels)

@@ -145,6 +145,26 @@ private func failingManifest(label: String = "json.c", failRate: String = "0.5",
         #expect(fixture.read("out/r.csv") == baseline)
     }
 
+    /// A `.partial` file changed before its last checkpoint (edited, swapped, damaged) is not
+    /// finished as if whole: resume refuses it and says how to start over.
+    @Test func aPartialFileChangedBeforeItsCheckpointIsRefused() async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let manifest = try fixture.manifest(batch, files: ["d.csv": rows(300)])
+        let (emulator, interrupted, baseOptions) = try await fixture.interruptedRun(manifest, after: 120)
+        defer { emulator.stop() }
+        #expect(interrupted.interrupted)
+        let partial = fixture.dir.path + "/out/r.csv.partial"
+        let handle = try #require(FileHandle(forUpdatingAtPath: partial))
+        try handle.seek(toOffset: 20)
+        try handle.write(contentsOf: Array("X".utf8))
+        try handle.close()
+        var options = baseOptions
+        options.resume = true
+        let error = await #expect(throws: RunError.self) { try await Runner(manifest: manifest, options: options, environment: [:]).run() }
+        #expect(error?.description == "\(partial) is not what its journal says was written (its first \(lastCheckpointOffset(fixture.read("out/r.csv.journal") ?? "")) bytes changed since); remove \(fixture.dir.path)/out/r.csv.journal and \(partial) to start over")
+    }
+
     /// --retry-failed sends only the failed rows again and rewrites the output as a run without
     /// those failures would have written it, in every format; the journal goes once none failed.
     @Test(arguments: [OutputFormat.csv, .json, .jsonl])
@@ -199,6 +219,67 @@ private func failingManifest(label: String = "json.c", failRate: String = "0.5",
         #expect(lines.count == 41 && lines.dropFirst().allSatisfy { $0.contains(",ok,200,") })
     }
 
+    /// A --retry-failed run cut short in its commit (its journal written as `.journal.next`, the
+    /// output renamed or not) is finished by the next run: the journal always describes the
+    /// output, so the next retry goes on instead of refusing the output as changed.
+    @Test(arguments: [true, false])
+    func aRetryCutShortInItsCommitIsFinishedByTheNextRun(renamed: Bool) async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        _ = try await fixture.run(try fixture.manifest(failingManifest(), files: ["d.csv": rows(40)]))
+        let before = (output: try #require(fixture.read("out/r.csv")), journal: try #require(fixture.read("out/r.csv.journal")))
+        var options = RunOptions()
+        options.retryFailed = true
+        let again = try await fixture.run(try fixture.manifest(failingManifest(extra: "# retry")), options: options)
+        #expect(again.failed > 0)
+        let after = (output: try #require(fixture.read("out/r.csv")), journal: try #require(fixture.read("out/r.csv.journal")))
+        // The state a kill between the two renames leaves, or one before the output's rename.
+        _ = fixture.dir.file("out/r.csv.journal.next", after.journal)
+        _ = fixture.dir.file("out/r.csv.journal", before.journal)
+        if !renamed { _ = fixture.dir.file("out/r.csv", before.output) }
+        try Journal.finishInterruptedRewrite(output: fixture.dir.path + "/out/r.csv")
+        #expect(fixture.read("out/r.csv.journal") == (renamed ? after.journal : before.journal))
+        #expect(!fixture.dir.exists("out/r.csv.journal.next"))
+        let last = try await fixture.run(try fixture.manifest(failingManifest(failRate: "0")), options: options)
+        #expect(last.failed == 0 && last.rows == 40)
+        #expect(!fixture.dir.exists("out/r.csv.journal"))
+    }
+
+    /// A cut-short retry in which no row failed again: once the output is in place, its journal goes.
+    @Test func aRetryCutShortWithNoFailureLeftRemovesTheJournal() async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        _ = try await fixture.run(try fixture.manifest(failingManifest(), files: ["d.csv": rows(40)]))
+        let journal = try #require(fixture.read("out/r.csv.journal"))
+        var options = RunOptions()
+        options.retryFailed = true
+        _ = try await fixture.run(try fixture.manifest(failingManifest(failRate: "0")), options: options)
+        let output = try #require(fixture.read("out/r.csv"))
+        let size = output.utf8.count
+        let hash = String(fnv1a(Array(output.utf8)), radix: 16)
+        let identity = try #require(journal.split(separator: "\n").first)
+        _ = fixture.dir.file("out/r.csv.journal.next", "\(identity)\n{\"checkpoint\":{\"ordinal\":39,\"offset\":\(size),\"rows\":40,\"ok\":40,\"partial\":0,\"failed\":0,\"hash\":\"\(hash)\"}}\n{\"end\":{\"size\":\(size),\"hash\":\"\(hash)\"}}\n")
+        _ = fixture.dir.file("out/r.csv.journal", journal)
+        try Journal.finishInterruptedRewrite(output: fixture.dir.path + "/out/r.csv")
+        #expect(!fixture.dir.exists("out/r.csv.journal"))
+        #expect(!fixture.dir.exists("out/r.csv.journal.next"))
+    }
+
+    /// `--resume` with no journal (the last run finished) starts over and says so.
+    @Test func resumeWithNothingToResumeStartsOverAndSaysSo() async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let manifest = try fixture.manifest(failingManifest(failRate: "0"), files: ["d.csv": rows(10)])
+        _ = try await fixture.run(manifest)
+        let first = fixture.read("out/r.csv")
+        var options = RunOptions()
+        options.resume = true
+        let summary = try await fixture.run(manifest, options: options)
+        #expect(summary.rows == 10 && summary.replayed == 0)
+        #expect(fixture.read("out/r.csv") == first)
+        #expect(fixture.log.all.filter { $0.hasPrefix("warning") } == ["warning: \(fixture.dir.path)/out/r.csv has no journal, so there is nothing to resume: it is written again from the start"])
+    }
+
     /// With nothing to retry (the run had no failed row, so no journal), the output is left as it is.
     @Test func retryFailedWithoutFailedRowsLeavesTheOutputAlone() async throws {
         let fixture = RunFixture()
@@ -214,6 +295,13 @@ private func failingManifest(label: String = "json.c", failRate: String = "0.5",
         #expect(emulator.snapshot.requests == 0 && summary.rows == 0)
         #expect(fixture.read("out/r.csv") == before)
     }
+}
+
+/// The offset of the last checkpoint in a journal's text.
+private func lastCheckpointOffset(_ journal: String) -> String {
+    journal.split(separator: "\n").last { $0.hasPrefix("{\"checkpoint\"") }
+        .flatMap { line in line.firstRange(of: "\"offset\":").map { line[$0.upperBound...].prefix { $0.isNumber } } }
+        .map(String.init) ?? "?"
 }
 
 private let batch = """
