@@ -39,6 +39,34 @@ enum PrivateFile {
         return (UInt64(info.st_dev), UInt64(info.st_ino))
     }
 
+    /// One spelling for every path to a file, existing or not: absolute, with the links and `.`
+    /// and `..` of its existing folders resolved (`out/r.csv`, `./out//r.csv` and a linked
+    /// folder's path to it are one). The part that does not exist yet is taken as written.
+    static func canonical(_ path: String) -> String {
+        let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+        var tail: [Substring] = []
+        var head = Substring(absolute)
+        while true {
+            let resolved = String(head).withCString { realpath($0, nil) }
+            if let resolved {
+                defer { free(resolved) }
+                var parts = String(cString: resolved).split(separator: "/")
+                for part in tail.reversed() {
+                    switch part {
+                    case ".": continue
+                    case "..": if !parts.isEmpty { parts.removeLast() }
+                    default: parts.append(part)
+                    }
+                }
+                return "/" + parts.joined(separator: "/")
+            }
+            guard let slash = head.lastIndex(of: "/") else { return absolute }
+            let part = head[head.index(after: slash)...]
+            if !part.isEmpty { tail.append(part) }
+            head = slash == head.startIndex ? "/" : head[..<slash]
+        }
+    }
+
     /// Why `path` cannot be one of a run's files, in words; nil when it can (absent or regular).
     static func refusal(_ path: String) -> String? {
         switch inspect(path) {

@@ -37,7 +37,8 @@ extension Runner {
                 }
                 let path = shardPath(spec.path)
                 let format = options.format ?? spec.resolvedFormat
-                if let existing = targets.firstIndex(where: { $0.path == path }) {
+                // Two spellings of one file are one output.
+                if let existing = targets.firstIndex(where: { $0.path == path || PrivateFile.canonical($0.path) == PrivateFile.canonical(path) }) {
                     if targets[existing].format != format {
                         throw RunError.usage("\(path) is written as both \(targets[existing].format.rawValue) and \(format.rawValue); give one format")
                     }
@@ -82,6 +83,19 @@ extension Runner {
         }
         if case .file(let path)? = manifest.emulator?.aliases { inputs.append(("the emulator's alias file", path)) }
         let identities = inputs.compactMap { input in PrivateFile.identity(input.path).map { (input.what, $0) } }
+        // Every file a run may write (the output, its `.partial`, `.journal` and `.journal.next`)
+        // belongs to one output and is no input, whatever the spelling.
+        var owners: [String: String] = [:]
+        for input in inputs { owners[PrivateFile.canonical(input.path)] = input.what }
+        for target in targets where target.path != "-" {
+            for file in [target.path, target.path + ".partial", target.path + ".journal", target.path + ".journal.next"] {
+                let key = PrivateFile.canonical(file)
+                if let owner = owners[key], file != target.path || !inputs.contains(where: { $0.what == owner }) {
+                    throw RunError.usage("the output \(target.path) would write \(file), which is \(owner); choose another output path")
+                }
+                owners[key] = "a file of the output \(target.path)"
+            }
+        }
         for target in targets where target.path != "-" {
             switch PrivateFile.inspect(target.path) {
             case .none: break
@@ -94,8 +108,12 @@ extension Runner {
                     throw RunError.usage("the output \(target.path) is \(input.0); writing it would replace the input: choose another output path")
                 }
             }
-            for path in [target.path + ".partial", target.path + ".journal"] {
+            for path in [target.path + ".partial", target.path + ".journal", target.path + ".journal.next"] {
                 if let refusal = PrivateFile.refusal(path) { throw RunError.runtime(refusal + ": remove it and run again") }
+                // A journal is written in place: a hard link to an input would be written through.
+                if let found = PrivateFile.identity(path), let input = identities.first(where: { $0.1.device == found.device && $0.1.inode == found.inode }) {
+                    throw RunError.usage("\(path) is \(input.0) (a hard link to it); remove \(path) and run again")
+                }
             }
         }
     }
