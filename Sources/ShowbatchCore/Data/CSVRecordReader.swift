@@ -32,6 +32,7 @@ package struct CSVRecordReader {
         var quoted = false
         var afterQuote = false
         var sawAny = false
+        var size = 0
         func finish(_ field: inout [UInt8]) throws -> String {
             guard let text = String(validating: field, as: UTF8.self) else {
                 throw DataFileError(file: name, line: startLine, message: "is not valid UTF-8")
@@ -41,6 +42,10 @@ package struct CSVRecordReader {
         }
         while let byte = try reader.next() {
             sawAny = true
+            size += 1
+            if size > Limits.dataRecord {
+                throw DataFileError(file: name, line: startLine, message: "has a record longer than \(Limits.dataRecord >> 20) MiB (an unclosed quote?); the rest of the file is not read", endsFile: true)
+            }
             if quoted {
                 if byte == UInt8(ascii: "\"") {
                     if try reader.peek() == UInt8(ascii: "\"") {
@@ -67,6 +72,7 @@ package struct CSVRecordReader {
                     // A blank line holds no record; the next one starts below it. (A loop, not a
                     // recursive call: a file of a million blank lines must not exhaust the stack.)
                     startLine = line
+                    size = 0
                     continue
                 }
                 fields.append(try finish(&field))
@@ -109,6 +115,16 @@ package struct DataFileError: Error, Sendable, CustomStringConvertible {
     package let line: Int?
     /// What is wrong.
     package let message: String
+    /// True when the file cannot be read past this problem.
+    package var endsFile = false
+
+    /// A problem in `file` (at `line`, when in one row).
+    package init(file: String, line: Int?, message: String, endsFile: Bool = false) {
+        self.file = file
+        self.line = line
+        self.message = message
+        self.endsFile = endsFile
+    }
 
     /// `file:line: message`.
     package var description: String {

@@ -47,6 +47,8 @@ package struct DataRowReader {
 
     /// The next row: a parsed row or the error that makes it a failed row; nil at the end.
     package mutating func next() -> Result<DataRow, DataRowFailure>? {
+        // Nothing more once the file could not be read on.
+        guard csv != nil || lines != nil else { return nil }
         do {
             if csv != nil { return try nextCSV() }
             return try nextJSONLine()
@@ -69,6 +71,7 @@ package struct DataRowReader {
             record = try csv!.next()
         } catch let error as DataFileError {
             nextIndex += 1
+            if error.endsFile { csv = nil }
             return .failure(DataRowFailure(index: index, line: error.line, message: error.description))
         }
         guard let record else { return nil }
@@ -91,6 +94,13 @@ package struct DataRowReader {
                 sawAny = true
                 if byte == UInt8(ascii: "\n") { break }
                 bytes.append(byte)
+                if bytes.count > Limits.dataRecord {
+                    let index = nextIndex
+                    nextIndex += 1
+                    lines = nil
+                    return .failure(DataRowFailure(index: index, line: line + 1,
+                        message: "\(name):\(line + 1): has a line longer than \(Limits.dataRecord >> 20) MiB; the rest of the file is not read"))
+                }
             }
             guard sawAny else { return nil }
             line += 1

@@ -72,6 +72,42 @@ import Testing
     }
 }
 
+/// A record longer than `Limits.dataRecord` (an unclosed quote in a large file, a runaway
+/// line) is one failed row, and the reading of that file ends: memory stays bounded.
+@Suite struct DataRecordLimitTests {
+    func rows(kind: DataRowReader.Kind, _ text: String) throws -> [String] {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let path = dir.file(kind == .csv ? "d.csv" : "d.jsonl", text)
+        var reader = try DataRowReader(kind: kind, path: path, name: kind == .csv ? "d.csv" : "d.jsonl")
+        defer { reader.close() }
+        var seen: [String] = []
+        while let row = reader.next() {
+            switch row {
+            case .success(let row): seen.append("\(row.index)@\(row.line)")
+            case .failure(let failure): seen.append("\(failure.index) fails: \(failure.message)")
+            }
+        }
+        return seen
+    }
+
+    @Test func aCSVRecordPastTheLimitEndsTheFile() throws {
+        let long = String(repeating: "x", count: Limits.dataRecord)
+        #expect(try rows(kind: .csv, "id\n1\n\"\(long)\n2\n3\n") == [
+            "0@2", "1 fails: d.csv:3: has a record longer than 16 MiB (an unclosed quote?); the rest of the file is not read",
+        ])
+        // One byte under the limit is a record like any other.
+        #expect(try rows(kind: .csv, "id\n" + String(long.dropFirst(2)) + "\n2\n") == ["0@2", "1@3"])
+    }
+
+    @Test func aJSONLinePastTheLimitEndsTheFile() throws {
+        let long = String(repeating: "x", count: Limits.dataRecord)
+        #expect(try rows(kind: .jsonl, "{\"id\": 1}\n\(long)x\n{\"id\": 2}\n") == [
+            "0@1", "1 fails: d.jsonl:2: has a line longer than 16 MiB; the rest of the file is not read",
+        ])
+    }
+}
+
 @Suite struct DataFileEdgeTests {
     /// A JSON Lines file may start with a byte-order mark, as a CSV file may.
     @Test func aJSONLinesFileMayStartWithAByteOrderMark() throws {
