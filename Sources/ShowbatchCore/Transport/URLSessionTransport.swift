@@ -92,6 +92,13 @@ public final class URLSessionTransport: Transport, @unchecked Sendable {
         // The URL is always http or https: this is URLSession turning away an HTTP/0.9 answer.
         case .unsupportedURL, .cannotParseResponse: return .notHTTP("the answer is not HTTP (URLError code \(urlError.code.rawValue))")
         case .badURL: return .network("the URL cannot be used")
+        case .userAuthenticationRequired, .userCancelledAuthentication: return .network("the server asked for authentication the request cannot give")
+        case .appTransportSecurityRequiresSecureConnection: return .network("a secure connection is required")
+        case .cannotLoadFromNetwork, .callIsActive, .dataNotAllowed, .internationalRoamingOff: return .network("no network")
+        case .redirectToNonExistentLocation, .httpTooManyRedirects: return .network("the answer redirects; showbatch does not follow redirects")
+        case .zeroByteResource: return .network("connection closed without an answer")
+        case .resourceUnavailable: return .network("the answer could not be read")
+        case .cannotDecodeRawData, .cannotDecodeContentData: return .network("the answer's body cannot be decoded (Content-Encoding)")
         default: return .network("the request failed (URLError code \(urlError.code.rawValue))")
         }
     }

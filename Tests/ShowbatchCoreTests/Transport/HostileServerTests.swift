@@ -24,6 +24,14 @@ private func row(against baseURL: String, transport: TransportKind) async throws
             == "a,failed,,1,1400 unexpected_response_type: the answer is not HTTP (curl: Received HTTP/0.9 when not allowed)")
     }
 
+    /// A status line of an HTTP version that does not exist is 1400 too, not a network failure.
+    @Test func anUnknownHTTPVersionIs1400() async throws {
+        let server = try RawServer(answer: Array("HTTP/3.7 200 OK\r\nContent-Length: 2\r\n\r\n{}".utf8))
+        defer { server.stop() }
+        let line = try await row(against: server.baseURL, transport: .curl)
+        #expect(line == "a,failed,,1,1400 unexpected_response_type: the answer is not HTTP (curl: Unsupported HTTP version (3.7) in response)")
+    }
+
     /// URLSession turns such an answer away in its own way; it is 1400 all the same.
     @Test func aNonHTTPAnswerIs1400WithURLSessionToo() async throws {
         let server = try RawServer(answer: Array("SSH-2.0-OpenSSH_9.0\r\n".utf8))

@@ -229,7 +229,7 @@ final class CurlHandles {
         case CURLE_OPERATION_TIMEDOUT: return .timeout
         case CURLE_FILESIZE_EXCEEDED: return .bodyTooLarge(limit)
         case CURLE_WRITE_ERROR where tooLarge: return .bodyTooLarge(limit)
-        case CURLE_UNSUPPORTED_PROTOCOL where detail.contains("HTTP/0.9"):
+        case CURLE_UNSUPPORTED_PROTOCOL where detail.contains("HTTP/0.9") || detail.contains("HTTP version"):
             return .notHTTP("the answer is not HTTP (curl: \(curlWords))")
         case CURLE_WEIRD_SERVER_REPLY: return .notHTTP("the answer is not valid HTTP (curl: \(curlWords))")
         case CURLE_COULDNT_CONNECT: return network("connection refused")
