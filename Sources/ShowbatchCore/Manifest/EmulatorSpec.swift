@@ -47,8 +47,9 @@ public struct EmulatorFaults: Sendable, Equatable {
 /// The emulator as an OAuth 2.0 server: it hands out tokens at `POST /oauth/token` and answers
 /// 401 to any other request without a valid one.
 public struct EmulatorAuth: Sendable, Equatable {
-    /// The client id and secret it accepts; nil accepts any client.
+    /// The client id it accepts; nil accepts any client.
     public var clientID: String?
+    /// The client secret it accepts; nil accepts any.
     public var clientSecret: String?
     /// Requests a token is good for before it is refused (401); nil: no limit.
     public var tokenUses: Int?

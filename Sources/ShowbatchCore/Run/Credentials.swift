@@ -16,10 +16,15 @@ public struct AuthSpec: Sendable, Equatable {
 
     /// What a client-credentials grant needs.
     public struct ClientCredentials: Sendable, Equatable {
+        /// The token endpoint.
         public var tokenURL: String
+        /// The client's id.
         public var clientID: String
+        /// The client's secret: never printed.
         public var clientSecret: String
+        /// The `scope` asked for, if any.
         public var scope: String?
+        /// The `audience` asked for, if any.
         public var audience: String?
         /// Send the client's id and secret as HTTP Basic (the default, which every server must
         /// support) or in the form body.
@@ -35,6 +40,7 @@ public struct AuthSpec: Sendable, Equatable {
 
     /// The header the token goes in, as `Bearer <token>`.
     public var header = "Authorization"
+    /// Where tokens come from.
     public var source: Source
 
     /// A spec with its token from `source`.
