@@ -16,8 +16,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
     def setup(self):
+        sys.stderr.write("connection\n")  # one write: print() writes the line break apart
+        # The handshake runs here, on the connection's own thread: in accept() one slow or failing
+        # client would hold up every other.
+        self.request.do_handshake()
         super().setup()
-        print("connection", file=sys.stderr, flush=True)
+
+    def handle(self):
+        try:
+            super().handle()
+        except (OSError, ssl.SSLError):
+            pass
 
     def answer(self):
         length = int(self.headers.get("Content-Length") or 0)
@@ -27,7 +36,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         except ValueError:
             body = None
         out = json.dumps({"json": body, "path": self.path, "method": self.command}).encode()
-        print("request", file=sys.stderr, flush=True)
+        sys.stderr.write("request\n")
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(out)))
@@ -40,6 +49,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
 
+class Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        pass  # a refused handshake is what some tests are about
+
+
 def main():
     cert, key = sys.argv[1], sys.argv[2]
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -47,8 +63,8 @@ def main():
     if "--client-ca" in sys.argv:
         context.verify_mode = ssl.CERT_REQUIRED
         context.load_verify_locations(sys.argv[sys.argv.index("--client-ca") + 1])
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.socket = context.wrap_socket(server.socket, server_side=True)
+    server = Server(("127.0.0.1", 0), Handler)
+    server.socket = context.wrap_socket(server.socket, server_side=True, do_handshake_on_connect=False)
     print(server.server_address[1], flush=True)
     server.serve_forever()
 

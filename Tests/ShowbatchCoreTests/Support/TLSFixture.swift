@@ -11,8 +11,8 @@ struct TLSFixture {
     init() throws {
         dir = FileManager.default.temporaryDirectory.path + "/showbatch-tls-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        try openssl(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=showbatch test CA"])
-        try openssl(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "other-ca.key", "-out", "other-ca.pem", "-days", "2", "-subj", "/CN=another CA"])
+        try openssl(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=showbatch test CA"])
+        try openssl(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", "other-ca.key", "-out", "other-ca.pem", "-days", "2", "-subj", "/CN=another CA"])
         try certificate("server", san: "IP:127.0.0.1", ca: "ca")
         try certificate("wrong-name", san: "DNS:reveal.example.com", ca: "ca")
         try certificate("untrusted", san: "IP:127.0.0.1", ca: "other-ca")
@@ -24,7 +24,7 @@ struct TLSFixture {
     func remove() { try? FileManager.default.removeItem(atPath: dir) }
 
     private func certificate(_ name: String, san: String, ca: String, client: Bool = false) throws {
-        try openssl(["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "\(name).key", "-out", "\(name).csr", "-subj", "/CN=\(name)"])
+        try openssl(["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", "\(name).key", "-out", "\(name).csr", "-subj", "/CN=\(name)"])
         try String("subjectAltName=\(san)\nextendedKeyUsage=\(client ? "clientAuth" : "serverAuth")\n").write(toFile: path("\(name).ext"), atomically: true, encoding: .utf8)
         try openssl(["x509", "-req", "-in", "\(name).csr", "-CA", "\(ca).pem", "-CAkey", "\(ca).key", "-CAcreateserial",
                      "-out", "\(name).pem", "-days", "2", "-extfile", "\(name).ext"])
@@ -55,8 +55,24 @@ final class TLSServer: @unchecked Sendable {
     private let counts = Mutex((connections: 0, requests: 0))
 
     var baseURL: String { "https://127.0.0.1:\(port)" }
+    /// Connections counted so far; see `settled()`.
     var connections: Int { counts.withLock { $0.connections } }
+    /// Requests counted so far; see `settled()`.
     var requests: Int { counts.withLock { $0.requests } }
+
+    /// The counts once the server's stderr has been quiet for 300 ms (its lines arrive after the
+    /// answers do).
+    func settled() -> (connections: Int, requests: Int) {
+        var last = counts.withLock { $0 }
+        var quiet = 0
+        while quiet < 6 {
+            usleep(50_000)
+            let now = counts.withLock { $0 }
+            quiet = now == last ? quiet + 1 : 0
+            last = now
+        }
+        return last
+    }
 
     init(certificate: String, key: String, clientCA: String?) throws {
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
@@ -88,8 +104,10 @@ final class TLSServer: @unchecked Sendable {
         }.start()
     }
 
+    /// Stops the server. Polled, not `waitUntilExit`, which spins a run loop on a task's thread.
     func stop() {
         process.terminate()
-        process.waitUntilExit()
+        for _ in 0..<400 where process.isRunning { usleep(5_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
     }
 }

@@ -232,6 +232,12 @@ final class CurlHandles {
         case CURLE_UNSUPPORTED_PROTOCOL where detail.contains("HTTP/0.9") || detail.contains("HTTP version"):
             return .notHTTP("the answer is not HTTP (curl: \(curlWords))")
         case CURLE_WEIRD_SERVER_REPLY: return .notHTTP("the answer is not valid HTTP (curl: \(curlWords))")
+        // A TLS alert about certificates is the server turning our side of the handshake away:
+        // a client certificate it requires and did not get, or one it does not trust. No retry
+        // changes that.
+        case CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_SSL_CONNECT_ERROR
+            where detail.contains("alert") && (detail.contains("certificate") || detail.contains("unknown ca")):
+            return .certificate("the server refused the TLS handshake: it wants a client certificate, or does not trust the one given (curl: \(curlWords))")
         case CURLE_COULDNT_CONNECT: return network("connection refused")
         case CURLE_COULDNT_RESOLVE_HOST: return network("host not found")
         case CURLE_COULDNT_RESOLVE_PROXY: return network("proxy host not found")
