@@ -24,7 +24,7 @@ let package = Package(
         .target(name: "ShowbatchYAML", dependencies: ["CYAML"]),
         .target(name: "ShowbatchCore", dependencies: ["ShowbatchYAML", "CCurl"]),
         .target(name: "ShowbatchEmulator", dependencies: ["ShowbatchCore"]),
-        .executableTarget(name: "showbatch", dependencies: ["ShowbatchCore", "ShowbatchEmulator"]),
+        .executableTarget(name: "showbatch", dependencies: ["ShowbatchCore", "ShowbatchYAML", "ShowbatchEmulator"]),
         .testTarget(name: "ShowbatchYAMLTests", dependencies: ["ShowbatchYAML"]),
         .testTarget(name: "ShowbatchCoreTests", dependencies: ["ShowbatchCore", "ShowbatchEmulator"]),
         .testTarget(name: "ShowbatchEmulatorTests", dependencies: ["ShowbatchEmulator"]),

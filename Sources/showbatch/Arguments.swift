@@ -20,6 +20,12 @@ struct RunArguments: Equatable {
     /// `--shard` as written; `auto/N` needs the environment, read when the run starts.
     var shard: String?
     var emulate = false
+    /// `--metrics PATH`: a Prometheus text file written when the run ends.
+    var metrics: String?
+    /// `--report PATH`: the summary as one JSON document, written when the run ends.
+    var report: String?
+    /// `--progress-every D`: how often JSON logs carry a progress event.
+    var progressEvery: Duration = .seconds(10)
 }
 
 /// Arguments of `plan`.
@@ -86,6 +92,11 @@ enum ArgumentParser {
         Flag("--log-format", "text|json", "how log lines and the summary are written") { (arguments, text) throws(UsageError) in
             arguments.options.logFormat = try FlagValue.choice(text, "--log-format", command: "run")
         },
+        Flag("--progress-every", "D", "a progress event this often in JSON logs (default 10s)") { (arguments, text) throws(UsageError) in
+            arguments.progressEvery = try FlagValue.duration(text, "--progress-every", command: "run")
+        },
+        Flag("--metrics", "PATH", "write a Prometheus text file (node_exporter textfile) when the run ends") { $0.metrics = $1 },
+        Flag("--report", "PATH", "write the run's summary as one JSON document when the run ends") { $0.report = $1 },
         Flag("--quiet", "print only errors") { $0.options.quiet = true },
         Flag("--verbose", "print a line per attempt: method, URL, status, duration") { $0.options.verbose = true },
         Flag("--transport", "curl|urlsession", "HTTP client (default: manifest, else curl)") { (arguments, text) throws(UsageError) in

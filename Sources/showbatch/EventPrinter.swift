@@ -1,27 +1,59 @@
 import Foundation
 import ShowbatchCore
+import ShowbatchYAML
 import Synchronization
 
 /// Prints run events on stderr as text or JSON lines, with a live progress line on a terminal.
+///
+/// Every JSON line starts with `ts` (RFC 3339, UTC), `level`, `event` and `run_id`, so that a log
+/// pipeline can sort, filter and join lines without knowing each event.
 final class EventPrinter: Sendable {
     let format: LogFormat
     let progress: Bool
     let quiet: Bool
+    let verbose: Bool
+    let runID: String
+    /// How often a progress event is written in JSON mode.
+    let progressEvery: Duration
     private let progressShown = Mutex(false)
+    private let lastProgressLine = Mutex<ContinuousClock.Instant?>(nil)
 
-    init(format: LogFormat, progress: Bool, quiet: Bool) {
+    init(format: LogFormat, progress: Bool, quiet: Bool, verbose: Bool = false, runID: String = "",
+         progressEvery: Duration = .seconds(10)) {
         self.format = format
         self.progress = progress
         self.quiet = quiet
+        self.verbose = verbose
+        self.runID = runID
+        self.progressEvery = progressEvery
     }
 
     func handle(_ event: RunEvent) {
         switch event {
+        case .started(let start):
+            guard format == .json, !quiet else { return }
+            lastProgressLine.withLock { $0 = .now }
+            line("info", "run_started", [
+                JSONMember("manifest", .string(start.manifest)),
+                JSONMember("outputs", .array(start.outputs.map(JSONValue.string))),
+                JSONMember("rows", start.rows.map { .number(String($0)) } ?? .null),
+                JSONMember("shard", start.shard.map(JSONValue.string) ?? .null),
+                JSONMember("mode", .string(start.mode)),
+                JSONMember("base_url", .string(start.baseURL)),
+            ])
+        case .note(let message):
+            guard !quiet else { return }
+            if format == .json {
+                line("info", "note", [JSONMember("message", .string(message))])
+            } else if verbose {
+                endProgress()
+                Console.err("showbatch: \(TerminalText.escaped(message))\n")
+            }
         case .warning(let message):
             if quiet { return }
             endProgress()
             if format == .json {
-                line([JSONMember("event", .string("warning")), JSONMember("message", .string(message))])
+                line("warning", "warning", [JSONMember("message", .string(message))])
             } else {
                 Console.err("showbatch: warning: \(TerminalText.escaped(message))\n")
             }
@@ -29,18 +61,24 @@ final class EventPrinter: Sendable {
             endProgress()
             let duration = Units.text(record.duration)
             if format == .json {
-                line([JSONMember("event", .string("attempt")), JSONMember("request", .string(record.request)),
-                      JSONMember("method", .string(record.method)), JSONMember("url", .string(record.url)),
-                      JSONMember("attempt", .number(String(record.attempt))),
-                      JSONMember("status", record.status.map { .number(String($0)) } ?? .null),
-                      JSONMember("failure", record.failure.map(JSONValue.string) ?? .null),
-                      JSONMember("duration_ms", .number(String(Int(record.duration.seconds * 1000))))])
+                line("debug", "attempt", [
+                    JSONMember("request", .string(record.request)),
+                    JSONMember("method", .string(record.method)), JSONMember("url", .string(record.url)),
+                    JSONMember("attempt", .number(String(record.attempt))),
+                    JSONMember("status", record.status.map { .number(String($0)) } ?? .null),
+                    JSONMember("failure", record.failure.map(JSONValue.string) ?? .null),
+                    JSONMember("duration_ms", .number(String(Int(record.duration.seconds * 1000)))),
+                ])
             } else {
                 let outcome = record.status.map(String.init) ?? (record.failure ?? "-")
                 let line = "\(record.method) \(record.url) \(outcome) \(duration) \(record.request) (attempt \(record.attempt))"
                 Console.err(TerminalText.escaped(line) + "\n")
             }
         case .progress(let value):
+            if format == .json {
+                progressLine(value)
+                return
+            }
             guard progress else { return }
             var text = "\r\u{1B}[2K"
             let rate = value.elapsed.seconds > 0 ? Double(value.done) / value.elapsed.seconds : 0
@@ -60,6 +98,28 @@ final class EventPrinter: Sendable {
         }
     }
 
+    /// A JSON progress event, at most once every `progressEvery`.
+    private func progressLine(_ value: RunProgress) {
+        guard !quiet else { return }
+        let now = ContinuousClock.now
+        let due = lastProgressLine.withLock { last in
+            if let previous = last, now - previous < progressEvery { return false }
+            last = now
+            return true
+        }
+        guard due else { return }
+        let rate = value.elapsed.seconds > 0 ? Double(value.done) / value.elapsed.seconds : 0
+        line("info", "progress", [
+            JSONMember("done", .number(String(value.done))),
+            JSONMember("total", value.total.map { .number(String($0)) } ?? .null),
+            JSONMember("ok", .number(String(value.ok))),
+            JSONMember("failed", .number(String(value.failed))),
+            JSONMember("retries", .number(String(value.retries))),
+            JSONMember("requests_per_s", .number(String(format: "%.1f", rate))),
+            JSONMember("elapsed_s", .number(String(format: "%.3f", value.elapsed.seconds))),
+        ])
+    }
+
     func endProgress() {
         let shown = progressShown.withLock { shown in
             defer { shown = false }
@@ -68,26 +128,51 @@ final class EventPrinter: Sendable {
         if shown { Console.err("\r\u{1B}[2K") }
     }
 
+    /// An error that ends the run (exit 3), in the log's format.
     func error(_ message: String) {
         if format == .json {
-            line([JSONMember("event", .string("error")), JSONMember("message", .string(message))])
+            line("error", "error", [JSONMember("message", .string(message))])
         } else {
             Console.err("showbatch: error: \(TerminalText.escaped(message))\n")
+        }
+    }
+
+    /// A usage error or an invalid manifest (exit 2): as text, the rendered lines as they are;
+    /// as JSON, one line per problem with its place.
+    func invalid(_ text: String, diagnostics: [Diagnostic] = []) {
+        guard format == .json else {
+            Console.err(TerminalText.escapedLines(text) + "\n")
+            return
+        }
+        if diagnostics.isEmpty {
+            line("error", "invalid", [JSONMember("message", .string(text))])
+        }
+        for diagnostic in diagnostics {
+            line("error", "invalid", [
+                JSONMember("file", .string(diagnostic.file)),
+                JSONMember("line", diagnostic.mark.map { .number(String($0.line)) } ?? .null),
+                JSONMember("column", diagnostic.mark.map { .number(String($0.column)) } ?? .null),
+                JSONMember("message", .string(diagnostic.message)),
+            ])
         }
     }
 
     func summary(_ summary: RunSummary) {
         if quiet { return }
         if format == .json {
-            line([JSONMember("event", .string("summary")), JSONMember("rows", .number(String(summary.rows))),
-                  JSONMember("ok", .number(String(summary.ok))), JSONMember("partial", .number(String(summary.partial))),
-                  JSONMember("failed", .number(String(summary.failed))), JSONMember("retries", .number(String(summary.retries))),
-                  JSONMember("replayed", .number(String(summary.replayed))), JSONMember("skipped", .number(String(summary.skipped))),
-                  JSONMember("elapsed_s", .number(String(format: "%.3f", summary.elapsed.seconds))),
-                  JSONMember("requests_per_s", .number(String(format: "%.1f", summary.rate))),
-                  JSONMember("interrupted", .bool(summary.interrupted)),
-                  JSONMember("stopped", summary.stopReason.map(JSONValue.string) ?? .null),
-                  JSONMember("outputs", .array(summary.outputs.map(JSONValue.string)))])
+            let level = summary.exitCode == .ok ? "info" : summary.exitCode == .rowsFailed ? "warning" : "error"
+            line(level, "summary", [
+                JSONMember("rows", .number(String(summary.rows))),
+                JSONMember("ok", .number(String(summary.ok))), JSONMember("partial", .number(String(summary.partial))),
+                JSONMember("failed", .number(String(summary.failed))), JSONMember("retries", .number(String(summary.retries))),
+                JSONMember("replayed", .number(String(summary.replayed))), JSONMember("skipped", .number(String(summary.skipped))),
+                JSONMember("elapsed_s", .number(String(format: "%.3f", summary.elapsed.seconds))),
+                JSONMember("requests_per_s", .number(String(format: "%.1f", summary.rate))),
+                JSONMember("interrupted", .bool(summary.interrupted)),
+                JSONMember("stopped", summary.stopReason.map(JSONValue.string) ?? .null),
+                JSONMember("exit_code", .number(String(summary.exitCode.rawValue))),
+                JSONMember("outputs", .array(summary.outputs.map(JSONValue.string))),
+            ] + RunReport.tallyMembers(summary.tally))
             return
         }
         var text = "showbatch: \(summary.rows) rows: \(summary.ok) ok, \(summary.partial) partial, \(summary.failed) failed; "
@@ -106,7 +191,11 @@ final class EventPrinter: Sendable {
         Console.err(TerminalText.escaped(text) + "\n")
     }
 
-    private func line(_ members: [JSONMember]) {
-        Console.err(JSONValue.object(members).compactText + "\n")
+    private func line(_ level: String, _ event: String, _ members: [JSONMember]) {
+        let head = [
+            JSONMember("ts", .string(Timestamp.rfc3339())), JSONMember("level", .string(level)),
+            JSONMember("event", .string(event)), JSONMember("run_id", .string(runID)),
+        ]
+        Console.err(JSONValue.object(head + members).compactText + "\n")
     }
 }

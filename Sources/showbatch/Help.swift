@@ -29,7 +29,7 @@ enum Help {
       showbatch --help | --version | help COMMAND
 
     Exit codes: 0 all rows ok, 1 some rows partial or failed, 2 usage or invalid manifest,
-    3 runtime failure, 130 interrupted.
+    3 runtime failure, 4 stopped by the circuit breaker (resume once fixed), 130 interrupted.
 
     """
 

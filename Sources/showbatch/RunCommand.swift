@@ -3,7 +3,8 @@ import ShowbatchCore
 import ShowbatchEmulator
 import Synchronization
 
-/// `showbatch run`: load, optionally start the emulator, run, print the summary, map the exit code.
+/// `showbatch run`: load, optionally start the emulator, run, print the summary, map the exit code,
+/// and write `--metrics` and `--report` however the run ended.
 enum RunCommand {
     /// Where the command is, for a signal: before the run exists nothing has been sent or opened,
     /// so the process can end at once; once it runs, the run is cancelled and winds down.
@@ -13,7 +14,27 @@ enum RunCommand {
     }
 
     static func execute(_ arguments: RunArguments) async -> ExitCode {
+        let started = Date()
+        let runID = arguments.options.runID ?? RunOptions.newRunID()
         let phase = Mutex(Phase.starting)
+        let printer = EventPrinter(format: arguments.options.logFormat, progress: false, quiet: arguments.options.quiet,
+                                   verbose: arguments.options.verbose, runID: runID, progressEvery: arguments.progressEvery)
+        /// Writes the metrics and the report for a run that ended with `code`; a file that cannot
+        /// be written is an error of its own (exit 3) when the run itself went well.
+        @Sendable func finish(_ code: ExitCode, summary: RunSummary? = nil, error: String? = nil, shard: Shard? = nil) -> ExitCode {
+            guard arguments.metrics != nil || arguments.report != nil else { return code }
+            let report = RunReport(runID: runID, manifest: arguments.manifest, shard: shard.map { "\($0.index)/\($0.count)" },
+                                   started: started, ended: Date(), exitCode: code, summary: summary, error: error)
+            var result = code
+            do {
+                if let path = arguments.metrics { try report.writeMetrics(to: path) }
+                if let path = arguments.report { try report.writeReport(to: path) }
+            } catch {
+                printer.error(error.description)
+                if code == .ok || code == .rowsFailed { result = .runtime }
+            }
+            return result
+        }
         // Caught from the first moment: reading a big manifest or data file takes a while.
         Signals.listen {
             let task = phase.withLock { phase -> Task<RunSummary, any Error>? in
@@ -21,7 +42,7 @@ enum RunCommand {
             }
             guard let task else {
                 Console.err("showbatch: interrupted before anything was sent\n")
-                exit(ExitCode.interrupted.rawValue)
+                exit(finish(.interrupted, error: "interrupted before anything was sent").rawValue)
             }
             task.cancel()
         }
@@ -30,11 +51,14 @@ enum RunCommand {
         do {
             manifest = try ManifestLoader.load(path: arguments.manifest, environment: environment)
         } catch {
-            Console.err(TerminalText.escapedLines(error.description) + "\n")
-            return error.exitCode
+            printer.invalid(error.description, diagnostics: error.diagnostics)
+            let count = error.diagnostics.count
+            return finish(error.exitCode, error: "the manifest has \(count) problem\(count == 1 ? "" : "s")")
         }
         var options = arguments.options
+        options.runID = runID
         let stderrIsTerminal = isatty(STDERR_FILENO) == 1
+        options.interactive = stderrIsTerminal
         if options.progress == .auto {
             options.progress = stderrIsTerminal && options.logFormat == .text && !options.quiet ? .always : .never
         }
@@ -43,8 +67,8 @@ enum RunCommand {
             case .success(let shard): options.shard = shard
             case .failure(let error):
                 let usage = UsageError(message: error.message, command: "run")
-                Console.err(usage.description + "\n")
-                return usage.exitCode
+                printer.invalid(usage.description)
+                return finish(usage.exitCode, error: error.message)
             }
         }
         var emulator: Emulator?
@@ -59,14 +83,16 @@ enum RunCommand {
                 options.baseURLOverride = started.baseURL
                 options.tokenURLOverride = started.baseURL + "/oauth/token"
             } catch {
-                Console.err("showbatch: error: cannot start the emulator: \(TerminalText.escaped("\(error)"))\n")
-                return .runtime
+                let message = "cannot start the emulator: \(error)"
+                printer.error(message)
+                return finish(.runtime, error: message, shard: options.shard)
             }
         }
         defer { emulator?.stop() }
 
-        let printer = EventPrinter(format: options.logFormat, progress: options.progress == .always, quiet: options.quiet)
-        let runner = Runner(manifest: manifest, options: options, environment: environment) { printer.handle($0) }
+        let live = EventPrinter(format: options.logFormat, progress: options.progress == .always, quiet: options.quiet,
+                                verbose: options.verbose, runID: runID, progressEvery: arguments.progressEvery)
+        let runner = Runner(manifest: manifest, options: options, environment: environment) { live.handle($0) }
         let task = Task { () throws(RunError) -> RunSummary in try await runner.run() }
         phase.withLock { $0 = .running(task) }
         if Signals.fired { task.cancel() }
@@ -74,26 +100,25 @@ enum RunCommand {
         do {
             summary = try await task.value
         } catch {
-            printer.endProgress()
+            live.endProgress()
             guard let error = error as? RunError else {
-                printer.error("\(error)")
-                return .runtime
+                live.error("\(error)")
+                return finish(.runtime, error: "\(error)", shard: options.shard)
             }
             switch error {
             case .usage(let message):
-                Console.err(UsageError(message: message, command: "run").description + "\n")
-                return .usage
+                live.invalid(UsageError(message: message, command: "run").description)
+                return finish(.usage, error: message, shard: options.shard)
             case .manifest(let diagnostic):
-                Console.err(diagnostic.description + "\n")
-                return .usage
+                live.invalid(diagnostic.description, diagnostics: [diagnostic])
+                return finish(.usage, error: diagnostic.message, shard: options.shard)
             case .runtime(let message):
-                printer.error(message)
-                return .runtime
+                live.error(message)
+                return finish(.runtime, error: message, shard: options.shard)
             }
         }
-        printer.endProgress()
-        printer.summary(summary)
-        if summary.interrupted { return .interrupted }
-        return summary.ok == summary.rows && summary.skipped == 0 ? ExitCode.ok : ExitCode.rowsFailed
+        live.endProgress()
+        live.summary(summary)
+        return finish(summary.exitCode, summary: summary, shard: options.shard)
     }
 }

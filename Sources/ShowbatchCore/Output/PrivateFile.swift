@@ -67,6 +67,40 @@ enum PrivateFile {
         }
     }
 
+    /// Replaces the file at `path` with `bytes` at once (a reader sees the old file or the new
+    /// one, never a part): written to a hidden file beside it, synced, renamed over it. Never
+    /// through a link; a folder or device at `path` is refused.
+    static func replaceAtomically(_ path: String, with bytes: [UInt8], mode: mode_t) throws(RunError) {
+        if let refusal = refusal(path) { throw RunError.runtime(refusal + ": cannot write it") }
+        try makeParent(of: path, for: path)
+        let slash = path.lastIndex(of: "/")
+        let folder = slash.map { String(path[..<$0]) } ?? "."
+        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        let temporary = (folder.isEmpty ? "" : folder + "/") + "." + name + ".tmp-\(getpid())"
+        if case .regular = inspect(temporary) { unlink(temporary) }
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
+        guard fd >= 0 else { throw RunError.runtime("cannot write \(path): \(describeErrno(errno))") }
+        fchmod(fd, mode)
+        var code = bytes.withUnsafeBytes { writeAll(fd, $0) }
+        if code == nil && fsync(fd) != 0 { code = errno }
+        close(fd)
+        if code == nil && rename(temporary, path) != 0 { code = errno }
+        if let code {
+            unlink(temporary)
+            throw RunError.runtime("cannot write \(path): \(describeErrno(code))")
+        }
+    }
+
+    /// The text of the regular file at `path` (never through a link), or nil.
+    static func readText(_ path: String, limit: Int = 1 << 20) -> String? {
+        guard let fd = openForReading(path) else { return nil }
+        defer { close(fd) }
+        var bytes = [UInt8](repeating: 0, count: limit)
+        let count = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress, limit) }
+        guard count >= 0 else { return nil }
+        return String(decoding: bytes[0..<count], as: UTF8.self)
+    }
+
     /// Why `path` cannot be one of a run's files, in words; nil when it can (absent or regular).
     static func refusal(_ path: String) -> String? {
         switch inspect(path) {

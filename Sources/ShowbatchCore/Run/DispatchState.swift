@@ -33,8 +33,8 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
         var handOver: [RowWriter.Entry]?
         /// Parked workers to resume.
         var wake: [Waiter] = []
-        /// Rows written and failed so far, for a progress line.
-        var progress: (done: Int, failed: Int)?
+        /// Rows written, ok and failed so far, and retries, for a progress line.
+        var progress: (done: Int, ok: Int, failed: Int, retries: Int)?
     }
 
     /// What the run needs once the workers are done.
@@ -251,7 +251,7 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
         handOverIfDue(now: now, into: &actions)
         if now - lastProgress > Self.progressInterval {
             lastProgress = now
-            actions.progress = (summary.rows, summary.failed)
+            actions.progress = (summary.rows, summary.ok, summary.failed, summary.retries)
         }
     }
 

@@ -1,27 +1,76 @@
-// The custom hostname check of SPEC 2.2, as the Show SDKs make it.
+import Foundation
+
+// The custom hostname check of SPEC 2.2, as the Show SDKs make it, and as a job nobody watches
+// needs it: retried, logged, and not silently moved to another host.
 extension Runner {
+    /// Where requests go, or why the run must not start.
+    enum BaseURL: Equatable {
+        case url(String)
+        /// The check could not be made and the run is unattended without `hostname_fallback`.
+        case stop(String)
+    }
+
     /// The base URL: the override, the satellite, an activated custom hostname, or the vault URL.
-    func resolveBaseURL() async throws(RunError) -> String {
-        if let override = options.baseURLOverride { return override }
-        guard let hostname = manifest.hostname, manifest.satellitePort == nil else { return manifest.vaultURL }
-        guard manifest.hostnameCheck else { return "https://\(hostname)" }
+    func resolveBaseURL() async throws(RunError) -> BaseURL {
+        if let override = options.baseURLOverride { return .url(override) }
+        guard let hostname = manifest.hostname, manifest.satellitePort == nil else { return .url(manifest.vaultURL) }
+        guard manifest.hostnameCheck else { return .url("https://\(hostname)") }
         let checkURL = Endpoint.hostnameCheckURL(checkBase: environment["SHOWBATCH_HOSTNAME_CHECK_URL"], host: hostname, vault: manifest.vault)
         let request = PreparedRequest(name: "hostname-check", method: .get, url: checkURL, headers: [], body: nil)
-        let result = await transport.send(request, timeout: min(options.timeout ?? manifest.timeout, .seconds(30)))
-        let reason: String
-        switch result {
-        case .response(let status, _, let body) where (200..<300).contains(status):
-            if String(decoding: body, as: UTF8.self).contains(hostname) { return "https://\(hostname)" }
-            reason = "the answer does not name it"
-        case .response(let status, _, _):
-            reason = "the check answered HTTP \(status)"
-        case .failure(let failure):
-            reason = "the check failed (\(Runner.describe(failure)))"
+        let timeout = min(options.timeout ?? manifest.timeout, .seconds(30))
+        let attempts = max(manifest.retry.attempts, 1)
+        var reason = ""
+        var definitive = false
+        for attempt in 1...attempts {
+            let started = ContinuousClock.now
+            let result = await transport.send(request, timeout: timeout)
+            if Task.isCancelled { return .url(manifest.vaultURL) }  // the run is interrupted; nothing is said
+            if options.verbose {
+                var record = AttemptRecord(request: "hostname-check", method: "GET", url: checkURL, attempt: attempt,
+                                           status: nil, failure: nil, duration: ContinuousClock.now - started)
+                switch result {
+                case .response(let status, _, _): record.status = status
+                case .failure(let failure): record.failure = Runner.describe(failure)
+                }
+                events(.attempt(record))
+            }
+            switch result {
+            case .response(let status, _, let body) where (200..<300).contains(status):
+                if String(decoding: body, as: UTF8.self).contains(hostname) {
+                    events(.note("hostname \(hostname) is activated for vault \(manifest.vault): requests go to https://\(hostname)"))
+                    return .url("https://\(hostname)")
+                }
+                reason = "the answer does not name it"
+                definitive = true
+            case .response(let status, _, _) where status < 500 && status != 429:
+                reason = "the check answered HTTP \(status)"
+                definitive = true
+            case .response(let status, _, _):
+                reason = "the check answered HTTP \(status)"
+            case .failure(let failure):
+                reason = "the check failed: \(Runner.describe(failure))"
+            }
+            if definitive || attempt == attempts { break }
+            let delay = min(manifest.retry.maxBackoff.seconds, manifest.retry.backoff.seconds * pow(2, Double(attempt - 1)))
+            events(.note("hostname check of \(hostname) could not be made (\(reason)); trying again in \(Units.text(Units.seconds(delay)))"))
+            try? await Task.sleep(for: Units.seconds(delay))
+            if Task.isCancelled { return .url(manifest.vaultURL) }
         }
-        let message = "hostname \(hostname) is not activated for vault \(manifest.vault) (\(reason))"
+        if definitive {
+            // The SDKs' rule: a hostname that is not activated falls back to the vault URL.
+            let message = "hostname \(hostname) is not activated for vault \(manifest.vault) (\(reason))"
+            if options.strictHostname { throw RunError.runtime(message + "; --strict-hostname stops here") }
+            events(.warning(message + "; using \(manifest.vaultURL)"))
+            return .url(manifest.vaultURL)
+        }
+        let message = "the check of hostname \(hostname) could not be made after \(attempts) attempt\(attempts == 1 ? "" : "s") (\(reason))"
         if options.strictHostname { throw RunError.runtime(message + "; --strict-hostname stops here") }
-        events(.warning(message + "; using \(manifest.vaultURL)"))
-        return manifest.vaultURL
+        if options.interactive || manifest.hostnameFallback {
+            events(.warning(message + "; using \(manifest.vaultURL)"))
+            return .url(manifest.vaultURL)
+        }
+        // Unattended, traffic is not moved to a host an egress allow-list may not permit.
+        return .stop(message + "; not falling back to \(manifest.vaultURL) unattended (set hostname_fallback: true to allow it)")
     }
 
     static func describe(_ failure: TransportFailure) -> String {

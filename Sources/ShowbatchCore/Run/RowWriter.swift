@@ -32,6 +32,15 @@ final class RowWriter: @unchecked Sendable {
     private let partialCount = Atomic<Int>(0)
     private let failedCount = Atomic<Int>(0)
 
+    // Every row this run writes, by code and status; read once `finish` has returned.
+    private var rowTally = RowTally()
+
+    /// The rows written, by error code and HTTP status; complete once `finish` has returned.
+    var tally: RowTally { rowTally }
+
+    /// Answers revealed as ok so far, for progress lines.
+    var revealedOK: Int { okCount.load(ordering: .relaxed) }
+
     /// Answers revealed as failed so far, for progress lines.
     var revealedFailed: Int { failedCount.load(ordering: .relaxed) }
 
@@ -66,6 +75,7 @@ final class RowWriter: @unchecked Sendable {
     /// Writes a row, notes it in the journal when it failed, and takes a checkpoint when one is due.
     private func write(_ row: ResultRow, to target: Int) throws(RunError) {
         guard let file = files[target] else { return }
+        rowTally.add(row)
         let span = try file.write(row)
         guard let journal = journals[target] else { return }
         if row.status == .failed { journal.recordFailed(Journal.FailedRow(ordinal: row.ordinal, start: span.start, end: span.end)) }

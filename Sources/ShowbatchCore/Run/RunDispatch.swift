@@ -72,7 +72,8 @@ final class RunDispatch: Sendable {
         }
         if let progress = actions.progress {
             events(.progress(RunProgress(done: progress.done, total: total, failed: progress.failed + writer.revealedFailed,
-                                         elapsed: ContinuousClock.now - start)))
+                                         elapsed: ContinuousClock.now - start, ok: progress.ok + writer.revealedOK,
+                                         retries: progress.retries)))
         }
         for waiter in actions.wake { waiter.resume() }
     }

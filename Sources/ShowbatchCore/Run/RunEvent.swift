@@ -1,5 +1,10 @@
 /// Something a run reports while it goes; the executable decides how to print it.
 public enum RunEvent: Sendable {
+    /// The run is about to send: what it will write, and how many rows when known.
+    case started(RunStart)
+    /// Something an operator may want to know that is not a problem (the hostname check's
+    /// result, a renewed token); shown with `--verbose` and in JSON logs. Never holds a secret.
+    case note(String)
     /// A warning (hostname fallback, stale journal). Never holds a secret.
     case warning(String)
     /// One attempt finished (for `--verbose`): method, URL, status or failure, duration.
@@ -36,4 +41,34 @@ public struct RunProgress: Sendable {
     public var failed: Int
     /// Time since the run started.
     public var elapsed: Duration
+    /// Ok rows so far.
+    public var ok = 0
+    /// Attempts beyond the first so far.
+    public var retries = 0
+
+    /// Progress of `done` rows (`total` expected), `failed` of them failed, after `elapsed`.
+    public init(done: Int, total: Int?, failed: Int, elapsed: Duration, ok: Int = 0, retries: Int = 0) {
+        self.done = done
+        self.total = total
+        self.failed = failed
+        self.elapsed = elapsed
+        self.ok = ok
+        self.retries = retries
+    }
+}
+
+/// What a run is about to do, for its first log line.
+public struct RunStart: Sendable {
+    /// The manifest's path.
+    public var manifest: String
+    /// The outputs, `-` for standard output.
+    public var outputs: [String]
+    /// The rows this run will write (its shard's), when known.
+    public var rows: Int?
+    /// `I/N` when sharded.
+    public var shard: String?
+    /// fresh, resume or retry_failed.
+    public var mode: String
+    /// Where requests go (the vault URL, a custom hostname, a satellite or the emulator).
+    public var baseURL: String
 }

@@ -36,6 +36,21 @@ public struct RunOptions: Sendable, Equatable {
     public var baseURLOverride: String?
     /// Fetch tokens here instead (the emulator's token endpoint under `--emulate`).
     public var tokenURLOverride: String?
+    /// Someone may be watching (stderr is a terminal): a custom hostname check that cannot be
+    /// made then falls back to the vault URL with a warning, as the Show SDKs do; unattended,
+    /// it stops the run unless the manifest sets `hostname_fallback`.
+    public var interactive = false
+    /// Names the run in every JSON log line, the metrics and the report (the command sets a new
+    /// one for each run).
+    public var runID: String?
+
+    /// 16 random hex digits.
+    public static func newRunID() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let value = generator.next() as UInt64
+        let hex = String(value, radix: 16)
+        return String(repeating: "0", count: 16 - hex.count) + hex
+    }
 
     /// Default options.
     public init() {}

@@ -22,7 +22,30 @@ public struct RunSummary: Sendable {
     public var interrupted = false
     /// Why the circuit breaker stopped the run (outputs left `.partial`, journals kept), if it did.
     public var stopReason: String?
+    /// The rows written by this run (not those from a journal) by error code and HTTP status.
+    public var tally = RowTally()
 
     /// Requests per second over the run.
     public var rate: Double { elapsed.seconds > 0 ? Double(rows) / elapsed.seconds : 0 }
+}
+
+/// Rows counted by what went wrong and what was answered, for logs, metrics and reports.
+public struct RowTally: Sendable, Equatable {
+    /// Rows holding each error code (a row with two codes counts under both, once each).
+    public var byErrorCode: [ErrorCode: Int] = [:]
+    /// Rows by the HTTP status of their last attempt; rows that got no answer are not here.
+    public var byHTTPStatus: [Int: Int] = [:]
+    /// Rows whose last attempt got no HTTP answer (network, timeout, TLS) or that were never sent.
+    public var withoutAnswer = 0
+
+    /// No rows.
+    public init() {}
+
+    /// Counts `row`.
+    mutating func add(_ row: ResultRow) {
+        if let status = row.httpStatus { byHTTPStatus[status, default: 0] += 1 } else { withoutAnswer += 1 }
+        guard !row.errors.isEmpty else { return }
+        var seen: Set<ErrorCode> = []
+        for error in row.errors where seen.insert(error.code).inserted { byErrorCode[error.code, default: 0] += 1 }
+    }
 }

@@ -38,8 +38,14 @@ public struct Runner: Sendable {
             throw RunError.usage("\(options.resume ? "--resume" : "--retry-failed") needs file outputs; standard output is not resumable")
         }
         try checkOutputPaths(targets)
-        let baseURL = try await resolveBaseURL()
         var summary = RunSummary()
+        let baseURL: String
+        switch try await resolveBaseURL() {
+        case .url(let url): baseURL = url
+        case .stop(let reason):
+            summary.stopReason = reason
+            return summary
+        }
         summary.outputs = targets.map(\.path)
         // An interrupt during the hostname check: nothing was opened, nothing is left behind.
         if Task.isCancelled {
@@ -77,7 +83,8 @@ public struct Runner: Sendable {
                              format: target.format.rawValue, columns: RowEncoding.fixedColumns + target.labels)
         }, mode: mode)
         do {
-            summary = try await send(outputs: outputs, byRequest: byRequest, baseURL: baseURL, start: start, credentials: credentials)
+            summary = try await send(outputs: outputs, paths: targets.map(\.path), byRequest: byRequest, baseURL: baseURL, start: start,
+                                     credentials: credentials)
             if summary.interrupted || summary.stopReason != nil {
                 outputs.abandon()
             } else {
@@ -92,9 +99,13 @@ public struct Runner: Sendable {
     }
 
     /// Sends every work item and writes its row; interrupted runs come back marked so.
-    private func send(outputs: RunOutputs, byRequest: [Int], baseURL: String, start: ContinuousClock.Instant,
+    private func send(outputs: RunOutputs, paths: [String], byRequest: [Int], baseURL: String, start: ContinuousClock.Instant,
                       credentials: Credentials?) async throws(RunError) -> RunSummary {
-        let total = options.progress == .never ? nil : countWorkItems()
+        // Counted for a progress bar or JSON logs (reading a data file twice costs a little).
+        let total = options.progress == .never && options.logFormat == .text ? nil : countWorkItems()
+        let mode = options.retryFailed ? "retry_failed" : options.resume ? "resume" : "fresh"
+        events(.started(RunStart(manifest: manifest.file, outputs: paths, rows: total,
+                                 shard: options.shard.map { "\($0.index)/\($0.count)" }, mode: mode, baseURL: baseURL)))
 
         let concurrency = options.concurrency ?? manifest.concurrency
         let window = max(concurrency * 4, 64)
@@ -128,6 +139,7 @@ public struct Runner: Sendable {
         var writeError = outcome.writeError
         if let error = writer.finish(), writeError == nil { writeError = error }
         let revealed = writer.revealedCounts
+        summary.tally = writer.tally
         summary.ok += revealed.ok
         summary.partial += revealed.partial
         summary.failed += revealed.failed
@@ -136,7 +148,8 @@ public struct Runner: Sendable {
         let remaining = feed.stop(countingRest: stoppedEarly)
         if stoppedEarly { summary.skipped = remaining }
         summary.elapsed = ContinuousClock.now - start
-        events(.progress(RunProgress(done: summary.rows, total: total, failed: summary.failed, elapsed: summary.elapsed)))
+        events(.progress(RunProgress(done: summary.rows, total: total, failed: summary.failed, elapsed: summary.elapsed,
+                                     ok: summary.ok, retries: summary.retries)))
         if let writeError { throw writeError }
         summary.stopReason = outcome.stopReason?.reason
         summary.interrupted = summary.stopReason == nil && (Task.isCancelled || outcome.gap)

@@ -234,17 +234,17 @@ requests:
         defer { emulator.stop() }
         let environment = ["SHOWBATCH_HOSTNAME_CHECK_URL": emulator.baseURL]
         let activated = try loadManifest("vault: tnt1\nhostname: reveal.example.com\nrequests: [{name: a, path: /p}]\n")
-        #expect(try await Runner(manifest: activated, options: RunOptions(), environment: environment).resolveBaseURL() == "https://reveal.example.com")
+        #expect(try await Runner(manifest: activated, options: RunOptions(), environment: environment).resolveBaseURL() == .url("https://reveal.example.com"))
         let other = try loadManifest("vault: tnt2\nhostname: reveal.example.com\nrequests: [{name: a, path: /p}]\n")
         let log = EventLog()
         let fallback = try await Runner(manifest: other, options: RunOptions(), environment: environment) { log.record($0) }.resolveBaseURL()
-        #expect(fallback == "https://tnt2.sandbox.verygoodproxy.com")
+        #expect(fallback == .url("https://tnt2.sandbox.verygoodproxy.com"))
         #expect(log.all == ["warning: hostname reveal.example.com is not activated for vault tnt2 (the check answered HTTP 403); using https://tnt2.sandbox.verygoodproxy.com"])
         var strict = RunOptions()
         strict.strictHostname = true
         await #expect(throws: RunError.self) { try await Runner(manifest: other, options: strict, environment: environment).resolveBaseURL() }
         let unchecked = try loadManifest("vault: tnt2\nhostname: reveal.example.com\nhostname_check: false\nrequests: [{name: a, path: /p}]\n")
-        #expect(try await Runner(manifest: unchecked, options: RunOptions(), environment: environment).resolveBaseURL() == "https://reveal.example.com")
+        #expect(try await Runner(manifest: unchecked, options: RunOptions(), environment: environment).resolveBaseURL() == .url("https://reveal.example.com"))
     }
 }
 

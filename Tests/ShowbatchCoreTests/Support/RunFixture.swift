@@ -67,10 +67,17 @@ extension RunFixture {
 /// Collects run events for assertions.
 final class EventLog: Sendable {
     private let events = Mutex<[String]>([])
+    private let quieter = Mutex<[String]>([])
 
     func record(_ event: RunEvent) {
         let text: String
         switch event {
+        case .started(let start):
+            quieter.withLock { $0.append("started: \(start.mode) \(start.rows.map(String.init) ?? "?") rows to \(start.outputs.joined(separator: ","))") }
+            return
+        case .note(let message):
+            quieter.withLock { $0.append("note: \(message)") }
+            return
         case .warning(let message): text = "warning: \(message)"
         case .attempt(let record): text = "attempt: \(record.method) \(record.url) \(record.status.map(String.init) ?? record.failure ?? "-") \(record.request) #\(record.attempt)"
         case .progress(let progress): text = "progress: \(progress.done)"
@@ -79,6 +86,8 @@ final class EventLog: Sendable {
     }
 
     var all: [String] { events.withLock { $0 } }
+    /// The start event and notes, kept apart so that `all` stays the warnings, attempts and progress.
+    var notes: [String] { quieter.withLock { $0 } }
 }
 
 /// Wraps a transport and cancels the run when the `after`-th request is sent.

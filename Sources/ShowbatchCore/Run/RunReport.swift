@@ -1,0 +1,170 @@
+import Foundation
+
+/// What a run did, for the machines that watch it: the `--report` JSON document and the
+/// `--metrics` Prometheus text file. Never holds a revealed, header or payload value.
+public struct RunReport: Sendable {
+    /// The run's id (as in its JSON log lines).
+    public var runID: String
+    /// The manifest's path.
+    public var manifest: String
+    /// `I/N` when sharded.
+    public var shard: String?
+    /// When the run started and ended.
+    public var started: Date
+    /// When the run ended.
+    public var ended: Date
+    /// The process's exit code.
+    public var exitCode: ExitCode
+    /// The summary, when the run got as far as sending.
+    public var summary: RunSummary?
+    /// The error that ended the run before or instead of a summary (exit 2 or 3).
+    public var error: String?
+
+    /// A report of a run.
+    public init(runID: String, manifest: String, shard: String?, started: Date, ended: Date, exitCode: ExitCode,
+                summary: RunSummary?, error: String?) {
+        self.runID = runID
+        self.manifest = manifest
+        self.shard = shard
+        self.started = started
+        self.ended = ended
+        self.exitCode = exitCode
+        self.summary = summary
+        self.error = error
+    }
+
+    /// ok, rows_failed, stopped, interrupted, invalid or error: the exit code in a word.
+    public var outcome: String {
+        switch exitCode {
+        case .ok: return "ok"
+        case .rowsFailed: return "rows_failed"
+        case .usage: return "invalid"
+        case .runtime: return "error"
+        case .stopped: return "stopped"
+        case .interrupted: return "interrupted"
+        }
+    }
+
+    /// The report as one JSON document (`--report`).
+    public var json: String {
+        let summary = summary ?? RunSummary()
+        func number(_ value: Int) -> JSONValue { .number(String(value)) }
+        var members: [JSONMember] = [
+            JSONMember("run_id", .string(runID)),
+            JSONMember("manifest", .string(manifest)),
+            JSONMember("shard", shard.map(JSONValue.string) ?? .null),
+            JSONMember("started", .string(Timestamp.rfc3339(started))),
+            JSONMember("ended", .string(Timestamp.rfc3339(ended))),
+            JSONMember("exit_code", number(Int(exitCode.rawValue))),
+            JSONMember("outcome", .string(outcome)),
+            JSONMember("rows", number(summary.rows)),
+            JSONMember("ok", number(summary.ok)),
+            JSONMember("partial", number(summary.partial)),
+            JSONMember("failed", number(summary.failed)),
+            JSONMember("retries", number(summary.retries)),
+            JSONMember("replayed", number(summary.replayed)),
+            JSONMember("skipped", number(summary.skipped)),
+            JSONMember("elapsed_s", .number(String(format: "%.3f", summary.elapsed.seconds))),
+            JSONMember("requests_per_s", .number(String(format: "%.1f", summary.rate))),
+        ]
+        members += RunReport.tallyMembers(summary.tally)
+        members += [
+            JSONMember("stopped", summary.stopReason.map(JSONValue.string) ?? .null),
+            JSONMember("error", error.map(JSONValue.string) ?? .null),
+            JSONMember("outputs", .array(summary.outputs.map(JSONValue.string))),
+        ]
+        return JSONValue.object(members).compactText + "\n"
+    }
+
+    /// `errors_by_code`, `rows_by_http_status` and `rows_without_answer`, for the report and the
+    /// summary log line.
+    package static func tallyMembers(_ tally: RowTally) -> [JSONMember] {
+        [
+            JSONMember("errors_by_code", .object(tally.byErrorCode.sorted { $0.key.rawValue < $1.key.rawValue }.map {
+                JSONMember(String($0.key.rawValue), .number(String($0.value)))
+            })),
+            JSONMember("rows_by_http_status", .object(tally.byHTTPStatus.sorted { $0.key < $1.key }.map {
+                JSONMember(String($0.key), .number(String($0.value)))
+            })),
+            JSONMember("rows_without_answer", .number(String(tally.withoutAnswer))),
+        ]
+    }
+
+    /// The metrics in the Prometheus text format, for node_exporter's textfile collector
+    /// (`--metrics`). `previous` is the file this replaces: its last success time is kept when
+    /// this run did not succeed.
+    public func prometheus(previous: String?) -> String {
+        let summary = summary ?? RunSummary()
+        var labels = "manifest=\"\(Self.escapeLabel(manifest))\""
+        if let shard { labels += ",shard=\"\(Self.escapeLabel(shard))\"" }
+        var text = ""
+        func metric(_ name: String, _ help: String, _ samples: [(extra: String, value: String)]) {
+            text += "# HELP \(name) \(help)\n# TYPE \(name) gauge\n"
+            for sample in samples {
+                text += "\(name){\(labels)\(sample.extra.isEmpty ? "" : "," + sample.extra)} \(sample.value)\n"
+            }
+        }
+        metric("showbatch_rows", "Rows the last run wrote (from the journal included), by status.", [
+            ("status=\"ok\"", String(summary.ok)), ("status=\"partial\"", String(summary.partial)), ("status=\"failed\"", String(summary.failed)),
+        ])
+        metric("showbatch_rows_replayed", "Rows the last run took from a journal instead of sending them.", [("", String(summary.replayed))])
+        metric("showbatch_row_errors", "Rows the last run sent that hold each error code.",
+               summary.tally.byErrorCode.sorted { $0.key.rawValue < $1.key.rawValue }.map {
+                   ("code=\"\($0.key.rawValue)\",kind=\"\($0.key.kind)\"", String($0.value))
+               })
+        metric("showbatch_rows_by_http_status", "Rows the last run sent, by the HTTP status of their last attempt.",
+               summary.tally.byHTTPStatus.sorted { $0.key < $1.key }.map { ("status=\"\($0.key)\"", String($0.value)) })
+        metric("showbatch_rows_without_answer", "Rows the last run sent whose last attempt got no HTTP answer.", [("", String(summary.tally.withoutAnswer))])
+        metric("showbatch_retries", "Attempts beyond the first in the last run.", [("", String(summary.retries))])
+        metric("showbatch_run_duration_seconds", "Wall time of the last run.", [("", String(format: "%.3f", summary.elapsed.seconds))])
+        metric("showbatch_run_exit_code", "Exit code of the last run (0 ok, 1 rows failed, 2 invalid, 3 error, 4 stopped, 130 interrupted).",
+               [("", String(exitCode.rawValue))])
+        metric("showbatch_last_run_timestamp_seconds", "When the last run ended (Unix time).", [("", Self.seconds(ended))])
+        let lastSuccess = exitCode == .ok ? Self.seconds(ended) : previous.flatMap(Self.lastSuccess)
+        if let lastSuccess {
+            metric("showbatch_last_success_timestamp_seconds", "When a run last ended with every row ok (Unix time).", [("", lastSuccess)])
+        }
+        return text
+    }
+
+    private static func seconds(_ date: Date) -> String { String(format: "%.3f", date.timeIntervalSince1970) }
+
+    private static func lastSuccess(in text: String) -> String? {
+        for line in text.split(separator: "\n") where line.hasPrefix("showbatch_last_success_timestamp_seconds{") {
+            if let value = line.split(separator: " ").last, Double(value) != nil { return String(value) }
+        }
+        return nil
+    }
+
+    private static func escapeLabel(_ value: String) -> String {
+        value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+            .replacingOccurrences(of: "\n", with: "\\n")
+    }
+}
+
+/// Times in log lines and reports.
+public enum Timestamp {
+    /// `date` in RFC 3339, UTC, to the millisecond: `2026-12-01T07:55:01.123Z`.
+    public static func rfc3339(_ date: Date = Date()) -> String {
+        let interval = date.timeIntervalSince1970
+        var seconds = time_t(interval.rounded(.down))
+        let millis = min(999, Int(((interval - Double(seconds)) * 1000).rounded(.down)))
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", Int(parts.tm_year) + 1900, Int(parts.tm_mon) + 1, Int(parts.tm_mday),
+                      Int(parts.tm_hour), Int(parts.tm_min), Int(parts.tm_sec), millis)
+    }
+}
+
+extension RunReport {
+    /// Writes the report (`--report`) at `path`, at once.
+    public func writeReport(to path: String) throws(RunError) {
+        try PrivateFile.replaceAtomically(path, with: Array(json.utf8), mode: 0o644)
+    }
+
+    /// Writes the metrics (`--metrics`) at `path`, at once, keeping the last success time of the
+    /// file it replaces.
+    public func writeMetrics(to path: String) throws(RunError) {
+        try PrivateFile.replaceAtomically(path, with: Array(prometheus(previous: PrivateFile.readText(path)).utf8), mode: 0o644)
+    }
+}

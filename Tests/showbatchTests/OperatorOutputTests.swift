@@ -1,0 +1,188 @@
+import Foundation
+import Testing
+import ShowbatchEmulator
+
+/// One `--log-format json` line, parsed.
+struct LogLine {
+    let text: String
+    let object: [String: Any]
+
+    init(_ text: Substring) {
+        self.text = String(text)
+        object = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? [:]
+    }
+
+    var event: String { object["event"] as? String ?? "?" }
+    var level: String { object["level"] as? String ?? "?" }
+    subscript(key: String) -> Any? { object[key] }
+}
+
+/// `--metrics` with the times and durations, which change from run to run, replaced by `T`.
+private func stable(_ metrics: String) -> String {
+    metrics.split(separator: "\n", omittingEmptySubsequences: false).map { line in
+        for name in ["showbatch_run_duration_seconds{", "showbatch_last_run_timestamp_seconds{", "showbatch_last_success_timestamp_seconds{"]
+        where line.hasPrefix(name) {
+            return line.split(separator: " ").dropLast().joined(separator: " ") + " T"
+        }
+        return String(line)
+    }.joined(separator: "\n")
+}
+
+private func rows(_ count: Int) -> String {
+    "id,alias\n" + (0..<count).map { "\($0),tok_\($0 % 2)" }.joined(separator: "\n") + "\n"
+}
+
+private let okManifest = """
+vault: tnt1
+concurrency: 4
+output: {path: out/r.csv}
+emulator: {aliases: {tok_0: "4000"}, latency: 2ms}
+requests:
+  - {name: "r${row.id}", each: {csv: d.csv}, path: /p, payload: {c: "${row.alias}"}, labels: {c: json.c}}
+"""
+
+/// One more request, which ends partial: json.nope is not in the answer.
+private let manifest = okManifest + "\n  - {name: last, path: /p, payload: {c: tok_0}, labels: {m: json.nope}}\n"
+
+/// What operators read: JSON log lines, `--metrics`, `--report`, and the exit code of a stopped run.
+@Suite(.serialized) struct OperatorOutputTests {
+    @Test func jsonLogLinesCarryTimeLevelEventAndRunID() async throws {
+        let work = Workspace(["m.yaml": manifest, "d.csv": rows(40)])
+        defer { work.remove() }
+        let result = try await showbatch(["run", "m.yaml", "--emulate", "--log-format", "json", "--progress-every", "1ms"], in: work.path)
+        #expect(result.status == 1)  // "last" is partial: json.nope is not in the answer
+        let lines = result.stderr.split(separator: "\n").map(LogLine.init)
+        #expect(lines.first?.event == "run_started")
+        #expect(lines.last?.event == "summary")
+        #expect(lines.dropFirst().dropLast().allSatisfy { $0.event == "progress" }, "\(lines.map(\.event))")
+        #expect(lines.count >= 3)
+        let runIDs = Set(lines.map { $0["run_id"] as? String ?? "" })
+        #expect(runIDs.count == 1)
+        #expect(runIDs.first?.range(of: "^[0-9a-f]{16}$", options: .regularExpression) != nil)
+        for line in lines {
+            #expect(line.text.hasPrefix(#"{"ts":""#))
+            let ts = line["ts"] as? String ?? ""
+            #expect(ts.range(of: #"^20[0-9]{2}-[01][0-9]-[0-3][0-9]T[0-2][0-9]:[0-5][0-9]:[0-6][0-9]\.[0-9]{3}Z$"#, options: .regularExpression) != nil, "\(ts)")
+            let keys = line.text.split(separator: ",").prefix(4).map { $0.split(separator: ":").first.map(String.init) ?? "" }
+            #expect(keys == [#"{"ts""#, #""level""#, #""event""#, #""run_id""#])
+        }
+        let started = lines[0]
+        #expect(started.level == "info")
+        #expect(started["manifest"] as? String == "m.yaml")
+        #expect(started["outputs"] as? [String] == ["out/r.csv"])
+        #expect(started["rows"] as? Int == 41)
+        #expect(started["shard"] is NSNull)
+        #expect(started["mode"] as? String == "fresh")
+        let progress = lines[lines.count - 2]
+        #expect(progress["done"] as? Int == 41 && progress["total"] as? Int == 41)
+        #expect(progress["ok"] as? Int == 40 && progress["failed"] as? Int == 0 && progress["retries"] as? Int == 0)
+        #expect(progress["requests_per_s"] is NSNumber && progress["elapsed_s"] is NSNumber)
+        let summary = lines[lines.count - 1]
+        #expect(summary.level == "warning")
+        #expect(summary["exit_code"] as? Int == 1)
+        #expect(summary["errors_by_code"] as? [String: Int] == ["1403": 1])
+        #expect(summary["rows_by_http_status"] as? [String: Int] == ["200": 41])
+        #expect(summary["rows_without_answer"] as? Int == 0)
+    }
+
+    @Test func anInvalidManifestIsOneJSONLinePerProblem() async throws {
+        let work = Workspace(["m.yaml": "vault: tnt1\ntimeout: forever\nrequests: [{name: a, path: /p, headers: {X-Key: sk_secret_1}}]\nbogus: 1\n"])
+        defer { work.remove() }
+        let result = try await showbatch(["run", "m.yaml", "--emulate", "--log-format", "json"], in: work.path)
+        #expect(result.status == 2)
+        let lines = result.stderr.split(separator: "\n").map(LogLine.init)
+        #expect(lines.map(\.event) == ["invalid", "invalid"])
+        #expect(lines.map { "\($0["file"] ?? "-"):\($0["line"] ?? "-"):\($0["column"] ?? "-") \($0["message"] ?? "-")" } == [
+            "m.yaml:2:10 timeout must be a positive duration such as 500ms, 30s or 2m; found \"forever\"",
+            "m.yaml:4:1 unknown key \"bogus\" in the manifest; expected version, vault, environment, data_region, route_id, hostname, hostname_check, hostname_fallback, satellite_port, headers, concurrency, rate_limit, timeout, transport, connections, tls, auth, circuit, retry, output, emulator or requests",
+        ])
+        #expect(lines.allSatisfy { $0.level == "error" && ($0["run_id"] as? String)?.count == 16 })
+        #expect(!result.stderr.contains("sk_secret_1"))
+    }
+
+    @Test func metricsAndReportAreWrittenHoweverTheRunEnds() async throws {
+        let work = Workspace(["m.yaml": okManifest,
+                              "d.csv": rows(6), "bad.yaml": "vault: [\n"])
+        defer { work.remove() }
+        let ok = try await showbatch(["run", "m.yaml", "--emulate", "--metrics", "m/showbatch.prom", "--report", "m/report.json", "--quiet"], in: work.path)
+        #expect(ok.status == 0 && ok.stderr == "")
+        let metrics = work.read("m/showbatch.prom") ?? ""
+        #expect(stable(metrics) == """
+        # HELP showbatch_rows Rows the last run wrote (from the journal included), by status.
+        # TYPE showbatch_rows gauge
+        showbatch_rows{manifest="m.yaml",status="ok"} 6
+        showbatch_rows{manifest="m.yaml",status="partial"} 0
+        showbatch_rows{manifest="m.yaml",status="failed"} 0
+        # HELP showbatch_rows_replayed Rows the last run took from a journal instead of sending them.
+        # TYPE showbatch_rows_replayed gauge
+        showbatch_rows_replayed{manifest="m.yaml"} 0
+        # HELP showbatch_row_errors Rows the last run sent that hold each error code.
+        # TYPE showbatch_row_errors gauge
+        # HELP showbatch_rows_by_http_status Rows the last run sent, by the HTTP status of their last attempt.
+        # TYPE showbatch_rows_by_http_status gauge
+        showbatch_rows_by_http_status{manifest="m.yaml",status="200"} 6
+        # HELP showbatch_rows_without_answer Rows the last run sent whose last attempt got no HTTP answer.
+        # TYPE showbatch_rows_without_answer gauge
+        showbatch_rows_without_answer{manifest="m.yaml"} 0
+        # HELP showbatch_retries Attempts beyond the first in the last run.
+        # TYPE showbatch_retries gauge
+        showbatch_retries{manifest="m.yaml"} 0
+        # HELP showbatch_run_duration_seconds Wall time of the last run.
+        # TYPE showbatch_run_duration_seconds gauge
+        showbatch_run_duration_seconds{manifest="m.yaml"} T
+        # HELP showbatch_run_exit_code Exit code of the last run (0 ok, 1 rows failed, 2 invalid, 3 error, 4 stopped, 130 interrupted).
+        # TYPE showbatch_run_exit_code gauge
+        showbatch_run_exit_code{manifest="m.yaml"} 0
+        # HELP showbatch_last_run_timestamp_seconds When the last run ended (Unix time).
+        # TYPE showbatch_last_run_timestamp_seconds gauge
+        showbatch_last_run_timestamp_seconds{manifest="m.yaml"} T
+        # HELP showbatch_last_success_timestamp_seconds When a run last ended with every row ok (Unix time).
+        # TYPE showbatch_last_success_timestamp_seconds gauge
+        showbatch_last_success_timestamp_seconds{manifest="m.yaml"} T
+
+        """)
+        let permissions = try FileManager.default.attributesOfItem(atPath: work.path + "/m/showbatch.prom")[.posixPermissions] as? Int
+        #expect(permissions == 0o644)
+        let success = metrics.split(separator: "\n").first { $0.hasPrefix("showbatch_last_success_timestamp_seconds{") }
+        let report = LogLine(Substring(work.read("m/report.json") ?? ""))
+        #expect(report["outcome"] as? String == "ok" && report["exit_code"] as? Int == 0 && report["rows"] as? Int == 6)
+        #expect(report["outputs"] as? [String] == ["out/r.csv"] && report["error"] is NSNull)
+        #expect((report["run_id"] as? String)?.count == 16)
+
+        // A manifest that cannot be read: exit 2, and the metrics say so but keep the last success.
+        let bad = try await showbatch(["run", "bad.yaml", "--emulate", "--metrics", "m/showbatch.prom", "--report", "m/report.json"], in: work.path)
+        #expect(bad.status == 2)
+        let after = work.read("m/showbatch.prom") ?? ""
+        #expect(after.contains("showbatch_run_exit_code{manifest=\"bad.yaml\"} 2\n"))
+        #expect(after.contains("showbatch_rows{manifest=\"bad.yaml\",status=\"ok\"} 0\n"))
+        let kept = after.split(separator: "\n").first { $0.hasPrefix("showbatch_last_success_timestamp_seconds{") }
+        #expect(kept?.split(separator: " ").last == success?.split(separator: " ").last && kept != nil)
+        let failed = LogLine(Substring(work.read("m/report.json") ?? ""))
+        #expect(failed["outcome"] as? String == "invalid" && failed["error"] as? String == "the manifest has 1 problem")
+        let folder = try FileManager.default.contentsOfDirectory(atPath: work.path + "/m").sorted()
+        #expect(folder == ["report.json", "showbatch.prom"])
+    }
+
+    /// The circuit breaker's stop has an exit code of its own, in the log, the metrics and the report.
+    @Test func aStoppedRunExitsFour() async throws {
+        let stopping = """
+        vault: tnt1
+        concurrency: 2
+        circuit: {failed_rows: 3}
+        output: {path: r.csv}
+        emulator: {fail_rate: 1, fail_status: 401}
+        requests: [{name: "r${row.id}", each: {csv: d.csv}, path: /p}]
+        """
+        let work = Workspace(["m.yaml": stopping, "d.csv": rows(50)])
+        defer { work.remove() }
+        let result = try await showbatch(["run", "m.yaml", "--emulate", "--metrics", "s.prom", "--report", "s.json"], in: work.path)
+        #expect(result.status == 4)
+        #expect(result.stderr.hasSuffix("; stopped: 3 rows in a row failed (the last: 1500 http_status: HTTP 401): the failure is not the rows' but the endpoint's or the credentials' (circuit.failed_rows); outputs left as .partial, rerun with --resume once that is fixed\n"))
+        #expect(work.exists("r.csv.partial") && work.exists("r.csv.journal") && !work.exists("r.csv"))
+        #expect(work.read("s.prom")?.contains("showbatch_run_exit_code{manifest=\"m.yaml\"} 4\n") == true)
+        #expect(work.read("s.prom")?.contains("showbatch_last_success_timestamp_seconds") == false)
+        let report = LogLine(Substring(work.read("s.json") ?? ""))
+        #expect(report["outcome"] as? String == "stopped" && report["exit_code"] as? Int == 4)
+        #expect((report["stopped"] as? String)?.hasPrefix("3 rows in a row failed") == true)
+    }
+}
