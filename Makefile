@@ -24,3 +24,19 @@ demo: deps
 test: deps
 	swift build
 	swift test --disable-xctest
+
+# Packaging (packaging/README.md): the container image, the release tarball in dist/, and a test
+# of that tarball on a minimal Debian root (debootstrap + chroot, and podman when it works).
+.PHONY: image bundle bundle-check k8s-check
+
+image:
+	packaging/build-image.sh
+
+bundle: deps
+	packaging/make-bundle.sh
+
+bundle-check: bundle
+	packaging/check-bundle.sh
+
+k8s-check:
+	python3 packaging/check-k8s-samples.py
