@@ -105,8 +105,9 @@ step "1. Debian root: debootstrap --variant=minbase --include=$include $suite"
 make_root "$root" "$include"
 ok "root: $(du -sh --exclude=showbatch-check "$root" | cut -f1), $(chroot "$root" dpkg-query -f '.\n' -W | wc -l) packages"
 for p in $packages; do
-    chroot "$root" dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' \
-        || fail "package $p is not installed in the root"
+    # shellcheck disable=SC2016  # ${Status} is dpkg-query's field, not a shell variable
+    status="$(chroot "$root" dpkg-query -W -f '${Status}' "$p" 2>/dev/null || true)"
+    [ "$status" = "install ok installed" ] || fail "package $p is not installed in the root"
 done
 ok "every runtime package is installed in the root"
 
