@@ -40,6 +40,13 @@ final class Journal {
         var counts: RowCounts
         /// FNV-1a of the output's bytes.
         var hash: UInt64
+        /// The size and hash of the output's rejects file (`output.rejects`), if it has one.
+        var rejects: (offset: Int, hash: UInt64)? = nil
+
+        static func == (lhs: Checkpoint, rhs: Checkpoint) -> Bool {
+            lhs.ordinal == rhs.ordinal && lhs.offset == rhs.offset && lhs.counts == rhs.counts && lhs.hash == rhs.hash
+                && lhs.rejects?.offset == rhs.rejects?.offset && lhs.rejects?.hash == rhs.rejects?.hash
+        }
     }
 
     /// Where a failed row's bytes are in the output (a JSON row without its separator).
@@ -92,7 +99,17 @@ final class Journal {
             opened = try PrivateFile.create(path, for: output)
         }
         fd = opened!
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+        // A process being started elsewhere in this program holds a copy of the descriptor (and
+        // so the lock) between its fork and its exec: wait that out before calling the journal
+        // another run's.
+        var locked = flock(fd, LOCK_EX | LOCK_NB) == 0
+        var tries = 0
+        while !locked && errno == EWOULDBLOCK && tries < 50 {
+            tries += 1
+            usleep(20_000)
+            locked = flock(fd, LOCK_EX | LOCK_NB) == 0
+        }
+        guard locked else {
             Glibc.close(fd)
             throw RunError.runtime("another showbatch run is writing \(output) (its journal \(path) is locked)")
         }
@@ -237,8 +254,12 @@ final class Journal {
         guard let ordinal = integer(value["ordinal"]), let offset = integer(value["offset"]), let rows = integer(value["rows"]),
               let ok = integer(value["ok"]), let partial = integer(value["partial"]), let failed = integer(value["failed"]),
               case .string(let hash)? = value["hash"], let hashValue = UInt64(hash, radix: 16) else { return nil }
-        return Checkpoint(ordinal: ordinal, offset: offset, counts: RowCounts(rows: rows, ok: ok, partial: partial, failed: failed),
-                          hash: hashValue)
+        var checkpoint = Checkpoint(ordinal: ordinal, offset: offset, counts: RowCounts(rows: rows, ok: ok, partial: partial, failed: failed),
+                                    hash: hashValue)
+        if let rejectsOffset = integer(value["rejects_offset"]), case .string(let text)? = value["rejects_hash"], let rejectsHash = UInt64(text, radix: 16) {
+            checkpoint.rejects = (rejectsOffset, rejectsHash)
+        }
+        return checkpoint
     }
 
     /// Notes a failed row; written with the next checkpoint.
@@ -402,6 +423,12 @@ final class Journal {
                     writer.integer(checkpoint.counts.failed)
                     writer.key("hash")
                     writer.string(String(checkpoint.hash, radix: 16))
+                    if let rejects = checkpoint.rejects {
+                        writer.key("rejects_offset")
+                        writer.integer(rejects.offset)
+                        writer.key("rejects_hash")
+                        writer.string(String(rejects.hash, radix: 16))
+                    }
                 }
             }
         }
