@@ -24,10 +24,14 @@ package struct RequestPreparer: Sendable {
 
     private let baseURL: String
     private let fixed: [Fixed]
+    /// Per request, the column templates whose text each row carries to the writer.
+    private let extras: [[[ColumnPart]]]
 
-    /// A preparer for `manifest`'s requests against `baseURL`.
-    package init(manifest: Manifest, baseURL: String) {
+    /// A preparer for `manifest`'s requests against `baseURL`; `extras` (per request) are the
+    /// output's template columns, made from each data row.
+    package init(manifest: Manifest, baseURL: String, extras: [[[ColumnPart]]] = []) {
         self.baseURL = baseURL
+        self.extras = extras
         fixed = manifest.requests.map { spec in
             let sendHeaders = manifest.sendHeaders(for: spec)
             let headers = sendHeaders.contains { $0.value.needsRow } ? nil : sendHeaders.map { ($0.name, $0.value.expand(row: nil)) }
@@ -56,15 +60,16 @@ package struct RequestPreparer: Sendable {
         case nil: row = nil
         }
         let name = fixed.spec.name.expand(row: row)
+        let extras = item.requestIndex < self.extras.count ? RequestPreparer.text(of: self.extras[item.requestIndex], row: row, name: name) : []
         if let row {
             for column in fixed.spec.rowColumns where row.values[column] == nil {
                 return .failure(PreparationFailure(name: name, error: RowError(code: .invalidRow, label: nil,
-                    message: "\(fixed.spec.each?.name ?? "data"):\(row.line): row has no \"\(column)\" column")))
+                    message: "\(fixed.spec.each?.name ?? "data"):\(row.line): row has no \"\(column)\" column"), extras: extras))
             }
         }
         guard let url = fixed.url ?? RequestPreparer.url(base: baseURL, path: fixed.spec.path.expandPath(row: row)) else {
             return .failure(PreparationFailure(name: name, error: RowError(code: .invalidConfigurationURL, label: nil,
-                message: "the request path does not form a valid URL")))
+                message: "the request path does not form a valid URL"), extras: extras))
         }
         var headers: [(name: String, value: String)]
         if let fixedHeaders = fixed.headers {
@@ -77,7 +82,7 @@ package struct RequestPreparer: Sendable {
                 // Literal values were checked when the manifest was read; row values are checked here.
                 if field.value.needsRow, let bad = HeaderField.problem(in: value) {
                     return .failure(PreparationFailure(name: name, error: RowError(code: .invalidRow, label: nil,
-                        message: "header \(field.name) value from the data row contains \(bad)")))
+                        message: "header \(field.name) value from the data row contains \(bad)"), extras: extras))
                 }
                 headers.append((field.name, value))
             }
@@ -91,7 +96,23 @@ package struct RequestPreparer: Sendable {
             body = bytes
         }
         return .success(PreparedRequest(name: name, method: fixed.spec.method, url: url, headers: headers, body: body,
-                                        fixedHeaders: fixed.headers != nil))
+                                        fixedHeaders: fixed.headers != nil, extras: extras))
+    }
+
+    /// The text of column templates for one row.
+    static func text(of templates: [[ColumnPart]], row: DataRow?, name: String) -> [String] {
+        templates.map { parts in
+            var text = ""
+            for part in parts {
+                switch part {
+                case .literal(let literal): text += literal
+                case .row(let column): text += row?.text(column) ?? ""
+                case .index: text += row.map { String($0.index) } ?? ""
+                case .request: text += name
+                }
+            }
+            return text
+        }
     }
 }
 
@@ -101,6 +122,8 @@ package struct PreparationFailure: Error, Sendable {
     package let name: String
     /// The row error.
     package let error: RowError
+    /// The output's template-column text, as far as the row allows.
+    package var extras: [String] = []
 }
 
 extension Manifest {

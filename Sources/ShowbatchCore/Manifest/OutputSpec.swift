@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchYAML
 
 /// Output file formats.
 public enum OutputFormat: String, Sendable, CaseIterable {
@@ -17,20 +18,86 @@ public enum OutputFormat: String, Sendable, CaseIterable {
 
 /// Where and how rows are written.
 public struct OutputSpec: Sendable, Equatable {
+    /// Equal when they write the same bytes to the same place (where the columns were written aside).
+    public static func == (lhs: OutputSpec, rhs: OutputSpec) -> Bool {
+        lhs.path == rhs.path && lhs.format == rhs.format && lhs.csv == rhs.csv && lhs.columns == rhs.columns
+            && lhs.rejects == rhs.rejects && lhs.rejectPartial == rhs.rejectPartial
+    }
+
     /// The path, resolved against the manifest's folder; may hold `{shard}`.
     public var path: String
     /// The format, when given explicitly.
     public var format: OutputFormat?
-    /// Prefix CSV cells that start with `= + - @` with `'`.
-    public var escapeFormulas = false
+    /// How CSV is written.
+    public var csv = CSVDialect()
+    /// The columns in order; nil for the default (the fixed columns, then every label).
+    public var columns: [OutputColumn]?
+    /// Where failed rows go instead of this file (resolved like `path`), if anywhere.
+    public var rejects: String?
+    /// Partial rows go to `rejects` too.
+    public var rejectPartial = false
+    /// Where each item of `columns` is in the manifest, for errors found once the labels are known.
+    package var columnMarks: [Mark] = []
 
     /// Creates an output spec.
     public init(path: String, format: OutputFormat? = nil, escapeFormulas: Bool = false) {
         self.path = path
         self.format = format
-        self.escapeFormulas = escapeFormulas
+        self.csv.escapeFormulas = escapeFormulas
+    }
+
+    /// Defuse formulas in CSV cells.
+    public var escapeFormulas: Bool {
+        get { csv.escapeFormulas }
+        set { csv.escapeFormulas = newValue }
     }
 
     /// The format: explicit, else from the extension, else CSV.
     public var resolvedFormat: OutputFormat { format ?? OutputFormat.fromExtension(path) ?? .csv }
+}
+
+/// How CSV is written (`output.csv`).
+public struct CSVDialect: Sendable, Equatable {
+    /// The byte between cells: `,` `;` tab or `|`.
+    public var delimiter = UInt8(ascii: ",")
+    /// End lines with CR LF instead of LF.
+    public var crlf = false
+    /// Write the header line.
+    public var header = true
+    /// Quote every cell, not only those that need it.
+    public var quoteAll = false
+    /// Defuse cells a spreadsheet would run as a formula (plain numbers are left alone).
+    public var escapeFormulas = false
+
+    /// The default dialect: comma, LF, header, minimal quoting, no formula escaping.
+    public init() {}
+}
+
+/// One column of `output.columns`.
+public enum OutputColumn: Sendable, Equatable {
+    /// A fixed column (`request`, `status`, …), under `name`.
+    case fixed(ResultColumn, name: String)
+    /// A label's value, under `name`.
+    case label(String, name: String)
+    /// Text made from the data row (`${row.COLUMN}`, `${index}`, `${request}`), never sent.
+    case template([ColumnPart], name: String)
+
+    /// The column's name in the header (CSV) or as the key (JSON).
+    public var name: String {
+        switch self {
+        case .fixed(_, let name), .label(_, let name), .template(_, let name): return name
+        }
+    }
+}
+
+/// A piece of a column template.
+public enum ColumnPart: Sendable, Equatable {
+    /// Text as written (environment references already resolved).
+    case literal(String)
+    /// A data-row column's value (empty when the row lacks it).
+    case row(String)
+    /// The data row's 0-based index.
+    case index
+    /// The expanded request name.
+    case request
 }

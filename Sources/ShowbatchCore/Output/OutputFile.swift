@@ -28,9 +28,8 @@ struct RowCounts: Equatable, Sendable {
 /// checkpoint needs to go on from here after a crash.
 final class OutputFile {
     let path: String
-    let format: OutputFormat
-    let labels: [String]
-    let escapeFormulas: Bool
+    let layout: OutputLayout
+    var format: OutputFormat { layout.format }
     private var fd: Int32
     /// Nil for standard output.
     private let partialPath: String?
@@ -47,6 +46,10 @@ final class OutputFile {
     var rowsSinceCheckpoint = 0
     /// For `--retry-failed`: the output being rewritten.
     private var splice: Splice?
+    /// Where failed (with `rejectPartial`, also partial) rows go instead (`output.rejects`): a
+    /// file of this output, written, checkpointed, committed and abandoned with it.
+    private var rejects: OutputFile?
+    private var rejectPartial = false
     private var closed = false
 
     /// The output a `--retry-failed` run rewrites: its bytes are copied, and the rows of the
@@ -60,35 +63,33 @@ final class OutputFile {
         var cursor = 0
     }
 
-    private init(path: String, format: OutputFormat, labels: [String], escapeFormulas: Bool, fd: Int32, partialPath: String?) {
+    private init(path: String, layout: OutputLayout, fd: Int32, partialPath: String?) {
         self.path = path
-        self.format = format
-        self.labels = labels
-        self.escapeFormulas = escapeFormulas
+        self.layout = layout
         self.fd = fd
         self.partialPath = partialPath
         buffer.reserveCapacity(1 << 16)
     }
 
     /// Rows to standard output (not atomic, not resumable).
-    static func standardOutput(format: OutputFormat, labels: [String], escapeFormulas: Bool) -> OutputFile {
-        let file = OutputFile(path: "-", format: format, labels: labels, escapeFormulas: escapeFormulas, fd: STDOUT_FILENO, partialPath: nil)
+    static func standardOutput(layout: OutputLayout) -> OutputFile {
+        let file = OutputFile(path: "-", layout: layout, fd: STDOUT_FILENO, partialPath: nil)
         file.writeHead()
         return file
     }
 
     /// A new `<path>.partial`, replacing one an earlier run left.
-    static func create(path: String, format: OutputFormat, labels: [String], escapeFormulas: Bool) throws(RunError) -> OutputFile {
+    static func create(path: String, layout: OutputLayout) throws(RunError) -> OutputFile {
         let partial = path + ".partial"
         let fd = try PrivateFile.create(partial, for: path)
-        let file = OutputFile(path: path, format: format, labels: labels, escapeFormulas: escapeFormulas, fd: fd, partialPath: partial)
+        let file = OutputFile(path: path, layout: layout, fd: fd, partialPath: partial)
         file.writeHead()
         return file
     }
 
     /// The `<path>.partial` of an interrupted run, cut back to `checkpoint`, where the run goes on;
     /// nil when there is no partial file any more.
-    static func resume(path: String, format: OutputFormat, labels: [String], escapeFormulas: Bool,
+    static func resume(path: String, layout: OutputLayout,
                        from checkpoint: Journal.Checkpoint) throws(RunError) -> OutputFile? {
         let partial = path + ".partial"
         guard let fd = try PrivateFile.openExisting(partial, for: path) else { return nil }
@@ -122,7 +123,7 @@ final class OutputFile {
             close(fd)
             throw RunError.runtime("cannot cut \(partial) back to its last checkpoint: \(reason)")
         }
-        let file = OutputFile(path: path, format: format, labels: labels, escapeFormulas: escapeFormulas, fd: fd, partialPath: partial)
+        let file = OutputFile(path: path, layout: layout, fd: fd, partialPath: partial)
         file.flushed = checkpoint.offset
         file.hash = checkpoint.hash
         file.counts = checkpoint.counts
@@ -132,7 +133,7 @@ final class OutputFile {
 
     /// A new `<path>.partial` that will be `path` with the failed rows in `failed` sent again:
     /// everything else is copied byte for byte.
-    static func retrying(path: String, format: OutputFormat, labels: [String], escapeFormulas: Bool,
+    static func retrying(path: String, layout: OutputLayout,
                          failed: [Journal.FailedRow], kept: RowCounts) throws(RunError) -> OutputFile {
         guard let old = PrivateFile.openForReading(path) else {
             throw RunError.runtime("cannot read \(path), whose failed rows are to be sent again")
@@ -146,7 +147,7 @@ final class OutputFile {
             close(old)
             throw error
         }
-        let file = OutputFile(path: path, format: format, labels: labels, escapeFormulas: escapeFormulas, fd: fd, partialPath: partial)
+        let file = OutputFile(path: path, layout: layout, fd: fd, partialPath: partial)
         var spans: [Int: (start: Int, end: Int)] = [:]
         for row in failed { spans[row.ordinal] = (row.start, row.end) }
         file.splice = Splice(fd: old, size: size, spans: spans)
@@ -154,10 +155,16 @@ final class OutputFile {
         return file
     }
 
+    /// Sends this output's failed (and with `partial`, partial) rows to `file` from now on.
+    func attachRejects(_ file: OutputFile, partial: Bool) {
+        rejects = file
+        rejectPartial = partial
+    }
+
     /// What comes before the first row.
     private func writeHead() {
         switch format {
-        case .csv: buffer = RowEncoding.csvHeader(labels: labels, escapeFormulas: escapeFormulas)
+        case .csv: buffer = RowEncoding.csvHeader(layout)
         case .json: buffer = Array("[".utf8)
         case .jsonl: break
         }
@@ -169,15 +176,21 @@ final class OutputFile {
     /// Appends a row; returns where its bytes are (a JSON row without its separator).
     @discardableResult
     func write(_ row: ResultRow) throws(RunError) -> (start: Int, end: Int) {
+        if let rejects, row.status == .failed || (rejectPartial && row.status == .partial) {
+            let span = try rejects.write(row)
+            counts.count(row.status)
+            lastOrdinal = row.ordinal
+            rowsSinceCheckpoint += 1
+            return span
+        }
         if splice != nil { try copyOld(upTo: row.ordinal) }
         if format == .json && splice == nil { buffer.append(contentsOf: (counts.rows == 0 ? "\n" : ",\n").utf8) }
         let start = offset
         switch format {
-        case .csv: RowEncoding.csvLine(row, labels: labels, escapeFormulas: escapeFormulas, to: &buffer)
-        case .json: RowEncoding.writeJSON(row, to: &buffer)
-        case .jsonl:
-            RowEncoding.writeJSON(row, to: &buffer)
-            buffer.append(0x0A)
+        case .csv: RowEncoding.csvLine(row, layout, to: &buffer)
+        case .json, .jsonl:
+            if layout.custom { RowEncoding.writeFlatJSON(row, layout, to: &buffer) } else { RowEncoding.writeJSON(row, to: &buffer) }
+            if format == .jsonl { buffer.append(0x0A) }
         }
         let end = offset
         counts.count(row.status)
@@ -214,6 +227,7 @@ final class OutputFile {
 
     /// Hands the buffered bytes to the file.
     func flush() throws(RunError) {
+        try rejects?.flush()
         guard !buffer.isEmpty, !closed else { return }
         let failure = buffer.withUnsafeBytes { PrivateFile.writeAll(fd, $0) }
         if let failure { throw writeError(failure) }
@@ -224,6 +238,7 @@ final class OutputFile {
 
     /// Flushes and makes the bytes durable (a checkpoint may then say they are there).
     func sync() throws(RunError) {
+        try rejects?.sync()
         try flush()
         guard partialPath != nil, !closed else { return }
         guard fdatasync(fd) == 0 else { throw writeError(errno) }
@@ -231,12 +246,14 @@ final class OutputFile {
 
     /// Where the file stands, once flushed: what a checkpoint records.
     var checkpoint: Journal.Checkpoint {
-        Journal.Checkpoint(ordinal: lastOrdinal, offset: flushed, counts: counts, hash: hash)
+        Journal.Checkpoint(ordinal: lastOrdinal, offset: flushed, counts: counts, hash: hash,
+                           rejects: rejects.map { ($0.flushed, $0.hash) })
     }
 
     /// Ends the content (the JSON array's close, or the rest of a rewritten output) and makes it
     /// durable; the file is then ready to be renamed into place.
     func finishContent() throws(RunError) {
+        try rejects?.finishContent()
         if let splice {
             try copy(from: splice.fd, splice.cursor..<splice.size)
         } else if format == .json {
@@ -247,6 +264,7 @@ final class OutputFile {
 
     /// Closes the file and renames it into place.
     func commit() throws(RunError) {
+        try rejects?.commit()
         guard let partialPath, !closed else { return }
         closeFiles()
         guard rename(partialPath, path) == 0 else {
@@ -256,6 +274,7 @@ final class OutputFile {
 
     /// Leaves the partial file with what could be written (an interrupted or failed run).
     func abandon() {
+        rejects?.abandon()
         try? sync()
         closeFiles()
     }

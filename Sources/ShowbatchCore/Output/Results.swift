@@ -14,6 +14,9 @@ public struct ResultRow: Sendable, Equatable {
     public var labels: [(name: String, value: String?)]
     /// Errors, in order.
     public var errors: [RowError]
+    /// Text the feed made from the data row for the output's template columns and rejects
+    /// (`output.columns`, `output.rejects`); never sent.
+    public var extras: [String] = []
 
     /// Creates a row.
     public init(ordinal: Int, request: String, status: RowStatus, httpStatus: Int?, attempts: Int,
@@ -32,6 +35,7 @@ public struct ResultRow: Sendable, Equatable {
         lhs.ordinal == rhs.ordinal && lhs.request == rhs.request && lhs.status == rhs.status
             && lhs.httpStatus == rhs.httpStatus && lhs.attempts == rhs.attempts && lhs.errors == rhs.errors
             && lhs.labels.map(\.name) == rhs.labels.map(\.name) && lhs.labels.map(\.value) == rhs.labels.map(\.value)
+            && lhs.extras == rhs.extras
     }
 
     /// The value of a label, if present.

@@ -78,10 +78,19 @@ final class RunOutputs {
             }
             for (index, target) in targets.enumerated() {
                 func create() throws(RunError) -> OutputFile {
-                    try OutputFile.create(path: target.path, format: target.format, labels: target.labels, escapeFormulas: target.escapeFormulas)
+                    let file = try OutputFile.create(path: target.path, layout: target.layout)
+                    if let rejects = target.rejects {
+                        do {
+                            file.attachRejects(try OutputFile.create(path: rejects.path, layout: rejects.layout), partial: target.rejectPartial)
+                        } catch {
+                            file.abandon()
+                            throw error
+                        }
+                    }
+                    return file
                 }
                 guard target.path != "-" else {
-                    files.append(.standardOutput(format: target.format, labels: target.labels, escapeFormulas: target.escapeFormulas))
+                    files.append(.standardOutput(layout: target.layout))
                     skips.append(.none)
                     continue
                 }
@@ -100,10 +109,17 @@ final class RunOutputs {
                         skips.append(.none)
                         break
                     }
-                    let resumed = try OutputFile.resume(path: target.path, format: target.format, labels: target.labels,
-                                                       escapeFormulas: target.escapeFormulas, from: checkpoint)
+                    let resumed = try OutputFile.resume(path: target.path, layout: target.layout, from: checkpoint)
                     if let resumed {
                         files.append(resumed)
+                        if let rejects = target.rejects {
+                            let mark = checkpoint.rejects ?? (0, fnvOffsetBasis)
+                            guard let side = try OutputFile.resume(path: rejects.path, layout: rejects.layout,
+                                                                   from: Journal.Checkpoint(ordinal: -1, offset: mark.offset, counts: RowCounts(), hash: mark.hash)) else {
+                                throw RunError.runtime("\(rejects.path).partial is gone, so the run cannot go on from its journal; run without --resume to start over")
+                            }
+                            resumed.attachRejects(side, partial: target.rejectPartial)
+                        }
                         if journal.ended != nil { complete.insert(index) }
                     } else if journal.ended != nil, case .regular = PrivateFile.inspect(target.path) {
                         // Finished and renamed already: nothing is left to do for this output.
@@ -114,6 +130,9 @@ final class RunOutputs {
                     skips.append(journal.ended != nil ? .all : .through(checkpoint.ordinal))
                     carried.add(checkpoint.counts)
                 case .retryFailed:
+                    if let rejects = target.rejects {
+                        throw RunError.usage("--retry-failed cannot rewrite \(target.path): its failed rows are in its rejects file \(rejects.path); send them again with a manifest that reads that file")
+                    }
                     guard let ended = journal.ended, let checkpoint = journal.lastCheckpoint else {
                         throw RunError.usage("the journal \(journal.path) is of a run that did not finish; finish it with --resume first")
                     }
@@ -127,8 +146,7 @@ final class RunOutputs {
                         files.append(nil)
                         skips.append(.all)
                     } else {
-                        files.append(try OutputFile.retrying(path: target.path, format: target.format, labels: target.labels,
-                                                             escapeFormulas: target.escapeFormulas, failed: journal.failedRows, kept: kept))
+                        files.append(try OutputFile.retrying(path: target.path, layout: target.layout, failed: journal.failedRows, kept: kept))
                         skips.append(.allBut(Set(journal.failedRows.map(\.ordinal))))
                     }
                     carried.add(kept)

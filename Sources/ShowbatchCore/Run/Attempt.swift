@@ -90,7 +90,7 @@ struct AttemptContext: Sendable {
                 return .cancelled
             case .response(let status, _, let body) where (200..<300).contains(status):
                 let answer = FinishedRow.Answer(ordinal: ordinal, request: request.name, status: status, attempts: attempt,
-                                                body: body, labels: labels)
+                                                body: body, labels: labels, extras: request.extras)
                 return .row(revealLater ? .answer(answer) : .row(answer.revealed()))
             case .response(401, _, _) where credentials != nil:
                 // A token that ran out: renewed once, and the row sent again without counting an
@@ -142,8 +142,10 @@ struct AttemptContext: Sendable {
 
     private func failed(_ request: PreparedRequest, _ ordinal: Int, _ labels: [LabelBinding], status: Int?, attempts: Int,
                         _ error: RowError) -> ResultRow {
-        ResultRow(ordinal: ordinal, request: request.name, status: .failed, httpStatus: status, attempts: attempts,
-                  labels: labels.map { ($0.name, nil) }, errors: [error])
+        var row = ResultRow(ordinal: ordinal, request: request.name, status: .failed, httpStatus: status, attempts: attempts,
+                            labels: labels.map { ($0.name, nil) }, errors: [error])
+        row.extras = request.extras
+        return row
     }
 
     /// `Retry-After` as seconds or an HTTP date, capped at ten minutes.

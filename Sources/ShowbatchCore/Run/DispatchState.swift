@@ -145,8 +145,10 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
             switch entry.work {
             case .failed(let failure):
                 let names = labels[entry.requestIndex].map { (name: $0.name, value: String?.none) }
-                pending[sequence] = (.row(ResultRow(ordinal: entry.ordinal, request: failure.name, status: .failed, httpStatus: nil,
-                                                    attempts: 0, labels: names, errors: [failure.error])), target)
+                var row = ResultRow(ordinal: entry.ordinal, request: failure.name, status: .failed, httpStatus: nil,
+                                    attempts: 0, labels: names, errors: [failure.error])
+                row.extras = failure.extras
+                pending[sequence] = (.row(row), target)
                 queuedRows = true
                 if failFast { stopped = true }
             case .send(let request):

@@ -1,21 +1,28 @@
 import Foundation
 import ShowbatchYAML
 
-/// One output of a run: its path (shard applied), format and columns.
+/// One output of a run: its path (shard applied) and layout, and where its rejected rows go.
 struct OutputTarget {
     var path: String
-    var format: OutputFormat
-    var labels: [String]
-    var escapeFormulas: Bool
+    var layout: OutputLayout
+    /// The file failed rows go to instead (`output.rejects`, shard applied) and its layout.
+    var rejects: (path: String, layout: OutputLayout)?
+    /// Partial rows go to `rejects` too.
+    var rejectPartial = false
+
+    /// The target's files: the output, then its rejects file.
+    var paths: [String] { [path] + (rejects.map { [$0.path] } ?? []) }
 }
 
 // Which file each request writes to: --output, else the request's output, else the manifest's.
 extension Runner {
-    /// Decides which file each request writes to and each file's columns.
-    func planOutputs() throws(RunError) -> (targets: [OutputTarget], byRequest: [Int]) {
+    /// Decides which file each request writes to, each file's columns, and what the feed makes
+    /// from each request's data rows for them (`extras`).
+    func planOutputs() throws(RunError) -> (targets: [OutputTarget], byRequest: [Int], extras: [[[ColumnPart]]]) {
         let shard = options.shard
         func shardPath(_ path: String) -> String { path == "-" ? path : (shard?.path(path) ?? path) }
         var targets: [OutputTarget] = []
+        var specs: [OutputSpec] = []
         var byRequest: [Int] = []
         if let path = options.output {
             let format: OutputFormat
@@ -28,7 +35,10 @@ extension Runner {
             } else {
                 throw RunError.usage("cannot tell the format of --output \(path) from its extension; add --format csv, json or jsonl")
             }
-            targets.append(OutputTarget(path: shardPath(path), format: format, labels: [], escapeFormulas: manifest.output?.escapeFormulas ?? false))
+            var spec = manifest.output ?? OutputSpec(path: path)
+            spec.path = path
+            specs.append(spec)
+            targets.append(OutputTarget(path: shardPath(path), layout: .standard(format: format, labels: [], csv: spec.csv)))
             byRequest = Array(repeating: 0, count: manifest.requests.count)
         } else {
             for (index, request) in manifest.requests.enumerated() {
@@ -39,22 +49,86 @@ extension Runner {
                 let format = options.format ?? spec.resolvedFormat
                 // Two spellings of one file are one output.
                 if let existing = targets.firstIndex(where: { $0.path == path || PrivateFile.canonical($0.path) == PrivateFile.canonical(path) }) {
-                    if targets[existing].format != format {
-                        throw RunError.usage("\(path) is written as both \(targets[existing].format.rawValue) and \(format.rawValue); give one format")
+                    if targets[existing].layout.format != format {
+                        throw RunError.usage("\(path) is written as both \(targets[existing].layout.format.rawValue) and \(format.rawValue); give one format")
+                    }
+                    // The same file under another spelling: only what it writes must agree.
+                    var mine = spec, theirs = specs[existing]
+                    mine.path = ""
+                    theirs.path = ""
+                    mine.rejects = mine.rejects.map(PrivateFile.canonical)
+                    theirs.rejects = theirs.rejects.map(PrivateFile.canonical)
+                    if mine != theirs {
+                        throw RunError.usage("\(path) is the output of requests with different output settings; give them one output section")
                     }
                     byRequest.append(existing)
                 } else {
-                    targets.append(OutputTarget(path: path, format: format, labels: [], escapeFormulas: spec.escapeFormulas))
+                    specs.append(spec)
+                    targets.append(OutputTarget(path: path, layout: .standard(format: format, labels: [], csv: spec.csv)))
                     byRequest.append(targets.count - 1)
                 }
             }
         }
+        var labels = Array(repeating: [String](), count: targets.count)
         for (index, request) in manifest.requests.enumerated() {
-            for label in request.labels where !targets[byRequest[index]].labels.contains(label.name) {
-                targets[byRequest[index]].labels.append(label.name)
+            for label in request.labels where !labels[byRequest[index]].contains(label.name) {
+                labels[byRequest[index]].append(label.name)
             }
         }
-        return (targets, byRequest)
+        // Each main target's extras: its template columns, then its rejects' data-row columns.
+        var extrasByTarget = Array(repeating: [[ColumnPart]](), count: targets.count)
+        let mains = targets.count
+        for index in 0..<mains {
+            let spec = specs[index]
+            let format = targets[index].layout.format
+            if let columns = spec.columns {
+                var sources: [OutputLayout.Source] = []
+                for column in columns {
+                    switch column {
+                    case .fixed(let fixed, _): sources.append(.fixed(fixed))
+                    case .label(let label, _): sources.append(.label(label))
+                    case .template(let parts, _):
+                        sources.append(.extra(extrasByTarget[index].count))
+                        extrasByTarget[index].append(parts)
+                    }
+                }
+                targets[index].layout = OutputLayout(format: format, sources: sources, names: columns.map(\.name), csv: spec.csv, custom: true)
+            } else {
+                targets[index].layout = .standard(format: format, labels: labels[index], csv: spec.csv)
+            }
+            guard let rejects = spec.rejects, targets[index].path != "-" else { continue }
+            let rejectsPath = shardPath(rejects)
+            var rowColumns: [String] = []
+            for (request, target) in zip(manifest.requests, byRequest) where target == index {
+                for column in try dataColumns(of: request) where !rowColumns.contains(column) { rowColumns.append(column) }
+            }
+            let first = extrasByTarget[index].count
+            extrasByTarget[index] += rowColumns.map { [.row($0)] }
+            // A data column named like a fixed column keeps both apart.
+            let names = ResultColumn.names + rowColumns.map { ResultColumn(rawValue: $0) == nil ? $0 : "row.\($0)" }
+            let sources = ResultColumn.allCases.map(OutputLayout.Source.fixed) + rowColumns.indices.map { .extra(first + $0) }
+            let rejectsFormat = OutputFormat.fromExtension(rejects) ?? format
+            targets[index].rejects = (rejectsPath, OutputLayout(format: rejectsFormat, sources: sources, names: names, csv: spec.csv, custom: true))
+            targets[index].rejectPartial = spec.rejectPartial
+        }
+        let all = targets.flatMap(\.paths)
+        for (position, path) in all.enumerated() where all[..<position].contains(where: { $0 == path || PrivateFile.canonical($0) == PrivateFile.canonical(path) }) {
+            throw RunError.usage("\(path) is both an output and a rejects file, or the rejects file of two outputs; give each its own")
+        }
+        let extras = manifest.requests.indices.map { extrasByTarget[byRequest[$0]] }
+        return (targets, byRequest, extras)
+    }
+
+    /// The data-row columns of a request, for its rejects: a CSV file's header, or the columns a
+    /// JSON Lines request's templates use (its rows need not share keys).
+    private func dataColumns(of request: RequestSpec) throws(RunError) -> [String] {
+        guard let each = request.each else { return [] }
+        guard each.kind == .csv else { return request.rowColumns }
+        do {
+            return try DataRowReader(kind: .csv, path: each.path, name: each.name).columns
+        } catch {
+            throw RunError.runtime("cannot read the header of \(each.name): \(error)")
+        }
     }
 
     /// A problem at `mark` in the manifest, quoting its line as `validate` does (secrets hidden).
@@ -87,28 +161,28 @@ extension Runner {
         // belongs to one output and is no input, whatever the spelling.
         var owners: [String: String] = [:]
         for input in inputs { owners[PrivateFile.canonical(input.path)] = input.what }
-        for target in targets where target.path != "-" {
-            for file in [target.path, target.path + ".partial", target.path + ".journal", target.path + ".journal.next"] {
+        for path in targets.flatMap(\.paths) where path != "-" {
+            for file in [path, path + ".partial", path + ".journal", path + ".journal.next"] {
                 let key = PrivateFile.canonical(file)
-                if let owner = owners[key], file != target.path || !inputs.contains(where: { $0.what == owner }) {
-                    throw RunError.usage("the output \(target.path) would write \(file), which is \(owner); choose another output path")
+                if let owner = owners[key], file != path || !inputs.contains(where: { $0.what == owner }) {
+                    throw RunError.usage("the output \(path) would write \(file), which is \(owner); choose another output path")
                 }
-                owners[key] = "a file of the output \(target.path)"
+                owners[key] = "a file of the output \(path)"
             }
         }
-        for target in targets where target.path != "-" {
-            switch PrivateFile.inspect(target.path) {
+        for path in targets.flatMap(\.paths) where path != "-" {
+            switch PrivateFile.inspect(path) {
             case .none: break
             case .directory:
-                throw RunError.runtime("the output \(target.path) is a directory; give the path of a file")
+                throw RunError.runtime("the output \(path) is a directory; give the path of a file")
             case .link, .other:
-                throw RunError.usage("the output \(target.path) is \(PrivateFile.inspect(target.path) == .link ? "a symbolic link" : "not a regular file (a device, pipe or socket)"); showbatch writes outputs only as regular files of its own. To write to standard output, use --output -")
+                throw RunError.usage("the output \(path) is \(PrivateFile.inspect(path) == .link ? "a symbolic link" : "not a regular file (a device, pipe or socket)"); showbatch writes outputs only as regular files of its own. To write to standard output, use --output -")
             case .regular(let device, let inode, _):
                 if let input = identities.first(where: { $0.1.device == device && $0.1.inode == inode }) {
-                    throw RunError.usage("the output \(target.path) is \(input.0); writing it would replace the input: choose another output path")
+                    throw RunError.usage("the output \(path) is \(input.0); writing it would replace the input: choose another output path")
                 }
             }
-            for path in [target.path + ".partial", target.path + ".journal", target.path + ".journal.next"] {
+            for path in [path + ".partial", path + ".journal", path + ".journal.next"] {
                 if let refusal = PrivateFile.refusal(path) { throw RunError.runtime(refusal + ": remove it and run again") }
                 // A journal is written in place: a hard link to an input would be written through.
                 if let found = PrivateFile.identity(path), let input = identities.first(where: { $0.1.device == found.device && $0.1.inode == found.inode }) {

@@ -24,12 +24,12 @@ final class RequestFeed: WorkSource, @unchecked Sendable {
     /// at most about `capacity` ready. Items that `skips` (by output, `byRequest` mapping requests
     /// to outputs) say are not to be sent are passed over: a resumed run's finished items, the
     /// kept rows of a retry.
-    init(manifest: Manifest, baseURL: String, shard: Shard?, byRequest: [Int] = [], skips: [SkipRule] = [],
-         capacity: Int = 1024) {
+    init(manifest: Manifest, baseURL: String, shard: Shard?, byRequest: [Int] = [], extras: [[[ColumnPart]]] = [],
+         skips: [SkipRule] = [], capacity: Int = 1024) {
         items = WorkItemSequence(manifest: manifest)
         self.shard = shard
         queue = BatchQueue(capacity: capacity)
-        let preparer = RequestPreparer(manifest: manifest, baseURL: baseURL)
+        let preparer = RequestPreparer(manifest: manifest, baseURL: baseURL, extras: extras)
         let skipping = skips.contains { $0 != .none } ? (byRequest, skips) : nil
         producer = WorkerThread(name: "showbatch-feed") { [self] in produce(preparer, skipping) }
     }

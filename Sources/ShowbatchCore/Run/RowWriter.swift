@@ -128,10 +128,14 @@ enum FinishedRow: Sendable {
         let attempts: Int
         let body: [UInt8]
         let labels: [LabelBinding]
+        /// The request's `extras`, carried into the row.
+        var extras: [String] = []
 
         /// The row: labels extracted, transformed and masked.
         func revealed() -> ResultRow {
-            Reveal.row(ordinal: ordinal, request: request, status: status, attempts: attempts, body: body, labels: labels)
+            var row = Reveal.row(ordinal: ordinal, request: request, status: status, attempts: attempts, body: body, labels: labels)
+            row.extras = extras
+            return row
         }
     }
 

@@ -30,7 +30,7 @@ public struct Runner: Sendable {
     /// Runs to the end (or to an interrupt), writing every output.
     public func run() async throws(RunError) -> RunSummary {
         let start = ContinuousClock.now
-        let (targets, byRequest) = try planOutputs()
+        let (targets, byRequest, extras) = try planOutputs()
         if (options.transport ?? manifest.transport) == .urlsession && manifest.tls != TLSSettings() {
             throw RunError.usage("the tls settings need the curl transport; URLSession cannot be given a CA file or a client certificate")
         }
@@ -80,10 +80,11 @@ public struct Runner: Sendable {
         }
         let outputs = try RunOutputs(targets: targets, identity: { target in
             Journal.Identity(manifest: rowIdentity, data: String(dataHash, radix: 16), shard: shard, output: target.path,
-                             format: target.format.rawValue, columns: RowEncoding.fixedColumns + target.labels)
+                             format: target.layout.format.rawValue,
+                             columns: target.layout.signature + (target.rejects.map { ["rejects:" + $0.path, "partial:\(target.rejectPartial)"] + $0.layout.signature } ?? []))
         }, mode: mode)
         do {
-            summary = try await send(outputs: outputs, paths: targets.map(\.path), byRequest: byRequest, baseURL: baseURL, start: start,
+            summary = try await send(outputs: outputs, paths: targets.map(\.path), byRequest: byRequest, extras: extras, baseURL: baseURL, start: start,
                                      credentials: credentials)
             if summary.interrupted || summary.stopReason != nil {
                 outputs.abandon()
@@ -99,7 +100,7 @@ public struct Runner: Sendable {
     }
 
     /// Sends every work item and writes its row; interrupted runs come back marked so.
-    private func send(outputs: RunOutputs, paths: [String], byRequest: [Int], baseURL: String, start: ContinuousClock.Instant,
+    private func send(outputs: RunOutputs, paths: [String], byRequest: [Int], extras: [[[ColumnPart]]], baseURL: String, start: ContinuousClock.Instant,
                       credentials: Credentials?) async throws(RunError) -> RunSummary {
         // Counted for a progress bar or JSON logs (reading a data file twice costs a little).
         let total = options.progress == .never && options.logFormat == .text ? nil : countWorkItems()
@@ -116,7 +117,7 @@ public struct Runner: Sendable {
         if manifest.circuit.outageAfter > 0 {
             context.outage = OutagePause(threshold: manifest.circuit.outageAfter, maxPause: manifest.circuit.maxPause, events: events)
         }
-        let feed = RequestFeed(manifest: manifest, baseURL: baseURL, shard: options.shard, byRequest: byRequest,
+        let feed = RequestFeed(manifest: manifest, baseURL: baseURL, shard: options.shard, byRequest: byRequest, extras: extras,
                                skips: outputs.skips)
         let writer = RowWriter(files: outputs.files, journals: outputs.journals)
         let dispatch = RunDispatch(manifest: manifest, feed: feed, writer: writer, byRequest: byRequest,

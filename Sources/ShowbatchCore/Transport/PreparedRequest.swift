@@ -15,6 +15,8 @@ public struct PreparedRequest: Sendable {
     /// True when every row of the request sends these same headers (none comes from the row),
     /// so a transport may keep what it builds from them for the next request.
     public var fixedHeaders = false
+    /// Text made from the data row for the output's template and rejects columns; never sent.
+    public var extras: [String] = []
 
     /// Sets a header, replacing one of the same name (names ignore case).
     mutating func setHeader(_ name: String, _ value: String) {

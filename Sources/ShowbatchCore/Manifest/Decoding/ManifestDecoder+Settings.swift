@@ -1,7 +1,7 @@
 import Foundation
 import ShowbatchYAML
 
-// Run settings and the retry, output and emulator sections.
+// Run settings and the retry and emulator sections.
 extension ManifestDecoder {
     /// How the run goes: concurrency, rate limit, timeout and transport.
     mutating func settings(_ top: KnownKeys, into manifest: inout Manifest) {
@@ -155,37 +155,11 @@ extension ManifestDecoder {
         return policy
     }
 
-    mutating func output(_ node: Node, _ context: @autoclosure () -> String) -> OutputSpec? {
-        guard let map = fields(node, context(), known: Self.outputKeys) else { return nil }
-        guard let pathNode = map["path"] else {
-            problem(node.mark, "missing required key \"path\" in \(context())")
-            return nil
-        }
-        guard let path = text(pathNode, "\(context()).path"), !path.isEmpty else { return nil }
-        var spec = OutputSpec(path: resolve(path))
-        if let formatNode = map["format"], let format = text(formatNode, "\(context()).format") {
-            if let value = OutputFormat(rawValue: format.lowercased()) {
-                spec.format = value
-            } else {
-                problem(formatNode.mark, "\(context()).format \"\(format)\" is not valid; expected csv, json or jsonl")
-            }
-        } else if OutputFormat.fromExtension(path) == nil {
-            problem(pathNode.mark, "cannot tell the format of \"\(path)\" from its extension; add format: csv, json or jsonl")
-        }
-        if let csvNode = map["csv"], let csv = fields(csvNode, "\(context()).csv", known: Self.csvKeys),
-           let escape = csv["escape_formulas"], let value = bool(escape, "\(context()).csv.escape_formulas") {
-            spec.escapeFormulas = value
-        }
-        return spec
-    }
-
     static let emulatorKeys = ManifestReference.keys(under: "emulator")
     static let outageKeys = ManifestReference.keys(under: "emulator.outage")
     static let emulatorAuthKeys = ManifestReference.keys(under: "emulator.auth")
     // Computed once: a manifest can hold tens of thousands of labels.
     static let retryKeys = ManifestReference.keys(under: "retry")
-    static let outputKeys = ManifestReference.keys(under: "output")
-    static let csvKeys = ManifestReference.keys(under: "output.csv")
     static let eachKeys = ManifestReference.keys(under: "requests[].each")
     static let labelKeys = ManifestReference.keys(under: "requests[].labels.<name>")
     static let transformKeys = ManifestReference.keys(under: "requests[].labels.<name>.transform")

@@ -163,6 +163,7 @@ struct ManifestDecoder {
         if let node = top["emulator"] { manifest.emulator = emulator(node) }
         if let node = top["requests"] {
             manifest.requests = requests(node)
+            checkColumns(&manifest)
         } else {
             problem(root.mark, "missing required key \"requests\" in the manifest")
         }

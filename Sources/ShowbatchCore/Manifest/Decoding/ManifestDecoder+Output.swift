@@ -1,0 +1,197 @@
+import Foundation
+import ShowbatchYAML
+
+// The output section: path, format, CSV dialect, columns and rejects.
+extension ManifestDecoder {
+    static let outputKeys = ManifestReference.keys(under: "output")
+    static let csvKeys = ManifestReference.keys(under: "output.csv")
+
+    mutating func output(_ node: Node, _ context: @autoclosure () -> String) -> OutputSpec? {
+        guard let map = fields(node, context(), known: Self.outputKeys) else { return nil }
+        guard let pathNode = map["path"] else {
+            problem(node.mark, "missing required key \"path\" in \(context())")
+            return nil
+        }
+        guard let path = text(pathNode, "\(context()).path"), !path.isEmpty else { return nil }
+        var spec = OutputSpec(path: resolve(path))
+        if let formatNode = map["format"], let format = text(formatNode, "\(context()).format") {
+            if let value = OutputFormat(rawValue: format.lowercased()) {
+                spec.format = value
+            } else {
+                problem(formatNode.mark, "\(context()).format \"\(format)\" is not valid; expected csv, json or jsonl")
+            }
+        } else if OutputFormat.fromExtension(path) == nil {
+            problem(pathNode.mark, "cannot tell the format of \"\(path)\" from its extension; add format: csv, json or jsonl")
+        }
+        if let csvNode = map["csv"], let csv = fields(csvNode, "\(context()).csv", known: Self.csvKeys) {
+            spec.csv = dialect(csv, "\(context()).csv")
+        }
+        if let columnsNode = map["columns"] {
+            spec.columns = columns(columnsNode, "\(context()).columns")
+            spec.columnMarks = columnsNode.sequence.map { $0.map(\.mark) } ?? []
+        }
+        if let rejectsNode = map["rejects"], let rejects = text(rejectsNode, "\(context()).rejects") {
+            if rejects.isEmpty {
+                problem(rejectsNode.mark, "\(context()).rejects must name a file")
+            } else if OutputFormat.fromExtension(rejects) == nil && spec.format == nil {
+                problem(rejectsNode.mark, "cannot tell the format of \"\(rejects)\" from its extension; use .csv, .json or .jsonl")
+            } else if rejects == path {
+                problem(rejectsNode.mark, "\(context()).rejects must be another file than \(context()).path")
+            } else {
+                spec.rejects = resolve(rejects)
+            }
+        }
+        if let partialNode = map["reject_partial"], let value = bool(partialNode, "\(context()).reject_partial") {
+            if spec.rejects == nil && map["rejects"] == nil {
+                problem(partialNode.mark, "\(context()).reject_partial needs \(context()).rejects")
+            }
+            spec.rejectPartial = value
+        }
+        return spec
+    }
+
+    private mutating func dialect(_ csv: KnownKeys, _ context: String) -> CSVDialect {
+        var dialect = CSVDialect()
+        if let node = csv["delimiter"], let text = text(node, "\(context).delimiter") {
+            let allowed: [String: UInt8] = [",": UInt8(ascii: ","), ";": UInt8(ascii: ";"), "\t": 0x09, "\\t": 0x09, "tab": 0x09, "|": UInt8(ascii: "|")]
+            if let byte = allowed[text] {
+                dialect.delimiter = byte
+            } else {
+                problem(node.mark, "\(context).delimiter must be \",\", \";\", \"|\" or tab; found \"\(text)\"")
+            }
+        }
+        if let node = csv["line_ending"], let text = text(node, "\(context).line_ending") {
+            switch text.lowercased() {
+            case "lf": dialect.crlf = false
+            case "crlf": dialect.crlf = true
+            default: problem(node.mark, "\(context).line_ending must be lf or crlf; found \"\(text)\"")
+            }
+        }
+        if let node = csv["header"], let value = bool(node, "\(context).header") { dialect.header = value }
+        if let node = csv["quote"], let text = text(node, "\(context).quote") {
+            switch text.lowercased() {
+            case "minimal": dialect.quoteAll = false
+            case "all": dialect.quoteAll = true
+            default: problem(node.mark, "\(context).quote must be minimal or all; found \"\(text)\"")
+            }
+        }
+        if let node = csv["escape_formulas"], let value = bool(node, "\(context).escape_formulas") { dialect.escapeFormulas = value }
+        return dialect
+    }
+
+    /// The items of `output.columns`. A label that no request has is found once the requests are
+    /// known (`checkColumns`), so here a bare name that is not a fixed column is taken as a label.
+    private mutating func columns(_ node: Node, _ context: String) -> [OutputColumn]? {
+        guard let items = node.sequence else {
+            problem(node.mark, "\(context) must be a list of column names or {NAME: TEMPLATE} items; found \(node.typeName)")
+            return nil
+        }
+        var columns: [OutputColumn] = []
+        var seen: [String: Int] = [:]
+        for (index, item) in items.enumerated() {
+            let what = "\(context)[\(index)]"
+            var column: OutputColumn?
+            if let scalar = item.scalar, scalar.value != .null {
+                let name = item.text
+                if name.isEmpty {
+                    problem(item.mark, "\(what) is empty; expected a label, a fixed column or {NAME: TEMPLATE}")
+                } else if let fixed = ResultColumn(rawValue: name) {
+                    column = .fixed(fixed, name: name)
+                } else {
+                    column = .label(name, name: name)
+                }
+            } else if let pairs = item.mapping, pairs.count == 1, let pair = pairs.first(where: { _ in true }), pair.key.kind == .scalar {
+                let name = pair.key.text
+                if name.isEmpty {
+                    problem(pair.key.mark, "\(what) has an empty column name")
+                } else if pair.value.scalar == nil || pair.value.scalar?.value == .null {
+                    problem(pair.value.mark, "\(what).\(name) must be a template string such as \"${row.id}\"; found \(pair.value.typeName)")
+                } else if let parts = columnTemplate(pair.value, "\(what).\(name)") {
+                    // A bare fixed-column name renames that column; a bare label name is decided
+                    // once the labels are known.
+                    if parts.count == 1, case .literal(let text) = parts[0], let fixed = ResultColumn(rawValue: text) {
+                        column = .fixed(fixed, name: name)
+                    } else {
+                        column = .template(parts, name: name)
+                    }
+                }
+            } else {
+                problem(item.mark, "\(what) must be a column name or {NAME: TEMPLATE} with one key; found \(item.typeName)")
+            }
+            guard let column else { continue }
+            if let earlier = seen[column.name] {
+                problem(item.mark, "\(context) names the column \"\(column.name)\" twice (items \(earlier) and \(index))")
+                continue
+            }
+            seen[column.name] = index
+            columns.append(column)
+        }
+        if columns.isEmpty && !items.isEmpty { return nil }
+        if items.isEmpty { problem(node.mark, "\(context) is empty; list at least one column") }
+        return columns
+    }
+
+    /// A column template: `${row.COLUMN}`, `${index}`, `${request}` and `${ENV}` (resolved now).
+    private mutating func columnTemplate(_ node: Node, _ what: String) -> [ColumnPart]? {
+        guard let raw = rawText(node, what) else { return nil }
+        let template: Template
+        do {
+            template = try Template(parsing: raw)
+        } catch {
+            problem(node.mark, "\(what): \(error.message)")
+            return nil
+        }
+        var parts: [ColumnPart] = []
+        var missing: [String] = []
+        for part in template.parts {
+            switch part {
+            case .literal(let text): parts.append(.literal(text))
+            case .row(let column): parts.append(.row(column))
+            case .index: parts.append(.index)
+            case .environment("request"): parts.append(.request)
+            case .environment(let name):
+                if let value = environment[name] { parts.append(.literal(value)) } else { missing.append(name) }
+            }
+        }
+        for name in missing { problem(node.mark, "environment variable \(name) is not set (used in \(what))") }
+        return missing.isEmpty ? parts : nil
+    }
+
+    /// Checks each output's columns against the labels of the requests that write to it: a bare
+    /// name must be a label of one of them, and `{NAME: label}` renames that label.
+    mutating func checkColumns(_ manifest: inout Manifest) {
+        func labels(writingTo own: Bool, request index: Int?) -> [String] {
+            var names: [String] = []
+            for (position, request) in manifest.requests.enumerated() where own ? position == index : request.output == nil {
+                for label in request.labels where !names.contains(label.name) { names.append(label.name) }
+            }
+            return names
+        }
+        func check(_ spec: inout OutputSpec, _ context: String, labels: [String]) {
+            guard let columns = spec.columns else { return }
+            spec.columns = columns.enumerated().map { index, column in
+                let mark = index < spec.columnMarks.count ? spec.columnMarks[index] : Mark(line: 1, column: 1)
+                switch column {
+                case .label(let label, let name) where !labels.contains(label):
+                    let known = labels.isEmpty ? "no request writing here has labels" : "its labels are \(labels.joined(separator: ", "))"
+                    problem(mark, "\(context)[\(index)] \"\(label)\" is neither a label nor a fixed column (request, status, http_status, attempts, error); \(known)")
+                    return .label(label, name: name)
+                case .template(let parts, let name):
+                    if parts.count == 1, case .literal(let text) = parts[0], labels.contains(text) { return .label(text, name: name) }
+                    return column
+                default:
+                    return column
+                }
+            }
+        }
+        if var output = manifest.output {
+            check(&output, "output.columns", labels: labels(writingTo: false, request: nil))
+            manifest.output = output
+        }
+        for index in manifest.requests.indices {
+            guard var output = manifest.requests[index].output else { continue }
+            check(&output, "requests[\(index)].output.columns", labels: labels(writingTo: true, request: index))
+            manifest.requests[index].output = output
+        }
+    }
+}
