@@ -21,8 +21,14 @@ let package = Package(
             pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]
         ),
+        // zlib for gzip outputs; only ShowbatchCore's Output layer imports it.
+        .systemLibrary(
+            name: "CZlib",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
         .target(name: "ShowbatchYAML", dependencies: ["CYAML"]),
-        .target(name: "ShowbatchCore", dependencies: ["ShowbatchYAML", "CCurl"]),
+        .target(name: "ShowbatchCore", dependencies: ["ShowbatchYAML", "CCurl", "CZlib"]),
         .target(name: "ShowbatchEmulator", dependencies: ["ShowbatchCore"]),
         .executableTarget(name: "showbatch", dependencies: ["ShowbatchCore", "ShowbatchYAML", "ShowbatchEmulator"]),
         .testTarget(name: "ShowbatchYAMLTests", dependencies: ["ShowbatchYAML"]),

@@ -59,6 +59,7 @@ package enum ManifestReference {
         Entry(path: "output.format", type: "string", defaultValue: "extension", meaning: "`csv`, `json` or `jsonl`; without it the extension decides (`.csv`, `.json`, `.jsonl`/`.ndjson`)."),
         Entry(path: "output.columns", type: "list", defaultValue: "fixed + labels", meaning: "The columns in order: a label, a fixed column (`request`, `status`, `http_status`, `attempts`, `error`), or `{NAME: TEMPLATE}` — a template of `${row.COLUMN}`, `${index}`, `${request}` (from the data row, never sent), or a bare label or fixed-column name to rename it. Default: the fixed columns, then every label."),
         Entry(path: "output.rejects", type: "path", defaultValue: "—", meaning: "Failed rows go to this file instead (the fixed columns, then the data row's columns); `path` keeps the rows a processor should get."),
+        Entry(path: "output.compress", type: "string", defaultValue: "extension", meaning: "`gzip` or `none`; without it a path ending in `.gz` is gzip. Written as one gzip member per checkpoint, so it resumes; `--retry-failed` cannot rewrite it."),
         Entry(path: "output.reject_partial", type: "boolean", defaultValue: "false", meaning: "Partial rows go to `rejects` too."),
         Entry(path: "output.csv", type: "mapping", defaultValue: "—", meaning: "CSV options."),
         Entry(path: "output.csv.delimiter", type: "string", defaultValue: "`,`", meaning: "`,`, `;`, `|` or tab (`\\t` or `tab`)."),

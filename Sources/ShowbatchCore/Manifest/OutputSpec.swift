@@ -5,8 +5,9 @@ import ShowbatchYAML
 public enum OutputFormat: String, Sendable, CaseIterable {
     case csv, json, jsonl
 
-    /// The format an output path's extension implies, if any.
+    /// The format an output path's extension implies, if any (`.gz` is looked through).
     public static func fromExtension(_ path: String) -> OutputFormat? {
+        let path = isGzipPath(path) ? String(path.dropLast(3)) : path
         switch (path as NSString).pathExtension.lowercased() {
         case "csv": return .csv
         case "json": return .json
@@ -14,6 +15,9 @@ public enum OutputFormat: String, Sendable, CaseIterable {
         default: return nil
         }
     }
+
+    /// The path ends in `.gz`.
+    public static func isGzipPath(_ path: String) -> Bool { path.lowercased().hasSuffix(".gz") }
 }
 
 /// Where and how rows are written.
@@ -21,7 +25,7 @@ public struct OutputSpec: Sendable, Equatable {
     /// Equal when they write the same bytes to the same place (where the columns were written aside).
     public static func == (lhs: OutputSpec, rhs: OutputSpec) -> Bool {
         lhs.path == rhs.path && lhs.format == rhs.format && lhs.csv == rhs.csv && lhs.columns == rhs.columns
-            && lhs.rejects == rhs.rejects && lhs.rejectPartial == rhs.rejectPartial
+            && lhs.rejects == rhs.rejects && lhs.rejectPartial == rhs.rejectPartial && lhs.compress == rhs.compress
     }
 
     /// The path, resolved against the manifest's folder; may hold `{shard}`.
@@ -36,6 +40,8 @@ public struct OutputSpec: Sendable, Equatable {
     public var rejects: String?
     /// Partial rows go to `rejects` too.
     public var rejectPartial = false
+    /// Compress with gzip; nil: when the path ends in `.gz`.
+    public var compress: Bool?
     /// Where each item of `columns` is in the manifest, for errors found once the labels are known.
     package var columnMarks: [Mark] = []
 

@@ -50,6 +50,9 @@ final class OutputFile {
     /// file of this output, written, checkpointed, committed and abandoned with it.
     private var rejects: OutputFile?
     private var rejectPartial = false
+    /// The compressor of a `.gz` output; the buffer holds plain bytes, the file gzip members.
+    private let gzip: GzipMembers?
+    private var compressed: [UInt8] = []
     private var closed = false
 
     /// The output a `--retry-failed` run rewrites: its bytes are copied, and the rows of the
@@ -66,6 +69,7 @@ final class OutputFile {
     private init(path: String, layout: OutputLayout, fd: Int32, partialPath: String?) {
         self.path = path
         self.layout = layout
+        gzip = layout.gzip ? GzipMembers() : nil
         self.fd = fd
         self.partialPath = partialPath
         buffer.reserveCapacity(1 << 16)
@@ -227,8 +231,27 @@ final class OutputFile {
 
     /// Hands the buffered bytes to the file.
     func flush() throws(RunError) {
+        try flush(endingMember: false)
+    }
+
+    /// Hands the buffered bytes to the file; for gzip, compressed, and with `endingMember` the
+    /// member is ended so that the file is whole up to here.
+    private func flush(endingMember: Bool) throws(RunError) {
         try rejects?.flush()
-        guard !buffer.isEmpty, !closed else { return }
+        guard !closed else { return }
+        if let gzip {
+            guard !buffer.isEmpty || endingMember else { return }
+            gzip.compress(buffer, endMember: endingMember, into: &compressed)
+            buffer.removeAll(keepingCapacity: true)
+            guard !compressed.isEmpty else { return }
+            let failure = compressed.withUnsafeBytes { PrivateFile.writeAll(fd, $0) }
+            if let failure { throw writeError(failure) }
+            hash = fnv1a(compressed, seed: hash)
+            flushed += compressed.count
+            compressed.removeAll(keepingCapacity: true)
+            return
+        }
+        guard !buffer.isEmpty else { return }
         let failure = buffer.withUnsafeBytes { PrivateFile.writeAll(fd, $0) }
         if let failure { throw writeError(failure) }
         hash = fnv1a(buffer, seed: hash)
@@ -239,7 +262,7 @@ final class OutputFile {
     /// Flushes and makes the bytes durable (a checkpoint may then say they are there).
     func sync() throws(RunError) {
         try rejects?.sync()
-        try flush()
+        try flush(endingMember: true)
         guard partialPath != nil, !closed else { return }
         guard fdatasync(fd) == 0 else { throw writeError(errno) }
     }

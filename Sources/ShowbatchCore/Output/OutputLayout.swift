@@ -15,6 +15,8 @@ struct OutputLayout: Equatable {
     var csv: CSVDialect
     /// Columns were given in the manifest: JSON rows are then flat objects of exactly them.
     var custom: Bool
+    /// Written through gzip, a member per checkpoint.
+    var gzip = false
 
     /// Today's layout: the fixed columns, then every label of the requests writing here.
     static func standard(format: OutputFormat, labels: [String], csv: CSVDialect) -> OutputLayout {
@@ -36,6 +38,7 @@ struct OutputLayout: Equatable {
             parts.append("csv:\(csv.delimiter),\(csv.crlf),\(csv.header),\(csv.quoteAll),\(csv.escapeFormulas)")
         }
         if custom { parts.append("custom") }
+        if gzip { parts.append("gzip") }
         return parts
     }
 }

@@ -130,6 +130,9 @@ final class RunOutputs {
                     skips.append(journal.ended != nil ? .all : .through(checkpoint.ordinal))
                     carried.add(checkpoint.counts)
                 case .retryFailed:
+                    if target.layout.gzip {
+                        throw RunError.usage("--retry-failed cannot rewrite \(target.path): a gzip output is written whole; run without --retry-failed to write it again")
+                    }
                     if let rejects = target.rejects {
                         throw RunError.usage("--retry-failed cannot rewrite \(target.path): its failed rows are in its rejects file \(rejects.path); send them again with a manifest that reads that file")
                     }

@@ -96,6 +96,7 @@ extension Runner {
             } else {
                 targets[index].layout = .standard(format: format, labels: labels[index], csv: spec.csv)
             }
+            targets[index].layout.gzip = targets[index].path != "-" && (spec.compress ?? OutputFormat.isGzipPath(targets[index].path))
             guard let rejects = spec.rejects, targets[index].path != "-" else { continue }
             let rejectsPath = shardPath(rejects)
             var rowColumns: [String] = []
@@ -108,7 +109,9 @@ extension Runner {
             let names = ResultColumn.names + rowColumns.map { ResultColumn(rawValue: $0) == nil ? $0 : "row.\($0)" }
             let sources = ResultColumn.allCases.map(OutputLayout.Source.fixed) + rowColumns.indices.map { .extra(first + $0) }
             let rejectsFormat = OutputFormat.fromExtension(rejects) ?? format
-            targets[index].rejects = (rejectsPath, OutputLayout(format: rejectsFormat, sources: sources, names: names, csv: spec.csv, custom: true))
+            var rejectsLayout = OutputLayout(format: rejectsFormat, sources: sources, names: names, csv: spec.csv, custom: true)
+            rejectsLayout.gzip = spec.compress ?? OutputFormat.isGzipPath(rejectsPath)
+            targets[index].rejects = (rejectsPath, rejectsLayout)
             targets[index].rejectPartial = spec.rejectPartial
         }
         let all = targets.flatMap(\.paths)

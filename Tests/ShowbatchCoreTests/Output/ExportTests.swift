@@ -9,7 +9,21 @@ private func jsonlRows(_ count: Int) -> String {
     }.joined(separator: "\n") + "\n"
 }
 
-/// Exports shaped for a processor: columns, rejects, CSV dialects (issue 14).
+/// The bytes `gzip -dc` makes of `path` (the tool a reader of the export has), or nil when it fails.
+private func gunzip(_ path: String) throws -> String? {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/bin/gzip")
+    process.arguments = ["-dc", path]
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return process.terminationStatus == 0 ? String(decoding: data, as: UTF8.self) : nil
+}
+
+/// Exports shaped for a processor: columns, rejects, CSV dialects, gzip (issue 14).
 @Suite struct ExportTests {
     private static let columnsManifest = """
     vault: tnt1
@@ -193,5 +207,41 @@ private func jsonlRows(_ count: Int) -> String {
     func outputSettingsAreCheckedWhereTheyAreWritten(output: String, expected: String) {
         let text = "vault: tnt1\n\(output)\nrequests: [{name: a, path: /p, labels: {card: json.c}}]\n"
         #expect(manifestErrors(text).components(separatedBy: "\n").first == expected)
+    }
+
+    /// A `.gz` output is the plain output through gzip, also when the run was interrupted and
+    /// resumed (each checkpoint ends a gzip member; resume cuts back to one and starts another).
+    @Test(arguments: ["csv", "json", "jsonl"], [0, 9, 100])
+    func gzipOutputsDecompressToThePlainBytes(format: String, interruptAfter: Int) async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let text = Self.rejectsManifest.replacingOccurrences(of: "      rejects: out/rejects.csv\n      reject_partial: true\n", with: "")
+        let plain = try fixture.manifest(text.replacingOccurrences(of: "out/r.csv", with: "out/r.\(format)"), files: ["d.jsonl": jsonlRows(200)])
+        _ = try await fixture.run(plain)
+        let expected = try #require(fixture.read("out/r.\(format)"))
+        let gzipped = try fixture.manifest(text.replacingOccurrences(of: "out/r.csv", with: "out/r.\(format).gz"), files: ["d.jsonl": jsonlRows(200)])
+        if interruptAfter == 0 {
+            _ = try await fixture.run(gzipped)
+        } else {
+            let (emulator, interrupted, baseOptions) = try await fixture.interruptedRun(gzipped, after: interruptAfter)
+            defer { emulator.stop() }
+            #expect(interrupted.interrupted)
+            var options = baseOptions
+            options.resume = true
+            let resumed = try await Runner(manifest: gzipped, options: options, environment: [:]).run()
+            #expect(resumed.rows == 201 && !resumed.interrupted)
+        }
+        #expect(try gunzip(fixture.dir.path + "/out/r.\(format).gz") == expected)
+        #expect(fixture.mode("out/r.\(format).gz") == 0o600)
+        #expect(!fixture.dir.exists("out/r.\(format).gz.partial"))
+        // Failed rows keep the journal, but a gzip file is not rewritten in place.
+        var options = RunOptions()
+        options.retryFailed = true
+        do {
+            _ = try await fixture.run(gzipped, options: options)
+            Issue.record("expected a refusal")
+        } catch {
+            #expect((error as? RunError)?.description == "--retry-failed cannot rewrite \(fixture.dir.path)/out/r.\(format).gz: a gzip output is written whole; run without --retry-failed to write it again")
+        }
     }
 }

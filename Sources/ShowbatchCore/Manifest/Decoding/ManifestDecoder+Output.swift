@@ -41,6 +41,13 @@ extension ManifestDecoder {
                 spec.rejects = resolve(rejects)
             }
         }
+        if let compressNode = map["compress"], let text = text(compressNode, "\(context()).compress") {
+            switch text.lowercased() {
+            case "gzip": spec.compress = true
+            case "none": spec.compress = false
+            default: problem(compressNode.mark, "\(context()).compress must be gzip or none; found \"\(text)\"")
+            }
+        }
         if let partialNode = map["reject_partial"], let value = bool(partialNode, "\(context()).reject_partial") {
             if spec.rejects == nil && map["rejects"] == nil {
                 problem(partialNode.mark, "\(context()).reject_partial needs \(context()).rejects")

@@ -1,0 +1,2 @@
+// zlib from the Debian package zlib1g-dev, for gzip outputs.
+#include <zlib.h>
