@@ -27,7 +27,7 @@ package struct RequestSpec: Sendable {
     /// Collects `rowColumns` from the templates.
     func referencedColumns() -> [String] {
         var columns: [String] = []
-        for template in [name, path] + headers.map(\.value) + (payload?.templates ?? []) {
+        for template in [name, path] + headers.map(\.value) + (payload?.templates ?? []) + labels.compactMap(\.file?.template.source) {
             for column in template.rowColumns where !columns.contains(column) { columns.append(column) }
         }
         return columns

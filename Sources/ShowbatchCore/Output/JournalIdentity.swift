@@ -32,6 +32,10 @@ extension Manifest {
                     hasher.add("mask", mask.symbol.map(String.init) ?? "")
                     for range in mask.ranges { hasher.add(String(range.start ?? -1), String(range.end ?? -1)) }
                 }
+                if let file = label.file {
+                    hasher.add("file", file.decode.rawValue, String(file.maxBytes ?? 0))
+                    hasher.add(file.template.source)
+                }
             }
             if let each = request.each { hasher.add(each.kind == .csv ? "csv" : "jsonl", each.name) }
             if let output = request.output { hasher.add(output) }

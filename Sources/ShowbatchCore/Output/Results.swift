@@ -53,7 +53,7 @@ public enum RowStatus: String, Sendable {
 public struct RowError: Sendable, Equatable {
     /// The code.
     public var code: ErrorCode
-    /// The label it concerns, for 1403.
+    /// The label it concerns, for 1403 to 1406.
     public var label: String?
     /// A message that names paths and statuses, never values.
     public var message: String
@@ -75,6 +75,14 @@ public enum ErrorCode: Int, Sendable, CaseIterable {
     case unexpectedResponseDataFormat = 1401
     case responseInvalidJSON = 1402
     case fieldNotFound = 1403
+    /// A binary label's value is not base64.
+    case invalidBase64 = 1404
+    /// A binary label's decoded value is over its `max_bytes`.
+    case valueTooLarge = 1405
+    /// A binary label's file cannot be written where its path says (outside the output's
+    /// folder, through a link, over something that is not a regular file, over an input or a
+    /// file of an output).
+    case fileRefused = 1406
     case invalidConfigurationURL = 1480
     case invalidRow = 1490
     case rateLimited = 1429
@@ -89,6 +97,9 @@ public enum ErrorCode: Int, Sendable, CaseIterable {
         case .unexpectedResponseDataFormat: return "unexpected_response_data_format"
         case .responseInvalidJSON: return "response_invalid_json"
         case .fieldNotFound: return "field_not_found"
+        case .invalidBase64: return "invalid_base64"
+        case .valueTooLarge: return "value_too_large"
+        case .fileRefused: return "file_refused"
         case .invalidConfigurationURL: return "invalid_configuration_url"
         case .invalidRow: return "invalid_row"
         case .rateLimited: return "rate_limited"

@@ -8,6 +8,8 @@ package struct LabelBinding: Sendable {
     package var transforms: [RegexTransform]
     /// The mask applied after the transforms.
     package var mask: Mask?
+    /// For a binary label (`decode` and `file`): how its value is decoded and where it is written.
+    package var file: LabelFileSpec? = nil
 
     /// The value after transforms and mask.
     package func format(_ value: String) -> String {

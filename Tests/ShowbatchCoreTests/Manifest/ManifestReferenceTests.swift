@@ -11,7 +11,7 @@ import Testing
         ("retry", ["attempts", "backoff", "max_backoff", "on"]),
         ("output", ["path", "format", "columns", "rejects", "compress", "reject_partial", "csv"]),
         ("output.csv", ["delimiter", "line_ending", "header", "quote", "escape_formulas"]),
-        ("requests[].labels.<name>", ["path", "transform", "mask"]),
+        ("requests[].labels.<name>", ["path", "transform", "mask", "decode", "file", "max_bytes"]),
         ("requests[].labels.<name>.transform", ["regex", "template"]),
         ("requests[].each", ["csv", "jsonl"]),
     ])

@@ -79,6 +79,7 @@ extension ManifestDecoder {
             }
         }
         if let maskNode = map["mask"] { binding.mask = mask(maskNode, what()) }
+        labelFile(map, node, into: &binding, what())
         return binding
     }
 

@@ -90,6 +90,7 @@ extension ManifestDecoder {
             }
         }
         if let labelsNode = map["labels"] { spec.labels = labels(labelsNode, label()) }
+        rowTemplates += labelFileTemplates(spec.labels, dataDriven: dataDriven)
         if let outputNode = map["output"] { spec.output = output(outputNode, "\(label()) output") }
         // Without "each" a row reference is already a problem, so there are no columns to read.
         if dataDriven { spec.rowColumns = spec.referencedColumns() }
