@@ -13,12 +13,15 @@ package struct RequestPreparer: Sendable {
         let headers: [(name: String, value: String)]?
         /// The URL when the path has no row reference (and forms a valid URL).
         let url: String?
+        /// True when a label is written to a file, whose path is expanded for each item.
+        let labelFiles: Bool
 
         init(spec: RequestSpec, sendHeaders: [HeaderField], headers: [(name: String, value: String)]?, url: String?) {
             self.spec = spec
             self.sendHeaders = sendHeaders
             self.headers = headers
             self.url = url
+            labelFiles = spec.labels.contains { $0.file != nil }
         }
     }
 
@@ -95,8 +98,12 @@ package struct RequestPreparer: Sendable {
             payload.write(row: row, to: &bytes)
             body = bytes
         }
-        return .success(PreparedRequest(name: name, method: fixed.spec.method, url: url, headers: headers, body: body,
-                                        fixedHeaders: fixed.headers != nil, extras: extras))
+        var prepared = PreparedRequest(name: name, method: fixed.spec.method, url: url, headers: headers, body: body,
+                                       fixedHeaders: fixed.headers != nil, extras: extras)
+        if fixed.labelFiles {
+            prepared.labelFiles = fixed.spec.labels.map { $0.file?.template.expand(row: row, request: name) }
+        }
+        return .success(prepared)
     }
 
     /// The text of column templates for one row.

@@ -3,22 +3,31 @@ package enum Reveal {
     /// The row for a 2xx answer: labels extracted, transformed and masked.
     package static func row(ordinal: Int, request: String, status: Int, attempts: Int, body: [UInt8],
                            labels: [LabelBinding]) -> ResultRow {
+        rowAndFiles(ordinal: ordinal, request: request, status: status, attempts: attempts, body: body, labels: labels, files: []).row
+    }
+
+    /// The row for a 2xx answer, and the decoded bytes of its binary labels with the files they
+    /// go to (`files` holds each label's target, nil for text labels). A binary label's cell is
+    /// its file's path; the caller writes the files before the row.
+    package static func rowAndFiles(ordinal: Int, request: String, status: Int, attempts: Int, body: [UInt8],
+                                   labels: [LabelBinding], files: [LabelFileTarget?]) -> (row: ResultRow, files: [PendingLabelFile]) {
+        var pending: [PendingLabelFile] = []
         var row = ResultRow(ordinal: ordinal, request: request, status: .failed, httpStatus: status, attempts: attempts,
                             labels: labels.map { ($0.name, nil) }, errors: [])
         if body.allSatisfy({ $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) {
             row.errors = [RowError(code: .unexpectedResponseDataFormat, label: nil, message: "empty response body")]
-            return row
+            return (row, [])
         }
         let values: [JSONValue?]
         do {
             guard let found = try JSONParser.values(at: labels.map(\.path), in: body) else {
                 row.errors = [RowError(code: .responseInvalidJSON, label: nil, message: "response body is JSON but not an object")]
-                return row
+                return (row, [])
             }
             values = found
         } catch {
             row.errors = [RowError(code: .responseInvalidJSON, label: nil, message: "response body is not valid JSON (\(error.reason) at byte \(error.offset))")]
-            return row
+            return (row, [])
         }
         var missing = 0
         for (index, binding) in labels.enumerated() {
@@ -26,6 +35,31 @@ package enum Reveal {
                 missing += 1
                 row.errors.append(RowError(code: .fieldNotFound, label: binding.name,
                                            message: "label \(binding.name): no value at \(binding.path.text)"))
+                continue
+            }
+            if let spec = binding.file {
+                let target = index < files.count ? files[index] : nil
+                let outcome: LabelFileSpec.Content
+                let path: String
+                switch target {
+                case .path(let expanded)?:
+                    path = expanded
+                    outcome = spec.content(of: value, label: binding)
+                case .refused(let reason)?:
+                    path = ""
+                    outcome = .failure(RowError(code: .fileRefused, label: binding.name, message: "label \(binding.name): \(reason)"))
+                case nil:
+                    path = ""
+                    outcome = .failure(RowError(code: .fileRefused, label: binding.name, message: "label \(binding.name): no file path"))
+                }
+                switch outcome {
+                case .success(let bytes):
+                    row.labels[index].value = path
+                    pending.append(PendingLabelFile(label: index, path: path, bytes: bytes))
+                case .failure(let error):
+                    missing += 1
+                    row.errors.append(error)
+                }
                 continue
             }
             let text: String
@@ -38,6 +72,17 @@ package enum Reveal {
             row.labels[index].value = binding.format(text)
         }
         row.status = missing == 0 ? .ok : .partial
-        return row
+        return (row, pending)
     }
+}
+
+/// A binary label's decoded bytes, to be written to `path` (relative to the output's folder)
+/// before the row that names it.
+package struct PendingLabelFile: Sendable {
+    /// The label's index in the row.
+    package var label: Int
+    /// The path relative to the output's folder; the cell's text.
+    package var path: String
+    /// The decoded bytes (a revealed value: never printed).
+    package var bytes: [UInt8]
 }

@@ -90,8 +90,8 @@ struct AttemptContext: Sendable {
                 return .cancelled
             case .response(let status, _, let body) where (200..<300).contains(status):
                 let answer = FinishedRow.Answer(ordinal: ordinal, request: request.name, status: status, attempts: attempt,
-                                                body: body, labels: labels, extras: request.extras)
-                return .row(revealLater ? .answer(answer) : .row(answer.revealed()))
+                                                body: body, labels: labels, extras: request.extras, files: request.labelFiles)
+                return .row(revealLater ? .answer(answer) : answer.revealedEarly())
             case .response(401, _, _) where credentials != nil:
                 // A token that ran out: renewed once, and the row sent again without counting an
                 // attempt; refused again, it is not the row's fault.

@@ -25,6 +25,8 @@ final class RowWriter: @unchecked Sendable {
     // Used by the writer thread until `finish` returns, then by the caller.
     private let files: [OutputFile?]
     private let journals: [Journal?]
+    /// Writes binary labels' files, when a request has any.
+    private let labelFiles: LabelFileWriter?
     private var lastCheckpoint: [Int64]
     private var thread: WorkerThread!
     // Statuses of the answers revealed here (the runner counts the rows it was given whole).
@@ -49,10 +51,12 @@ final class RowWriter: @unchecked Sendable {
         (okCount.load(ordering: .relaxed), partialCount.load(ordering: .relaxed), failedCount.load(ordering: .relaxed))
     }
 
-    /// Starts the writer for `files` and their `journals` (nil for standard output).
-    init(files: [OutputFile?], journals: [Journal?]) {
+    /// Starts the writer for `files` and their `journals` (nil for standard output); binary
+    /// labels' files are written by `labelFiles`, each before the row that names it.
+    init(files: [OutputFile?], journals: [Journal?], labelFiles: LabelFileWriter? = nil) {
         self.files = files
         self.journals = journals
+        self.labelFiles = labelFiles
         lastCheckpoint = Array(repeating: coarseMilliseconds(), count: files.count)
         thread = WorkerThread(name: "showbatch-write") { [self] in work() }
     }
@@ -81,7 +85,8 @@ final class RowWriter: @unchecked Sendable {
         if row.status == .failed { journal.recordFailed(Journal.FailedRow(ordinal: row.ordinal, start: span.start, end: span.end)) }
         let now = coarseMilliseconds()
         if file.rowsSinceCheckpoint >= Self.checkpointRows || now - lastCheckpoint[target] >= Self.checkpointInterval {
-            // The output first: a checkpoint may only say what is on disk.
+            // The output first: a checkpoint may only say what is on disk (label files included).
+            try labelFiles?.sync()
             try file.sync()
             try journal.checkpoint(file.checkpoint)
             file.rowsSinceCheckpoint = 0
@@ -93,18 +98,23 @@ final class RowWriter: @unchecked Sendable {
         var batch: [Entry] = []
         while queue.take(into: &batch) == .taken {
             for entry in batch {
-                let row: ResultRow
-                switch entry.row {
-                case .row(let whole): row = whole
-                case .answer(let answer):
-                    row = answer.revealed()
-                    switch row.status {
-                    case .ok: okCount.add(1, ordering: .relaxed)
-                    case .partial: partialCount.add(1, ordering: .relaxed)
-                    case .failed: failedCount.add(1, ordering: .relaxed)
-                    }
-                }
                 do {
+                    let row: ResultRow
+                    switch entry.row {
+                    case .row(let whole): row = whole
+                    case .answer(let answer):
+                        // A binary label's file is written (and may fail the label) before its row.
+                        if let labelFiles, answer.hasFiles {
+                            row = try labelFiles.reveal(answer, target: entry.target)
+                        } else {
+                            row = answer.revealed()
+                        }
+                        switch row.status {
+                        case .ok: okCount.add(1, ordering: .relaxed)
+                        case .partial: partialCount.add(1, ordering: .relaxed)
+                        case .failed: failedCount.add(1, ordering: .relaxed)
+                        }
+                    }
                     try write(row, to: entry.target)
                 } catch {
                     self.error.withLock { $0 = error }
@@ -114,6 +124,16 @@ final class RowWriter: @unchecked Sendable {
                 }
             }
             batch.removeAll(keepingCapacity: true)
+        }
+        // Every label file's name is on disk before the outputs take their last checkpoint
+        // (when they are committed, or left for --resume after a failure or an interrupt).
+        if let labelFiles {
+            do {
+                try labelFiles.sync()
+            } catch {
+                self.error.withLock { $0 = $0 ?? error }
+            }
+            labelFiles.close()
         }
     }
 }
@@ -130,6 +150,8 @@ enum FinishedRow: Sendable {
         let labels: [LabelBinding]
         /// The request's `extras`, carried into the row.
         var extras: [String] = []
+        /// Where each binary label goes (nil for a text label); empty when there is none.
+        var files: [LabelFileTarget?] = []
 
         /// The row: labels extracted, transformed and masked.
         func revealed() -> ResultRow {

@@ -38,6 +38,7 @@ public struct Runner: Sendable {
             throw RunError.usage("\(options.resume ? "--resume" : "--retry-failed") needs file outputs; standard output is not resumable")
         }
         try checkOutputPaths(targets)
+        try checkLabelFileOutputs(targets, byRequest: byRequest)
         var summary = RunSummary()
         let baseURL: String
         switch try await resolveBaseURL() {
@@ -119,7 +120,7 @@ public struct Runner: Sendable {
         }
         let feed = RequestFeed(manifest: manifest, baseURL: baseURL, shard: options.shard, byRequest: byRequest, extras: extras,
                                skips: outputs.skips)
-        let writer = RowWriter(files: outputs.files, journals: outputs.journals)
+        let writer = RowWriter(files: outputs.files, journals: outputs.journals, labelFiles: labelFileWriter(outputs: paths))
         let dispatch = RunDispatch(manifest: manifest, feed: feed, writer: writer, byRequest: byRequest,
                                    failFast: options.failFast, window: window, failureLimit: manifest.circuit.failedRows,
                                    carried: outputs.carried, total: total,

@@ -17,6 +17,9 @@ public struct PreparedRequest: Sendable {
     public var fixedHeaders = false
     /// Text made from the data row for the output's template and rejects columns; never sent.
     public var extras: [String] = []
+    /// Where each binary label of the answer is written (nil for a text label); empty when the
+    /// request has none.
+    var labelFiles: [LabelFileTarget?] = []
 
     /// Sets a header, replacing one of the same name (names ignore case).
     mutating func setHeader(_ name: String, _ value: String) {
