@@ -6,6 +6,7 @@ import ShowbatchYAML
 package struct LabelFileSpec: Sendable {
     /// How the value is decoded (only base64 is supported).
     package enum Decoding: String, Sendable {
+        /// RFC 4648 base64, standard or URL-safe alphabet.
         case base64
     }
 
