@@ -1,0 +1,435 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What `showbatch merge` is asked to do: put the outputs of a manifest run in `shards` shards
+/// back together.
+public struct MergeOptions: Sendable, Equatable {
+    /// How many shards the manifest was run in (`--shards N`, the N of `--shard I/N`).
+    public var shards: Int
+    /// `--output PATH`, when the shards were run with it.
+    public var output: String?
+    /// `--format`, when the shards were run with it.
+    public var format: OutputFormat?
+
+    /// Options for a manifest run in `shards` shards.
+    public init(shards: Int, output: String? = nil, format: OutputFormat? = nil) {
+        self.shards = shards
+        self.output = output
+        self.format = format
+    }
+}
+
+/// One unsharded output of a merge.
+public struct MergedOutput: Sendable, Equatable {
+    /// The file, as an unsharded run names it.
+    public var path: String
+    /// Rows in it.
+    public var rows: Int
+    /// True when its only shard is the file itself (one shard and no `{shard}` in the path): it
+    /// was checked and left as it is.
+    public var unchanged: Bool
+}
+
+/// What a merge did.
+public struct MergeSummary: Sendable, Equatable {
+    /// The outputs written (or found whole), in the order an unsharded run lists them.
+    public var outputs: [MergedOutput] = []
+    /// The merge was interrupted: nothing was written.
+    public var interrupted = false
+}
+
+/// `showbatch merge`: writes the unsharded outputs of a manifest from the files of its N shards,
+/// byte for byte what one unsharded run writes.
+///
+/// The manifest's work items are enumerated in order, as a run does (data files are read); each
+/// item's row is the next row of shard (ordinal mod N)'s file for the item's output. Every shard
+/// file is checked before anything is written: it must be there, finished (no `.partial` beside
+/// it; a journal beside it only as a finished run with failed rows leaves it, matching the file),
+/// and hold exactly the rows of this manifest's work items for that shard, each naming the request
+/// it should. Outputs are written as a run writes them: to `<path>.partial` (0600, never through a
+/// link), synced, and renamed into place only once every output is complete, replacing what was
+/// there. A refusal or an interrupt leaves no file behind.
+public enum ShardMerge {
+    /// Merges the shard outputs of `manifest`. `isCancelled` is asked now and then; when it says
+    /// true, the merge stops and writes nothing.
+    public static func merge(manifest: Manifest, options: MergeOptions,
+                             isCancelled: @Sendable () -> Bool = { false }) throws(RunError) -> MergeSummary {
+        let plan = try MergePlan(manifest: manifest, options: options)
+        try plan.check()
+        var lock: [Int32] = []
+        defer { lock.forEach { close($0) } }
+        for output in plan.outputs where !output.unchanged {
+            if let fd = try lockJournal(of: output.target.path) { lock.append(fd) }
+        }
+        try raiseOpenFileLimit(plan.shards + 16)
+        var summary = MergeSummary()
+        var partials: [(fd: Int32, path: String)] = []
+        func discard() {
+            for partial in partials where partial.fd >= 0 { close(partial.fd) }
+            for partial in partials { unlink(partial.path) }
+            partials.removeAll()
+        }
+        do throws(RunError) {
+            for output in plan.outputs {
+                var fd: Int32 = -1
+                if !output.unchanged {
+                    let partial = output.target.path + ".partial"
+                    fd = try PrivateFile.create(partial, for: output.target.path)
+                    partials.append((fd, partial))
+                }
+                guard let rows = try plan.merge(output, into: fd, isCancelled: isCancelled) else {
+                    discard()
+                    return MergeSummary(outputs: [], interrupted: true)
+                }
+                if fd >= 0 {
+                    guard fdatasync(fd) == 0 else {
+                        throw RunError.runtime("cannot write \(output.target.path).partial: \(describeErrno(errno))")
+                    }
+                    close(fd)
+                    partials[partials.count - 1].fd = -1
+                }
+                summary.outputs.append(MergedOutput(path: output.target.path, rows: rows, unchanged: output.unchanged))
+            }
+        } catch {
+            discard()
+            throw error
+        }
+        // Every output is complete: only now does any of them replace a file.
+        for (index, output) in plan.outputs.enumerated() where !output.unchanged {
+            let partial = output.target.path + ".partial"
+            guard rename(partial, output.target.path) == 0 else {
+                let reason = describeErrno(errno)
+                for later in plan.outputs[index...] where !later.unchanged { unlink(later.target.path + ".partial") }
+                throw RunError.runtime("cannot rename \(partial) to \(output.target.path): \(reason)")
+            }
+            // A journal of an earlier unsharded run describes the file this one replaced.
+            for stale in [output.target.path + ".journal", output.target.path + ".journal.next"] {
+                if case .regular = PrivateFile.inspect(stale) { unlink(stale) }
+            }
+        }
+        return summary
+    }
+
+    /// Locks the journal an earlier unsharded run left beside `output`, if there is one, so that
+    /// a run writing that output now is not raced (and one starting is kept off until the merge
+    /// ends); a journal another run holds is refused.
+    private static func lockJournal(of output: String) throws(RunError) -> Int32? {
+        let path = output + ".journal"
+        guard PrivateFile.inspect(path) != .none else { return nil }
+        guard let fd = try PrivateFile.openExisting(path, for: output) else { return nil }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            close(fd)
+            throw RunError.runtime("cannot merge \(output): another showbatch run is writing it (its journal \(path) is locked)")
+        }
+        return fd
+    }
+
+    /// A merge keeps one file of each shard open at a time.
+    private static func raiseOpenFileLimit(_ needed: Int) throws(RunError) {
+        var limit = rlimit()
+        guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < rlim_t(needed) else { return }
+        if limit.rlim_max >= rlim_t(needed) {
+            limit.rlim_cur = rlim_t(needed)
+            if setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 { return }
+        }
+        throw RunError.runtime("merging \(needed - 16) shards needs \(needed) open files, and this process may open \(limit.rlim_cur); raise the limit (ulimit -n)")
+    }
+}
+
+/// The outputs of a merge, each with the files of its shards, as the runner plans them.
+private struct MergePlan {
+    struct Output {
+        let index: Int
+        let target: OutputTarget
+        /// The file of each shard, by shard index.
+        let shards: [String]
+        /// The only shard is the output itself.
+        let unchanged: Bool
+    }
+
+    let manifest: Manifest
+    let shards: Int
+    let outputs: [Output]
+    /// The output of each request.
+    let byRequest: [Int]
+
+    init(manifest: Manifest, options: MergeOptions) throws(RunError) {
+        guard options.shards >= 1 else { throw RunError.usage("--shards must be at least 1") }
+        if options.output == "-" {
+            throw RunError.usage("merge writes files, not standard output: give --output the path the shards were run with")
+        }
+        func planned(_ shard: Shard?) throws(RunError) -> (targets: [OutputTarget], byRequest: [Int]) {
+            var run = RunOptions()
+            run.output = options.output
+            run.format = options.format
+            run.shard = shard
+            return try Runner(manifest: manifest, options: run, transport: NoTransport()).planOutputs()
+        }
+        let whole = try planned(nil)
+        var files = Array(repeating: [String](), count: whole.targets.count)
+        for index in 0..<options.shards {
+            let part = try planned(Shard(index: index, count: options.shards))
+            guard part.targets.count == whole.targets.count, part.byRequest == whole.byRequest else {
+                throw RunError.usage("the outputs of shard \(index)/\(options.shards) are not those of the unsharded run (two outputs' shard files have one path); give each output a path of its own")
+            }
+            for (target, file) in part.targets.enumerated() { files[target].append(file.path) }
+        }
+        self.manifest = manifest
+        shards = options.shards
+        byRequest = whole.byRequest
+        outputs = whole.targets.enumerated().map { index, target in
+            Output(index: index, target: target, shards: files[index],
+                   unchanged: files[index].count == 1 && PrivateFile.canonical(files[index][0]) == PrivateFile.canonical(target.path))
+        }
+    }
+
+    // MARK: Checks before anything is written
+
+    /// Refuses outputs that cannot be written (a link, a folder, an input, a shard file) and shard
+    /// files that are missing, unfinished or whose journal says they are of another run.
+    func check() throws(RunError) {
+        var inputs: [(what: String, path: String)] = [("the manifest", manifest.file)]
+        for request in manifest.requests {
+            if let each = request.each { inputs.append(("the data file \(each.name)", each.path)) }
+        }
+        if case .file(let path)? = manifest.emulator?.aliases { inputs.append(("the emulator's alias file", path)) }
+        for output in outputs where !output.unchanged {
+            for (index, file) in output.shards.enumerated() {
+                inputs.append(("the file of shard \(index)/\(shards) of \(output.target.path)", file))
+            }
+        }
+        let identities = inputs.compactMap { input in PrivateFile.identity(input.path).map { (input.what, $0) } }
+        let canonical = Dictionary(inputs.map { (PrivateFile.canonical($0.path), $0.what) }, uniquingKeysWith: { first, _ in first })
+        for output in outputs where !output.unchanged {
+            let path = output.target.path
+            for file in [path, path + ".partial"] {
+                if let input = canonical[PrivateFile.canonical(file)] {
+                    throw RunError.usage("cannot merge \(path): writing it would write \(file), which is \(input)")
+                }
+            }
+            switch PrivateFile.inspect(path) {
+            case .none: break
+            case .directory: throw RunError.runtime("cannot merge \(path): it is a directory; give the path of a file")
+            case .link, .other: throw RunError.usage("cannot merge \(path): \(PrivateFile.refusal(path)!)")
+            case .regular(let device, let inode, _):
+                if let input = identities.first(where: { $0.1.device == device && $0.1.inode == inode }) {
+                    throw RunError.usage("cannot merge \(path): it is \(input.0); writing it would replace an input")
+                }
+            }
+            if let refusal = PrivateFile.refusal(path + ".partial") { throw RunError.runtime("cannot merge \(path): \(refusal)") }
+        }
+        var dataHash: String?
+        for output in outputs {
+            for (index, file) in output.shards.enumerated() {
+                try checkShard(file, index: index, of: output, dataHash: &dataHash)
+            }
+        }
+    }
+
+    /// The start of every message about one shard file.
+    func cannot(_ output: Output, _ file: String, _ index: Int) -> String {
+        "cannot merge \(output.target.path): its shard \(index)/\(shards), \(file),"
+    }
+
+    private func checkShard(_ file: String, index: Int, of output: Output, dataHash: inout String?) throws(RunError) {
+        let cannot = cannot(output, file, index)
+        // An interrupted first run leaves only the `.partial`: that is a shard not finished yet.
+        if PrivateFile.inspect(file + ".partial") != .none {
+            throw RunError.usage("\(cannot) is not finished: \(file).partial is there (its run is still going, or was interrupted: finish it with --resume)")
+        }
+        switch PrivateFile.inspect(file) {
+        case .none: throw RunError.usage("\(cannot) is missing (run the manifest with --shard \(index)/\(shards) first)")
+        case .regular: break
+        case .directory: throw RunError.usage("\(cannot) is a directory")
+        case .link: throw RunError.usage("\(cannot) is a symbolic link; showbatch never reads a shard through one")
+        case .other: throw RunError.usage("\(cannot) is not a regular file (a device, pipe or socket)")
+        }
+        if PrivateFile.inspect(file + ".journal.next") != .none {
+            throw RunError.usage("\(cannot) is not finished: a --retry-failed run of it was cut short (\(file).journal.next is beside it); run it with --retry-failed again")
+        }
+        let journal = file + ".journal"
+        guard PrivateFile.inspect(journal) != .none else { return }
+        // A finished run keeps its journal when rows failed (for --retry-failed): the file is
+        // finished when the journal ends and says what the file holds.
+        guard let fd = PrivateFile.openForReading(journal) else {
+            throw RunError.usage("\(cannot) cannot be checked: \(PrivateFile.refusal(journal) ?? "its journal \(journal) cannot be read")")
+        }
+        defer { close(fd) }
+        guard flock(fd, LOCK_SH | LOCK_NB) == 0 else {
+            throw RunError.runtime("\(cannot) is being written by another showbatch run (its journal \(journal) is locked)")
+        }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            if count < 0 { throw RunError.runtime("\(cannot) cannot be checked: its journal \(journal) cannot be read: \(describeErrno(errno))") }
+            if count == 0 { break }
+            bytes.append(contentsOf: chunk[0..<count])
+        }
+        let lines = bytes.split(separator: 0x0A)
+        if let first = lines.first, let value = try? JSONParser.parse(Array(first)) {
+            if dataHash == nil { dataHash = String(try manifest.dataHash(), radix: 16) }
+            func text(_ key: String) -> String { if case .string(let text)? = value[key] { return text } else { return "" } }
+            let columns: [String]
+            if case .array(let items)? = value["columns"] {
+                columns = items.compactMap { if case .string(let name) = $0 { return name } else { return nil } }
+            } else {
+                columns = []
+            }
+            // The output's spelling depends on where the run was started, and its columns follow
+            // from the manifest, whose identity is compared.
+            let identity = Journal.Identity(manifest: String(manifest.rowIdentity, radix: 16), data: dataHash!,
+                                            shard: "\(index)/\(shards)", output: text("output"),
+                                            format: output.target.format.rawValue, columns: columns)
+            if let difference = Journal.difference(Array(first), from: identity) {
+                throw RunError.usage("\(cannot) is not of this manifest: its journal \(journal) says \(difference)")
+            }
+        }
+        var ended: (size: Int, hash: UInt64)?
+        for line in lines.dropFirst() {
+            guard let value = try? JSONParser.parse(Array(line)), let end = value["end"] else { continue }
+            if case .number(let size)? = end["size"], let size = Int(size), case .string(let hash)? = end["hash"],
+               let hashValue = UInt64(hash, radix: 16) {
+                ended = (size, hashValue)
+            }
+        }
+        guard let ended else {
+            throw RunError.usage("\(cannot) is not finished: its journal \(journal) has no end (finish its run with --resume)")
+        }
+        guard Journal.outputMatches(file, size: ended.size, hash: ended.hash) else {
+            throw RunError.usage("\(cannot) changed since its run wrote it (it does not match its journal \(journal))")
+        }
+    }
+
+    // MARK: Merging
+
+    /// Writes `output`'s rows to `fd` (or, for an unchanged output, only reads them) and returns
+    /// how many there are; nil when cancelled.
+    func merge(_ output: Output, into fd: Int32, isCancelled: () -> Bool) throws(RunError) -> Int? {
+        var sources: [ShardRows] = []
+        for (index, file) in output.shards.enumerated() {
+            guard let source = ShardRows(path: file, format: output.target.format) else {
+                throw RunError.runtime("\(cannot(output, output.shards[index], index)) cannot be opened for reading")
+            }
+            sources.append(source)
+        }
+        func malformed(_ index: Int, _ problem: ShardRows.Malformed) -> RunError {
+            .usage("\(cannot(output, output.shards[index], index)) is not a showbatch \(output.target.format.rawValue.uppercased()) output: \(problem.reason)")
+        }
+        func notOfThisManifest(_ index: Int, _ reason: String) -> RunError {
+            .usage("\(cannot(output, output.shards[index], index)) is not of this manifest: \(reason); was it written by another manifest, or did a data file change since?")
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity(1 << 20)
+        func flush() throws(RunError) {
+            guard fd >= 0, !out.isEmpty else {
+                out.removeAll(keepingCapacity: true)
+                return
+            }
+            if let code = out.withUnsafeBytes({ PrivateFile.writeAll(fd, $0) }) {
+                throw RunError.runtime("cannot write \(output.target.path).partial: \(describeErrno(code))")
+            }
+            out.removeAll(keepingCapacity: true)
+        }
+
+        // The head: the header this manifest writes, which every CSV shard must start with.
+        var requestColumn: Int?
+        switch output.target.format {
+        case .csv:
+            let header = RowEncoding.csvHeader(labels: output.target.labels, escapeFormulas: output.target.escapeFormulas)
+            var name: [UInt8] = []
+            RowEncoding.appendCSVCell(ResultColumn.request.rawValue, escapeFormulas: output.target.escapeFormulas, to: &name)
+            var column = 0
+            while let cell = ShardRows.csvCell(header[...], column: column) {
+                if cell.elementsEqual(name) { requestColumn = column; break }
+                column += 1
+            }
+            for (index, source) in sources.enumerated() {
+                let head: [UInt8]
+                do { head = try source.head() } catch { throw malformed(index, error) }
+                if head != header { throw notOfThisManifest(index, "its header is not the one this manifest writes (other columns)") }
+            }
+            out.append(contentsOf: header)
+        case .json, .jsonl:
+            for (index, source) in sources.enumerated() {
+                do { _ = try source.head() } catch { throw malformed(index, error) }
+            }
+            if output.target.format == .json { out.append(UInt8(ascii: "[")) }
+        }
+
+        let preparer = RequestPreparer(manifest: manifest, baseURL: "https://merge.invalid")
+        var rows = 0
+        var row: [UInt8] = []
+        var expected: [UInt8] = []
+        for item in WorkItemSequence(manifest: manifest) {
+            if item.ordinal & 1023 == 0 && isCancelled() { return nil }
+            guard byRequest[item.requestIndex] == output.index else { continue }
+            let shard = item.ordinal % shards
+            let source = sources[shard]
+            row.removeAll(keepingCapacity: true)
+            let found: Bool
+            do { found = try source.next(into: &row) } catch { throw malformed(shard, error) }
+            guard found else {
+                throw notOfThisManifest(shard, "it holds \(source.rows) row\(source.rows == 1 ? "" : "s"), and this manifest has \(expectedRows(output, shard: shard)) for it")
+            }
+            let name: String
+            switch preparer.prepare(item) {
+            case .success(let request): name = request.name
+            case .failure(let failure): name = failure.name
+            }
+            // Which request a row is of, compared without printing either name.
+            let matches: Bool
+            if output.target.format == .csv {
+                expected.removeAll(keepingCapacity: true)
+                RowEncoding.appendCSVCell(name, escapeFormulas: output.target.escapeFormulas, to: &expected)
+                matches = requestColumn.map { ShardRows.csvCell(row[...], column: $0)?.elementsEqual(expected) == true } ?? true
+            } else {
+                guard let value = try? JSONParser.parse(row), case .object = value else {
+                    throw malformed(shard, ShardRows.Malformed(reason: "its row \(source.rows) is not a JSON object"))
+                }
+                if case .string(let written)? = value[ResultColumn.request.rawValue] { matches = written == name } else { matches = false }
+            }
+            guard matches else {
+                throw notOfThisManifest(shard, "its row \(source.rows) is not of the request this manifest has at that place (request \(item.requestIndex + 1), work item \(item.ordinal) counting from 0)")
+            }
+            if output.target.format == .json { out.append(contentsOf: (rows == 0 ? "\n" : ",\n").utf8) }
+            out.append(contentsOf: row)
+            rows += 1
+            if out.count >= 1 << 20 { try flush() }
+        }
+        for (index, source) in sources.enumerated() {
+            row.removeAll(keepingCapacity: true)
+            let more: Bool
+            do { more = try source.next(into: &row) } catch { throw malformed(index, error) }
+            if more {
+                let total = source.rows + source.countRest()
+                throw notOfThisManifest(index, "it holds \(total) rows, and this manifest has \(expectedRows(output, shard: index)) for it")
+            }
+            do { try source.finish() } catch { throw malformed(index, error) }
+        }
+        if output.target.format == .json { out.append(contentsOf: (rows == 0 ? "]\n" : "\n]\n").utf8) }
+        try flush()
+        return rows
+    }
+
+    /// How many rows `shard`'s file of `output` should hold.
+    private func expectedRows(_ output: Output, shard: Int) -> Int {
+        var count = 0
+        for item in WorkItemSequence(manifest: manifest)
+        where byRequest[item.requestIndex] == output.index && item.ordinal % shards == shard {
+            count += 1
+        }
+        return count
+    }
+}
+
+/// Stands in for a transport where nothing is sent: a merge plans outputs with the runner's own
+/// rules, and never sends.
+private struct NoTransport: Transport {
+    func send(_ request: PreparedRequest, timeout: Duration) async -> TransportResult {
+        .failure(.network("nothing is sent while merging"))
+    }
+}
