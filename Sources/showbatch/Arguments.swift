@@ -34,6 +34,16 @@ struct PlanArguments: Equatable {
     var json = false
 }
 
+/// Arguments of `merge`.
+struct MergeArguments: Equatable {
+    var manifest = ""
+    /// `--shards N`; required.
+    var shards: Int?
+    var output: String?
+    var format: OutputFormat?
+    var quiet = false
+}
+
 /// Arguments of `emulate`.
 struct EmulateArguments: Equatable {
     var port = 8080
@@ -53,6 +63,7 @@ enum Invocation: Equatable {
     case run(RunArguments)
     case validate([String])
     case plan(manifest: String, json: Bool)
+    case merge(MergeArguments)
     case emulate(EmulateArguments)
     case help(String?)
     case version
@@ -61,7 +72,7 @@ enum Invocation: Equatable {
 /// The hand-written command-line parser: subcommand, then `--flag value` or `--flag=value`, with
 /// each command's flags declared once in a table that the help text is made from too.
 enum ArgumentParser {
-    static let commands = ["run", "validate", "plan", "emulate", "help"]
+    static let commands = ["run", "validate", "plan", "merge", "emulate", "help"]
 
     static let runFlags: [Flag<RunArguments>] = [
         Flag("--output", "PATH", "write rows here (- for standard output); beats the manifest") { $0.options.output = $1 },
@@ -114,6 +125,17 @@ enum ArgumentParser {
     ]
 
     static let validateFlags: [Flag<[String]>] = []
+
+    static let mergeFlags: [Flag<MergeArguments>] = [
+        Flag("--shards", "N", "the number of shards the manifest was run in (the N of --shard I/N); required") { (arguments, text) throws(UsageError) in
+            arguments.shards = try FlagValue.integer(text, "--shards", 1...10_000, command: "merge")
+        },
+        Flag("--output", "PATH", "the --output the shards were run with, if any") { $0.output = $1 },
+        Flag("--format", "csv|json|jsonl", "the --format the shards were run with, if any") { (arguments, text) throws(UsageError) in
+            arguments.format = try FlagValue.choice(text, "--format", command: "merge")
+        },
+        Flag("--quiet", "print only errors") { $0.quiet = true },
+    ]
 
     static let emulateFlags: [Flag<EmulateArguments>] = [
         Flag("--port", "N", "port to listen on (default 8080; 0 picks a free one)") { (arguments, text) throws(UsageError) in
@@ -193,6 +215,18 @@ enum ArgumentParser {
             let scanned = try scan(rest, planFlags, into: &plan, command: "plan")
             if scanned.help { return .help("plan") }
             return .plan(manifest: try single(scanned.positionals, command: "plan"), json: plan.json)
+        case "merge":
+            var merge = MergeArguments()
+            let scanned = try scan(rest, mergeFlags, into: &merge, command: "merge")
+            if scanned.help { return .help("merge") }
+            merge.manifest = try single(scanned.positionals, command: "merge")
+            guard merge.shards != nil else {
+                throw UsageError(message: "merge needs --shards N, the number of shards the manifest was run in", command: "merge")
+            }
+            if merge.output == "-" {
+                throw UsageError(message: "merge writes files: --output - (standard output) cannot be merged into; give the --output the shards were run with", command: "merge")
+            }
+            return .merge(merge)
         case "emulate":
             var emulate = EmulateArguments()
             let scanned = try scan(rest, emulateFlags, into: &emulate, command: "emulate")

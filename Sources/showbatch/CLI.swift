@@ -29,6 +29,8 @@ enum CLI {
             return plan(manifest, json: json)
         case .run(let run):
             return await RunCommand.execute(run)
+        case .merge(let merge):
+            return self.merge(merge)
         case .emulate(let emulate):
             return await EmulateCommand.execute(emulate)
         }
@@ -63,5 +65,42 @@ enum CLI {
             Console.err(TerminalText.escapedLines(error.description) + "\n")
             return .usage
         }
+    }
+
+    /// `showbatch merge`: the library writes the unsharded outputs; this prints and maps the exit code.
+    static func merge(_ arguments: MergeArguments) -> ExitCode {
+        let manifest: Manifest
+        do {
+            manifest = try ManifestLoader.load(path: arguments.manifest)
+        } catch {
+            Console.err(TerminalText.escapedLines(error.description) + "\n")
+            return error.exitCode
+        }
+        // From here a signal stops the merge, which then removes what it had written.
+        Signals.listen {}
+        defer { Signals.listen(nil) }
+        let shards = arguments.shards ?? 1
+        let summary: MergeSummary
+        do {
+            summary = try ShardMerge.merge(manifest: manifest, options: MergeOptions(shards: shards, output: arguments.output, format: arguments.format),
+                                           isCancelled: { Signals.fired })
+        } catch {
+            switch error {
+            case .usage(let message), .runtime(let message): Console.err("showbatch: error: \(TerminalText.escaped(message))\n")
+            case .manifest(let diagnostic): Console.err(TerminalText.escapedLines(diagnostic.description) + "\n")
+            }
+            return error.exitCode
+        }
+        if summary.interrupted {
+            Console.err("showbatch: interrupted: nothing was written\n")
+            return .interrupted
+        }
+        if !arguments.quiet {
+            let outputs = summary.outputs.map { output in
+                "\(output.path) (\(output.rows) row\(output.rows == 1 ? "" : "s")\(output.unchanged ? ", already whole: its one shard is this file" : ""))"
+            }
+            Console.err(TerminalText.escaped("showbatch: merged \(shards) shard\(shards == 1 ? "" : "s") into \(outputs.joined(separator: ", "))") + "\n")
+        }
+        return .ok
     }
 }

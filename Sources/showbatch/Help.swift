@@ -12,6 +12,7 @@ enum Help {
         case "run": return run
         case "validate": return validate
         case "plan": return plan
+        case "merge": return merge
         case "emulate": return emulate
         case "help": return "usage: showbatch help COMMAND\n\nShows the help of a command (\(ArgumentParser.commands.joined(separator: ", "))).\n"
         default: return overview
@@ -25,6 +26,7 @@ enum Help {
       showbatch run MANIFEST [options]       send the manifest's requests, write one row per request
       showbatch validate MANIFEST...         check manifests, send nothing
       showbatch plan MANIFEST [--format text|json]   print base_url and each request, send nothing
+      showbatch merge MANIFEST --shards N    write the unsharded outputs from the files of N shards
       showbatch emulate [options]            serve a local reveal-proxy emulator on 127.0.0.1
       showbatch --help | --version | help COMMAND
 
@@ -56,6 +58,20 @@ enum Help {
 
     Prints base_url and one METHOD URL name line per request (data-driven requests: the first
     rows and a count). Header values print as <redacted>. Sends nothing.
+
+    """
+
+    static let merge = """
+    usage: showbatch merge MANIFEST --shards N [options]
+
+    Writes the outputs an unsharded run of MANIFEST writes, byte for byte, from the files its N
+    shards (run with --shard I/N or auto/N) wrote. Sends nothing; reads the manifest's data files.
+    Refuses, writing nothing (exit 2), when a shard file is missing, not finished (a .partial beside
+    it) or not of this manifest (its rows are not the manifest's work items for that shard); exit 3
+    when an output cannot be written. An existing output is replaced, as a run replaces it.
+
+    options:
+    \(options(ArgumentParser.mergeFlags))
 
     """
 

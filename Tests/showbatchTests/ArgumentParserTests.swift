@@ -26,6 +26,18 @@ import Testing
         #expect(run.options == expected)
     }
 
+    @Test func mergeFlags() throws {
+        let invocation = try ArgumentParser.parse(["merge", "m.yaml", "--shards=3", "--output", "o.csv", "--format", "csv", "--quiet"])
+        var expected = MergeArguments()
+        expected.manifest = "m.yaml"
+        expected.shards = 3
+        expected.output = "o.csv"
+        expected.format = .csv
+        expected.quiet = true
+        #expect(invocation == .merge(expected))
+        #expect(try ArgumentParser.parse(["merge", "m.yaml", "--help"]) == .help("merge"))
+    }
+
     @Test(arguments: [
         ([String](), Invocation.help(nil)),
         (["--help"], .help(nil)),
@@ -61,9 +73,9 @@ import Testing
     }
 
     @Test(arguments: [
-        (["frobnicate"], "showbatch: error: unknown command \"frobnicate\"; expected run, validate, plan, emulate or help\nRun 'showbatch help' for usage."),
+        (["frobnicate"], "showbatch: error: unknown command \"frobnicate\"; expected run, validate, plan, merge, emulate or help\nRun 'showbatch help' for usage."),
         (["rnu"], "showbatch: error: unknown command \"rnu\"; did you mean \"run\"?\nRun 'showbatch help' for usage."),
-        (["--bogus"], "showbatch: error: unknown option --bogus; expected a command (run, validate, plan, emulate or help), --help or --version\nRun 'showbatch help' for usage."),
+        (["--bogus"], "showbatch: error: unknown option --bogus; expected a command (run, validate, plan, merge, emulate or help), --help or --version\nRun 'showbatch help' for usage."),
         (["run", "m.yaml", "--outptu", "x"], "showbatch: error: unknown flag --outptu for run; did you mean --output?\nRun 'showbatch help run' for usage."),
         (["run", "m.yaml", "--format", "xml"], "showbatch: error: --format must be csv, json or jsonl; got \"xml\"\nRun 'showbatch help run' for usage."),
         (["run", "m.yaml", "--concurrency", "0"], "showbatch: error: --concurrency must be an integer from 1 to 1024; got \"0\"\nRun 'showbatch help run' for usage."),
@@ -81,7 +93,12 @@ import Testing
         (["emulate", "--port", "99999"], "showbatch: error: --port must be an integer from 0 to 65535; got \"99999\"\nRun 'showbatch help emulate' for usage."),
         (["emulate", "--cname", "a.io"], "showbatch: error: --cname must be HOST=VAULT, such as reveal.example.com=tntaq8uft80; got \"a.io\"\nRun 'showbatch help emulate' for usage."),
         (["emulate", "--fail-rate", "2"], "showbatch: error: --fail-rate must be a probability from 0 to 1, such as 0.05; got \"2\"\nRun 'showbatch help emulate' for usage."),
-        (["help", "nope"], "showbatch: error: no help for \"nope\"; commands are run, validate, plan, emulate or help\nRun 'showbatch help' for usage."),
+        (["help", "nope"], "showbatch: error: no help for \"nope\"; commands are run, validate, plan, merge, emulate or help\nRun 'showbatch help' for usage."),
+        (["merge", "m.yaml"], "showbatch: error: merge needs --shards N, the number of shards the manifest was run in\nRun 'showbatch help merge' for usage."),
+        (["merge", "--shards", "2"], "showbatch: error: merge needs a MANIFEST\nRun 'showbatch help merge' for usage."),
+        (["merge", "m.yaml", "--shards", "two"], "showbatch: error: --shards must be an integer from 1 to 10000; got \"two\"\nRun 'showbatch help merge' for usage."),
+        (["merge", "m.yaml", "--shards", "2", "--output", "-"], "showbatch: error: merge writes files: --output - (standard output) cannot be merged into; give the --output the shards were run with\nRun 'showbatch help merge' for usage."),
+        (["merge", "m.yaml", "--shard", "0/2"], "showbatch: error: unknown flag --shard for merge; did you mean --shards?\nRun 'showbatch help merge' for usage."),
     ])
     func usageErrors(arguments: [String], message: String) {
         do {
@@ -96,8 +113,9 @@ import Testing
 @Suite struct FlagTableTests {
     /// Each flag is declared once: the help lists every flag of the table the parser reads.
     @Test func helpListsEveryFlagTheParserKnows() {
-        let run = Help.text("run"), emulate = Help.text("emulate")
+        let run = Help.text("run"), emulate = Help.text("emulate"), merge = Help.text("merge")
         for flag in ArgumentParser.runFlags { #expect(run.contains("\n" + flag.helpLine + "\n"), "\(flag.name)") }
+        for flag in ArgumentParser.mergeFlags { #expect(merge.contains("\n" + flag.helpLine + "\n"), "\(flag.name)") }
         for flag in ArgumentParser.emulateFlags { #expect(emulate.contains("\n" + flag.helpLine + "\n"), "\(flag.name)") }
         #expect(Flag<RunArguments>("--x", "V", "help") { _, _ in }.helpLine == "  --x V                      help")
     }

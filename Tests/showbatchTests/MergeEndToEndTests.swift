@@ -1,0 +1,205 @@
+import Foundation
+import Testing
+
+/// A manifest with static requests around two data-driven ones, one of which writes to its own
+/// output. Revealed values hold commas, quotes, a line break and a CRLF, so CSV records span lines;
+/// a CSV id with a comma makes a quoted request cell; a JSON Lines row without `alias` is a failed
+/// row, so its shard keeps a journal (a finished run with failed rows).
+private func mergeManifest(_ format: String, first: String = "first", ownData: String = "d.jsonl") -> String {
+    #"""
+    vault: tnt1
+    concurrency: 4
+    output: {path: out/r.FORMAT}
+    emulator:
+      aliases: {tok_a: "4111111111111111", tok_b: "two\nlines, \"quoted\"", tok_c: "a\r\nb"}
+    requests:
+      - name: FIRST
+        path: /post
+        payload: {card: tok_a}
+        labels: {card: json.card}
+      - name: "row-${row.id}"
+        each: {csv: d.csv}
+        path: /post
+        payload: {card: "${row.alias}"}
+        labels: {card: json.card, missing: json.nope}
+      - name: "own-${row.id}"
+        each: {jsonl: OWNDATA}
+        path: /post
+        payload: {card: "${row.alias}"}
+        labels: {value: json.card}
+        output: {path: out/own.FORMAT}
+      - name: last
+        path: /post
+        payload: {card: tok_c}
+        labels: {card: json.card}
+    """#
+    .replacingOccurrences(of: "FORMAT", with: format)
+    .replacingOccurrences(of: "FIRST", with: first)
+    .replacingOccurrences(of: "OWNDATA", with: ownData)
+}
+
+private let csvData = "id,alias\n1,tok_a\n2,tok_b\n3,tok_c\n4,=cmd\n\"5,x\",tok_a\n6,tok_b\n7,tok_unknown\n8,tok_c\n"
+private let jsonlData = #"{"id":1,"alias":"tok_b"}"# + "\n" + #"{"id":2}"# + "\n" + #"{"id":3,"alias":"tok_a"}"# + "\n" + #"{"id":4,"alias":"tok_c"}"# + "\n"
+
+/// A work folder with the merge manifest as `m.yaml` and its data files.
+private func mergeWorkspace(_ format: String = "csv") -> Workspace {
+    Workspace(["m.yaml": mergeManifest(format), "d.csv": csvData, "d.jsonl": jsonlData,
+               "d2.jsonl": #"{"id":1,"alias":"tok_a"}"# + "\n"])
+}
+
+private func bytes(_ work: Workspace, _ name: String) -> Data? {
+    FileManager.default.contents(atPath: work.path + "/" + name)
+}
+
+private func mode(_ work: Workspace, _ name: String) -> Int? {
+    (try? FileManager.default.attributesOfItem(atPath: work.path + "/" + name))?[.posixPermissions] as? Int
+}
+
+/// Runs every shard of `manifest` in `shards` (all of them unless `only` says which).
+private func runShards(_ work: Workspace, _ shards: Int, manifest: String = "m.yaml", only: [Int]? = nil) async throws {
+    for index in only ?? Array(0..<shards) {
+        let run = try await showbatch(["run", manifest, "--emulate", "--quiet", "--shard", "\(index)/\(shards)"], in: work.path)
+        // 1: some rows are partial or failed, as in the unsharded run.
+        #expect(run.status == 0 || run.status == 1, "shard \(index)/\(shards): \(run.stderr)")
+    }
+}
+
+@Suite(.serialized) struct MergeEndToEndTests {
+    @Test(arguments: ["csv", "json", "jsonl"], [1, 2, 3])
+    func mergedShardsAreTheUnshardedRunByteForByte(format: String, shards: Int) async throws {
+        let work = mergeWorkspace(format)
+        defer { work.remove() }
+        let whole = try await showbatch(["run", "m.yaml", "--emulate", "--quiet"], in: work.path)
+        #expect(whole.status == 1)  // partial rows (json.nope) and one failed row (no alias)
+        let expected = try #require(bytes(work, "out/r.\(format)"))
+        let expectedOwn = try #require(bytes(work, "out/own.\(format)"))
+        try FileManager.default.removeItem(atPath: work.path + "/out")
+
+        try await runShards(work, shards)
+        // The failed row's shard keeps its journal, as a finished run with failed rows does.
+        let journals = (0..<shards).filter { work.exists(shards == 1 ? "out/own.\(format).journal" : "out/own-shard-\($0).\(format).journal") }
+        #expect(journals.count == 1)
+        let merge = try await showbatch(["merge", "m.yaml", "--shards", String(shards)], in: work.path)
+        #expect(merge.status == 0)
+        if shards == 1 {
+            #expect(merge.stderr == "showbatch: merged 1 shard into out/r.\(format) (10 rows, already whole: its one shard is this file), out/own.\(format) (4 rows, already whole: its one shard is this file)\n")
+        } else {
+            #expect(merge.stderr == "showbatch: merged \(shards) shards into out/r.\(format) (10 rows), out/own.\(format) (4 rows)\n")
+        }
+        // Emulator data only: comparing the bytes in the expectation prints nothing secret.
+        #expect(bytes(work, "out/r.\(format)") == expected)
+        #expect(bytes(work, "out/own.\(format)") == expectedOwn)
+        #expect(mode(work, "out/r.\(format)") == 0o600)
+        #expect(mode(work, "out/own.\(format)") == 0o600)
+        #expect(!work.exists("out/r.\(format).partial") && !work.exists("out/own.\(format).partial"))
+
+        // An existing output is replaced, as a run replaces it.
+        if shards > 1 {
+            work.write("out/r.\(format)", "an older file\n")
+            let again = try await showbatch(["merge", "m.yaml", "--shards", String(shards), "--quiet"], in: work.path)
+            #expect(again.status == 0 && again.stderr == "")
+            #expect(bytes(work, "out/r.\(format)") == expected)
+            #expect(mode(work, "out/r.\(format)") == 0o600)
+        }
+    }
+
+    @Test func shardsRunWithOutputAreMergedWithTheSameOutput() async throws {
+        let work = mergeWorkspace()
+        defer { work.remove() }
+        let whole = try await showbatch(["run", "m.yaml", "--emulate", "--quiet", "--output", "all.jsonl"], in: work.path)
+        #expect(whole.status == 1)
+        let expected = try #require(bytes(work, "all.jsonl"))
+        for index in 0..<2 {
+            _ = try await showbatch(["run", "m.yaml", "--emulate", "--quiet", "--output", "all.jsonl", "--shard", "\(index)/2"], in: work.path)
+        }
+        #expect(work.exists("all-shard-0.jsonl") && work.exists("all-shard-1.jsonl"))
+        work.write("all.jsonl", "")
+        let merge = try await showbatch(["merge", "m.yaml", "--shards", "2", "--output", "all.jsonl"], in: work.path)
+        #expect(merge.status == 0)
+        #expect(merge.stderr == "showbatch: merged 2 shards into all.jsonl (14 rows)\n")
+        #expect(bytes(work, "all.jsonl") == expected)
+    }
+
+    @Test func aMissingShardIsRefusedAndNothingIsWritten() async throws {
+        let work = mergeWorkspace()
+        defer { work.remove() }
+        try await runShards(work, 3, only: [0, 1])
+        let merge = try await showbatch(["merge", "m.yaml", "--shards", "3"], in: work.path)
+        #expect(merge.status == 2)
+        #expect(merge.stderr == "showbatch: error: cannot merge out/r.csv: its shard 2/3, out/r-shard-2.csv, is missing (run the manifest with --shard 2/3 first)\n")
+        for file in ["out/r.csv", "out/r.csv.partial", "out/own.csv", "out/own.csv.partial"] { #expect(!work.exists(file)) }
+    }
+
+    @Test func aShardLeftPartialIsRefused() async throws {
+        let work = mergeWorkspace()
+        defer { work.remove() }
+        try await runShards(work, 3)
+        // What an interrupted run of shard 1 leaves: its rows in `.partial`, no final file.
+        try FileManager.default.moveItem(atPath: work.path + "/out/own-shard-1.csv", toPath: work.path + "/out/own-shard-1.csv.partial")
+        let merge = try await showbatch(["merge", "m.yaml", "--shards", "3"], in: work.path)
+        #expect(merge.status == 2)
+        #expect(merge.stderr == "showbatch: error: cannot merge out/own.csv: its shard 1/3, out/own-shard-1.csv, is not finished: out/own-shard-1.csv.partial is there (its run is still going, or was interrupted: finish it with --resume)\n")
+        // A rerun under way beside a finished file: refused the same way.
+        try FileManager.default.copyItem(atPath: work.path + "/out/own-shard-1.csv.partial", toPath: work.path + "/out/own-shard-1.csv")
+        let rerun = try await showbatch(["merge", "m.yaml", "--shards", "3"], in: work.path)
+        #expect(rerun.status == 2 && rerun.stderr == merge.stderr)
+        for file in ["out/r.csv", "out/r.csv.partial", "out/own.csv", "out/own.csv.partial"] { #expect(!work.exists(file)) }
+    }
+
+    @Test func aShardOfAnotherManifestIsRefused() async throws {
+        let work = mergeWorkspace()
+        defer { work.remove() }
+        // The same outputs, but the first request has another name (and no row fails).
+        work.write("other.yaml", mergeManifest("csv", first: "premier", ownData: "d2.jsonl"))
+        try await runShards(work, 3, manifest: "other.yaml")
+        let merge = try await showbatch(["merge", "m.yaml", "--shards", "3"], in: work.path)
+        #expect(merge.status == 2)
+        #expect(merge.stderr == "showbatch: error: cannot merge out/r.csv: its shard 0/3, out/r-shard-0.csv, is not of this manifest: its row 1 is not of the request this manifest has at that place (request 1, work item 0 counting from 0); was it written by another manifest, or did a data file change since?\n")
+        for file in ["out/r.csv", "out/r.csv.partial", "out/own.csv", "out/own.csv.partial"] { #expect(!work.exists(file)) }
+
+        // Shards run in 3 merged as 2: the rows are not where the manifest puts them.
+        let wrongCount = try await showbatch(["merge", "other.yaml", "--shards", "2"], in: work.path)
+        #expect(wrongCount.status == 2)
+        #expect(wrongCount.stderr == "showbatch: error: cannot merge out/r.csv: its shard 0/2, out/r-shard-0.csv, is not of this manifest: its row 2 is not of the request this manifest has at that place (request 2, work item 2 counting from 0); was it written by another manifest, or did a data file change since?\n")
+
+        // A data row added since the shards ran: a shard holds fewer rows than the manifest now has.
+        work.write("d.csv", csvData + "9,tok_a\n10,tok_a\n11,tok_a\n")
+        let grown = try await showbatch(["merge", "other.yaml", "--shards", "3"], in: work.path)
+        #expect(grown.status == 2)
+        #expect(grown.stderr == "showbatch: error: cannot merge out/r.csv: its shard 0/3, out/r-shard-0.csv, is not of this manifest: it holds 3 rows, and this manifest has 4 for it; was it written by another manifest, or did a data file change since?\n")
+
+        // A shard whose journal (kept for a failed row) was written for another manifest.
+        work.write("d.csv", csvData)
+        try await runShards(work, 3)
+        let journaled = try await showbatch(["merge", "other.yaml", "--shards", "3"], in: work.path)
+        #expect(journaled.status == 2)
+        #expect(journaled.stderr.hasPrefix("showbatch: error: cannot merge out/own.csv: its shard "))
+        #expect(journaled.stderr.hasSuffix(".csv.journal says the manifest changed since (its endpoint, requests, labels, outputs or retry rules)\n"))
+    }
+
+    @Test func aLinkAtTheTargetIsRefused() async throws {
+        let work = mergeWorkspace()
+        defer { work.remove() }
+        try await runShards(work, 2)
+        work.write("elsewhere.csv", "not to be touched\n")
+        try FileManager.default.createSymbolicLink(atPath: work.path + "/out/r.csv", withDestinationPath: work.path + "/elsewhere.csv")
+        let merge = try await showbatch(["merge", "m.yaml", "--shards", "2"], in: work.path)
+        #expect(merge.status == 2)
+        #expect(merge.stderr == "showbatch: error: cannot merge out/r.csv: out/r.csv is a symbolic link; showbatch never writes through one\n")
+        #expect(work.read("elsewhere.csv") == "not to be touched\n")
+        #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: work.path + "/out/r.csv")) != nil)
+        #expect(!work.exists("out/r.csv.partial") && !work.exists("out/own.csv"))
+    }
+
+    @Test func usageErrorsNameWhatIsExpected() async throws {
+        let work = mergeWorkspace()
+        defer { work.remove() }
+        let noShards = try await showbatch(["merge", "m.yaml"], in: work.path)
+        #expect(noShards.status == 2)
+        #expect(noShards.stderr == "showbatch: error: merge needs --shards N, the number of shards the manifest was run in\nRun 'showbatch help merge' for usage.\n")
+        let zero = try await showbatch(["merge", "m.yaml", "--shards=0"], in: work.path)
+        #expect(zero.stderr == "showbatch: error: --shards must be an integer from 1 to 10000; got \"0\"\nRun 'showbatch help merge' for usage.\n")
+        let help = try await showbatch(["help", "merge"], in: work.path)
+        #expect(help.status == 0 && help.stdout.hasPrefix("usage: showbatch merge MANIFEST --shards N [options]\n"))
+    }
+}
