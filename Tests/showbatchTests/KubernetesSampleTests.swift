@@ -1,0 +1,234 @@
+import Foundation
+import Testing
+import ShowbatchYAML
+@testable import showbatch
+
+/// One YAML document of `samples/kubernetes`, parsed by showbatch's own YAML layer.
+private struct KubernetesObject {
+    let file: String
+    let root: Node
+
+    var kind: String { root.value(forKey: "kind")?.text ?? "" }
+    var name: String { root.value(forKey: "metadata")?.value(forKey: "name")?.text ?? "" }
+
+    /// The value at a dotted path of mapping keys.
+    func at(_ path: String) -> Node? { root.at(path) }
+}
+
+extension Node {
+    /// The value at a dotted path of mapping keys (`spec.jobTemplate.spec`).
+    fileprivate func at(_ path: String) -> Node? {
+        var node: Node? = self
+        for key in path.split(separator: ".") { node = node?.value(forKey: String(key)) }
+        return node
+    }
+
+    fileprivate var items: [Node] { sequence.map(Array.init) ?? [] }
+
+    fileprivate var integer: Int? { if case .int(let value) = value { return value } else { return nil } }
+}
+
+/// The sample folder: every `.yaml`, `.yml` and `.yaml.example` file, in and under it (tests run
+/// from the repository root).
+private let sampleFolder = repository + "/samples/kubernetes"
+
+private func sampleFiles() throws -> [String] {
+    try FileManager.default.subpathsOfDirectory(atPath: sampleFolder)
+        .filter { $0.hasSuffix(".yaml") || $0.hasSuffix(".yml") || $0.hasSuffix(".yaml.example") }.sorted()
+}
+
+/// The documents of a multi-document file: ShowbatchYAML reads one document per source (a
+/// manifest is one), so the file is split at lines that are exactly `---`; a part that holds only
+/// comments and blank lines is no document.
+private func documents(_ text: String) -> [(firstLine: Int, text: String)] {
+    var parts: [(Int, String)] = []
+    var current: [Substring] = []
+    var start = 1
+    let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+    for (index, line) in lines.enumerated() {
+        if line == "---" {
+            parts.append((start, current.joined(separator: "\n") + "\n"))
+            current = []
+            start = index + 2
+        } else {
+            current.append(line)
+        }
+    }
+    parts.append((start, current.joined(separator: "\n")))
+    return parts.filter { part in
+        part.1.split(separator: "\n").contains { line in
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            return !trimmed.isEmpty && !trimmed.hasPrefix("#")
+        }
+    }
+}
+
+private func sampleObjects() throws -> [KubernetesObject] {
+    var objects: [KubernetesObject] = []
+    for file in try sampleFiles() {
+        let text = try String(contentsOfFile: sampleFolder + "/" + file, encoding: .utf8)
+        for document in documents(text) {
+            do {
+                let root = try YAMLParser.parse(SourceFile(name: "\(file) (document from line \(document.firstLine))", text: document.text))
+                objects.append(KubernetesObject(file: file, root: root))
+            } catch {
+                Issue.record("\(error.description)")
+            }
+        }
+    }
+    return objects
+}
+
+/// A Job's spec: a CronJob's job template, or a Job's own.
+private func jobSpec(_ object: KubernetesObject) -> Node? {
+    switch object.kind {
+    case "CronJob": return object.at("spec.jobTemplate.spec")
+    case "Job": return object.at("spec")
+    default: return nil
+    }
+}
+
+@Suite struct KubernetesSampleTests {
+    @Test func everyDocumentParsesAndNamesItsKindAndName() throws {
+        let objects = try sampleObjects()
+        for object in objects {
+            #expect(object.root.mapping != nil, "\(object.file): a document is a mapping")
+            #expect(object.root.value(forKey: "apiVersion")?.text.isEmpty == false, "\(object.file): apiVersion")
+            #expect(!object.kind.isEmpty, "\(object.file): kind")
+            #expect(!object.name.isEmpty, "\(object.file): metadata.name")
+        }
+        let names = Set(objects.map { "\($0.kind)/\($0.name)" })
+        for required in ["ConfigMap/showbatch-nightly", "ServiceAccount/showbatch", "CronJob/showbatch-shards",
+                         "CronJob/showbatch-merge", "PersistentVolumeClaim/showbatch-data", "Secret/showbatch-reveal"] {
+            #expect(names.contains(required), "\(required)")
+        }
+        #expect(names.count == objects.count, "no object is declared twice")
+    }
+
+    @Test func jobsSayHowTheyFailAndWhenTheyStop() throws {
+        let objects = try sampleObjects()
+        let jobs = objects.filter { jobSpec($0) != nil }
+        #expect(jobs.count == 2)
+        for object in jobs {
+            let job = try #require(jobSpec(object))
+            let what = "\(object.kind)/\(object.name)"
+            #expect((job.at("activeDeadlineSeconds")?.integer ?? 0) > 0, "\(what): activeDeadlineSeconds")
+            let pod = try #require(job.at("template.spec"))
+            #expect(pod.at("restartPolicy")?.text == "Never", "\(what): podFailurePolicy needs restartPolicy Never")
+            let containers = pod.at("containers")?.items ?? []
+            let initContainers = pod.at("initContainers")?.items ?? []
+            let main = try #require(containers.first, "\(what): a container")
+            for container in containers + initContainers {
+                #expect(container.at("image")?.text == main.at("image")?.text, "\(what): one image for every container")
+            }
+            #expect(main.at("image")?.text.isEmpty == false, "\(what): the container image")
+            // What each exit code of the showbatch container does.
+            var actions: [Int: String] = [:]
+            for rule in job.at("podFailurePolicy.rules")?.items ?? [] {
+                guard let codes = rule.at("onExitCodes"), codes.at("containerName")?.text == main.at("name")?.text,
+                      codes.at("operator")?.text == "In" else { continue }
+                for value in codes.at("values")?.items ?? [] {
+                    if let code = value.integer, actions[code] == nil { actions[code] = rule.at("action")?.text }
+                }
+            }
+            let arguments = (main.at("args")?.items ?? []).map(\.text)
+            let stops: Set<String> = ["FailJob", "FailIndex"]
+            if arguments.first == "run" {
+                // 1 (rows failed, the file is written) and 2 (bad manifest) would fail again the same way.
+                #expect(actions[1].map(stops.contains) == true, "\(what): exit 1 is not retried (\(actions[1] ?? "no rule"))")
+                #expect(actions[2].map(stops.contains) == true, "\(what): exit 2 is not retried (\(actions[2] ?? "no rule"))")
+                #expect(actions[3] == "Count" && actions[130] == "Count", "\(what): exit 3 and 130 are retried")
+            } else {
+                #expect(arguments.first == "merge", "\(what): runs showbatch run or showbatch merge")
+                #expect(actions[2] == "FailJob", "\(what): exit 2 is not retried")
+            }
+            if actions.values.contains("FailIndex") {
+                #expect(job.at("backoffLimitPerIndex")?.integer != nil && job.at("completionMode")?.text == "Indexed",
+                        "\(what): FailIndex needs backoffLimitPerIndex in an Indexed Job")
+            }
+            // Pods that run at the same time share the volume: it must be ReadWriteMany.
+            if (job.at("parallelism")?.integer ?? 1) > 1 {
+                for volume in pod.at("volumes")?.items ?? [] {
+                    guard let claim = volume.at("persistentVolumeClaim.claimName")?.text else { continue }
+                    let pvc = try #require(objects.first { $0.kind == "PersistentVolumeClaim" && $0.name == claim }, "\(what): claim \(claim)")
+                    #expect(pvc.at("spec.accessModes")?.items.map(\.text) == ["ReadWriteMany"], "\(what): claim \(claim) is ReadWriteMany")
+                }
+            }
+        }
+    }
+
+    /// The shard and merge steps are command lines the real parser accepts, and they agree.
+    @Test func theShardAndMergeStepsAreShowbatchCommandLines() throws {
+        let objects = try sampleObjects()
+        let shards = try #require(objects.first { $0.kind == "CronJob" && $0.name == "showbatch-shards" })
+        let merge = try #require(objects.first { $0.kind == "CronJob" && $0.name == "showbatch-merge" })
+        let shardJob = try #require(jobSpec(shards))
+        let shardArguments = (shardJob.at("template.spec.containers")?.items.first?.at("args")?.items ?? []).map(\.text)
+        guard case .run(let run) = try ArgumentParser.parse(shardArguments) else {
+            Issue.record("the shard step is not showbatch run: \(shardArguments)")
+            return
+        }
+        let count = try #require(run.shard.flatMap { $0.hasPrefix("auto/") ? Int($0.dropFirst(5)) : nil }, "--shard auto/N")
+        #expect(shardJob.at("completions")?.integer == count && shardJob.at("parallelism")?.integer == count)
+        #expect(shardJob.at("completionMode")?.text == "Indexed")
+
+        let mergePod = try #require(jobSpec(merge)?.at("template.spec"))
+        let mergeArguments = (mergePod.at("containers")?.items.first?.at("args")?.items ?? []).map(\.text)
+        guard case .merge(let arguments) = try ArgumentParser.parse(mergeArguments) else {
+            Issue.record("the merge step is not showbatch merge: \(mergeArguments)")
+            return
+        }
+        #expect(arguments.manifest == run.manifest)
+        #expect(arguments.shards == count)
+        #expect(arguments.output == run.options.output && arguments.format == run.options.format)
+        #expect(merge.at("spec.schedule")?.text == shards.at("spec.schedule")?.text)
+        #expect(merge.at("spec.timeZone")?.text == shards.at("spec.timeZone")?.text)
+        // The gate waits for the files the shards write.
+        var gate: [String: String] = [:]
+        for variable in mergePod.at("initContainers")?.items.first?.at("env")?.items ?? [] {
+            gate[variable.at("name")?.text ?? ""] = variable.at("value")?.text
+        }
+        #expect(gate["SHARDS"] == String(count))
+        let config = try #require(objects.first { $0.kind == "ConfigMap" && $0.name == "showbatch-nightly" })
+        let manifest = try YAMLParser.parse(SourceFile(name: "manifest.yaml", text: config.at("data")?.value(forKey: "manifest.yaml")?.text ?? ""))
+        #expect(gate["OUTPUT"] == manifest.at("output.path")?.text)
+    }
+
+    /// The sample as the cluster runs it, on this machine: the ConfigMap's manifest with /data in a
+    /// work folder, each pod's command line with its JOB_COMPLETION_INDEX (against the emulator),
+    /// then the merge step's: the merged file is the unsharded run's, byte for byte.
+    @Test func theShardsAndTheMergeStepWriteWhatOneRunWrites() async throws {
+        let objects = try sampleObjects()
+        let config = try #require(objects.first { $0.kind == "ConfigMap" && $0.name == "showbatch-nightly" })
+        let shardJob = try #require(objects.first { $0.kind == "CronJob" && $0.name == "showbatch-shards" }.flatMap(jobSpec))
+        let mergeJob = try #require(objects.first { $0.kind == "CronJob" && $0.name == "showbatch-merge" }.flatMap(jobSpec))
+        let work = Workspace()
+        defer { work.remove() }
+        let text = try #require(config.at("data")?.value(forKey: "manifest.yaml")?.text)
+        work.write("config/manifest.yaml", text.replacingOccurrences(of: "/data/", with: work.path + "/"))
+        work.write("in/customers.csv", try String(contentsOfFile: repository + "/samples/data/customers.csv", encoding: .utf8))
+        let environment = ["REVEAL_TOKEN": "not-a-real-token"]
+        func local(_ arguments: [String]) -> [String] {
+            arguments.map { $0 == "/config/manifest.yaml" ? work.path + "/config/manifest.yaml" : $0 }
+        }
+
+        let whole = try await showbatch(["run", work.path + "/config/manifest.yaml", "--emulate", "--quiet"], in: work.path, environment: environment)
+        #expect(whole.status == 0, "\(whole.stderr)")
+        let expected = try #require(FileManager.default.contents(atPath: work.path + "/out/customers-revealed.csv"))
+        try FileManager.default.removeItem(atPath: work.path + "/out")
+
+        let shardArguments = (shardJob.at("template.spec.containers")?.items.first?.at("args")?.items ?? []).map(\.text)
+        let count = try #require(shardJob.at("completions")?.integer)
+        for index in 0..<count {
+            var podEnvironment = environment
+            podEnvironment["JOB_COMPLETION_INDEX"] = String(index)
+            let pod = try await showbatch(local(shardArguments) + ["--emulate"], in: work.path, environment: podEnvironment)
+            #expect(pod.status == 0, "shard \(index): \(pod.stderr)")
+        }
+        let mergeArguments = (mergeJob.at("template.spec.containers")?.items.first?.at("args")?.items ?? []).map(\.text)
+        let merged = try await showbatch(local(mergeArguments), in: work.path, environment: environment)
+        #expect(merged.status == 0, "\(merged.stderr)")
+        // Emulator data only: comparing the bytes in the expectation prints nothing secret.
+        #expect(FileManager.default.contents(atPath: work.path + "/out/customers-revealed.csv") == expected)
+    }
+}
