@@ -39,8 +39,11 @@ struct MergeArguments: Equatable {
     var manifest = ""
     /// `--shards N`; required.
     var shards: Int?
+    /// `--output PATH`, as the shards were run with it.
     var output: String?
+    /// `--format`, as the shards were run with it.
     var format: OutputFormat?
+    /// `--quiet`: print only errors.
     var quiet = false
 }
 

@@ -140,8 +140,11 @@ public enum ShardMerge {
 
 /// The outputs of a merge, each with the files of its shards, as the runner plans them.
 private struct MergePlan {
+    /// One unsharded output and the files of its shards.
     struct Output {
+        /// Its place among the run's outputs (what `byRequest` holds).
         let index: Int
+        /// The output as an unsharded run plans it.
         let target: OutputTarget
         /// The file of each shard, by shard index.
         let shards: [String]
@@ -150,11 +153,14 @@ private struct MergePlan {
     }
 
     let manifest: Manifest
+    /// N.
     let shards: Int
+    /// In the order an unsharded run lists them.
     let outputs: [Output]
     /// The output of each request.
     let byRequest: [Int]
 
+    /// Plans the outputs as `run` does, unsharded and for each shard.
     init(manifest: Manifest, options: MergeOptions) throws(RunError) {
         guard options.shards >= 1 else { throw RunError.usage("--shards must be at least 1") }
         if options.output == "-" {

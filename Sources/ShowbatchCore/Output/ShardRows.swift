@@ -11,6 +11,7 @@ import Glibc
 final class ShardRows {
     /// Why the file cannot be read as a showbatch output, in words (no byte of it is quoted).
     struct Malformed: Error {
+        /// What is wrong, such as "its last row has no line break (the file was cut short)".
         let reason: String
     }
 
@@ -19,7 +20,9 @@ final class ShardRows {
     /// 16 MiB, escaped.
     static let maxRow = 256 << 20
 
+    /// The shard file.
     let path: String
+    /// Its format, which says how rows are laid out.
     let format: OutputFormat
     private let fd: Int32
     private var buffer = [UInt8](repeating: 0, count: 1 << 16)
