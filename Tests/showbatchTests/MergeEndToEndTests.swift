@@ -103,6 +103,44 @@ private func runShards(_ work: Workspace, _ shards: Int, manifest: String = "m.y
         }
     }
 
+    /// Shaped and compressed outputs merge too: a dialect without a header, columns that rename
+    /// `request`, and gzip (whose merged file decompresses to the unsharded run's bytes).
+    @Test(arguments: [
+        "output: {path: out/r.csv, csv: {delimiter: \";\", line_ending: crlf, header: false, quote: all}}",
+        "output: {path: out/r.csv, columns: [{name: request}, {id: \"${row.id}\"}, card, status]}",
+        "output: {path: out/r.jsonl, columns: [{name: request}, {id: \"${row.id}\"}, card, error]}",
+        "output: {path: out/r.csv.gz}",
+        "output: {path: out/r.json.gz}",
+    ], [2, 3])
+    func shapedAndCompressedOutputsMerge(output: String, shards: Int) async throws {
+        let work = mergeWorkspace("csv")
+        defer { work.remove() }
+        work.write("m.yaml", mergeManifest("csv").replacingOccurrences(of: "output: {path: out/r.csv}", with: output))
+        let path = String(output.split(separator: ",")[0].dropFirst("output: {path: ".count)).replacingOccurrences(of: "}", with: "")
+        func plain(_ name: String) async throws -> String? {
+            guard name.hasSuffix(".gz") else { return work.read(name) }
+            let result = try await showbatch(["-c", "gzip -dc \(name)"], in: work.path, shell: true)
+            return result.status == 0 ? result.stdout : nil
+        }
+        let whole = try await showbatch(["run", "m.yaml", "--emulate", "--quiet"], in: work.path)
+        #expect(whole.status == 1, "\(whole.stderr)")
+        let expected = try #require(try await plain(path))
+        try FileManager.default.removeItem(atPath: work.path + "/out")
+        try await runShards(work, shards)
+        let merged = try await showbatch(["merge", "m.yaml", "--shards", "\(shards)"], in: work.path)
+        #expect(merged.status == 0, "\(merged.stderr)")
+        #expect(try await plain(path) == expected)
+    }
+
+    @Test func anOutputWithRejectsIsRefused() async throws {
+        let work = mergeWorkspace("csv")
+        defer { work.remove() }
+        work.write("m.yaml", mergeManifest("csv").replacingOccurrences(of: "output: {path: out/r.csv}", with: "output: {path: out/r.csv, rejects: out/rejects.csv}"))
+        let merged = try await showbatch(["merge", "m.yaml", "--shards", "2"], in: work.path)
+        #expect(merged.status == 2)
+        #expect(merged.stderr == "showbatch: error: cannot merge out/r.csv: its rows are split with its rejects file (output.rejects), which a merge cannot put back in order; run it unsharded, or merge with rejects removed from the manifest\n")
+    }
+
     @Test func shardsRunWithOutputAreMergedWithTheSameOutput() async throws {
         let work = mergeWorkspace()
         defer { work.remove() }

@@ -1,4 +1,7 @@
 import CZlib
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Compresses an output as a series of gzip members, one ended at every checkpoint.
 ///
@@ -8,22 +11,22 @@ import CZlib
 /// rows and the same checkpoints give the same bytes.
 final class GzipMembers {
     private var stream = z_stream()
-    private var open = false
+    private var inMember = false
     private var chunk = [UInt8](repeating: 0, count: 1 << 16)
 
     deinit {
-        if open { deflateEnd(&stream) }
+        if inMember { deflateEnd(&stream) }
     }
 
     /// Compresses `input` into `out`; with `endMember`, ends the member (its trailer is written)
     /// so the bytes so far are a whole gzip file.
     func compress(_ input: [UInt8], endMember: Bool, into out: inout [UInt8]) {
-        guard !input.isEmpty || (endMember && open) else { return }
-        if !open {
+        guard !input.isEmpty || (endMember && inMember) else { return }
+        if !inMember {
             // 15 window bits + 16: a gzip wrapper, not zlib's.
             let status = deflateInit2_(&stream, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY, zlibVersion(), Int32(MemoryLayout<z_stream>.size))
             precondition(status == Z_OK, "deflateInit2 failed: \(status)")
-            open = true
+            inMember = true
         }
         let flush = endMember ? Z_FINISH : Z_NO_FLUSH
         var input = input
@@ -47,7 +50,76 @@ final class GzipMembers {
         if endMember {
             deflateEnd(&stream)
             stream = z_stream()
-            open = false
+            inMember = false
+        }
+    }
+}
+
+/// Reads a gzip file of one or more members (as `GzipMembers` writes them) as its plain bytes.
+final class GunzipReader {
+    /// Why the file cannot be read, in words.
+    struct Failure: Error {
+        let reason: String
+    }
+
+    private let fd: Int32
+    private var stream = z_stream()
+    private var input = [UInt8](repeating: 0, count: 1 << 16)
+    private var inputStart = 0
+    private var inputEnd = 0
+    private var fileEnded = false
+    /// Between members: the last one ended and no byte of another has been read.
+    private var betweenMembers = true
+
+    /// Reads the gzip file open at `fd` (not closed here).
+    init(fd: Int32) {
+        self.fd = fd
+        // 15 window bits + 16: gzip only.
+        let status = inflateInit2_(&stream, 15 + 16, zlibVersion(), Int32(MemoryLayout<z_stream>.size))
+        precondition(status == Z_OK, "inflateInit2 failed: \(status)")
+    }
+
+    deinit { inflateEnd(&stream) }
+
+    /// Fills `buffer` with plain bytes; how many (0 at the end of the file).
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws(Failure) -> Int {
+        while true {
+            if inputStart == inputEnd && !fileEnded {
+                let count = input.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+                if count < 0 && errno == EINTR { continue }
+                if count < 0 { throw Failure(reason: "it cannot be read: \(describeErrno(errno))") }
+                inputStart = 0
+                inputEnd = count
+                if count == 0 { fileEnded = true }
+            }
+            if inputStart == inputEnd && fileEnded {
+                if betweenMembers { return 0 }
+                throw Failure(reason: "its gzip data ends in the middle (the file was cut short)")
+            }
+            var status: Int32 = Z_OK
+            var produced = 0
+            let consumed = input.withUnsafeMutableBufferPointer { source -> Int in
+                stream.next_in = source.baseAddress! + inputStart
+                stream.avail_in = uInt(inputEnd - inputStart)
+                stream.next_out = buffer.baseAddress!.assumingMemoryBound(to: Bytef.self)
+                stream.avail_out = uInt(buffer.count)
+                status = inflate(&stream, Z_NO_FLUSH)
+                produced = buffer.count - Int(stream.avail_out)
+                return (inputEnd - inputStart) - Int(stream.avail_in)
+            }
+            inputStart += consumed
+            if consumed > 0 { betweenMembers = false }
+            switch status {
+            case Z_STREAM_END:
+                // Another member may follow.
+                inflateReset(&stream)
+                betweenMembers = true
+            case Z_OK, Z_BUF_ERROR:
+                break
+            default:
+                throw Failure(reason: "it is not valid gzip data")
+            }
+            if produced > 0 { return produced }
         }
     }
 }

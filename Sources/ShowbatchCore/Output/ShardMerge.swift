@@ -171,9 +171,15 @@ private struct MergePlan {
             run.output = options.output
             run.format = options.format
             run.shard = shard
-            return try Runner(manifest: manifest, options: run, transport: NoTransport()).planOutputs()
+            let plan = try Runner(manifest: manifest, options: run, transport: NoTransport()).planOutputs()
+            return (plan.targets, plan.byRequest)
         }
         let whole = try planned(nil)
+        // A rejects file holds some rows of its output, which only the run knew: neither file
+        // alone says which work item each of its rows is.
+        if let target = whole.targets.first(where: { $0.rejects != nil }) {
+            throw RunError.usage("cannot merge \(target.path): its rows are split with its rejects file (output.rejects), which a merge cannot put back in order; run it unsharded, or merge with rejects removed from the manifest")
+        }
         var files = Array(repeating: [String](), count: whole.targets.count)
         for index in 0..<options.shards {
             let part = try planned(Shard(index: index, count: options.shards))
@@ -289,7 +295,7 @@ private struct MergePlan {
             // from the manifest, whose identity is compared.
             let identity = Journal.Identity(manifest: String(manifest.rowIdentity, radix: 16), data: dataHash!,
                                             shard: "\(index)/\(shards)", output: text("output"),
-                                            format: output.target.format.rawValue, columns: columns)
+                                            format: output.target.layout.format.rawValue, columns: columns)
             if let difference = Journal.difference(Array(first), from: identity) {
                 throw RunError.usage("\(cannot) is not of this manifest: its journal \(journal) says \(difference)")
             }
@@ -317,24 +323,34 @@ private struct MergePlan {
     func merge(_ output: Output, into fd: Int32, isCancelled: () -> Bool) throws(RunError) -> Int? {
         var sources: [ShardRows] = []
         for (index, file) in output.shards.enumerated() {
-            guard let source = ShardRows(path: file, format: output.target.format) else {
+            guard let source = ShardRows(path: file, format: output.target.layout.format, gzip: output.target.layout.gzip) else {
                 throw RunError.runtime("\(cannot(output, output.shards[index], index)) cannot be opened for reading")
             }
             sources.append(source)
         }
         func malformed(_ index: Int, _ problem: ShardRows.Malformed) -> RunError {
-            .usage("\(cannot(output, output.shards[index], index)) is not a showbatch \(output.target.format.rawValue.uppercased()) output: \(problem.reason)")
+            .usage("\(cannot(output, output.shards[index], index)) is not a showbatch \(output.target.layout.format.rawValue.uppercased()) output: \(problem.reason)")
         }
         func notOfThisManifest(_ index: Int, _ reason: String) -> RunError {
             .usage("\(cannot(output, output.shards[index], index)) is not of this manifest: \(reason); was it written by another manifest, or did a data file change since?")
         }
         var out: [UInt8] = []
         out.reserveCapacity(1 << 20)
-        func flush() throws(RunError) {
-            guard fd >= 0, !out.isEmpty else {
+        // A gzip output is written as a run writes one: members, here one per 4,096 rows.
+        let gzip = output.target.layout.gzip ? GzipMembers() : nil
+        var compressed: [UInt8] = []
+        var rowsInMember = 0
+        func flush(endingMember: Bool = false) throws(RunError) {
+            guard fd >= 0 else {
                 out.removeAll(keepingCapacity: true)
                 return
             }
+            if let gzip {
+                gzip.compress(out, endMember: endingMember, into: &compressed)
+                out.removeAll(keepingCapacity: true)
+                swap(&out, &compressed)
+            }
+            guard !out.isEmpty else { return }
             if let code = out.withUnsafeBytes({ PrivateFile.writeAll(fd, $0) }) {
                 throw RunError.runtime("cannot write \(output.target.path).partial: \(describeErrno(code))")
             }
@@ -342,18 +358,14 @@ private struct MergePlan {
         }
 
         // The head: the header this manifest writes, which every CSV shard must start with.
-        var requestColumn: Int?
-        switch output.target.format {
+        let layout = output.target.layout
+        // Where the request's name is in a row, if the columns have it.
+        let requestColumn = layout.sources.firstIndex(of: .fixed(.request))
+        let requestKey = requestColumn.map { layout.custom ? layout.names[$0] : ResultColumn.request.rawValue }
+        switch layout.format {
         case .csv:
-            let header = RowEncoding.csvHeader(labels: output.target.labels, escapeFormulas: output.target.escapeFormulas)
-            var name: [UInt8] = []
-            RowEncoding.appendCSVCell(ResultColumn.request.rawValue, escapeFormulas: output.target.escapeFormulas, to: &name)
-            var column = 0
-            while let cell = ShardRows.csvCell(header[...], column: column) {
-                if cell.elementsEqual(name) { requestColumn = column; break }
-                column += 1
-            }
-            for (index, source) in sources.enumerated() {
+            let header = RowEncoding.csvHeader(layout)
+            for (index, source) in sources.enumerated() where layout.csv.header {
                 let head: [UInt8]
                 do { head = try source.head() } catch { throw malformed(index, error) }
                 if head != header { throw notOfThisManifest(index, "its header is not the one this manifest writes (other columns)") }
@@ -363,7 +375,7 @@ private struct MergePlan {
             for (index, source) in sources.enumerated() {
                 do { _ = try source.head() } catch { throw malformed(index, error) }
             }
-            if output.target.format == .json { out.append(UInt8(ascii: "[")) }
+            if output.target.layout.format == .json { out.append(UInt8(ascii: "[")) }
         }
 
         let preparer = RequestPreparer(manifest: manifest, baseURL: "https://merge.invalid")
@@ -388,23 +400,35 @@ private struct MergePlan {
             }
             // Which request a row is of, compared without printing either name.
             let matches: Bool
-            if output.target.format == .csv {
+            if output.target.layout.format == .csv {
                 expected.removeAll(keepingCapacity: true)
-                RowEncoding.appendCSVCell(name, escapeFormulas: output.target.escapeFormulas, to: &expected)
-                matches = requestColumn.map { ShardRows.csvCell(row[...], column: $0)?.elementsEqual(expected) == true } ?? true
+                RowEncoding.appendCSVCell(name, layout.csv, to: &expected)
+                matches = requestColumn.map {
+                    ShardRows.csvCell(row[...], column: $0, delimiter: layout.csv.delimiter)?.elementsEqual(expected) == true
+                } ?? true
             } else {
                 guard let value = try? JSONParser.parse(row), case .object = value else {
                     throw malformed(shard, ShardRows.Malformed(reason: "its row \(source.rows) is not a JSON object"))
                 }
-                if case .string(let written)? = value[ResultColumn.request.rawValue] { matches = written == name } else { matches = false }
+                if let requestKey {
+                    if case .string(let written)? = value[requestKey] { matches = written == name } else { matches = false }
+                } else {
+                    matches = true
+                }
             }
             guard matches else {
                 throw notOfThisManifest(shard, "its row \(source.rows) is not of the request this manifest has at that place (request \(item.requestIndex + 1), work item \(item.ordinal) counting from 0)")
             }
-            if output.target.format == .json { out.append(contentsOf: (rows == 0 ? "\n" : ",\n").utf8) }
+            if output.target.layout.format == .json { out.append(contentsOf: (rows == 0 ? "\n" : ",\n").utf8) }
             out.append(contentsOf: row)
             rows += 1
-            if out.count >= 1 << 20 { try flush() }
+            rowsInMember += 1
+            if gzip != nil && rowsInMember == 4096 {
+                try flush(endingMember: true)
+                rowsInMember = 0
+            } else if out.count >= 1 << 20 {
+                try flush()
+            }
         }
         for (index, source) in sources.enumerated() {
             row.removeAll(keepingCapacity: true)
@@ -416,8 +440,8 @@ private struct MergePlan {
             }
             do { try source.finish() } catch { throw malformed(index, error) }
         }
-        if output.target.format == .json { out.append(contentsOf: (rows == 0 ? "]\n" : "\n]\n").utf8) }
-        try flush()
+        if output.target.layout.format == .json { out.append(contentsOf: (rows == 0 ? "]\n" : "\n]\n").utf8) }
+        try flush(endingMember: true)
         return rows
     }
 

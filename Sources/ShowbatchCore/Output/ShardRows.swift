@@ -36,12 +36,17 @@ final class ShardRows {
     /// Rows handed out so far.
     private(set) var rows = 0
 
-    /// Opens `path` for reading, never through a link; nil when there is no regular file.
-    init?(path: String, format: OutputFormat) {
+    /// Decompresses a `.gz` shard.
+    private let gunzip: GunzipReader?
+
+    /// Opens `path` for reading, never through a link; nil when there is no regular file. With
+    /// `gzip`, rows are read from the file's decompressed bytes.
+    init?(path: String, format: OutputFormat, gzip: Bool = false) {
         guard let fd = PrivateFile.openForReading(path) else { return nil }
         // Reads block: a regular file never makes them wait long.
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
         self.fd = fd
+        gunzip = gzip ? GunzipReader(fd: fd) : nil
         self.path = path
         self.format = format
     }
@@ -135,6 +140,18 @@ final class ShardRows {
     private func fill() throws(Malformed) -> Bool {
         if start < end { return true }
         if atEnd { return false }
+        if let gunzip {
+            let result = buffer.withUnsafeMutableBytes { bytes in Result { () throws(GunzipReader.Failure) -> Int in try gunzip.read(into: bytes) } }
+            let count: Int
+            switch result {
+            case .success(let value): count = value
+            case .failure(let failure): throw Malformed(reason: failure.reason)
+            }
+            start = 0
+            end = count
+            if count == 0 { atEnd = true }
+            return count > 0
+        }
         while true {
             let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if count < 0 && errno == EINTR { continue }
