@@ -65,7 +65,7 @@ private func runShards(_ work: Workspace, _ shards: Int, manifest: String = "m.y
 }
 
 @Suite(.serialized) struct MergeEndToEndTests {
-    @Test(arguments: ["csv", "json", "jsonl"], [1, 2, 3])
+    @Test(arguments: ["csv", "json", "jsonl"], [1, 2, 3, 7])
     func mergedShardsAreTheUnshardedRunByteForByte(format: String, shards: Int) async throws {
         let work = mergeWorkspace(format)
         defer { work.remove() }
