@@ -26,8 +26,14 @@ enum RunCommand {
             let report = RunReport(runID: runID, manifest: arguments.manifest, shard: shard.map { "\($0.index)/\($0.count)" },
                                    started: started, ended: Date(), exitCode: code, summary: summary, error: error)
             var result = code
+            // Each on its own: a metrics file that cannot be written does not cost the report.
             do {
                 if let path = arguments.metrics { try report.writeMetrics(to: path) }
+            } catch {
+                printer.error(error.description)
+                if code == .ok || code == .rowsFailed { result = .runtime }
+            }
+            do {
                 if let path = arguments.report { try report.writeReport(to: path) }
             } catch {
                 printer.error(error.description)
@@ -46,6 +52,26 @@ enum RunCommand {
             }
             task.cancel()
         }
+        // Checked before anything else: even a manifest that cannot be read gets its metrics, and
+        // they must never replace it.
+        let sideFiles = [("--metrics", arguments.metrics), ("--report", arguments.report)].compactMap { flag, path in path.map { (flag, $0) } }
+        for (flag, path) in sideFiles {
+            let problem: String?
+            if path.isEmpty || path.hasSuffix("/") {
+                problem = "\(flag) needs the path of a file; got \"\(path)\""
+            } else if RunReport.sameFile(path, arguments.manifest) {
+                problem = "\(flag) \(path) is the manifest; give it a path of its own"
+            } else if sideFiles.count == 2 && flag == "--report" && RunReport.sameFile(path, sideFiles[0].1) {
+                problem = "--metrics and --report name one file, \(path); give each its own"
+            } else {
+                problem = nil
+            }
+            if let problem {
+                let usage = UsageError(message: problem, command: "run")
+                printer.invalid(usage.description)
+                return usage.exitCode
+            }
+        }
         let environment = ProcessInfo.processInfo.environment
         let manifest: Manifest
         do {
@@ -57,6 +83,7 @@ enum RunCommand {
         }
         var options = arguments.options
         options.runID = runID
+        for (flag, path) in sideFiles { options.sideFiles[flag] = path }
         let stderrIsTerminal = isatty(STDERR_FILENO) == 1
         options.interactive = stderrIsTerminal
         if options.progress == .auto {
@@ -108,6 +135,8 @@ enum RunCommand {
             switch error {
             case .usage(let message):
                 live.invalid(UsageError(message: message, command: "run").description)
+                // A refused --metrics or --report path is not written to.
+                if sideFiles.contains(where: { message.hasPrefix($0.0 + " ") }) { return .usage }
                 return finish(.usage, error: message, shard: options.shard)
             case .manifest(let diagnostic):
                 live.invalid(diagnostic.description, diagnostics: [diagnostic])

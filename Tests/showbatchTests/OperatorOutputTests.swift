@@ -186,3 +186,39 @@ private let manifest = okManifest + "\n  - {name: last, path: /p, payload: {c: t
         #expect((report["stopped"] as? String)?.hasPrefix("3 rows in a row failed") == true)
     }
 }
+
+/// `--metrics` and `--report` replace their file whole, so they may never name an input or an
+/// output's file; one that cannot be written costs neither the other nor the run's rows.
+@Suite(.serialized) struct SideFileTests {
+    @Test(arguments: [
+        (["--metrics", "m.yaml"], "showbatch: error: --metrics m.yaml is the manifest; give it a path of its own"),
+        (["--report", "./m.yaml"], "showbatch: error: --report ./m.yaml is the manifest; give it a path of its own"),
+        (["--report", "out/r.csv"], "showbatch: error: --report out/r.csv is a file of the output out/r.csv; give it a path of its own"),
+        (["--metrics", "out/r.csv.journal"], "showbatch: error: --metrics out/r.csv.journal is a file of the output out/r.csv; give it a path of its own"),
+        (["--metrics", "d.csv"], "showbatch: error: --metrics d.csv is the data file d.csv; give it a path of its own"),
+        (["--metrics", "x.prom", "--report", "./x.prom"], "showbatch: error: --metrics and --report name one file, ./x.prom; give each its own"),
+        (["--metrics", ""], "showbatch: error: --metrics needs the path of a file; got \"\""),
+        (["--report", "reports/"], "showbatch: error: --report needs the path of a file; got \"reports/\""),
+    ])
+    func aSideFileThatIsAnotherFileIsRefused(flags: [String], message: String) async throws {
+        let work = Workspace(["m.yaml": okManifest, "d.csv": rows(3)])
+        defer { work.remove() }
+        let result = try await showbatch(["run", "m.yaml", "--emulate"] + flags, in: work.path)
+        #expect(result.status == 2)
+        #expect(result.stderr == message + "\nRun 'showbatch help run' for usage.\n")
+        #expect(work.read("m.yaml") == okManifest && work.read("d.csv") == rows(3))
+        #expect(!work.exists("out/r.csv") && !work.exists("x.prom"))
+    }
+
+    @Test func aMetricsFileThatCannotBeWrittenLeavesTheReport() async throws {
+        let work = Workspace(["m.yaml": okManifest, "d.csv": rows(3), "target.txt": "kept\n"])
+        defer { work.remove() }
+        try FileManager.default.createSymbolicLink(atPath: work.path + "/link.prom", withDestinationPath: "target.txt")
+        let result = try await showbatch(["run", "m.yaml", "--emulate", "--quiet", "--metrics", "link.prom", "--report", "r.json"], in: work.path)
+        #expect(result.status == 3)
+        #expect(result.stderr == "showbatch: error: link.prom is a symbolic link; showbatch never writes through one: cannot write it\n")
+        #expect(work.read("target.txt") == "kept\n")
+        #expect(LogLine(Substring(work.read("r.json") ?? ""))["outcome"] as? String == "ok")
+        #expect(work.exists("out/r.csv"))
+    }
+}

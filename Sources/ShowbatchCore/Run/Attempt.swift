@@ -29,7 +29,10 @@ struct AttemptContext: Sendable {
     func perform(_ request: PreparedRequest, ordinal: Int, labels: [LabelBinding], revealLater: Bool) async -> JobOutcome {
         var random = SeededGenerator(seed: UInt64(ordinal) &* 0x9E3779B97F4A7C15 &+ 1)
         var attempt = 0
-        var renewed = false
+        // Renewals this row asked for. A token renewed for everyone can be used up by others
+        // before this row sends it (short-lived tokens, many workers), so the run stops only when
+        // this row was refused after two renewals with a token that never worked for anyone.
+        var renewals = 0
         while true {
             attempt += 1
             let admission = await outage?.admit() ?? .go
@@ -73,7 +76,16 @@ struct AttemptContext: Sendable {
             case .failure(.timeout): transient = policy.timeout
             default: transient = false
             }
-            if transient {
+            // A probe that got no answer at all keeps the breaker open whatever `retry.on` says:
+            // otherwise nobody would probe again and every worker would wait for ever.
+            var answered = false
+            if case .response(let status, _, _) = result {
+                answered = true
+                if status != 401, let token { credentials?.accepted(token) }
+            }
+            var cancelled = false
+            if case .failure(.cancelled) = result { cancelled = true }
+            if transient || (probe && !answered && !cancelled) {
                 if outage?.failed(probe: probe) == true {
                     // The endpoint is down: this attempt does not count; it is made again once the
                     // probe gets through.
@@ -95,14 +107,19 @@ struct AttemptContext: Sendable {
             case .response(401, _, _) where credentials != nil:
                 // A token that ran out: renewed once, and the row sent again without counting an
                 // attempt; refused again, it is not the row's fault.
-                guard !renewed, let token else {
-                    return .stop(RunStop("authentication failed (HTTP 401) with a freshly renewed access token"))
+                guard let token else { return .stop(RunStop("authentication failed (HTTP 401)")) }
+                if renewals >= 2 && credentials!.neverWorked(token) {
+                    // Answers of the same token may still be on their way: give them a moment.
+                    try? await Task.sleep(for: .milliseconds(200))
+                    if credentials!.neverWorked(token) || renewals >= 100 {
+                        return .stop(RunStop("authentication failed (HTTP 401) with a freshly renewed access token"))
+                    }
                 }
                 switch await credentials!.renew(after: token) {
                 case .success: break
                 case .failure(let stop): return Task.isCancelled ? .cancelled : .stop(stop)
                 }
-                renewed = true
+                renewals += 1
                 attempt -= 1
                 continue
             case .response(let status, let headers, _):

@@ -75,6 +75,8 @@ final class Credentials: Sendable {
         var fileStamp: FileStamp?
         var lastFileCheck: Int64 = 0
         var generation = 0
+        /// The newest generation an answer other than 401 came back with.
+        var worked = 0
     }
 
     private struct FileStamp: Equatable {
@@ -94,6 +96,17 @@ final class Credentials: Sendable {
         self.transport = transport
         self.timeout = timeout
         self.events = events
+    }
+
+    /// Notes that an answer other than 401 came back with `token`: its generation works.
+    func accepted(_ token: Token) {
+        state.withLock { $0.worked = max($0.worked, token.generation) }
+    }
+
+    /// True when no answer but 401 ever came back with `token` or a newer one: a renewed token
+    /// that was refused without ever working means the credentials are refused, not expired.
+    func neverWorked(_ token: Token) -> Bool {
+        state.withLock { token.generation > $0.worked }
     }
 
     /// The token to send now.

@@ -40,6 +40,9 @@ public struct RunOptions: Sendable, Equatable {
     /// made then falls back to the vault URL with a warning, as the Show SDKs do; unattended,
     /// it stops the run unless the manifest sets `hostname_fallback`.
     public var interactive = false
+    /// Files the command writes besides the outputs (`--metrics`, `--report`), by flag: a run
+    /// refuses to start when one of them is an input or a file of an output.
+    public var sideFiles: [String: String] = [:]
     /// Names the run in every JSON log line, the metrics and the report (the command sets a new
     /// one for each run).
     public var runID: String?

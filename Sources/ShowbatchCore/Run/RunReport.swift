@@ -157,6 +157,13 @@ public enum Timestamp {
 }
 
 extension RunReport {
+    /// True when `a` and `b` name one file (by any spelling, or as hard links).
+    package static func sameFile(_ a: String, _ b: String) -> Bool {
+        if PrivateFile.canonical(a) == PrivateFile.canonical(b) { return true }
+        guard let one = PrivateFile.identity(a), let other = PrivateFile.identity(b) else { return false }
+        return one.device == other.device && one.inode == other.inode
+    }
+
     /// Writes the report (`--report`) at `path`, at once.
     public func writeReport(to path: String) throws(RunError) {
         try PrivateFile.replaceAtomically(path, with: Array(json.utf8), mode: 0o644)

@@ -159,4 +159,49 @@ private func run(_ fixture: RunFixture, _ manifest: Manifest, options: RunOption
         #expect(summary.failed == 0)
         #expect(fixture.dir.exists("r.csv.journal"))
     }
+
+    /// A probe that gets no answer keeps the pause going (and so ends in max_pause), even when
+    /// `retry.on` does not call a dropped connection transient: no worker may wait for ever.
+    @Test(.timeLimit(.minutes(1))) func aProbeWithoutAnAnswerEndsThePauseInAStop() async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let manifest = try fixture.manifest("""
+        vault: tnt1
+        concurrency: 4
+        retry: {attempts: 2, backoff: 50ms, on: [503]}
+        circuit: {outage_after: 3, max_pause: 1500ms}
+        output: {path: r.csv}
+        requests: [{name: "r${row.id}", each: {csv: d.csv}, path: /p}]
+        """, files: ["d.csv": rows(50)])
+        let (summary, _) = try await run(fixture, manifest) {
+            $0.faults.outageAfter = 0
+            $0.faults.outageFor = .milliseconds(300)
+            $0.faults.dropRate = 1
+        }
+        #expect(summary.stopReason == "the endpoint stayed unreachable for 1.5s (circuit.max_pause)")
+        #expect(summary.exitCode == .stopped)
+    }
+
+    /// Tokens good for only a few requests, with many workers: a renewed token may be used up by
+    /// others before a row sends it, which is not the credentials being refused.
+    @Test(arguments: [4, 8]) func shortLivedTokensAmongManyWorkersEndOK(uses: Int) async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let manifest = try fixture.manifest("""
+        vault: tnt1
+        concurrency: 8
+        auth: {token_url: "http://127.0.0.1:1/oauth/token", client_id: showbatch, client_secret: "${CLIENT_SECRET}"}
+        output: {path: r.csv}
+        requests: [{name: "r${row.id}", each: {csv: d.csv}, path: /p}]
+        """, files: ["d.csv": rows(200)], environment: ["CLIENT_SECRET": "s3cr3t-client"])
+        let (summary, _) = try await run(fixture, manifest) {
+            var auth = EmulatorAuth()
+            auth.clientID = "showbatch"
+            auth.clientSecret = "s3cr3t-client"
+            auth.tokenUses = uses
+            $0.auth = auth
+        }
+        if let reason = summary.stopReason { Issue.record("stopped: \(reason)") }
+        #expect(summary.ok == 200)
+    }
 }
