@@ -153,6 +153,14 @@ final class CurlHandles {
         a.count == b.count && zip(a, b).allSatisfy { $0.name == $1.name && $0.value == $1.value }
     }
 
+    /// The environment's `no_proxy` list with the loopback hosts added.
+    static let noProxy: String = {
+        let environment = ProcessInfo.processInfo.environment
+        let given = environment["no_proxy"] ?? environment["NO_PROXY"] ?? ""
+        if given.trimmingCharacters(in: .whitespaces) == "*" { return "*" }
+        return ([given] + ["127.0.0.1", "localhost", "::1"]).filter { !$0.isEmpty }.joined(separator: ",")
+    }()
+
     /// A new easy handle with the options every request shares.
     private func newEasy() -> UnsafeMutableRawPointer {
         thread.assertCurrent()
@@ -172,6 +180,9 @@ final class CurlHandles {
         // Over HTTP/2, wait for a connection that can multiplex this request instead of opening
         // one per transfer; TLS sessions and DNS answers are shared by every handle.
         _ = sb_easy_setopt_long(easy, CURLOPT_PIPEWAIT, 1)
+        // Loopback (the emulator, a satellite) is never sent through a proxy; the option replaces
+        // no_proxy, so the environment's list is kept in it. Copied.
+        _ = sb_easy_setopt_pointer(easy, CURLOPT_NOPROXY, CurlHandles.noProxy)
         if let share { _ = sb_easy_setopt_pointer(easy, CURLOPT_SHARE, UnsafeRawPointer(share)) }
         _ = sb_easy_setopt_offset(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(maxBodyBytes))
         _ = sb_easy_setopt_callback(easy, CURLOPT_WRITEFUNCTION, curlWriteBody)
