@@ -178,7 +178,7 @@ final class EventPrinter: Sendable {
         var text = "showbatch: \(summary.rows) rows: \(summary.ok) ok, \(summary.partial) partial, \(summary.failed) failed; "
         text += "\(summary.retries) retries; \(Units.text(summary.elapsed)), \(String(format: "%.1f", summary.rate)) requests/s"
         if summary.replayed > 0 { text += "; \(summary.replayed) from the journal" }
-        if summary.skipped > 0 { text += "; \(summary.skipped) not sent (--fail-fast)" }
+        if summary.skipped > 0 { text += "; \(summary.skipped) not sent\(summary.stopReason == nil ? " (--fail-fast)" : "")" }
         if let reason = summary.stopReason {
             text += "; stopped: \(reason); \(summary.outputs.isEmpty ? "nothing was written" : "outputs left as .partial, rerun with --resume once that is fixed")"
         } else if summary.interrupted && summary.outputs.isEmpty {

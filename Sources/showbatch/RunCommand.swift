@@ -47,7 +47,11 @@ enum RunCommand {
                 if case .running(let task) = phase { return task } else { return nil }
             }
             guard let task else {
-                Console.err("showbatch: interrupted before anything was sent\n")
+                if arguments.options.logFormat == .json {
+                    printer.error("interrupted before anything was sent")
+                } else {
+                    Console.err("showbatch: interrupted before anything was sent\n")
+                }
                 exit(finish(.interrupted, error: "interrupted before anything was sent").rawValue)
             }
             task.cancel()

@@ -180,7 +180,7 @@ final class Credentials: Sendable {
             }
             waiters.forEach { $0.resume(returning: outcome) }
             if case .success(let token) = outcome, token.generation > 1 {
-                events(.warning("the access token was renewed (\(token.generation - 1) renewal\(token.generation == 2 ? "" : "s") so far)"))
+                events(.note("the access token was renewed (\(token.generation - 1) renewal\(token.generation == 2 ? "" : "s") so far)"))
             }
             return outcome
         }

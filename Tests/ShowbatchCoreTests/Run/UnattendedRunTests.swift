@@ -46,7 +46,7 @@ private func run(_ fixture: RunFixture, _ manifest: Manifest, options: RunOption
         let output = try #require(fixture.read("r.csv"))
         #expect(output.split(separator: "\n").dropFirst().allSatisfy { $0.contains(",ok,200,1,,Bearer emu-token-") })
         // 5,000 / 300 tokens, give or take the requests in flight when each ran out.
-        let renewals = fixture.log.all.filter { $0.contains("access token was renewed") }.count
+        let renewals = fixture.log.notes.filter { $0.contains("access token was renewed") }.count
         #expect(renewals >= 16 && renewals <= 40, "\(renewals) renewals")
         #expect(counts.requests < 5_000 + 40 * 17)
     }
