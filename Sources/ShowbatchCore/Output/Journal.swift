@@ -41,11 +41,14 @@ final class Journal {
         /// FNV-1a of the output's bytes.
         var hash: UInt64
         /// The size and hash of the output's rejects file (`output.rejects`), if it has one.
-        var rejects: (offset: Int, hash: UInt64)? = nil
+        var rejects: (offset: Int, hash: UInt64, rows: Int)? = nil
+        /// With a rejects file: the rows in the output itself (the counts hold both files').
+        var ownRows: Int? = nil
 
         static func == (lhs: Checkpoint, rhs: Checkpoint) -> Bool {
             lhs.ordinal == rhs.ordinal && lhs.offset == rhs.offset && lhs.counts == rhs.counts && lhs.hash == rhs.hash
                 && lhs.rejects?.offset == rhs.rejects?.offset && lhs.rejects?.hash == rhs.rejects?.hash
+                && lhs.rejects?.rows == rhs.rejects?.rows && lhs.ownRows == rhs.ownRows
         }
     }
 
@@ -256,8 +259,10 @@ final class Journal {
               case .string(let hash)? = value["hash"], let hashValue = UInt64(hash, radix: 16) else { return nil }
         var checkpoint = Checkpoint(ordinal: ordinal, offset: offset, counts: RowCounts(rows: rows, ok: ok, partial: partial, failed: failed),
                                     hash: hashValue)
-        if let rejectsOffset = integer(value["rejects_offset"]), case .string(let text)? = value["rejects_hash"], let rejectsHash = UInt64(text, radix: 16) {
-            checkpoint.rejects = (rejectsOffset, rejectsHash)
+        if let rejectsOffset = integer(value["rejects_offset"]), case .string(let text)? = value["rejects_hash"], let rejectsHash = UInt64(text, radix: 16),
+           let rejectsRows = integer(value["rejects_rows"]), let ownRows = integer(value["own_rows"]) {
+            checkpoint.rejects = (rejectsOffset, rejectsHash, rejectsRows)
+            checkpoint.ownRows = ownRows
         }
         return checkpoint
     }
@@ -428,6 +433,10 @@ final class Journal {
                         writer.integer(rejects.offset)
                         writer.key("rejects_hash")
                         writer.string(String(rejects.hash, radix: 16))
+                        writer.key("rejects_rows")
+                        writer.integer(rejects.rows)
+                        writer.key("own_rows")
+                        writer.integer(checkpoint.ownRows ?? 0)
                     }
                 }
             }

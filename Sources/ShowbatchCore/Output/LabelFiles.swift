@@ -42,7 +42,7 @@ final class LabelFileWriter {
 
     /// A writer for the outputs at `outputs` (by target; "-" is standard output, which has no
     /// folder), protecting `manifest`'s inputs and every output's files.
-    init(manifest: Manifest, outputs: [String]) {
+    init(manifest: Manifest, outputs: [String], others: [String] = []) {
         var protected: [String: String] = [:]
         var inputs: [(String, UInt64, UInt64)] = []
         var named: [(what: String, path: String)] = [("the manifest", manifest.file)]
@@ -54,7 +54,8 @@ final class LabelFileWriter {
             protected[PrivateFile.canonical(input.path)] = input.what
             if let identity = PrivateFile.identity(input.path) { inputs.append((input.what, identity.device, identity.inode)) }
         }
-        for output in outputs where output != "-" {
+        // Rejects files and --metrics/--report are files of the run too.
+        for output in outputs + others where output != "-" {
             for suffix in ["", ".partial", ".journal", ".journal.next"] {
                 protected[PrivateFile.canonical(output + suffix)] = "a file of the output \(output)"
             }
@@ -258,8 +259,8 @@ extension Runner {
     }
 
     /// The writer of binary labels' files, when a request has one.
-    func labelFileWriter(outputs: [String]) -> LabelFileWriter? {
+    func labelFileWriter(outputs: [String], others: [String] = []) -> LabelFileWriter? {
         guard manifest.requests.contains(where: { $0.labels.contains { $0.file != nil } }) else { return nil }
-        return LabelFileWriter(manifest: manifest, outputs: outputs)
+        return LabelFileWriter(manifest: manifest, outputs: outputs, others: others)
     }
 }

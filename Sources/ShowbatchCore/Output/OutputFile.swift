@@ -42,6 +42,8 @@ final class OutputFile {
     private(set) var counts = RowCounts()
     /// The ordinal of the last work item written; -1 before the first.
     private(set) var lastOrdinal = -1
+    /// Rows in this very file (its rejected rows are in the rejects file): where JSON needs a comma.
+    private(set) var ownRows = 0
     /// Rows written since the last checkpoint.
     var rowsSinceCheckpoint = 0
     /// For `--retry-failed`: the output being rewritten.
@@ -132,6 +134,7 @@ final class OutputFile {
         file.hash = checkpoint.hash
         file.counts = checkpoint.counts
         file.lastOrdinal = checkpoint.ordinal
+        file.ownRows = checkpoint.ownRows ?? checkpoint.counts.rows
         return file
     }
 
@@ -188,7 +191,8 @@ final class OutputFile {
             return span
         }
         if splice != nil { try copyOld(upTo: row.ordinal) }
-        if format == .json && splice == nil { buffer.append(contentsOf: (counts.rows == 0 ? "\n" : ",\n").utf8) }
+        if format == .json && splice == nil { buffer.append(contentsOf: (ownRows == 0 ? "\n" : ",\n").utf8) }
+        ownRows += 1
         let start = offset
         switch format {
         case .csv: RowEncoding.csvLine(row, layout, to: &buffer)
@@ -270,7 +274,7 @@ final class OutputFile {
     /// Where the file stands, once flushed: what a checkpoint records.
     var checkpoint: Journal.Checkpoint {
         Journal.Checkpoint(ordinal: lastOrdinal, offset: flushed, counts: counts, hash: hash,
-                           rejects: rejects.map { ($0.flushed, $0.hash) })
+                           rejects: rejects.map { ($0.flushed, $0.hash, $0.ownRows) }, ownRows: rejects == nil ? nil : ownRows)
     }
 
     /// Ends the content (the JSON array's close, or the rest of a rewritten output) and makes it
@@ -280,7 +284,7 @@ final class OutputFile {
         if let splice {
             try copy(from: splice.fd, splice.cursor..<splice.size)
         } else if format == .json {
-            buffer.append(contentsOf: (counts.rows == 0 ? "]\n" : "\n]\n").utf8)
+            buffer.append(contentsOf: (ownRows == 0 ? "]\n" : "\n]\n").utf8)
         }
         try sync()
     }

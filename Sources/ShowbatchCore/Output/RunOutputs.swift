@@ -113,9 +113,10 @@ final class RunOutputs {
                     if let resumed {
                         files.append(resumed)
                         if let rejects = target.rejects {
-                            let mark = checkpoint.rejects ?? (0, fnvOffsetBasis)
+                            let mark = checkpoint.rejects ?? (0, fnvOffsetBasis, 0)
                             guard let side = try OutputFile.resume(path: rejects.path, layout: rejects.layout,
-                                                                   from: Journal.Checkpoint(ordinal: -1, offset: mark.offset, counts: RowCounts(), hash: mark.hash)) else {
+                                                                   from: Journal.Checkpoint(ordinal: -1, offset: mark.offset, counts: RowCounts(), hash: mark.hash,
+                                                                                            ownRows: mark.rows)) else {
                                 throw RunError.runtime("\(rejects.path).partial is gone, so the run cannot go on from its journal; run without --resume to start over")
                             }
                             resumed.attachRejects(side, partial: target.rejectPartial)

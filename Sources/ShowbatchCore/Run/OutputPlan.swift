@@ -167,7 +167,12 @@ extension Runner {
         for path in targets.flatMap(\.paths) where path != "-" {
             for file in [path, path + ".partial", path + ".journal", path + ".journal.next"] {
                 let key = PrivateFile.canonical(file)
-                if let owner = owners[key], file != path || !inputs.contains(where: { $0.what == owner }) {
+                if let owner = owners[key] {
+                    // The output itself as an input: said here too, since a path through a folder
+                    // that does not exist yet (`new/../d.csv`) cannot be compared by inode below.
+                    if file == path && inputs.contains(where: { $0.what == owner }) {
+                        throw RunError.usage("the output \(path) is \(owner); writing it would replace the input: choose another output path")
+                    }
                     throw RunError.usage("the output \(path) would write \(file), which is \(owner); choose another output path")
                 }
                 owners[key] = "a file of the output \(path)"

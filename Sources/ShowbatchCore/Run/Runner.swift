@@ -85,7 +85,9 @@ public struct Runner: Sendable {
                              columns: target.layout.signature + (target.rejects.map { ["rejects:" + $0.path, "partial:\(target.rejectPartial)"] + $0.layout.signature } ?? []))
         }, mode: mode)
         do {
-            summary = try await send(outputs: outputs, paths: targets.map(\.path), byRequest: byRequest, extras: extras, baseURL: baseURL, start: start,
+            summary = try await send(outputs: outputs, paths: targets.map(\.path),
+                                     others: targets.compactMap { $0.rejects?.path } + options.sideFiles.values.sorted(),
+                                     byRequest: byRequest, extras: extras, baseURL: baseURL, start: start,
                                      credentials: credentials)
             if summary.interrupted || summary.stopReason != nil {
                 outputs.abandon()
@@ -101,7 +103,7 @@ public struct Runner: Sendable {
     }
 
     /// Sends every work item and writes its row; interrupted runs come back marked so.
-    private func send(outputs: RunOutputs, paths: [String], byRequest: [Int], extras: [[[ColumnPart]]], baseURL: String, start: ContinuousClock.Instant,
+    private func send(outputs: RunOutputs, paths: [String], others: [String], byRequest: [Int], extras: [[[ColumnPart]]], baseURL: String, start: ContinuousClock.Instant,
                       credentials: Credentials?) async throws(RunError) -> RunSummary {
         // Counted for a progress bar or JSON logs (reading a data file twice costs a little).
         let total = options.progress == .never && options.logFormat == .text ? nil : countWorkItems()
@@ -120,7 +122,7 @@ public struct Runner: Sendable {
         }
         let feed = RequestFeed(manifest: manifest, baseURL: baseURL, shard: options.shard, byRequest: byRequest, extras: extras,
                                skips: outputs.skips)
-        let writer = RowWriter(files: outputs.files, journals: outputs.journals, labelFiles: labelFileWriter(outputs: paths))
+        let writer = RowWriter(files: outputs.files, journals: outputs.journals, labelFiles: labelFileWriter(outputs: paths, others: others))
         let dispatch = RunDispatch(manifest: manifest, feed: feed, writer: writer, byRequest: byRequest,
                                    failFast: options.failFast, window: window, failureLimit: manifest.circuit.failedRows,
                                    carried: outputs.carried, total: total,

@@ -244,4 +244,50 @@ private func gunzip(_ path: String) throws -> String? {
             #expect((error as? RunError)?.description == "--retry-failed cannot rewrite \(fixture.dir.path)/out/r.\(format).gz: a gzip output is written whole; run without --retry-failed to write it again")
         }
     }
+
+    /// A JSON output whose first rows go to the rejects file is still one valid array, also when
+    /// resumed; and a label file may not be the rejects file.
+    @Test(arguments: [0, 30])
+    func aJSONOutputWhoseFirstRowsAreRejectedIsValid(interruptAfter: Int) async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let rows = "{\"id\": 0}\n{\"id\": 1}\n" + (2..<120).map { "{\"id\": \($0), \"alias\": \"tok_0\"}" }.joined(separator: "\n") + "\n"
+        let text = Self.rejectsManifest.replacingOccurrences(of: "out/r.csv", with: "out/r.json").replacingOccurrences(of: "out/rejects.csv", with: "out/rejects.json")
+        let manifest = try fixture.manifest(text, files: ["d.jsonl": rows])
+        if interruptAfter == 0 {
+            _ = try await fixture.run(manifest)
+        } else {
+            let (emulator, _, baseOptions) = try await fixture.interruptedRun(manifest, after: interruptAfter)
+            defer { emulator.stop() }
+            var options = baseOptions
+            options.resume = true
+            _ = try await Runner(manifest: manifest, options: options, environment: [:]).run()
+        }
+        for name in ["out/r.json", "out/rejects.json"] {
+            let data = try #require(FileManager.default.contents(atPath: fixture.dir.path + "/" + name))
+            let rows = try #require(try JSONSerialization.jsonObject(with: data) as? [[String: Any]], "\(name)")
+            #expect(rows.count == (name == "out/r.json" ? 118 : 3))
+        }
+        #expect(fixture.read("out/r.json")?.hasPrefix("[\n{\"request\":\"r2\",") == true)
+    }
+
+    /// An output or rejects path through a folder that does not exist yet is still compared with
+    /// the inputs: `new/../d.jsonl` is the data file.
+    @Test(arguments: ["output: {path: \"nd/../d.jsonl\", format: jsonl}", "output: {path: r.csv, rejects: \"nd/../m.yaml\", format: csv}"])
+    func aPathThroughAMissingFolderIsStillAnInput(output: String) async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let manifest = try fixture.manifest("vault: tnt1\n\(output)\nrequests: [{name: \"r${row.id}\", each: {jsonl: d.jsonl}, path: /p}]\n",
+                                            files: ["d.jsonl": jsonlRows(2)])
+        do {
+            _ = try await fixture.run(manifest)
+            Issue.record("expected a refusal")
+        } catch {
+            let text = (error as? RunError)?.description ?? ""
+            #expect(text.hasSuffix(output.contains("rejects") ? "/nd/../m.yaml is the manifest; writing it would replace the input: choose another output path"
+                                                              : "/nd/../d.jsonl is the data file d.jsonl; writing it would replace the input: choose another output path"), "\(text)")
+        }
+        #expect(fixture.read("d.jsonl") == jsonlRows(2))
+        #expect(!fixture.dir.exists("nd"))
+    }
 }
