@@ -1,3 +1,5 @@
+// Over 400 lines on purpose: the journal's format is written and read here, line for line, and
+// keeping the writer next to the reader is what keeps the two in step.
 import Foundation
 #if canImport(Glibc)
 import Glibc

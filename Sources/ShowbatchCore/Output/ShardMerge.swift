@@ -1,3 +1,5 @@
+// Over 400 lines on purpose: a merge's checks and its writing share one plan of the outputs and
+// their shard files; split, each half would have to rebuild it.
 import Foundation
 #if canImport(Glibc)
 import Glibc
