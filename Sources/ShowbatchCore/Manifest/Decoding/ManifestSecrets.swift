@@ -137,10 +137,51 @@ struct ManifestSecrets {
     /// cleared of secrets, each quoted line showing only what may be shown.
     func diagnostics(_ problems: [(mark: Mark, message: String)], source: SourceFile) -> [Diagnostic] {
         let hidden = QuoteMask.hiddenSpans(in: source, lines: Set(problems.map(\.mark.line)), showValue: mayShow)
-        return problems.enumerated().sorted { ($0.element.mark, $0.offset) < ($1.element.mark, $1.offset) }.map {
-            Diagnostic(source: source, mark: $0.element.mark, message: clear($0.element.message),
-                       redacting: hidden[$0.element.mark.line] ?? [])
+        var repeated: [Int: [SourceSpan]] = [:]
+        for line in Set(problems.map(\.mark.line)) {
+            // Only where the line is not hidden already: a cut inside a cut would show the rest.
+            let cut = (hidden[line] ?? []).map { span in
+                (span.start.line == line ? span.start.column : 1)..<(span.end.line == line ? span.end.column : Int.max)
+            }
+            repeated[line] = secretSpans(onLine: line, of: source).filter { span in
+                !cut.contains { $0.overlaps(span.start.column..<span.end.column) }
+            }
         }
+        return problems.enumerated().sorted { ($0.element.mark, $0.offset) < ($1.element.mark, $1.offset) }.map {
+            let line = $0.element.mark.line
+            return Diagnostic(source: source, mark: $0.element.mark, message: clear($0.element.message),
+                              redacting: (hidden[line] ?? []) + (repeated[line] ?? []))
+        }
+    }
+
+    /// Where a secret's text is written out again on `line` (a header value copied into a setting
+    /// that is shown): hidden in the quoted line as it is in messages.
+    private func secretSpans(onLine line: Int, of source: SourceFile) -> [SourceSpan] {
+        guard let text = source.line(line) else { return [] }
+        let scalars = Array(text.unicodeScalars)
+        var covered: [Range<Int>] = []
+        for secret in secretTexts where secret.unicodeScalars.count >= 4 {
+            let needle = Array(secret.unicodeScalars)
+            var start = 0
+            while start + needle.count <= scalars.count {
+                if Array(scalars[start..<start + needle.count]) == needle {
+                    covered.append(start..<start + needle.count)
+                    start += needle.count
+                } else {
+                    start += 1
+                }
+            }
+        }
+        // Overlapping finds are joined, so that none is left half shown.
+        var merged: [Range<Int>] = []
+        for range in covered.sorted(by: { $0.lowerBound < $1.lowerBound }) {
+            if let last = merged.last, range.lowerBound <= last.upperBound {
+                merged[merged.count - 1] = last.lowerBound..<max(last.upperBound, range.upperBound)
+            } else {
+                merged.append(range)
+            }
+        }
+        return merged.map { SourceSpan(start: Mark(line: line, column: $0.lowerBound + 1), end: Mark(line: line, column: $0.upperBound + 1)) }
     }
 }
 
