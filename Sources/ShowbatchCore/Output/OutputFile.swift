@@ -247,20 +247,20 @@ final class OutputFile {
             guard !buffer.isEmpty || endingMember else { return }
             gzip.compress(buffer, endMember: endingMember, into: &compressed)
             buffer.removeAll(keepingCapacity: true)
-            guard !compressed.isEmpty else { return }
-            let failure = compressed.withUnsafeBytes { PrivateFile.writeAll(fd, $0) }
-            if let failure { throw writeError(failure) }
-            hash = fnv1a(compressed, seed: hash)
-            flushed += compressed.count
-            compressed.removeAll(keepingCapacity: true)
-            return
+            try hand(&compressed)
+        } else {
+            try hand(&buffer)
         }
-        guard !buffer.isEmpty else { return }
-        let failure = buffer.withUnsafeBytes { PrivateFile.writeAll(fd, $0) }
+    }
+
+    /// Writes `bytes` to the file, counts and hashes them, and empties them.
+    private func hand(_ bytes: inout [UInt8]) throws(RunError) {
+        guard !bytes.isEmpty else { return }
+        let failure = bytes.withUnsafeBytes { PrivateFile.writeAll(fd, $0) }
         if let failure { throw writeError(failure) }
-        hash = fnv1a(buffer, seed: hash)
-        flushed += buffer.count
-        buffer.removeAll(keepingCapacity: true)
+        hash = fnv1a(bytes, seed: hash)
+        flushed += bytes.count
+        bytes.removeAll(keepingCapacity: true)
     }
 
     /// Flushes and makes the bytes durable (a checkpoint may then say they are there).
