@@ -43,13 +43,7 @@ extension ManifestDecoder {
     /// the text checked for what no data row can fix (an absolute path, `..`, `%`…).
     mutating func fileTemplate(_ node: Node, _ what: @autoclosure () -> String) -> FileTemplate? {
         guard let raw = rawText(node, what()) else { return nil }
-        var template: Template
-        do {
-            template = try Template(parsing: raw)
-        } catch {
-            problem(node.mark, "\(what()): \(error.message)")
-            return nil
-        }
+        guard var template = parseTemplate(raw, at: node, what()) else { return nil }
         // `${request}` is the request's name, not an environment variable.
         var environment = self.environment
         environment.removeValue(forKey: "request")

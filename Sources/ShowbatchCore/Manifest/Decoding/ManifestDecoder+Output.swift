@@ -141,13 +141,7 @@ extension ManifestDecoder {
     /// A column template: `${row.COLUMN}`, `${index}`, `${request}` and `${ENV}` (resolved now).
     private mutating func columnTemplate(_ node: Node, _ what: String) -> [ColumnPart]? {
         guard let raw = rawText(node, what) else { return nil }
-        let template: Template
-        do {
-            template = try Template(parsing: raw)
-        } catch {
-            problem(node.mark, "\(what): \(error.message)")
-            return nil
-        }
+        guard let template = parseTemplate(raw, at: node, what) else { return nil }
         var parts: [ColumnPart] = []
         var missing: [String] = []
         for part in template.parts {

@@ -7,13 +7,7 @@ extension ManifestDecoder {
     /// `sensitive` values (headers, payload) are never quoted in messages.
     mutating func template(_ node: Node, _ what: @autoclosure () -> String, allowRow: Bool, sensitive: Bool = false) -> Template? {
         guard let raw = rawText(node, what()) else { return nil }
-        var template: Template
-        do {
-            template = try Template(parsing: raw)
-        } catch {
-            problem(node.mark, "\(what()): \(sensitive ? "the value has a malformed ${…} reference" : error.message)")
-            return nil
-        }
+        guard var template = parseTemplate(raw, at: node, what(), sensitive: sensitive) else { return nil }
         for name in template.resolveEnvironment(environment) {
             problem(node.mark, "environment variable \(name) is not set (used in \(what()))")
         }

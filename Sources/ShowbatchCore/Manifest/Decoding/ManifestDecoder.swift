@@ -77,18 +77,23 @@ struct ManifestDecoder {
         return nil
     }
 
+    /// `raw` parsed as a template; nil, with a problem at `node`, when a `${…}` is malformed.
+    /// `sensitive` values (headers, payload) are not described.
+    mutating func parseTemplate(_ raw: String, at node: Node, _ what: @autoclosure () -> String, sensitive: Bool = false) -> Template? {
+        do {
+            return try Template(parsing: raw)
+        } catch {
+            problem(node.mark, "\(what()): \(sensitive ? "the value has a malformed ${…} reference" : error.message)")
+            return nil
+        }
+    }
+
     /// `raw` with its `${NAME}` references replaced from the environment (`$${` is a literal
     /// `${`); nil, with a problem, when a variable is unset or the text names a data row, which
     /// only request names, paths, headers and payloads may.
     mutating func resolvingEnvironment(_ raw: String, at node: Node, _ what: @autoclosure () -> String) -> String? {
         guard raw.utf8.contains(UInt8(ascii: "$")) else { return raw }
-        var template: Template
-        do {
-            template = try Template(parsing: raw)
-        } catch {
-            problem(node.mark, "\(what()): \(error.message)")
-            return nil
-        }
+        guard var template = parseTemplate(raw, at: node, what()) else { return nil }
         let unset = template.resolveEnvironment(environment)
         for name in unset { problem(node.mark, "environment variable \(name) is not set (used in \(what()))") }
         if template.needsRow {
