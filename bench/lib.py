@@ -142,9 +142,10 @@ def machine():
     return f"{os.cpu_count()} cores, {cpu}"
 
 
-def write_rows_manifest(work, rows, port, concurrency, name="m.yaml", output="out/rows.csv"):
+def write_rows_manifest(work, rows, port, concurrency, name="m.yaml", output="out/rows.csv", endpoint=None):
     """A data file of `rows` aliases and a manifest revealing one request per row through
-    `satellite_port` (the emulator or nginx on loopback). Returns the manifest's path."""
+    `satellite_port` (the emulator or nginx on loopback), or through the manifest lines
+    `endpoint` (such as a hostname and a tls section). Returns the manifest's path."""
     data = os.path.join(work, "rows.csv")
     if not os.path.exists(data):
         with open(data, "w") as f:
@@ -154,7 +155,7 @@ def write_rows_manifest(work, rows, port, concurrency, name="m.yaml", output="ou
     manifest = os.path.join(work, name)
     with open(manifest, "w") as f:
         f.write(f"""vault: tntbench
-satellite_port: {port}
+{endpoint or f"satellite_port: {port}"}
 concurrency: {concurrency}
 timeout: 30s
 output: {{path: {output}}}

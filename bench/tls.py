@@ -34,7 +34,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from lib import (BODY, PAYLOAD, apt_install, build_release, child_cpu, curl_parallel, machine, median, say,
-                 wait_port)
+                 wait_port, write_rows_manifest)
 
 
 def openssl(*arguments, cwd):
@@ -169,30 +169,9 @@ def connection_stats(lines):
 
 
 def write_manifest(work, name, requests, concurrency, ca_file, output):
-    """The rows manifest of lib's `write_rows_manifest`, aimed at https://127.0.0.1 and trusting `ca_file`."""
-    data = os.path.join(work, "rows.csv")
-    if not os.path.exists(data):
-        with open(data, "w") as f:
-            f.write("id,alias\n")
-            for i in range(requests):
-                f.write(f"{i},tok_sandbox_abc\n")
-    manifest = os.path.join(work, name)
-    with open(manifest, "w") as f:
-        f.write(f"""vault: tntbench
-hostname: 127.0.0.1
-hostname_check: false
-tls: {{ca_file: {ca_file}}}
-concurrency: {concurrency}
-timeout: 30s
-output: {{path: {output}}}
-requests:
-  - name: "row-${{row.id}}"
-    each: {{csv: rows.csv}}
-    path: /post
-    payload: {{card_number: "${{row.alias}}", exp_date: tok_sandbox_def}}
-    labels: {{card_number: json.card_number}}
-""")
-    return manifest
+    """lib's rows manifest, aimed at https://127.0.0.1 and trusting `ca_file`."""
+    endpoint = f"hostname: 127.0.0.1\nhostname_check: false\ntls: {{ca_file: {ca_file}}}"
+    return write_rows_manifest(work, requests, None, concurrency, name=name, output=output, endpoint=endpoint)
 
 
 def write_curl_config(work, requests, url):
