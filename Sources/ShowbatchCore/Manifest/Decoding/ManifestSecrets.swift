@@ -149,7 +149,9 @@ struct ManifestSecrets {
         }
         return problems.enumerated().sorted { ($0.element.mark, $0.offset) < ($1.element.mark, $1.offset) }.map {
             let line = $0.element.mark.line
-            return Diagnostic(source: source, mark: $0.element.mark, message: clear($0.element.message),
+            // A value quoted in a message keeps no control character: a line break in it could
+            // forge a line of output.
+            return Diagnostic(source: source, mark: $0.element.mark, message: TerminalText.escaped(clear($0.element.message)),
                               redacting: (hidden[line] ?? []) + (repeated[line] ?? []))
         }
     }
