@@ -1,5 +1,9 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.2
 import PackageDescription
+
+// Every target treats warnings as errors: a warning once hid a bug (a `where` that applied to
+// one pattern of a `case` only), and none may hide another.
+let strict: [SwiftSetting] = [.treatAllWarnings(as: .error)]
 
 let package = Package(
     name: "showbatch",
@@ -27,14 +31,14 @@ let package = Package(
             pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"])]
         ),
-        .target(name: "ShowbatchYAML", dependencies: ["CYAML"]),
-        .target(name: "ShowbatchCore", dependencies: ["ShowbatchYAML", "CCurl", "CZlib"]),
-        .target(name: "ShowbatchEmulator", dependencies: ["ShowbatchCore"]),
-        .executableTarget(name: "showbatch", dependencies: ["ShowbatchCore", "ShowbatchYAML", "ShowbatchEmulator"]),
-        .testTarget(name: "ShowbatchYAMLTests", dependencies: ["ShowbatchYAML"]),
-        .testTarget(name: "ShowbatchCoreTests", dependencies: ["ShowbatchCore", "ShowbatchEmulator"]),
-        .testTarget(name: "ShowbatchEmulatorTests", dependencies: ["ShowbatchEmulator"]),
-        .testTarget(name: "showbatchTests", dependencies: ["showbatch", "ShowbatchCore", "ShowbatchEmulator"]),
+        .target(name: "ShowbatchYAML", dependencies: ["CYAML"], swiftSettings: strict),
+        .target(name: "ShowbatchCore", dependencies: ["ShowbatchYAML", "CCurl", "CZlib"], swiftSettings: strict),
+        .target(name: "ShowbatchEmulator", dependencies: ["ShowbatchCore"], swiftSettings: strict),
+        .executableTarget(name: "showbatch", dependencies: ["ShowbatchCore", "ShowbatchYAML", "ShowbatchEmulator"], swiftSettings: strict),
+        .testTarget(name: "ShowbatchYAMLTests", dependencies: ["ShowbatchYAML"], swiftSettings: strict),
+        .testTarget(name: "ShowbatchCoreTests", dependencies: ["ShowbatchCore", "ShowbatchEmulator"], swiftSettings: strict),
+        .testTarget(name: "ShowbatchEmulatorTests", dependencies: ["ShowbatchEmulator"], swiftSettings: strict),
+        .testTarget(name: "showbatchTests", dependencies: ["showbatch", "ShowbatchCore", "ShowbatchEmulator"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -13,8 +13,8 @@ private func launch(_ arguments: [String], in directory: String, stdin: FileHand
     var environment = ProcessInfo.processInfo.environment
     environment.removeValue(forKey: "JOB_COMPLETION_INDEX")
     process.environment = environment
-    FileManager.default.createFile(atPath: directory + "/.stdout", contents: nil)
-    FileManager.default.createFile(atPath: directory + "/.stderr", contents: nil)
+    _ = FileManager.default.createFile(atPath: directory + "/.stdout", contents: nil)
+    _ = FileManager.default.createFile(atPath: directory + "/.stderr", contents: nil)
     process.standardOutput = FileHandle(forWritingAtPath: directory + "/.stdout")
     process.standardError = FileHandle(forWritingAtPath: directory + "/.stderr")
     process.standardInput = stdin ?? FileHandle.nullDevice

@@ -245,9 +245,11 @@ final class CurlHandles {
         case CURLE_WEIRD_SERVER_REPLY: return .notHTTP("the answer is not valid HTTP (curl: \(curlWords))")
         // A TLS alert about certificates is the server turning our side of the handshake away:
         // a client certificate it requires and did not get, or one it does not trust. No retry
-        // changes that.
-        case CURLE_RECV_ERROR, CURLE_SEND_ERROR, CURLE_SSL_CONNECT_ERROR
-            where detail.contains("alert") && (detail.contains("certificate") || detail.contains("unknown ca")):
+        // changes that. Anything else these codes carry (a reset, a closed reused connection) is
+        // a network failure, which is retried. One `where` per pattern: in `case a, b where c`,
+        // `c` applies to `b` only.
+        case CURLE_RECV_ERROR where refusesOurCertificate(detail), CURLE_SEND_ERROR where refusesOurCertificate(detail),
+             CURLE_SSL_CONNECT_ERROR where refusesOurCertificate(detail):
             return .certificate("the server refused the TLS handshake: it wants a client certificate, or does not trust the one given (curl: \(curlWords))")
         case CURLE_COULDNT_CONNECT: return network("connection refused")
         case CURLE_COULDNT_RESOLVE_HOST: return network("host not found")
@@ -268,5 +270,16 @@ final class CurlHandles {
         case CURLE_HTTP2, CURLE_HTTP2_STREAM: return network("HTTP/2 stream or framing error")
         default: return network("transfer failed (curl error \(code.rawValue))")
         }
+    }
+
+    /// Whether libcurl's words for a failed handshake are a TLS alert about our certificate
+    /// (`sslv3 alert bad certificate`, `tlsv13 alert certificate required`, `tlsv1 alert unknown ca`).
+    private static func refusesOurCertificate(_ detail: String) -> Bool {
+        detail.contains("alert") && (detail.contains("certificate") || detail.contains("unknown ca"))
+    }
+
+    /// `failure` for a CURLcode given as its number (tests cannot import libcurl's module).
+    package static func failure(code: UInt32, detail: String, tooLarge: Bool = false, limit: Int = Limits.responseBody) -> TransportFailure {
+        failure(CURLcode(rawValue: code), detail: detail, tooLarge: tooLarge, limit: limit)
     }
 }
