@@ -21,8 +21,8 @@ struct AttemptContext: Sendable {
     let verbose: Bool
     /// The bearer token, when the manifest has `auth`.
     var credentials: Credentials?
-    /// The outage half of the circuit breaker.
-    var outage: OutagePause?
+    /// The circuit breaker's pause (an outage, refused fresh tokens).
+    var pause: CircuitPause?
 
     /// Sends with retries. With `revealLater` a 2xx answer comes back as it is, for the writer to
     /// extract its labels.
@@ -30,29 +30,40 @@ struct AttemptContext: Sendable {
         var random = SeededGenerator(seed: UInt64(ordinal) &* 0x9E3779B97F4A7C15 &+ 1)
         var attempt = 0
         // Renewals this row asked for. A token renewed for everyone can be used up by others
-        // before this row sends it (short-lived tokens, many workers), so the run stops only when
-        // this row was refused after two renewals with a token that never worked for anyone.
+        // before this row sends it (short-lived tokens, many workers), so a refusal is taken to be
+        // the credentials' only when this row was refused after two renewals with a token that
+        // never worked for anyone.
         var renewals = 0
         while true {
             attempt += 1
-            let admission = await outage?.admit() ?? .go
+            let admission = await pause?.admit(ordinal: ordinal) ?? .go
             switch admission {
             case .go, .probe: break
             case .stop(let reason): return .stop(RunStop(reason))
             case .cancelled: return .cancelled
             }
             let probe = admission == .probe
+            /// Ends an attempt that is not sent: a probe's place goes to another row.
+            func unsent(_ outcome: JobOutcome) -> JobOutcome {
+                if probe { _ = pause?.attemptEnded(ordinal: ordinal, signal: .none, probe: true) }
+                return outcome
+            }
             if let limiter {
                 let slot = await limiter.reserve()
-                do { try await Task.sleep(until: slot, clock: .continuous) } catch { return .cancelled }
+                do { try await Task.sleep(until: slot, clock: .continuous) } catch { return unsent(.cancelled) }
             }
-            if Task.isCancelled { return .cancelled }
+            if Task.isCancelled { return unsent(.cancelled) }
             var sent = request
             var token: Token?
             if let credentials {
-                switch await credentials.current() {
-                case .success(let current): token = current
-                case .failure(let stop): return Task.isCancelled ? .cancelled : .stop(stop)
+                var current = await credentials.current()
+                // The probe of a pause for refused tokens sends a token renewed for it.
+                if probe, pause?.reason == .credentials, case .success(let stale) = current {
+                    current = await credentials.renew(after: stale)
+                }
+                switch current {
+                case .success(let value): token = value
+                case .failure(let stop): return unsent(Task.isCancelled ? .cancelled : .stop(stop))
                 }
                 sent.setHeader(credentials.spec.header, "Bearer " + token!.value)
             }
@@ -67,33 +78,37 @@ struct AttemptContext: Sendable {
                 }
                 events(.attempt(record))
             }
-            // The breaker's view: an outage is what the retry policy calls transient (but 429,
-            // the server pacing us, which Retry-After handles).
-            let transient: Bool
+            // What the attempt says about the endpoint and the credentials, for the breaker.
+            var signal: AttemptSignal
             switch result {
-            case .response(let status, _, _): transient = status != 429 && status >= 500 && policy.statuses.contains(status)
-            case .failure(.network): transient = policy.network
-            case .failure(.timeout): transient = policy.timeout
-            default: transient = false
-            }
-            // A probe that got no answer at all keeps the breaker open whatever `retry.on` says:
-            // otherwise nobody would probe again and every worker would wait for ever.
-            var answered = false
-            if case .response(let status, _, _) = result {
-                answered = true
-                if status != 401, let token { credentials?.accepted(token) }
-            }
-            var cancelled = false
-            if case .failure(.cancelled) = result { cancelled = true }
-            if transient || (probe && !answered && !cancelled) {
-                if outage?.failed(probe: probe) == true {
-                    // The endpoint is down: this attempt does not count; it is made again once the
-                    // probe gets through.
-                    attempt -= 1
-                    continue
+            case .response(401, _, _) where credentials != nil:
+                signal = .answered
+                if let token, let credentials,
+                   (probe && pause?.reason == .credentials) || (renewals >= 2 && credentials.neverWorked(token)) {
+                    // Answers of the same token may still be on their way: give them a moment.
+                    if !probe { try? await Task.sleep(for: .milliseconds(200)) }
+                    if probe || credentials.neverWorked(token) || renewals >= 100 { signal = .refused }
                 }
-            } else if case .response = result {
-                outage?.succeeded(probe: probe)
+            case .response(let status, _, _):
+                // An outage is what the retry policy calls transient, but 429: the server pacing
+                // us, which Retry-After handles.
+                signal = status != 429 && status >= 500 && policy.statuses.contains(status) ? .transient : .answered
+                if let token { credentials?.accepted(token) }
+            case .failure(.cancelled):
+                signal = .none
+            case .failure(let failure):
+                // A probe that got no answer keeps the pause going whatever `retry.on` says:
+                // otherwise nobody would probe again and every worker would wait for ever.
+                signal = policy.retries(failure) || probe ? .transient : .none
+            }
+            if let pause, !pause.attemptEnded(ordinal: ordinal, signal: signal, probe: probe) {
+                // Sending is paused: this attempt does not count; it is made again once the pause ends.
+                attempt -= 1
+                if signal == .refused { renewals = 0 }
+                continue
+            }
+            if signal == .refused {
+                return .stop(RunStop("authentication failed (HTTP 401) with a freshly renewed access token"))
             }
             let canRetry = attempt < policy.attempts
             var retryAfter: Duration?
@@ -105,16 +120,9 @@ struct AttemptContext: Sendable {
                                                 body: body, labels: labels, extras: request.extras, files: request.labelFiles)
                 return .row(revealLater ? .answer(answer) : answer.revealedEarly())
             case .response(401, _, _) where credentials != nil:
-                // A token that ran out: renewed once, and the row sent again without counting an
-                // attempt; refused again, it is not the row's fault.
+                // A token that ran out: renewed (once for everyone), and the row sent again
+                // without counting an attempt.
                 guard let token else { return .stop(RunStop("authentication failed (HTTP 401)")) }
-                if renewals >= 2 && credentials!.neverWorked(token) {
-                    // Answers of the same token may still be on their way: give them a moment.
-                    try? await Task.sleep(for: .milliseconds(200))
-                    if credentials!.neverWorked(token) || renewals >= 100 {
-                        return .stop(RunStop("authentication failed (HTTP 401) with a freshly renewed access token"))
-                    }
-                }
                 switch await credentials!.renew(after: token) {
                 case .success: break
                 case .failure(let stop): return Task.isCancelled ? .cancelled : .stop(stop)
@@ -130,20 +138,18 @@ struct AttemptContext: Sendable {
                     return .row(.row(failed(request, ordinal, labels, status: status, attempts: attempt, error)))
                 }
                 retryAfter = headers["retry-after"].flatMap(AttemptContext.parseRetryAfter)
-            case .failure(.timeout):
-                if !(canRetry && policy.timeout) {
-                    return .row(.row(failed(request, ordinal, labels, status: nil, attempts: attempt,
-                                  RowError(code: .timeout, label: nil, message: "no answer within \(Units.text(timeout))"))))
-                }
-            case .failure(.certificate(let detail)):
+            case .failure(let failure) where failure.stopsTheRun:
                 // Never retried: a certificate does not get trusted by asking again.
-                return .stop(RunStop("TLS: \(detail)"))
+                return .stop(RunStop(Runner.describe(failure)))
+            case .failure(let failure) where canRetry && policy.retries(failure):
+                break
+            case .failure(.timeout):
+                return .row(.row(failed(request, ordinal, labels, status: nil, attempts: attempt,
+                              RowError(code: .timeout, label: nil, message: "no answer within \(Units.text(timeout))"))))
             case .failure(.network(let detail)):
-                if !(canRetry && policy.network) {
-                    return .row(.row(failed(request, ordinal, labels, status: nil, attempts: attempt,
-                                  RowError(code: .network, label: nil, message: detail))))
-                }
-            case .failure(.notHTTP(let detail)):
+                return .row(.row(failed(request, ordinal, labels, status: nil, attempts: attempt,
+                              RowError(code: .network, label: nil, message: detail))))
+            case .failure(.notHTTP(let detail)), .failure(.certificate(let detail)):
                 return .row(.row(failed(request, ordinal, labels, status: nil, attempts: attempt,
                               RowError(code: .unexpectedResponseType, label: nil, message: detail))))
             case .failure(.bodyTooLarge(let limit)):

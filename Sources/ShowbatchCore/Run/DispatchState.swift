@@ -89,6 +89,8 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
     /// (and sent again by a resumed run) when the streak stops the run.
     private var held: [Int: RowWriter.Entry] = [:]
     private var streak = 0
+    /// Jobs handed out and not finished: while none is, nothing but this state can make room.
+    private(set) var inFlight = 0
     /// Why the run stopped early, if it did.
     private(set) var stopReason: RunStop?
 
@@ -122,10 +124,31 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
         if cancelled { stopped = true }
         var actions = Actions()
         var queuedRows = false
-        let next = take(from: source, queuedRows: &queuedRows)
+        var next = take(from: source, queuedRows: &queuedRows)
+        if case .wait = next, inFlight == 0, !handingOver {
+            // Nothing in flight or being handed over can make room, so nobody would wake a
+            // parked worker: rows held as a possible streak of failures (with unpreparable rows
+            // queued behind them) are written now, as `finish` writes them, and what is ready
+            // is handed over whether due or not. The streak's count stays.
+            releaseHeld()
+            moveReady()
+            forceHandOver(now: now, into: &actions)
+            next = take(from: source, queuedRows: &queuedRows)
+            actions.wake = wakeable()
+        }
         // Not in a defer: the actions must be complete before they are returned.
         if queuedRows { writeReady(now: now, into: &actions) }
         return (next, actions)
+    }
+
+    /// The run is cancelled: nothing more is handed out, and every parked worker goes on (to
+    /// see it and return).
+    mutating func cancel() -> Actions {
+        stopped = true
+        var actions = Actions()
+        actions.wake = parked
+        parked.removeAll()
+        return actions
     }
 
     private mutating func take(from source: some WorkSource, queuedRows: inout Bool) -> Next {
@@ -152,6 +175,7 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
                 queuedRows = true
                 if failFast { stopped = true }
             case .send(let request):
+                inFlight += 1
                 return .send(Job(sequence: sequence, target: target, ordinal: entry.ordinal, request: request,
                                  labels: labels[entry.requestIndex]))
             }
@@ -160,9 +184,9 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
     }
 
     /// Parks a worker that was told to wait; false when it need not wait after all (room was
-    /// made, or the run is stopping, since it was told).
+    /// made, the run is stopping, or nothing is left in flight to wake it, since it was told).
     mutating func park(_ waiter: Waiter) -> Bool {
-        guard windowFull && !stopped else { return false }
+        guard windowFull && !stopped && (inFlight > 0 || handingOver) else { return false }
         parked.append(waiter)
         return true
     }
@@ -171,6 +195,7 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
     /// without a request is never written; a resumed run sends it.
     mutating func finished(_ job: Job, outcome: JobOutcome, now: Int64) -> Actions {
         var actions = Actions()
+        inFlight -= 1
         switch outcome {
         case .row(let row):
             accept((row, job.target), sequence: job.sequence)
@@ -209,9 +234,15 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
         }
         // A row that got through ends the streak: the rows it held were the rows' own failures.
         streak = 0
+        releaseHeld()
+        pending[sequence] = entry
+    }
+
+    /// The rows held as a possible streak go to be written: they failed on their own.
+    private mutating func releaseHeld() {
+        guard !held.isEmpty else { return }
         pending.merge(held) { first, _ in first }
         held.removeAll()
-        pending[sequence] = entry
     }
 
     private mutating func stop(_ reason: RunStop) {
@@ -237,8 +268,7 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
     mutating func finish() -> (handOver: [RowWriter.Entry], outcome: Outcome) {
         if stopReason == nil && !held.isEmpty {
             // The run ended inside a streak too short to stop it: those rows failed on their own.
-            pending.merge(held) { first, _ in first }
-            held.removeAll()
+            releaseHeld()
             moveReady()
         }
         let rest = outbox
@@ -279,8 +309,13 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
     /// Starts a hand-over when the outbox is worth a wakeup of the writer or has waited long
     /// enough, and none is under way.
     private mutating func handOverIfDue(now: Int64, into actions: inout Actions) {
-        guard !handingOver, !outbox.isEmpty,
-              outbox.count >= Self.batchSize || now - lastHandOver >= Self.handOverInterval else { return }
+        guard outbox.count >= Self.batchSize || now - lastHandOver >= Self.handOverInterval else { return }
+        forceHandOver(now: now, into: &actions)
+    }
+
+    /// Starts a hand-over of the outbox unless it is empty or one is under way.
+    private mutating func forceHandOver(now: Int64, into actions: inout Actions) {
+        guard !handingOver, !outbox.isEmpty else { return }
         lastHandOver = now
         handingOver = true
         actions.handOver = outbox

@@ -80,9 +80,9 @@ final class RequestFeed: WorkSource, @unchecked Sendable {
         }
     }
 
-    /// Waits until `poll` has an item or the end to give.
-    func waitForItems() {
-        queue.waitForElements()
+    /// Waits, as a task, until `poll` has an item or the end to give (or the task is cancelled).
+    func itemsReady() async {
+        await queue.elements()
     }
 
     /// Stops the producer and returns how many of the shard's work items were not handed out.

@@ -61,9 +61,10 @@ final class RowWriter: @unchecked Sendable {
         thread = WorkerThread(name: "showbatch-write") { [self] in work() }
     }
 
-    /// Queues rows to be written after those already queued. After a write error they are dropped.
-    func submit(_ entries: [Entry]) {
-        queue.put(entries)
+    /// Queues rows to be written after those already queued, waiting (as a task, holding no
+    /// thread) while the queue is full. After a write error they are dropped.
+    func submit(_ entries: [Entry]) async {
+        await queue.put(entries)
     }
 
     /// The first write error, if any (the rows after it are not written).

@@ -40,31 +40,42 @@ final class RunDispatch: Sendable {
         while true {
             let cancelled = Task.isCancelled
             let (next, actions) = state.withLock { $0.next(from: feed, cancelled: cancelled, now: coarseMilliseconds()) }
-            perform(actions)
+            await perform(actions)
             switch next {
             case .stop:
                 return
             case .awaitFeed:
-                feed.waitForItems()
+                // Off the thread: with the curl transport this worker runs on the loop's thread.
+                await feed.itemsReady()
             case .wait:
-                await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-                    // Parked only if nothing made room since `next`; else straight on.
-                    let parked = state.withLock { state -> Int? in state.park(continuation) ? state.parkedCount : nil }
-                    if let parked { onPark?(parked) } else { continuation.resume() }
-                }
+                await park()
             case .send(let job):
                 let row = await context.perform(job.request, ordinal: job.ordinal, labels: job.labels, revealLater: revealLater)
-                perform(state.withLock { $0.finished(job, outcome: row, now: coarseMilliseconds()) })
+                await perform(state.withLock { $0.finished(job, outcome: row, now: coarseMilliseconds()) })
             }
         }
     }
 
-    /// Does what the state asked for: hands rows to the writer (which may wait for room, holding
-    /// this worker back), prints progress and wakes parked workers.
-    private func perform(_ actions: State.Actions) {
+    /// Waits for room in the window; a cancelled run wakes every parked worker.
+    private func park() async {
+        await withTaskCancellationHandler {
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+                // Parked only if nothing made room since `next` (and the run goes on); else straight on.
+                let cancelled = Task.isCancelled
+                let parked = state.withLock { state -> Int? in !cancelled && state.park(continuation) ? state.parkedCount : nil }
+                if let parked { onPark?(parked) } else { continuation.resume() }
+            }
+        } onCancel: {
+            for waiter in state.withLock({ $0.cancel() }).wake { waiter.resume() }
+        }
+    }
+
+    /// Does what the state asked for: hands rows to the writer (which may make this worker wait
+    /// for room, without holding a thread), prints progress and wakes parked workers.
+    private func perform(_ actions: State.Actions) async {
         var actions = actions
         while let batch = actions.handOver {
-            writer.submit(batch)
+            await writer.submit(batch)
             let failure = writer.failure
             let more = state.withLock { $0.handedOver(writerFailure: failure, now: coarseMilliseconds()) }
             actions.handOver = more.handOver
@@ -79,9 +90,9 @@ final class RunDispatch: Sendable {
     }
 
     /// Hands what is left to the writer; called once every worker has returned.
-    func finish() -> State.Outcome {
+    func finish() async -> State.Outcome {
         var (rest, outcome) = state.withLock { $0.finish() }
-        writer.submit(rest)
+        await writer.submit(rest)
         rest = []
         if outcome.writeError == nil, let failure = writer.failure { outcome.writeError = failure }
         return outcome

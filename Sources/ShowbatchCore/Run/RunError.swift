@@ -18,3 +18,18 @@ public enum RunError: Error, Sendable, CustomStringConvertible {
         }
     }
 }
+
+/// Why a run stops early: the failure is not the rows' (a refused token, a certificate that is not
+/// trusted, an endpoint that stays down). A stopped run keeps its outputs `.partial` and its
+/// journals for `--resume`, and exits 4.
+public struct RunStop: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The reason, in one line.
+    public let reason: String
+
+    init(_ reason: String) {
+        self.reason = reason
+    }
+
+    /// The reason.
+    public var description: String { reason }
+}

@@ -117,9 +117,9 @@ public struct Runner: Sendable {
         var context = AttemptContext(transport: transport, policy: manifest.retry, timeout: options.timeout ?? manifest.timeout,
                                      limiter: limiter, events: events, verbose: options.verbose)
         context.credentials = credentials
-        if manifest.circuit.outageAfter > 0 {
-            context.outage = OutagePause(threshold: manifest.circuit.outageAfter, maxPause: manifest.circuit.maxPause, events: events)
-        }
+        let pause = CircuitPause(settings: CircuitPause.settings(manifest.circuit, concurrency: concurrency), seed: pauseSeed, events: events)
+        context.pause = pause
+        defer { pause.shutDown() }
         let feed = RequestFeed(manifest: manifest, baseURL: baseURL, shard: options.shard, byRequest: byRequest, extras: extras,
                                skips: outputs.skips)
         let writer = RowWriter(files: outputs.files, journals: outputs.journals, labelFiles: labelFileWriter(outputs: paths, others: others))
@@ -138,7 +138,7 @@ public struct Runner: Sendable {
                 }
             }
         }
-        let outcome = dispatch.finish()
+        let outcome = await dispatch.finish()
         var summary = outcome.summary
         var writeError = outcome.writeError
         if let error = writer.finish(), writeError == nil { writeError = error }
@@ -179,6 +179,13 @@ public struct Runner: Sendable {
             credentials.tokenURL = override
             spec.source = .clientCredentials(credentials)
         }
-        return Credentials(spec: spec, transport: transport, timeout: options.timeout ?? manifest.timeout, events: events)
+        return Credentials(spec: spec, transport: transport, timeout: options.timeout ?? manifest.timeout, maxPause: manifest.circuit.maxPause,
+                           seed: pauseSeed &+ 1, events: events)
+    }
+
+    /// Seeds the jitter of the pauses' waits: drawn from the run's id, so a run's waits can be
+    /// told again from its logs.
+    private var pauseSeed: UInt64 {
+        options.runID.flatMap { UInt64($0, radix: 16) } ?? 0x5EED
     }
 }

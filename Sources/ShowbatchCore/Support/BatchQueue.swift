@@ -25,6 +25,9 @@ final class BatchQueue<Element>: @unchecked Sendable {
     private var items: [Element] = []
     private var finished = false
     private var closed = false
+    /// Tasks waiting, without a thread, for elements or for room.
+    private var elementWaiters: [UnsafeContinuation<Void, Never>] = []
+    private var roomWaiters: [UnsafeContinuation<Void, Never>] = []
 
     /// A queue that holds at most about `capacity` elements (a batch is never split).
     init(capacity: Int = .max) {
@@ -36,33 +39,103 @@ final class BatchQueue<Element>: @unchecked Sendable {
     @discardableResult
     func put(_ batch: [Element]) -> Bool {
         guard !batch.isEmpty else { return true }
+        NonBlockingThread.assertMayBlock()
         condition.lock()
-        defer { condition.unlock() }
         while items.count >= capacity && !closed { condition.wait() }
-        if closed { return false }
+        return added(batch)
+    }
+
+    /// Adds `batch` after what is queued; a task waits for room without holding a thread (the
+    /// curl loop's thread must never block). Returns false, adding nothing, once the consumer
+    /// has closed the queue.
+    @discardableResult
+    func put(_ batch: [Element]) async -> Bool {
+        guard !batch.isEmpty else { return true }
+        while true {
+            if let added = putIfRoom(batch) { return added }
+            await wait(for: \.roomWaiters) { $0.items.count < $0.capacity || $0.closed }
+        }
+    }
+
+    /// Adds `batch` when there is room (or reports the queue closed); nil when it is full.
+    private func putIfRoom(_ batch: [Element]) -> Bool? {
+        condition.lock()
+        guard items.count < capacity || closed else {
+            condition.unlock()
+            return nil
+        }
+        return added(batch)
+    }
+
+    /// Adds under the lock taken by the caller, and releases it.
+    private func added(_ batch: [Element]) -> Bool {
+        guard !closed else {
+            condition.unlock()
+            return false
+        }
         items.append(contentsOf: batch)
         condition.broadcast()
+        let waiting = elementWaiters
+        elementWaiters.removeAll()
+        condition.unlock()
+        waiting.forEach { $0.resume() }
         return true
+    }
+
+    /// Waits, as a task, until `ready` holds (checked under the lock) or the task is cancelled;
+    /// spurious returns are allowed, so callers check again.
+    private func wait(for list: ReferenceWritableKeyPath<BatchQueue, [UnsafeContinuation<Void, Never>]>,
+                      until ready: @escaping (BatchQueue) -> Bool) async {
+        await withTaskCancellationHandler {
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+                condition.lock()
+                // Cancellation is checked under the lock: a handler that ran before finds nothing to resume.
+                if ready(self) || Task.isCancelled {
+                    condition.unlock()
+                    continuation.resume()
+                    return
+                }
+                self[keyPath: list].append(continuation)
+                condition.unlock()
+            }
+        } onCancel: {
+            resumeAllWaiters()
+        }
+    }
+
+    /// Resumes every waiting task (they check again and see why).
+    private func resumeAllWaiters() {
+        condition.lock()
+        let waiting = elementWaiters + roomWaiters
+        elementWaiters.removeAll()
+        roomWaiters.removeAll()
+        condition.unlock()
+        waiting.forEach { $0.resume() }
     }
 
     /// Moves everything queued into `batch`, which must be empty. With `wait`, waits until
     /// something is queued or the queue has ended.
     func take(into batch: inout [Element], wait: Bool = true) -> Taken {
+        if wait { NonBlockingThread.assertMayBlock() }
         condition.lock()
-        defer { condition.unlock() }
         while wait && items.isEmpty && !finished && !closed { condition.wait() }
-        if items.isEmpty { return finished || closed ? .ended : .empty }
+        if items.isEmpty {
+            condition.unlock()
+            return finished || closed ? .ended : .empty
+        }
         swap(&batch, &items)
         // A producer may be waiting for room.
         condition.broadcast()
+        let waiting = roomWaiters
+        roomWaiters.removeAll()
+        condition.unlock()
+        waiting.forEach { $0.resume() }
         return .taken
     }
 
-    /// Waits until something is queued or the queue has ended.
-    func waitForElements() {
-        condition.lock()
-        while items.isEmpty && !finished && !closed { condition.wait() }
-        condition.unlock()
+    /// Waits, as a task, until something is queued or the queue has ended (or the task is cancelled).
+    func elements() async {
+        await wait(for: \.elementWaiters) { !$0.items.isEmpty || $0.finished || $0.closed }
     }
 
     /// The producer's last word: nothing more will be put.
@@ -71,6 +144,7 @@ final class BatchQueue<Element>: @unchecked Sendable {
         finished = true
         condition.broadcast()
         condition.unlock()
+        resumeAllWaiters()
     }
 
     /// The consumer's last word: puts are refused from now on (a waiting producer returns).
@@ -78,11 +152,12 @@ final class BatchQueue<Element>: @unchecked Sendable {
     @discardableResult
     func close() -> Int {
         condition.lock()
-        defer { condition.unlock() }
         closed = true
         let left = items.count
         items.removeAll()
         condition.broadcast()
+        condition.unlock()
+        resumeAllWaiters()
         return left
     }
 }

@@ -24,3 +24,24 @@ final class WorkerThread: Sendable {
         done.signal()
     }
 }
+
+/// Threads that must never block, as SwiftNIO asserts of its event loops: the curl loop's thread
+/// drives every transfer, so a condition wait there (a full writer queue, an empty feed) stalls
+/// every request in flight until it times out. Blocking waits assert it in debug builds.
+enum NonBlockingThread {
+    private static let key = "showbatch.non-blocking"
+
+    /// Marks the calling thread as one that must never block.
+    static func markCurrent() {
+        Thread.current.threadDictionary[key] = true
+    }
+
+    /// Whether the calling thread must never block.
+    static var isCurrent: Bool { Thread.current.threadDictionary[key] != nil }
+
+    /// Traps in debug builds when called on a thread that must never block.
+    @inline(__always)
+    static func assertMayBlock(file: StaticString = #fileID, line: UInt = #line) {
+        assert(!isCurrent, "a blocking wait on a thread that must never block (the curl loop)", file: file, line: line)
+    }
+}

@@ -96,14 +96,15 @@ private func run(_ fixture: RunFixture, _ manifest: Manifest, options: RunOption
         #expect(fixture.read("r.csv.partial") == "request,status,http_status,attempts,error\n")
     }
 
-    /// With auth, a 401 renews the token once; refused again with the new token, the run stops
-    /// at once.
-    @Test func a401WithAFreshTokenStopsTheRun() async throws {
+    /// With auth, a 401 renews the token; refused again with freshly renewed tokens, sending
+    /// pauses while one request probes with a new token, and past circuit.max_pause the run stops.
+    @Test func freshTokensRefusedPastMaxPauseStopTheRun() async throws {
         let fixture = RunFixture()
         defer { fixture.dir.remove() }
         let manifest = try fixture.manifest("""
         vault: tnt1
         concurrency: 4
+        circuit: {max_pause: 1500ms}
         auth: {token_url: "http://127.0.0.1:1/oauth/token", client_id: a, client_secret: b}
         output: {path: r.csv}
         requests: [{name: "r${row.id}", each: {csv: d.csv}, path: /p}]
@@ -113,8 +114,11 @@ private func run(_ fixture: RunFixture, _ manifest: Manifest, options: RunOption
             $0.faults.failRate = 1
             $0.faults.failStatus = 401
         }
-        #expect(summary.stopReason == "authentication failed (HTTP 401) with a freshly renewed access token")
-        #expect(counts.requests < 30, "\(counts.requests) requests")
+        #expect(summary.stopReason == "authentication failed (HTTP 401) with freshly renewed access tokens for 1.5s (circuit.max_pause)")
+        #expect(summary.rows == 0)
+        #expect(fixture.log.all.contains("warning: a freshly renewed access token was refused (HTTP 401): sending is paused; the token is renewed and one request probes, for up to 1.5s"))
+        // The rows that met the refusal, then a probe (a token fetch and a request) now and then.
+        #expect(counts.requests < 60, "\(counts.requests) requests")
     }
 
     /// Five seconds of 503s mid-run: sending pauses while one request probes, the attempts that

@@ -41,6 +41,7 @@ final class CurlLoop: TaskExecutor, @unchecked Sendable {
         handles = CurlHandles(multi: multi, maxBodyBytes: maxBodyBytes, tls: tls, thread: thread)
         let worker = Thread { [self] in
             thread.record()
+            NonBlockingThread.markCurrent()
             started.signal()
             run()
         }

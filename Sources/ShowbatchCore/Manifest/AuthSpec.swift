@@ -1,0 +1,44 @@
+/// Where a run's bearer token comes from (the manifest's `auth` section).
+public struct AuthSpec: Sendable, Equatable {
+    /// The source of the token.
+    public enum Source: Sendable, Equatable {
+        /// OAuth 2.0 client credentials (RFC 6749 section 4.4).
+        case clientCredentials(ClientCredentials)
+        /// A file holding the token, re-read when it changes (a sidecar, a projected token).
+        case tokenFile(String)
+    }
+
+    /// What a client-credentials grant needs.
+    public struct ClientCredentials: Sendable, Equatable {
+        /// The token endpoint.
+        public var tokenURL: String
+        /// The client's id.
+        public var clientID: String
+        /// The client's secret: never printed.
+        public var clientSecret: String
+        /// The `scope` asked for, if any.
+        public var scope: String?
+        /// The `audience` asked for, if any.
+        public var audience: String?
+        /// Send the client's id and secret as HTTP Basic (the default, which every server must
+        /// support) or in the form body.
+        public var inBody = false
+
+        /// Credentials for `tokenURL`.
+        public init(tokenURL: String, clientID: String, clientSecret: String) {
+            self.tokenURL = tokenURL
+            self.clientID = clientID
+            self.clientSecret = clientSecret
+        }
+    }
+
+    /// The header the token goes in, as `Bearer <token>`.
+    public var header = "Authorization"
+    /// Where tokens come from.
+    public var source: Source
+
+    /// A spec with its token from `source`.
+    public init(source: Source) {
+        self.source = source
+    }
+}

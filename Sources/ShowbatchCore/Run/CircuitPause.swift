@@ -1,0 +1,346 @@
+import Foundation
+import Synchronization
+
+/// Why sending is paused.
+enum PauseReason: Equatable, Sendable {
+    /// Most recent rows fail in a way the retry policy calls transient: the endpoint is down.
+    case outage
+    /// A freshly renewed access token was refused (401): the credentials, or the service that
+    /// checks them, are failing.
+    case credentials
+}
+
+/// What one attempt showed about the endpoint, for the breaker.
+enum AttemptSignal: Equatable, Sendable {
+    /// An answer: the endpoint is up, whatever the status.
+    case answered
+    /// No answer, or an answer the retry policy calls transient (502, 503, 504…).
+    case transient
+    /// A freshly renewed access token was refused (401).
+    case refused
+    /// Nothing learned (the attempt was cancelled or never sent).
+    case none
+}
+
+/// When a circuit pause opens and how long it may last.
+struct PauseSettings: Sendable {
+    /// Failed rows among the recent ones before the endpoint can be taken to be down; 0: never.
+    var minimumFailures: Int
+    /// Recent distinct rows weighed.
+    var window: Int
+    /// The share of those rows failing that makes an outage.
+    var rate = 0.5
+    /// The longest pause, in milliseconds.
+    var maxPause: Int64
+    /// The wait before the first probe, in milliseconds; it doubles up to `maxProbe`.
+    var firstProbe: Int64 = 1000
+    var maxProbe: Int64 = 30_000
+}
+
+/// What an attempt may do now.
+enum PauseAdmission: Equatable, Sendable {
+    /// Send.
+    case go
+    /// Send: this attempt is the probe of a pause.
+    case probe
+    /// The pause lasted too long: the run stops, for this reason.
+    case stop(String)
+    /// The run was cancelled.
+    case cancelled
+}
+
+/// The decisions of the circuit breaker's pause, as a plain value that returns actions (as
+/// `DispatchState` does): `CircuitPause` runs it under a lock and carries the actions out.
+///
+/// An outage is the endpoint failing for most rows, not a few failures in a row: the latest
+/// attempt of each of the last `window` distinct rows is weighed (a row retried three times
+/// counts once, and a row that got through on a retry counts as through), and the pause opens
+/// when at least `minimumFailures` of them failed and they are at least `rate` of them, as
+/// resilience4j's breaker decides on a failure rate with a minimum number of calls. So one row
+/// that always answers 503 fails on its own after its attempts, and a load balancer resetting a
+/// few connections in a hundred never pauses the run.
+///
+/// While paused, workers wait; after a wait that doubles up to `maxProbe`, with jitter (so that
+/// a periodic outage cannot line up with every probe), one request probes the endpoint, taken
+/// from rows that have not failed during the pause where one waits. An answer ends the pause;
+/// past `maxPause` the run stops. Attempts that fail while the pause opens or lasts are not
+/// counted: they are made again once it ends.
+struct PauseState<Waiter>: ~Copyable {
+    /// What the caller must do after releasing the lock.
+    struct Actions {
+        /// Parked callers to resume, with their admission.
+        var resume: [(Waiter, Admission)] = []
+        /// Arm the timer for this time (milliseconds); it calls `timerFired`.
+        var timer: Int64?
+        /// A line for the log: the pause began or ended.
+        var event: RunEvent?
+    }
+
+    typealias Admission = PauseAdmission
+
+    let settings: PauseSettings
+    private var random: SeededGenerator
+    // The latest outcome of the last `window` distinct rows, as a ring.
+    private var slots: [(ordinal: Int, failed: Bool)] = []
+    private var oldest = 0
+    private var slotOf: [Int: Int] = [:]
+    private(set) var failures = 0
+    /// Why sending is paused; nil while it goes on.
+    private(set) var reason: PauseReason?
+    private var openedAt: Int64 = 0
+    /// Probes that failed in this pause.
+    private var failedProbes = 0
+    private(set) var probeInFlight = false
+    /// The timer fired with nobody waiting: the next caller probes.
+    private var probeDue = false
+    private var parked: [(waiter: Waiter, ordinal: Int)] = []
+    /// Rows whose attempts failed in this pause, by when: a probe is taken from other rows first.
+    private var failedInPause: [Int: Int] = [:]
+    private var failureSerial = 0
+    private(set) var stopped: String?
+    private(set) var cancelled = false
+
+    init(settings: PauseSettings, seed: UInt64) {
+        self.settings = settings
+        random = SeededGenerator(seed: seed)
+        slots.reserveCapacity(max(1, settings.window))
+    }
+
+    /// Callers waiting for the pause to end.
+    var parkedCount: Int { parked.count }
+
+    /// The admission when it needs no waiting (the usual case: no pause); nil when the caller
+    /// must go through `admit` with something to park.
+    func admitAtOnce() -> Admission? {
+        if cancelled { return .cancelled }
+        if let stopped { return .stop(stopped) }
+        return reason == nil ? .go : nil
+    }
+
+    /// Before an attempt of row `ordinal`: the admission, or nil when `waiter` was parked (it is
+    /// resumed through the actions, maybe at once).
+    mutating func admit(_ waiter: Waiter, ordinal: Int) -> (Admission?, Actions) {
+        if let admission = admitAtOnce() { return (admission, Actions()) }
+        parked.append((waiter, ordinal))
+        return (nil, electProbe())
+    }
+
+    /// After an attempt of row `ordinal`: whether it counts as one of the row's attempts (not
+    /// when the pause is open or opens with it), and what to do.
+    mutating func attemptEnded(ordinal: Int, signal: AttemptSignal, probe: Bool, now: Int64) -> (counts: Bool, Actions) {
+        var actions = Actions()
+        if probe { probeInFlight = false }
+        switch signal {
+        case .answered:
+            note(ordinal, failed: false)
+            if reason != nil { close(into: &actions) }
+            return (true, actions)
+        case .transient, .refused:
+            if signal == .transient { note(ordinal, failed: true) }
+            guard stopped == nil, !cancelled else { return (true, actions) }
+            if reason == nil {
+                if signal == .refused {
+                    open(.credentials, now: now, into: &actions)
+                } else if settings.minimumFailures > 0 && failures >= settings.minimumFailures
+                            && Double(failures) >= settings.rate * Double(slots.count) {
+                    open(.outage, now: now, into: &actions)
+                } else {
+                    // A row's own failure: it counts, and the row fails alone once its attempts are used.
+                    return (true, actions)
+                }
+            }
+            failureSerial += 1
+            failedInPause[ordinal] = failureSerial
+            if probe {
+                failedProbes += 1
+                actions.timer = nextProbeTime(now: now)
+            }
+            return (false, actions)
+        case .none:
+            if probe && reason != nil {
+                // A probe that was never sent (cancelled, or stopped before sending): another takes its place.
+                probeDue = true
+                let elected = electProbe()
+                actions.resume += elected.resume
+            }
+            return (true, actions)
+        }
+    }
+
+    /// The timer armed by an action has fired: a probe is due, or the pause has lasted too long.
+    mutating func timerFired(now: Int64) -> Actions {
+        guard reason != nil, !probeInFlight, stopped == nil, !cancelled else { return Actions() }
+        if now - openedAt >= settings.maxPause {
+            let text = reason == .outage
+                ? "the endpoint stayed unreachable for \(Units.text(.milliseconds(settings.maxPause))) (circuit.max_pause)"
+                : "authentication failed (HTTP 401) with freshly renewed access tokens for \(Units.text(.milliseconds(settings.maxPause))) (circuit.max_pause)"
+            stopped = text
+            var actions = Actions()
+            actions.resume = parked.map { ($0.waiter, .stop(text)) }
+            parked = []
+            return actions
+        }
+        probeDue = true
+        return electProbe()
+    }
+
+    /// The run is cancelled: every waiter goes on, and sees it.
+    mutating func cancel() -> Actions {
+        cancelled = true
+        var actions = Actions()
+        actions.resume = parked.map { ($0.waiter, .cancelled) }
+        parked = []
+        return actions
+    }
+
+    /// Takes the probe from the waiting rows when one is due: a row that has not failed in this
+    /// pause if one waits, else the one whose failure is oldest (so a row that always fails does
+    /// not probe twice running while others wait).
+    private mutating func electProbe() -> Actions {
+        guard probeDue, !probeInFlight, !parked.isEmpty else { return Actions() }
+        let index = parked.firstIndex { failedInPause[$0.ordinal] == nil }
+            ?? parked.indices.min { failedInPause[parked[$0].ordinal]! < failedInPause[parked[$1].ordinal]! }!
+        let chosen = parked.remove(at: index)
+        probeDue = false
+        probeInFlight = true
+        var actions = Actions()
+        actions.resume = [(chosen.waiter, .probe)]
+        return actions
+    }
+
+    private mutating func open(_ why: PauseReason, now: Int64, into actions: inout Actions) {
+        reason = why
+        openedAt = now
+        failedProbes = 0
+        probeDue = false
+        failedInPause = [:]
+        actions.timer = nextProbeTime(now: now)
+        let limit = Units.text(.milliseconds(settings.maxPause))
+        switch why {
+        case .outage:
+            actions.event = .warning("the endpoint looks down (\(failures) of the last \(slots.count) rows failed: network, timeout or a retried status): sending is paused while one request probes it, for up to \(limit)")
+        case .credentials:
+            actions.event = .warning("a freshly renewed access token was refused (HTTP 401): sending is paused; the token is renewed and one request probes, for up to \(limit)")
+        }
+    }
+
+    private mutating func close(into actions: inout Actions) {
+        actions.event = .warning(reason == .outage ? "the endpoint answers again: sending goes on" : "the access token is accepted again: sending goes on")
+        reason = nil
+        probeDue = false
+        probeInFlight = false
+        failedInPause = [:]
+        actions.resume += parked.map { ($0.waiter, .go) }
+        parked = []
+    }
+
+    /// When the next probe goes: the wait doubles with each failed probe up to `maxProbe`, drawn
+    /// between half of it and all of it, and never past the end of `maxPause`.
+    private mutating func nextProbeTime(now: Int64) -> Int64 {
+        let doubled = settings.firstProbe << Int64(min(failedProbes, 20))
+        let wait = min(settings.maxProbe, doubled)
+        let jittered = wait / 2 + Int64(random.unit() * Double(wait - wait / 2))
+        return min(now + max(1, jittered), openedAt + settings.maxPause)
+    }
+
+    /// Records the latest attempt of row `ordinal`.
+    private mutating func note(_ ordinal: Int, failed: Bool) {
+        guard settings.window > 0 else { return }
+        if let index = slotOf[ordinal] {
+            if slots[index].failed != failed {
+                failures += failed ? 1 : -1
+                slots[index].failed = failed
+            }
+            return
+        }
+        if slots.count < settings.window {
+            slotOf[ordinal] = slots.count
+            slots.append((ordinal, failed))
+        } else {
+            let old = slots[oldest]
+            slotOf[old.ordinal] = nil
+            if old.failed { failures -= 1 }
+            slots[oldest] = (ordinal, failed)
+            slotOf[ordinal] = oldest
+            oldest = (oldest + 1) % settings.window
+        }
+        if failed { failures += 1 }
+    }
+}
+
+/// The pause of a run's circuit breaker: `PauseState` under a lock, parked attempts as
+/// continuations, and a timer task for the probes.
+final class CircuitPause: Sendable {
+    typealias Admission = PauseAdmission
+    typealias State = PauseState<UnsafeContinuation<Admission, Never>>
+
+    private let state: Mutex<State>
+    private let timer = Mutex<Task<Void, Never>?>(nil)
+    private let events: @Sendable (RunEvent) -> Void
+
+    init(settings: PauseSettings, seed: UInt64, events: @escaping @Sendable (RunEvent) -> Void = { _ in }) {
+        state = Mutex(State(settings: settings, seed: seed))
+        self.events = events
+    }
+
+    /// The settings of a run's pause: the window is twice the concurrency, at least
+    /// `circuit.outage_after` and at most 20 rows past it.
+    static func settings(_ circuit: CircuitPolicy, concurrency: Int) -> PauseSettings {
+        let least = circuit.outageAfter
+        return PauseSettings(minimumFailures: circuit.outageAfter, window: max(least, min(2 * concurrency, least + 20)),
+                                        maxPause: Int64(circuit.maxPause.seconds * 1000))
+    }
+
+    /// Why sending is paused now, if it is.
+    var reason: PauseReason? { state.withLock { $0.reason } }
+
+    /// Before an attempt of row `ordinal`: goes on at once unless sending is paused; then waits
+    /// until the pause ends, this attempt is taken as the probe, or the run stops.
+    func admit(ordinal: Int) async -> Admission {
+        if let admission = state.withLock({ $0.admitAtOnce() }) { return admission }
+        return await withTaskCancellationHandler {
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<Admission, Never>) in
+                let cancelled = Task.isCancelled
+                let (admission, actions) = state.withLock { state in
+                    // Checked under the lock: a cancellation handler that ran before it finds nothing parked.
+                    cancelled ? (Admission.cancelled, State.Actions()) : state.admit(continuation, ordinal: ordinal)
+                }
+                if let admission { continuation.resume(returning: admission) }
+                perform(actions)
+            }
+        } onCancel: {
+            perform(state.withLock { $0.cancel() })
+        }
+    }
+
+    /// After an attempt: whether it counts as one of the row's attempts.
+    func attemptEnded(ordinal: Int, signal: AttemptSignal, probe: Bool) -> Bool {
+        let ended = state.withLock { $0.attemptEnded(ordinal: ordinal, signal: signal, probe: probe, now: coarseMilliseconds()) }
+        perform(ended.1)
+        return ended.counts
+    }
+
+    /// Ends the timer; called when the run's workers are done.
+    func shutDown() {
+        perform(state.withLock { $0.cancel() })
+        timer.withLock { $0?.cancel() }
+    }
+
+    private func perform(_ actions: State.Actions) {
+        if let event = actions.event { events(event) }
+        if let deadline = actions.timer {
+            let task = Task.detached { [self] in
+                let wait = deadline - coarseMilliseconds()
+                if wait > 0 {
+                    do { try await Task.sleep(for: .milliseconds(wait)) } catch { return }
+                }
+                perform(state.withLock { $0.timerFired(now: coarseMilliseconds()) })
+            }
+            timer.withLock { old in
+                old?.cancel()
+                old = task
+            }
+        }
+        for (waiter, admission) in actions.resume { waiter.resume(returning: admission) }
+    }
+}

@@ -1,0 +1,138 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Why a file cannot be read, in words that name the file and the reason (the system's text).
+struct FileReadError: Error, Sendable, Equatable, CustomStringConvertible {
+    let path: String
+    /// The reason, such as "No such file or directory" or "it is a directory".
+    let reason: String
+
+    var description: String { "\(path) cannot be read: \(reason)" }
+}
+
+/// An open file descriptor, closed when the value goes, and the one read loop every reader
+/// uses: interrupted reads are made again, short reads continue, and a limit bounds memory.
+struct FileDescriptor: ~Copyable {
+    let raw: Int32
+    /// The path it was opened by, for messages.
+    let path: String
+
+    init(raw: Int32, path: String) {
+        self.raw = raw
+        self.path = path
+    }
+
+    deinit { close(raw) }
+
+    /// Opens a file showbatch reads (a manifest, data, a token, a key): links are followed, as
+    /// Kubernetes mounts Secrets and ConfigMaps through them; only a regular file is read.
+    static func openInput(_ path: String) throws(FileReadError) -> FileDescriptor {
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { throw FileReadError(path: path, reason: describeErrno(errno)) }
+        let file = FileDescriptor(raw: fd, path: path)
+        try file.requireRegular()
+        // Reads block: a regular file never makes them wait long.
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+        return file
+    }
+
+    /// Opens a regular file without following a link at its name (files of showbatch's own, such
+    /// as a journal); nil when there is nothing there.
+    static func openOwn(_ path: String) throws(FileReadError) -> FileDescriptor? {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else {
+            if errno == ENOENT || errno == ENOTDIR { return nil }
+            throw FileReadError(path: path, reason: errno == ELOOP ? "it is a symbolic link, which showbatch never follows to its own files" : describeErrno(errno))
+        }
+        let file = FileDescriptor(raw: fd, path: path)
+        try file.requireRegular()
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
+        return file
+    }
+
+    private func requireRegular() throws(FileReadError) {
+        var info = stat()
+        guard fstat(raw, &info) == 0 else { throw FileReadError(path: path, reason: describeErrno(errno)) }
+        switch info.st_mode & S_IFMT {
+        case S_IFREG: return
+        case S_IFDIR: throw FileReadError(path: path, reason: "it is a directory")
+        default: throw FileReadError(path: path, reason: "it is not a regular file (a device, pipe or socket)")
+        }
+    }
+
+    /// Reads into `buffer` from the current position; 0 at the end of the file.
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws(FileReadError) -> Int {
+        while true {
+            let count = Glibc.read(raw, buffer.baseAddress, buffer.count)
+            if count >= 0 { return count }
+            if errno == EINTR { continue }
+            throw FileReadError(path: path, reason: describeErrno(errno))
+        }
+    }
+
+    /// Reads `buffer.count` bytes at `offset`, or fewer at the end of the file.
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws(FileReadError) -> Int {
+        var done = 0
+        while done < buffer.count {
+            let count = pread(raw, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw FileReadError(path: path, reason: describeErrno(errno))
+            }
+            if count == 0 { break }
+            done += count
+        }
+        return done
+    }
+
+    /// Everything from the current position to the end; a file longer than `limit` bytes is
+    /// refused without reading it whole.
+    func readAll(limit: Int) throws(FileReadError) -> [UInt8] {
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(raw, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw FileReadError(path: path, reason: describeErrno(errno))
+            }
+            if count == 0 { return bytes }
+            guard bytes.count + count <= limit else {
+                throw FileReadError(path: path, reason: "it is over \(limit) bytes")
+            }
+            bytes.append(contentsOf: chunk[0..<count])
+        }
+    }
+
+    /// The file's identity and size, as `stat` gives them now.
+    func stamp() -> FileStamp? {
+        var info = stat()
+        guard fstat(raw, &info) == 0 else { return nil }
+        return FileStamp(info)
+    }
+}
+
+/// What tells one version of a file from another: which file (device and inode), its size and
+/// when it was last changed.
+struct FileStamp: Equatable, Sendable {
+    let device: UInt64
+    let inode: UInt64
+    let size: Int
+    let modified: Int
+
+    init(_ info: stat) {
+        device = UInt64(info.st_dev)
+        inode = UInt64(info.st_ino)
+        size = Int(info.st_size)
+        modified = Int(info.st_mtim.tv_sec) * 1_000_000_000 + Int(info.st_mtim.tv_nsec)
+    }
+
+    /// The stamp of what `path` leads to now (links followed); nil when nothing is there.
+    static func of(_ path: String) -> FileStamp? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return FileStamp(info)
+    }
+}
