@@ -91,6 +91,8 @@ struct PauseState<Waiter>: ~Copyable {
     /// Probes that failed in this pause.
     private var failedProbes = 0
     private(set) var probeInFlight = false
+    /// The row of the probe out; a probe of an earlier pause ends as an ordinary attempt.
+    private var probeRow: Int?
     /// The timer fired with nobody waiting: the next caller probes.
     private var probeDue = false
     private var parked: [(waiter: Waiter, ordinal: Int)] = []
@@ -129,7 +131,13 @@ struct PauseState<Waiter>: ~Copyable {
     /// when the pause is open or opens with it), and what to do.
     mutating func attemptEnded(ordinal: Int, signal: AttemptSignal, probe: Bool, now: Int64) -> (counts: Bool, Actions) {
         var actions = Actions()
-        if probe { probeInFlight = false }
+        // Only the probe of this pause is a probe: one taken before the pause closed (and maybe
+        // opened again) is an ordinary attempt now.
+        let probe = probe && probeInFlight && probeRow == ordinal
+        if probe {
+            probeInFlight = false
+            probeRow = nil
+        }
         switch signal {
         case .answered:
             note(ordinal, failed: false)
@@ -203,6 +211,7 @@ struct PauseState<Waiter>: ~Copyable {
         let chosen = parked.remove(at: index)
         probeDue = false
         probeInFlight = true
+        probeRow = chosen.ordinal
         var actions = Actions()
         actions.resume = [(chosen.waiter, .probe)]
         return actions
@@ -229,6 +238,7 @@ struct PauseState<Waiter>: ~Copyable {
         reason = nil
         probeDue = false
         probeInFlight = false
+        probeRow = nil
         failedInPause = [:]
         actions.resume += parked.map { ($0.waiter, .go) }
         parked = []
@@ -240,7 +250,7 @@ struct PauseState<Waiter>: ~Copyable {
         let doubled = settings.firstProbe << Int64(min(failedProbes, 20))
         let wait = min(settings.maxProbe, doubled)
         let jittered = wait / 2 + Int64(random.unit() * Double(wait - wait / 2))
-        return min(now + max(1, jittered), openedAt + settings.maxPause)
+        return max(now, min(now + max(1, jittered), openedAt + settings.maxPause))
     }
 
     /// Records the latest attempt of row `ordinal`.

@@ -1,0 +1,254 @@
+import Testing
+@testable import ShowbatchCore
+
+/// `PauseState` driven by seeded random event sequences: workers admit attempts, attempts end
+/// answered, failed (transient), refused or unsent, time passes and timers fire, the run is
+/// cancelled. After every event: at most one probe is out; nobody waits unless sending is paused;
+/// a paused state always has a probe out, a timer armed or a probe due to the next caller (no
+/// worker waits for ever); a probe is taken from rows that have not failed in the pause when one
+/// waits; an attempt that failed counts unless the pause is open; the run stops only at or past
+/// `maxPause`; after a cancellation or a stop nobody waits.
+@Suite struct PauseModelTests {
+    /// 40,000 sequences in all.
+    static let perCase = 5_000
+
+    @Test(arguments: 0..<8) func randomSequencesKeepTheInvariants(part: Int) {
+        for seed in (part * Self.perCase)..<((part + 1) * Self.perCase) {
+            var model = PauseModel(seed: UInt64(seed))
+            if model.run() != nil {
+                // Run again, telling what happens, for the message.
+                model = PauseModel(seed: UInt64(seed), tracing: true)
+                let problem = model.run() ?? "(not again)"
+                Issue.record("seed \(seed): \(problem)\nevents: \(model.trace.suffix(40).joined(separator: "; "))")
+                return
+            }
+        }
+    }
+
+    /// One row that always answers 503 among rows that get through never pauses the run: it is
+    /// one failed row among the recent ones, however often it is tried.
+    @Test func aPoisonRowFailsAloneWithoutAPause() {
+        var state = PauseState<Int>(settings: PauseSettings(minimumFailures: 3, window: 8, maxPause: 10_000), seed: 1)
+        for ordinal in 0..<20 {
+            _ = state.attemptEnded(ordinal: ordinal, signal: .answered, probe: false, now: 0)
+            for _ in 0..<3 {
+                let counted = state.attemptEnded(ordinal: 1_000, signal: .transient, probe: false, now: 0).counts
+                #expect(counted)
+            }
+        }
+        #expect(state.reason == nil)
+    }
+
+    /// A load balancer resetting one request in twelve never pauses the run, while an endpoint
+    /// failing for most rows does, once enough rows say so.
+    @Test func anOutageIsMostRecentRowsFailing() {
+        var resets = PauseState<Int>(settings: PauseSettings(minimumFailures: 3, window: 16, maxPause: 10_000), seed: 1)
+        var random = SeededGenerator(seed: 42)
+        for ordinal in 0..<3_000 {
+            let failed = random.unit() < 1.0 / 12
+            _ = resets.attemptEnded(ordinal: ordinal, signal: failed ? .transient : .answered, probe: false, now: 0)
+            // The retry of a reset row gets through.
+            if failed { _ = resets.attemptEnded(ordinal: ordinal, signal: .answered, probe: false, now: 0) }
+        }
+        #expect(resets.reason == nil)
+        var outage = PauseState<Int>(settings: PauseSettings(minimumFailures: 3, window: 16, maxPause: 10_000), seed: 1)
+        for ordinal in 0..<16 { _ = outage.attemptEnded(ordinal: ordinal, signal: .answered, probe: false, now: 0) }
+        var opened: Int?
+        for ordinal in 16..<40 where opened == nil {
+            let counts = outage.attemptEnded(ordinal: ordinal, signal: .transient, probe: false, now: 0).counts
+            if !counts { opened = ordinal - 16 + 1 }
+        }
+        #expect(opened == 8, "the pause opened after \(opened.map(String.init) ?? "no") failed rows")
+        #expect(outage.reason == .outage)
+    }
+
+    /// The probe is a row that has not failed in the pause when one waits, and the probe waits
+    /// are drawn between half and all of 1 s, 2 s, 4 s…
+    @Test func probesAreFreshRowsAfterJitteredWaits() {
+        var state = PauseState<Int>(settings: PauseSettings(minimumFailures: 1, window: 4, maxPause: 60_000), seed: 7)
+        let opened = state.attemptEnded(ordinal: 5, signal: .transient, probe: false, now: 0)
+        #expect(!opened.counts && state.reason == .outage)
+        let first = try! #require(opened.1.timer)
+        #expect((500...1000).contains(first))
+        #expect(state.admit(1, ordinal: 5).0 == nil)  // the row that failed waits
+        #expect(state.admit(2, ordinal: 6).0 == nil)
+        let fired = state.timerFired(now: first)
+        #expect(fired.resume.map(\.0) == [2] && fired.resume.map(\.1) == [.probe])
+        let failedProbe = state.attemptEnded(ordinal: 6, signal: .transient, probe: true, now: first + 10)
+        let second = try! #require(failedProbe.1.timer) - (first + 10)
+        #expect((1000...2000).contains(second))
+    }
+}
+
+/// One random run of the pause: workers, time, timers and an endpoint that goes down and up.
+private struct PauseModel: ~Copyable {
+    enum Worker: Equatable {
+        case ready
+        case parked
+        case sending(probe: Bool)
+        case done
+    }
+
+    var random: SeededGenerator
+    var state: PauseState<Int>
+    let settings: PauseSettings
+    var workers: [Worker]
+    var rows: [Int]
+    var nextOrdinal = 0
+    let totalRows: Int
+    var now: Int64 = 0
+    var timer: Int64?
+    var cancelled = false
+    var stopped = false
+    var openedAt: Int64?
+    /// Rows whose attempts failed while the pause was open, as the model saw it.
+    var failedInPause: Set<Int> = []
+    /// The worker whose attempt is the probe of this pause (a probe of an earlier pause that
+    /// is still out is an ordinary attempt).
+    var probeWorker: Int?
+    var trace: [String] = []
+    let tracing: Bool
+
+    init(seed: UInt64, tracing: Bool = false) {
+        self.tracing = tracing
+        random = SeededGenerator(seed: seed &* 0x9E3779B97F4A7C15 &+ 11)
+        settings = PauseSettings(minimumFailures: Int(random.next() % 4), window: 1 + Int(random.next() % 8),
+                                 maxPause: 200 + Int64(random.next() % 3_000), firstProbe: 10 + Int64(random.next() % 200),
+                                 maxProbe: 400)
+        state = PauseState(settings: settings, seed: seed)
+        let count = 1 + Int(random.next() % 4)
+        workers = Array(repeating: .ready, count: count)
+        rows = Array(0..<count)
+        nextOrdinal = count
+        totalRows = count + Int(random.next() % 30)
+    }
+
+    mutating func run() -> String? {
+        for _ in 0..<3_000 {
+            if workers.allSatisfy({ $0 == .done }) { return nil }
+            var enabled = workers.indices.filter { workers[$0] == .ready || workers[$0] != .parked && workers[$0] != .done }
+            if cancelled || stopped { enabled = enabled.filter { workers[$0] != .parked } }
+            let roll = random.next() % 100
+            if roll < 1 && !cancelled {
+                cancelled = true
+                if tracing { trace.append("cancel") }
+                if let problem = apply(state.cancel()) { return problem }
+                if workers.contains(.parked) { return "a worker waits after cancel" }
+                continue
+            }
+            if let deadline = timer, enabled.isEmpty || roll < 20 {
+                now = max(now, deadline)
+                timer = nil
+                if tracing { trace.append("timer at \(now)") }
+                let wasPaused = state.reason != nil
+                let actions = state.timerFired(now: now)
+                if let problem = apply(actions) { return problem }
+                if state.stopped != nil && !stopped {
+                    stopped = true
+                    guard wasPaused, let openedAt, now - openedAt >= settings.maxPause else { return "stopped before max_pause" }
+                    if workers.contains(.parked) { return "a worker waits after the stop" }
+                }
+                continue
+            }
+            if enabled.isEmpty {
+                if workers.contains(.parked) { return "deadlock: workers wait and nothing can wake them (\(workers))" }
+                return "nothing to do: \(workers)"
+            }
+            now += Int64(random.next() % 40)
+            let index = enabled[Int(random.next() % UInt64(enabled.count))]
+            if let problem = step(index) { return problem }
+            if let problem = check() { return problem }
+        }
+        return "did not end in 3,000 events"
+    }
+
+    mutating func step(_ index: Int) -> String? {
+        switch workers[index] {
+        case .ready:
+            let (admission, actions) = state.admit(index, ordinal: rows[index])
+            if tracing { trace.append("w\(index) row \(rows[index]) admit: \(admission.map { "\($0)" } ?? "parked")") }
+            if let admission {
+                if let problem = admitted(index, admission) { return problem }
+            } else {
+                if state.reason == nil { return "parked while sending goes on" }
+                workers[index] = .parked
+            }
+            return apply(actions)
+        case .sending(let probe):
+            // The endpoint is down a third of the time; in a pause a probe finds it down or up.
+            let roll = random.next() % 100
+            let signal: AttemptSignal = roll < 8 ? .none : roll < 40 ? .transient : roll < 45 ? .refused : .answered
+            let wasPaused = state.reason != nil
+            let (counts, actions) = state.attemptEnded(ordinal: rows[index], signal: signal, probe: probe, now: now)
+            if tracing { trace.append("w\(index) row \(rows[index]) \(probe ? "probe " : "")ended \(signal): counts \(counts)") }
+            if probeWorker == index { probeWorker = nil }
+            if !wasPaused && state.reason != nil { openedAt = now; failedInPause = [] }
+            if state.reason == nil {
+                failedInPause = []
+                probeWorker = nil
+            }
+            if !counts {
+                if state.reason == nil { return "a failed attempt did not count while sending goes on" }
+                failedInPause.insert(rows[index])
+                workers[index] = .ready
+            } else if signal == .answered || random.next() % 3 == 0 {
+                // The row is done (answered, or its attempts are used up): the next row.
+                if nextOrdinal < totalRows {
+                    rows[index] = nextOrdinal
+                    nextOrdinal += 1
+                    workers[index] = .ready
+                } else {
+                    workers[index] = .done
+                }
+            } else {
+                workers[index] = .ready
+            }
+            return apply(actions)
+        default:
+            return nil
+        }
+    }
+
+    mutating func admitted(_ index: Int, _ admission: PauseAdmission) -> String? {
+        switch admission {
+        case .go:
+            if state.reason != nil { return "admitted while paused" }
+            workers[index] = .sending(probe: false)
+        case .probe:
+            if probeWorker != nil { return "a second probe while the probe of this pause is out" }
+            probeWorker = index
+            workers[index] = .sending(probe: true)
+        case .stop, .cancelled:
+            workers[index] = .done
+        }
+        return nil
+    }
+
+    /// Carries out what the state asked for, checking the probe's choice.
+    mutating func apply(_ actions: PauseState<Int>.Actions) -> String? {
+        if let deadline = actions.timer {
+            if deadline < now { return "a timer armed in the past" }
+            if let openedAt, deadline > max(now, openedAt + settings.maxPause) { return "a probe waits past max_pause" }
+            timer = deadline
+        }
+        for (waiter, admission) in actions.resume {
+            guard workers[waiter] == .parked else { return "resumed a worker that was not waiting" }
+            if admission == .probe {
+                let fresh = workers.indices.contains { workers[$0] == .parked && $0 != waiter && !failedInPause.contains(rows[$0]) }
+                if fresh && failedInPause.contains(rows[waiter]) { return "the probe is a row that failed while another waits" }
+            }
+            if let problem = admitted(waiter, admission) { return problem }
+        }
+        return nil
+    }
+
+    func check() -> String? {
+        let probes = probeWorker == nil ? 0 : 1
+        if state.reason == nil && workers.contains(.parked) { return "a worker waits while sending goes on" }
+        if state.reason != nil && !cancelled && !stopped && workers.contains(.parked)
+            && probes == 0 && timer == nil && !workers.contains(where: { $0 == .ready || $0 == .sending(probe: false) }) {
+            return "paused with workers waiting, no probe out, no timer and nobody to come"
+        }
+        return nil
+    }
+}
