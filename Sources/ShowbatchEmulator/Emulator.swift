@@ -31,6 +31,11 @@ public final class Emulator: Sendable {
         var refilled: ContinuousClock.Instant
         /// When the outage began, once it has.
         var outageStarted: ContinuousClock.Instant?
+        /// When tokens began to be refused, and when the token endpoint became unavailable.
+        var refusalStarted: ContinuousClock.Instant?
+        var unavailableStarted: ContinuousClock.Instant?
+        /// Token requests seen.
+        var tokenRequests = 0
     }
 
     /// Tokens handed out, with the requests each is still good for (nil: any number).
@@ -142,6 +147,9 @@ public final class Emulator: Sendable {
 
     private func serve(_ fd: Int32) {
         var connection = HTTPConnection(fd: fd, maxHeaderBytes: configuration.maxHeaderBytes, maxBodyBytes: configuration.maxBodyBytes)
+        // How many answers this connection gets before it is reset or closed, if it is.
+        let (resetAt, closeAt) = connectionLimits()
+        var answered = 0
         while !stopped.load(ordering: .relaxed) {
             let request: HTTPRequest
             switch connection.readRequest() {
@@ -154,6 +162,30 @@ public final class Emulator: Sendable {
             guard let response = respond(to: request) else { return }  // dropped
             guard connection.write(response.bytes) else { return }
             if response.close || !request.keepAlive { return }
+            answered += 1
+            if answered == resetAt {
+                // SO_LINGER with a zero timeout: close sends RST, and unread data is thrown away.
+                var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+                setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+                droppedCount.add(1, ordering: .relaxed)
+                return
+            }
+            if answered == closeAt {
+                droppedCount.add(1, ordering: .relaxed)
+                return
+            }
+        }
+    }
+
+    /// The answers after which a new connection is reset and closed (0: never), drawn from the
+    /// shared seeded sequence.
+    private func connectionLimits() -> (reset: Int, close: Int) {
+        let faults = configuration.faults
+        guard faults.resetAfter != nil || faults.closeAfter != nil else { return (0, 0) }
+        return state.withLock { state in
+            let reset = faults.resetAfter.map { 1 + Int(state.random.next() % UInt64(max(1, $0))) } ?? 0
+            let close = faults.closeAfter.map { 1 + Int(state.random.next() % UInt64(max(1, $0))) } ?? 0
+            return (reset, close)
         }
     }
 
@@ -165,8 +197,11 @@ public final class Emulator: Sendable {
             return hostnameCheck(request.path, close: close)
         }
         if let auth = configuration.auth {
-            if request.method == "POST" && request.path == "/oauth/token" { return issueToken(request, auth, close: close) }
-            guard acceptToken(request) else {
+            if request.method == "POST" && request.path == "/oauth/token" {
+                if tokenEndpointUnavailable(auth) { return HTTPResponse.json(status: 503, ["error": "temporarily_unavailable"], close: close) }
+                return issueToken(request, auth, close: close)
+            }
+            guard !refusingTokens(auth), acceptToken(request) else {
                 var response = HTTPResponse.json(status: 401, ["error": "invalid_token"], close: close)
                 response.extraHeaders.append(("WWW-Authenticate", "Bearer error=\"invalid_token\""))
                 return response
@@ -188,7 +223,7 @@ public final class Emulator: Sendable {
             response.extraHeaders.append(("Retry-After", "1"))
             return response
         }
-        if faults.fail {
+        if faults.fail || configuration.faults.failPaths.contains(request.path) {
             failedCount.add(1, ordering: .relaxed)
             return HTTPResponse.json(status: configuration.faults.failStatus, ["error": "injected failure"], close: close)
         }
@@ -213,6 +248,27 @@ public final class Emulator: Sendable {
         bytes.reserveCapacity(512)
         echo.write(to: &bytes)
         return HTTPResponse(status: 200, contentType: "application/json", body: bytes, close: close)
+    }
+
+    /// Whether every token is refused now (the configured window of 401s).
+    private func refusingTokens(_ auth: EmulatorAuth) -> Bool {
+        guard let after = auth.refuseAfter, requestCount.load(ordering: .relaxed) > after else { return false }
+        return state.withLock { state in
+            let now = ContinuousClock.now
+            if state.refusalStarted == nil { state.refusalStarted = now }
+            return now - state.refusalStarted! < auth.refuseFor
+        }
+    }
+
+    /// Whether the token endpoint answers 503 now (the configured window).
+    private func tokenEndpointUnavailable(_ auth: EmulatorAuth) -> Bool {
+        state.withLock { state in
+            state.tokenRequests += 1
+            guard let after = auth.unavailableAfter, state.tokenRequests > after else { return false }
+            let now = ContinuousClock.now
+            if state.unavailableStarted == nil { state.unavailableStarted = now }
+            return now - state.unavailableStarted! < auth.unavailableFor
+        }
     }
 
     /// Whether this request falls in the configured outage.

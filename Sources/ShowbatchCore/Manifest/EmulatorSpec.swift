@@ -39,6 +39,14 @@ public struct EmulatorFaults: Sendable, Equatable {
     public var outageAfter: Int?
     /// How long the outage lasts.
     public var outageFor: Duration = .zero
+    /// Paths always answered with `failStatus` (a row that can never succeed).
+    public var failPaths: Set<String> = []
+    /// Each connection is reset (TCP RST) right after a number of answers drawn from 1…this,
+    /// as a load balancer that resets idle keep-alive connections does.
+    public var resetAfter: Int?
+    /// Each connection is closed without a word (FIN) right after a number of answers drawn from
+    /// 1…this, although each answer promised to keep it open.
+    public var closeAfter: Int?
 
     /// No faults.
     public init() {}
@@ -55,6 +63,15 @@ public struct EmulatorAuth: Sendable, Equatable {
     public var tokenUses: Int?
     /// The `expires_in` it states, in seconds; nil states none.
     public var expiresIn: Int?
+    /// After this many requests, every token is refused (401) for `refuseFor`, new ones too, as
+    /// while an authentication backend restarts.
+    public var refuseAfter: Int?
+    /// How long tokens are refused.
+    public var refuseFor: Duration = .zero
+    /// After this many token requests, the token endpoint answers 503 for `unavailableFor`.
+    public var unavailableAfter: Int?
+    /// How long the token endpoint is unavailable.
+    public var unavailableFor: Duration = .zero
 
     /// Tokens for any client, without limit.
     public init() {}

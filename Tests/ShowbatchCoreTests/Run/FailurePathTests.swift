@@ -1,0 +1,220 @@
+import Foundation
+import Testing
+@testable import ShowbatchCore
+import ShowbatchEmulator
+
+private func rows(_ count: Int) -> String {
+    "id\n" + (0..<count).map(String.init).joined(separator: "\n") + "\n"
+}
+
+/// Runs `manifest` against an emulator set up by `configure` with `transport`.
+private func run(_ fixture: RunFixture, _ manifest: Manifest, transport: TransportKind, options: RunOptions = RunOptions(),
+                 configure: (inout EmulatorConfiguration) -> Void) async throws -> (RunSummary, Emulator.Counts) {
+    var options = options
+    options.transport = transport
+    let (emulator, pointed) = try fixture.emulator(for: manifest, options: options, configure: configure)
+    defer { emulator.stop() }
+    var withToken = pointed
+    withToken.tokenURLOverride = emulator.baseURL + "/oauth/token"
+    let log = fixture.log
+    let summary = try await Runner(manifest: manifest, options: withToken, environment: [:]) { log.record($0) }.run()
+    return (summary, emulator.snapshot)
+}
+
+/// Checks that `text` is the CSV of `count` rows r0…r(count-1), in order, every one ok.
+private func expectAllOK(_ text: String?, count: Int, sourceLocation: SourceLocation = #_sourceLocation) {
+    guard let text else {
+        Issue.record("no output", sourceLocation: sourceLocation)
+        return
+    }
+    let lines = text.split(separator: "\n")
+    #expect(lines.count == count + 1, sourceLocation: sourceLocation)
+    for (index, line) in lines.dropFirst().enumerated() where !line.hasPrefix("r\(index),ok,200,") {
+        Issue.record("row \(index) is \(line)", sourceLocation: sourceLocation)
+        return
+    }
+}
+
+/// Failure paths a load balancer, a flapping network and a restarting backend produce: each is
+/// retried or paused through, and the run ends with every row, in order.
+@Suite(.serialized) struct FailurePathTests {
+    /// A server that resets keep-alive connections (RST) after a few answers, or closes them
+    /// without a word although it promised to keep them: connections lost are network failures,
+    /// retried; never a certificate problem that stops the run.
+    @Test(arguments: TransportKind.allCases, ["reset", "close"])
+    func lostKeepAliveConnectionsAreRetried(transport: TransportKind, how: String) async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let manifest = try fixture.manifest("""
+        vault: tnt1
+        concurrency: 16
+        retry: {attempts: 5, backoff: 1ms, on: [network]}
+        output: {path: r.csv}
+        requests: [{name: "r${row.id}", each: {csv: d.csv}, path: /p, labels: {p: path}}]
+        """, files: ["d.csv": rows(5_000)])
+        let (summary, counts) = try await run(fixture, manifest, transport: transport) {
+            if how == "reset" { $0.faults.resetAfter = 20 } else { $0.faults.closeAfter = 20 }
+        }
+        #expect(summary.stopReason == nil && summary.ok == 5_000 && summary.exitCode == .ok)
+        #expect(counts.dropped > 100, "\(counts.dropped) connections \(how)")
+        expectAllOK(fixture.read("r.csv"), count: 5_000)
+        #expect(!fixture.log.all.contains { $0.contains("looks down") })
+    }
+}
+
+extension FailurePathTests {
+    /// One worker, a row that fails (held as a possible outage), then more unsendable rows than
+    /// the window holds: the run used to wait for ever with nothing in flight. It ends, every
+    /// row written, exit 1.
+    @Test(.timeLimit(.minutes(1)), arguments: TransportKind.allCases)
+    func aFailedRowBeforeManyUnsendableRowsDoesNotHang(transport: TransportKind) async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let lines = [#"{"id": 0, "card": "tok_0"}"#] + (1...100).map { #"{"id": \#($0)}"# }
+        let manifest = try fixture.manifest("""
+        vault: tnt1
+        concurrency: 1
+        emulator: {fail_rate: 1, fail_status: 404}
+        output: {path: r.csv}
+        requests: [{name: "r${row.id}", each: {jsonl: d.jsonl}, path: /p, payload: {card: "${row.card}"}, labels: {card: json.card}}]
+        """, files: ["d.jsonl": lines.joined(separator: "\n") + "\n"])
+        let (summary, _) = try await run(fixture, manifest, transport: transport) { _ in }
+        #expect(summary.rows == 101 && summary.failed == 101 && summary.exitCode == .rowsFailed && summary.stopReason == nil)
+        let rows = try #require(fixture.read("r.csv")).split(separator: "\n")
+        #expect(rows.count == 102 && rows[1].hasPrefix("r0,failed,404,1,1500 http_status: HTTP 404,"))
+        #expect(rows[2] == #"r1,failed,,0,"1490 invalid_row: d.jsonl:2: row has no ""card"" column","#)
+    }
+
+    /// One row that always answers 503 fails on its own after its attempts; the rest of the run
+    /// goes on, no pause, exit 1.
+    @Test(arguments: TransportKind.allCases) func aPoisonRowFailsAlone(transport: TransportKind) async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let manifest = try fixture.manifest("""
+        vault: tnt1
+        concurrency: 8
+        retry: {attempts: 3, backoff: 1ms}
+        output: {path: r.csv}
+        requests: [{name: "r${row.id}", each: {csv: d.csv}, path: "/p/${row.id}", labels: {p: path}}]
+        """, files: ["d.csv": rows(500)])
+        let (summary, _) = try await run(fixture, manifest, transport: transport) {
+            $0.faults.failPaths = ["/p/17"]
+            $0.faults.failStatus = 503
+        }
+        #expect(summary.ok == 499 && summary.failed == 1 && summary.exitCode == .rowsFailed && summary.stopReason == nil)
+        let lines = try #require(fixture.read("r.csv")).split(separator: "\n")
+        #expect(lines[18] == "r17,failed,503,3,1500 http_status: HTTP 503,")
+        #expect(!fixture.log.all.contains { $0.contains("looks down") })
+    }
+
+    /// A load balancer dropping about one request in twelve (the endpoint is up): the requests are
+    /// sent again, the run never pauses and every row ends ok. (With URLSession, three failures in
+    /// a row used to keep pausing the run until it crawled.)
+    @Test(arguments: TransportKind.allCases) func dropsAmongAnsweredRequestsNeverPauseTheRun(transport: TransportKind) async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let manifest = try fixture.manifest("""
+        vault: tnt1
+        concurrency: 16
+        retry: {attempts: 6, backoff: 1ms, on: [network]}
+        output: {path: r.csv}
+        requests: [{name: "r${row.id}", each: {csv: d.csv}, path: /p, labels: {p: path}}]
+        """, files: ["d.csv": rows(3_000)])
+        let (summary, counts) = try await run(fixture, manifest, transport: transport) {
+            $0.faults.dropRate = 0.08
+            $0.faults.seed = 8
+        }
+        #expect(summary.ok == 3_000 && summary.exitCode == .ok)
+        #expect(counts.dropped > 100, "\(counts.dropped) dropped")
+        #expect(!fixture.log.all.contains { $0.contains("looks down") })
+        expectAllOK(fixture.read("r.csv"), count: 3_000)
+    }
+
+    /// Two seconds in which the authentication backend refuses every token (new ones too): the
+    /// run pauses, renews and probes, and goes on when tokens work again; every row ends ok.
+    @Test(.timeLimit(.minutes(1))) func aTwoSecondWindowOf401sIsPausedThrough() async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let manifest = try fixture.manifest("""
+        vault: tnt1
+        concurrency: 8
+        retry: {attempts: 1}
+        auth: {token_url: "http://127.0.0.1:1/oauth/token", client_id: showbatch, client_secret: "${SECRET}"}
+        output: {path: r.csv}
+        requests: [{name: "r${row.id}", each: {csv: d.csv}, path: /p, labels: {p: path}}]
+        """, files: ["d.csv": rows(2_000)], environment: ["SECRET": "s3cr3t"])
+        let (summary, _) = try await run(fixture, manifest, transport: .curl) {
+            var auth = EmulatorAuth()
+            auth.refuseAfter = 300
+            auth.refuseFor = .seconds(2)
+            $0.auth = auth
+            $0.faults.latency = .milliseconds(1)
+        }
+        #expect(summary.stopReason == nil && summary.ok == 2_000 && summary.exitCode == .ok)
+        #expect(fixture.log.all.contains { $0.contains("a freshly renewed access token was refused (HTTP 401): sending is paused") })
+        #expect(fixture.log.all.contains("warning: the access token is accepted again: sending goes on"))
+        expectAllOK(fixture.read("r.csv"), count: 2_000)
+    }
+
+    /// The token endpoint answers 503 for four seconds while tokens run out: it is asked again
+    /// with backoff, and the run ends with every row ok. A refusal (401 invalid_client) still
+    /// stops at once (UnattendedRunTests).
+    @Test(.timeLimit(.minutes(1))) func anUnavailableTokenEndpointIsAskedAgain() async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let manifest = try fixture.manifest("""
+        vault: tnt1
+        concurrency: 8
+        retry: {attempts: 1}
+        auth: {token_url: "http://127.0.0.1:1/oauth/token", client_id: showbatch, client_secret: "${SECRET}"}
+        output: {path: r.csv}
+        requests: [{name: "r${row.id}", each: {csv: d.csv}, path: /p, labels: {p: path}}]
+        """, files: ["d.csv": rows(1_500)], environment: ["SECRET": "s3cr3t"])
+        let (summary, _) = try await run(fixture, manifest, transport: .curl) {
+            var auth = EmulatorAuth()
+            auth.tokenUses = 200
+            auth.unavailableAfter = 3
+            auth.unavailableFor = .seconds(4)
+            $0.auth = auth
+        }
+        #expect(summary.stopReason == nil && summary.ok == 1_500 && summary.exitCode == .ok)
+        #expect(fixture.log.notes.contains { $0.hasPrefix("note: the token endpoint answered HTTP 503 (temporarily_unavailable); asking again in ") })
+        expectAllOK(fixture.read("r.csv"), count: 1_500)
+    }
+}
+
+/// HTTP/2 through nginx that ends every connection with GOAWAY after 100 requests
+/// (`keepalive_requests 100`): the streams it refuses and the connections that die are sent
+/// again, and all 8,000 rows end ok. (It used to stop after about 3,200 rows with "Connection
+/// died, tried 5 times" taken for a certificate problem.)
+@Suite(.serialized) struct HTTP2GoawayTests {
+    @Test func goawayEveryHundredRequestsLosesNoRow() async throws {
+        let tls = try TLSFixture()
+        defer { tls.remove() }
+        let nginx = try NginxServer(certificate: tls.path("server.pem"), key: tls.path("server.key"), keepaliveRequests: 100,
+                                    body: #"{"json":{"card":"4111111111111111"}}"#)
+        defer { nginx.stop() }
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let manifest = try fixture.manifest("""
+        vault: tnt1
+        concurrency: 32
+        tls: {ca_file: \(tls.path("ca.pem"))}
+        output: {path: r.csv}
+        requests: [{name: "r${row.id}", each: {csv: d.csv}, path: /post, payload: {card: "${row.id}"}, labels: {card: json.card}}]
+        """, files: ["d.csv": rows(8_000)])
+        var options = RunOptions()
+        options.baseURLOverride = nginx.baseURL
+        options.progress = .never
+        options.transport = .curl
+        let log = fixture.log
+        let summary = try await Runner(manifest: manifest, options: options, environment: [:]) { log.record($0) }.run()
+        #expect(summary.stopReason == nil && summary.ok == 8_000 && summary.exitCode == .ok)
+        let lines = try #require(fixture.read("r.csv")).split(separator: "\n")
+        #expect(lines.count == 8_001)
+        for (index, line) in lines.dropFirst().enumerated() where !(line.hasPrefix("r\(index),ok,200,") && line.hasSuffix(",4111111111111111")) {
+            Issue.record("row \(index) is \(line)")
+            break
+        }
+    }
+}

@@ -1,0 +1,106 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// nginx (Debian's nginx-light, which `make test` installs) on 127.0.0.1 with TLS and HTTP/2,
+/// answering every request with a fixed JSON body, in a folder of its own: a real HTTP/2 server
+/// with its own connection policy (`keepalive_requests` sends GOAWAY after that many requests).
+final class NginxServer: @unchecked Sendable {
+    let port: Int
+    let dir: String
+    private let process = Process()
+
+    var baseURL: String { "https://127.0.0.1:\(port)" }
+
+    init(certificate: String, key: String, keepaliveRequests: Int, body: String) throws {
+        dir = FileManager.default.temporaryDirectory.path + "/showbatch-nginx-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: dir + "/tmp", withIntermediateDirectories: true)
+        port = try NginxServer.freePort()
+        let escaped = body.replacingOccurrences(of: "'", with: "\\'")
+        let config = """
+        daemon off;
+        master_process off;
+        worker_processes 1;
+        pid \(dir)/nginx.pid;
+        error_log \(dir)/error.log warn;
+        events { worker_connections 1024; }
+        http {
+            access_log off;
+            client_body_temp_path \(dir)/tmp/body;
+            proxy_temp_path \(dir)/tmp/proxy;
+            fastcgi_temp_path \(dir)/tmp/fastcgi;
+            uwsgi_temp_path \(dir)/tmp/uwsgi;
+            scgi_temp_path \(dir)/tmp/scgi;
+            keepalive_requests \(keepaliveRequests);
+            server {
+                listen 127.0.0.1:\(port) ssl http2;
+                ssl_certificate \(certificate);
+                ssl_certificate_key \(key);
+                location / {
+                    default_type application/json;
+                    return 200 '\(escaped)';
+                }
+            }
+        }
+        """
+        try config.write(toFile: dir + "/nginx.conf", atomically: true, encoding: .utf8)
+        process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
+        process.arguments = ["-p", dir, "-c", dir + "/nginx.conf", "-e", dir + "/error.log"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // Ready once it accepts a connection.
+        for _ in 0..<400 {
+            if NginxServer.accepts(port) { return }
+            guard process.isRunning else { break }
+            usleep(10_000)
+        }
+        let log = (try? String(contentsOfFile: dir + "/error.log", encoding: .utf8)) ?? ""
+        stop()
+        throw NginxError(message: "nginx did not start: \(log)")
+    }
+
+    struct NginxError: Error, CustomStringConvertible {
+        let message: String
+        var description: String { message }
+    }
+
+    /// Stops nginx and removes its folder.
+    func stop() {
+        if process.isRunning { process.terminate() }
+        for _ in 0..<400 where process.isRunning { usleep(5_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+
+    private static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0 else { throw POSIXError(.EADDRINUSE) }
+        var actual = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &actual) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        return Int(UInt16(bigEndian: actual.sin_port))
+    }
+
+    private static func accepts(_ port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        } == 0
+    }
+}
