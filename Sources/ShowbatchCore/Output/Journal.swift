@@ -71,6 +71,9 @@ final class Journal {
         case retryFailed
     }
 
+    /// Tries at taking a journal's lock, 20 ms apart.
+    static let lockTries = 250
+
     let path: String
     let output: String
     private let identity: Identity
@@ -91,7 +94,7 @@ final class Journal {
 
     /// Opens and locks the journal of `output`. The lock keeps a second run off the same output
     /// (an overlapping cron job) for as long as this one runs.
-    init(output: String, identity: Identity, mode: Mode) throws(RunError) {
+    init(output: String, identity: Identity, mode: Mode, waiting: () -> Void = {}) throws(RunError) {
         self.output = output
         self.identity = identity
         self.mode = mode
@@ -105,11 +108,14 @@ final class Journal {
         }
         fd = opened!
         // A process being started elsewhere in this program holds a copy of the descriptor (and
-        // so the lock) between its fork and its exec: wait that out before calling the journal
-        // another run's.
+        // so the lock) between its fork and its exec, and a run finishing holds it while it
+        // renames its outputs: wait that out (up to 5 s, 20 ms at a time) before calling the
+        // journal another run's.
         var locked = flock(fd, LOCK_EX | LOCK_NB) == 0
+        if !locked && errno == EWOULDBLOCK { waiting() }
         var tries = 0
-        while !locked && errno == EWOULDBLOCK && tries < 50 {
+        // An interrupt ends the wait at once (the run then ends as interrupted).
+        while !locked && errno == EWOULDBLOCK && tries < Journal.lockTries && !Task.isCancelled {
             tries += 1
             usleep(20_000)
             locked = flock(fd, LOCK_EX | LOCK_NB) == 0

@@ -52,7 +52,8 @@ final class RunOutputs {
 
     /// Opens every target's journal, then its output. Journals come first: taking a journal's
     /// lock is what keeps a second run off the output. On failure what was opened is closed again.
-    init(targets: [OutputTarget], identity: (OutputTarget) -> Journal.Identity, mode: OutputMode) throws(RunError) {
+    init(targets: [OutputTarget], identity: (OutputTarget) -> Journal.Identity, mode: OutputMode,
+         waitingForLock: (String) -> Void = { _ in }) throws(RunError) {
         self.mode = mode
         var files: [OutputFile?] = []
         var journals: [Journal?] = []
@@ -74,7 +75,8 @@ final class RunOutputs {
                     journals.append(nil)
                     continue
                 }
-                journals.append(try Journal(output: target.path, identity: identity(target), mode: mode == .fresh ? .fresh : mode == .resume ? .resume : .retryFailed))
+                journals.append(try Journal(output: target.path, identity: identity(target), mode: mode == .fresh ? .fresh : mode == .resume ? .resume : .retryFailed,
+                                            waiting: { waitingForLock(target.path) }))
             }
             for (index, target) in targets.enumerated() {
                 func create() throws(RunError) -> OutputFile {

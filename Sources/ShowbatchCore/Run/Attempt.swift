@@ -82,7 +82,9 @@ struct AttemptContext: Sendable {
             var signal: AttemptSignal
             switch result {
             case .response(401, _, _) where credentials != nil:
-                signal = .answered
+                // A refused token says nothing of whether the endpoint is up: an edge checks
+                // tokens while the service behind it is down.
+                signal = .none
                 if let token, let credentials,
                    (probe && pause?.reason == .credentials) || (renewals >= 2 && credentials.neverWorked(token)) {
                     // Answers of the same token may still be on their way: give them a moment.

@@ -64,7 +64,7 @@ final class RowWriter: @unchecked Sendable {
     /// Queues rows to be written after those already queued, waiting (as a task, holding no
     /// thread) while the queue is full. After a write error they are dropped.
     func submit(_ entries: [Entry]) async {
-        await queue.put(entries)
+        await queue.putWhenRoom(entries)
     }
 
     /// The first write error, if any (the rows after it are not written).

@@ -79,11 +79,22 @@ public struct Runner: Sendable {
                 events(.warning("\(target.path) has no journal, so there is nothing to resume: \(finished ? "it is written again from the start" : "starting it from the beginning")"))
             }
         }
-        let outputs = try RunOutputs(targets: targets, identity: { target in
-            Journal.Identity(manifest: rowIdentity, data: String(dataHash, radix: 16), shard: shard, output: target.path,
-                             format: target.layout.format.rawValue,
-                             columns: target.layout.signature + (target.rejects.map { ["rejects:" + $0.path, "partial:\(target.rejectPartial)"] + $0.layout.signature } ?? []))
-        }, mode: mode)
+        let outputs: RunOutputs
+        do {
+            outputs = try RunOutputs(targets: targets, identity: { target in
+                Journal.Identity(manifest: rowIdentity, data: String(dataHash, radix: 16), shard: shard, output: target.path,
+                                 format: target.layout.format.rawValue,
+                                 columns: target.layout.signature + (target.rejects.map { ["rejects:" + $0.path, "partial:\(target.rejectPartial)"] + $0.layout.signature } ?? []))
+            }, mode: mode, waitingForLock: { path in
+                events(.note("the journal of \(path) is locked by another process: waiting up to 5 s for it"))
+            })
+        } catch {
+            // Interrupted while waiting for a journal's lock: nothing was opened or sent.
+            guard Task.isCancelled else { throw error }
+            summary.interrupted = true
+            summary.outputs = []
+            return summary
+        }
         do {
             summary = try await send(outputs: outputs, paths: targets.map(\.path),
                                      others: targets.compactMap { $0.rejects?.path } + options.sideFiles.values.sorted(),

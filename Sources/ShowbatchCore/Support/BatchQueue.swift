@@ -47,13 +47,23 @@ final class BatchQueue<Element>: @unchecked Sendable {
 
     /// Adds `batch` after what is queued; a task waits for room without holding a thread (the
     /// curl loop's thread must never block). Returns false, adding nothing, once the consumer
-    /// has closed the queue.
+    /// has closed the queue. A cancelled task waits too: the consumer is draining the queue, and
+    /// an interrupted run still hands every finished row to the writer.
     @discardableResult
-    func put(_ batch: [Element]) async -> Bool {
+    func putWhenRoom(_ batch: [Element]) async -> Bool {
         guard !batch.isEmpty else { return true }
         while true {
             if let added = putIfRoom(batch) { return added }
-            await wait(for: \.roomWaiters) { $0.items.count < $0.capacity || $0.closed }
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+                condition.lock()
+                if items.count < capacity || closed {
+                    condition.unlock()
+                    continuation.resume()
+                    return
+                }
+                roomWaiters.append(continuation)
+                condition.unlock()
+            }
         }
     }
 
@@ -80,27 +90,6 @@ final class BatchQueue<Element>: @unchecked Sendable {
         condition.unlock()
         waiting.forEach { $0.resume() }
         return true
-    }
-
-    /// Waits, as a task, until `ready` holds (checked under the lock) or the task is cancelled;
-    /// spurious returns are allowed, so callers check again.
-    private func wait(for list: ReferenceWritableKeyPath<BatchQueue, [UnsafeContinuation<Void, Never>]>,
-                      until ready: @escaping (BatchQueue) -> Bool) async {
-        await withTaskCancellationHandler {
-            await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
-                condition.lock()
-                // Cancellation is checked under the lock: a handler that ran before finds nothing to resume.
-                if ready(self) || Task.isCancelled {
-                    condition.unlock()
-                    continuation.resume()
-                    return
-                }
-                self[keyPath: list].append(continuation)
-                condition.unlock()
-            }
-        } onCancel: {
-            resumeAllWaiters()
-        }
     }
 
     /// Resumes every waiting task (they check again and see why).
@@ -133,9 +122,24 @@ final class BatchQueue<Element>: @unchecked Sendable {
         return .taken
     }
 
-    /// Waits, as a task, until something is queued or the queue has ended (or the task is cancelled).
+    /// Waits, as a task, until something is queued or the queue has ended, or the task is
+    /// cancelled (then at once: a cancelled run takes nothing more).
     func elements() async {
-        await wait(for: \.elementWaiters) { !$0.items.isEmpty || $0.finished || $0.closed }
+        await withTaskCancellationHandler {
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+                condition.lock()
+                // Cancellation is checked under the lock: a handler that ran before finds nothing to resume.
+                if !items.isEmpty || finished || closed || Task.isCancelled {
+                    condition.unlock()
+                    continuation.resume()
+                    return
+                }
+                elementWaiters.append(continuation)
+                condition.unlock()
+            }
+        } onCancel: {
+            resumeAllWaiters()
+        }
     }
 
     /// The producer's last word: nothing more will be put.

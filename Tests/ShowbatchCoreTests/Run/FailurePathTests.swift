@@ -218,3 +218,68 @@ extension FailurePathTests {
         }
     }
 }
+
+/// Everything at once, as a bad night brings it: connections reset and closed under keep-alive,
+/// 503s, malformed bodies, a 3 s outage and a 2 s window of refused tokens in one run of 6,000
+/// rows. Every row is written once, in order: ok with its value, or failed for its own malformed
+/// body; the exit code is what the rows deserve (0 or 1), never a stop.
+@Suite struct SoakTests {
+    @Test(.timeLimit(.minutes(2)), arguments: TransportKind.allCases) func aBadNightEndsWithEveryRow(transport: TransportKind) async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        // URLSession is the slower transport (about a tenth of curl's rate here): fewer rows.
+        let count = transport == .curl ? 6_000 : 2_000
+        let data = "id,card\n" + (0..<count).map { "\($0),tok_\($0 % 5)" }.joined(separator: "\n") + "\n"
+        let manifest = try fixture.manifest("""
+        vault: tnt1
+        concurrency: 16
+        timeout: 2s
+        retry: {attempts: 6, backoff: 5ms, max_backoff: 50ms, on: [502, 503, 504, network, timeout]}
+        auth: {token_url: "http://127.0.0.1:1/oauth/token", client_id: showbatch, client_secret: "${SECRET}"}
+        output: {path: r.csv}
+        emulator: {aliases: {tok_0: "4000", tok_1: "4111", tok_2: "4222", tok_3: "4333", tok_4: "4444"}}
+        requests: [{name: "r${row.id}", each: {csv: d.csv}, path: /p, payload: {card: "${row.card}"}, labels: {card: json.card}}]
+        """, files: ["d.csv": data], environment: ["SECRET": "s3cr3t"])
+        var options = RunOptions()
+        options.transport = transport
+        let (emulator, pointed) = try fixture.emulator(for: manifest, options: options) {
+            $0.faults.resetAfter = 40
+            $0.faults.closeAfter = 60
+            $0.faults.failRate = 0.03
+            $0.faults.failStatus = 503
+            $0.faults.malformedRate = 0.005
+            $0.faults.outageAfter = count / 4
+            $0.faults.outageFor = .seconds(3)
+            $0.faults.seed = 18
+            var auth = EmulatorAuth()
+            auth.tokenUses = count / 8
+            auth.refuseAfter = count * 3 / 4
+            auth.refuseFor = .seconds(2)
+            $0.auth = auth
+        }
+        defer { emulator.stop() }
+        var withToken = pointed
+        withToken.tokenURLOverride = emulator.baseURL + "/oauth/token"
+        let log = fixture.log
+        let summary = try await Runner(manifest: manifest, options: withToken, environment: [:]) { log.record($0) }.run()
+        #expect(summary.stopReason == nil, "stopped: \(summary.stopReason ?? "")")
+        let lines = try #require(fixture.read("r.csv")).split(separator: "\n", omittingEmptySubsequences: false).dropLast()
+        #expect(lines.count == count + 1)
+        var failed = 0
+        for (index, line) in lines.dropFirst().enumerated() {
+            let value = ["4000", "4111", "4222", "4333", "4444"][index % 5]
+            if line.hasPrefix("r\(index),ok,200,") && line.hasSuffix(",,\(value)") { continue }
+            if line.hasPrefix("r\(index),failed,200,") && line.contains("1402 response_invalid_json") && line.hasSuffix(",") {
+                failed += 1
+                continue
+            }
+            Issue.record("row \(index) is \(line)")
+            break
+        }
+        #expect(summary.rows == count && summary.failed == failed && summary.ok == count - failed)
+        #expect(summary.exitCode == (failed > 0 ? .rowsFailed : .ok))
+        #expect(emulator.snapshot.dropped > count / 100 && emulator.snapshot.failed > count / 50 && emulator.snapshot.malformed > 0)
+        #expect(log.all.contains { $0.contains("the endpoint looks down") })
+        #expect(log.all.contains { $0.contains("a freshly renewed access token was refused") })
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import ShowbatchCore
+
+/// Runs `body` in a task that is cancelled before `body` starts, and returns what it returned:
+/// a wait that parks a cancelled task (a cancellation handler that ran before the wait was
+/// registered) would never return, and the time limit would end the test.
+private func inCancelledTask<T: Sendable>(_ body: @escaping @Sendable () async -> T) async -> T {
+    let task = Task { () async -> T in
+        while !Task.isCancelled { await Task.yield() }
+        return await body()
+    }
+    task.cancel()
+    return await task.value
+}
+
+/// Every wait of a run ends when the run is cancelled, also when the task was cancelled before it
+/// reached the wait (SIGTERM at each wait).
+@Suite struct CancellationTests {
+    @Test(.timeLimit(.minutes(1))) func aCancelledAttemptIsNotParkedInAPause() async {
+        let pause = CircuitPause(settings: PauseSettings(minimumFailures: 1, window: 4, maxPause: 600_000), seed: 1)
+        _ = pause.attemptEnded(ordinal: 0, signal: .transient, probe: false)
+        #expect(pause.reason == .outage)
+        let admission = await inCancelledTask { await pause.admit(ordinal: 1) }
+        #expect(admission == .cancelled)
+        pause.shutDown()
+    }
+
+    @Test(.timeLimit(.minutes(1))) func parkedAttemptsGoOnWhenTheRunIsCancelled() async {
+        let pause = CircuitPause(settings: PauseSettings(minimumFailures: 1, window: 4, maxPause: 600_000, firstProbe: 600_000), seed: 1)
+        _ = pause.attemptEnded(ordinal: 0, signal: .transient, probe: false)
+        let waiting = Task { await pause.admit(ordinal: 1) }
+        try? await Task.sleep(for: .milliseconds(50))
+        waiting.cancel()
+        #expect(await waiting.value == .cancelled)
+        pause.shutDown()
+    }
+
+    @Test(.timeLimit(.minutes(1))) func aCancelledTaskDoesNotWaitForTheFeed() async {
+        let empty = BatchQueue<Int>(capacity: 1)
+        await inCancelledTask { await empty.elements() }
+    }
+
+    /// A full writer queue is waited for even by a cancelled run, as the writer drains it (an
+    /// interrupted run still writes every finished row); a queue the writer closed ends the wait.
+    @Test(.timeLimit(.minutes(1))) func handingRowsOverWaitsForTheWriterEvenWhenCancelled() async {
+        let full = BatchQueue<Int>(capacity: 1)
+        full.put([1])
+        let handing = Task { await inCancelledTask { await full.putWhenRoom([2]) } }
+        try? await Task.sleep(for: .milliseconds(30))
+        var batch: [Int] = []
+        #expect(full.take(into: &batch) == .taken && batch == [1])
+        #expect(await handing.value)
+        batch = []
+        #expect(full.take(into: &batch) == .taken && batch == [2])
+        full.put([3])
+        let refused = Task { await full.putWhenRoom([4]) }
+        try? await Task.sleep(for: .milliseconds(30))
+        full.close()
+        #expect(await refused.value == false)
+    }
+
+    @Test(.timeLimit(.minutes(1))) func waitingForTheFeedEndsWithItsItemsOrItsEnd() async {
+        let queue = BatchQueue<Int>()
+        let waiter = Task { await queue.elements() }
+        try? await Task.sleep(for: .milliseconds(20))
+        queue.put([7] as [Int])
+        await waiter.value
+        var batch: [Int] = []
+        #expect(queue.take(into: &batch, wait: false) == .taken && batch == [7])
+        let end = Task { await queue.elements() }
+        try? await Task.sleep(for: .milliseconds(20))
+        queue.finish()
+        await end.value
+    }
+
+    #if DEBUG
+    /// In a debug build, a blocking wait on the curl loop's thread stops the process.
+    @Test func aBlockingWaitOnTheLoopThreadTraps() async {
+        await #expect(processExitsWith: .failure) {
+            NonBlockingThread.markCurrent()
+            BatchQueue<Int>(capacity: 1).put([1])
+        }
+    }
+    #endif
+}

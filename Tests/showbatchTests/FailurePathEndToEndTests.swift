@@ -1,0 +1,100 @@
+import Foundation
+import Synchronization
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A showbatch process whose stdout and stderr the test reads as it likes.
+private final class Child: @unchecked Sendable {
+    let process = Process()
+    let stdout = Pipe()
+    let stderr = Pipe()
+    private let errText = Mutex("")
+
+    init(_ arguments: [String], in directory: String) throws {
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = arguments
+        process.currentDirectoryURL = URL(fileURLWithPath: directory)
+        var environment = ProcessInfo.processInfo.environment
+        environment.removeValue(forKey: "JOB_COMPLETION_INDEX")
+        process.environment = environment
+        process.standardOutput = stdout
+        process.standardError = stderr
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        Thread { [self] in
+            while true {
+                let chunk = stderr.fileHandleForReading.availableData
+                if chunk.isEmpty { return }
+                errText.withLock { $0 += String(decoding: chunk, as: UTF8.self) }
+            }
+        }.start()
+    }
+
+    var errors: String { errText.withLock { $0 } }
+
+    /// Waits (up to 30 s) until stderr holds `text`.
+    func waitForError(_ text: String) async -> Bool {
+        for _ in 0..<3_000 {
+            if errors.contains(text) { return true }
+            if !process.isRunning { return errors.contains(text) }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        return false
+    }
+
+    /// Reads stdout to its end on a thread of its own, then waits for the exit.
+    func finish() async -> (status: Int32, stdout: String) {
+        let out = await withCheckedContinuation { (continuation: CheckedContinuation<Data, Never>) in
+            Thread { [stdout] in continuation.resume(returning: stdout.fileHandleForReading.readDataToEndOfFile()) }.start()
+        }
+        await exited(process)
+        return (process.terminationStatus, String(decoding: out, as: UTF8.self))
+    }
+}
+
+@Suite(.serialized) struct FailurePathEndToEndTests {
+    /// SIGTERM while the run waits for another process's lock on a journal ends it at once with
+    /// 130, not after the wait with "another showbatch run is writing".
+    @Test func sigtermWhileWaitingForAJournalLockExits130() async throws {
+        let work = Workspace(["m.yaml": """
+        vault: tnt1
+        output: {path: out/r.csv}
+        requests: [{name: a, path: /post, payload: {c: tok_sandbox_abc}, labels: {c: json.c}}]
+        """, "out/r.csv.journal": ""])
+        defer { work.remove() }
+        let held = open(work.path + "/out/r.csv.journal", O_RDWR)
+        defer { close(held) }
+        #expect(flock(held, LOCK_EX) == 0)
+        let child = try Child(["run", "m.yaml", "--emulate", "--log-format", "json"], in: work.path)
+        #expect(await child.waitForError("is locked by another process: waiting up to 5 s for it"))
+        kill(child.process.processIdentifier, SIGTERM)
+        let (status, _) = await child.finish()
+        #expect(status == 130)
+        #expect(!child.errors.contains("another showbatch run is writing"))
+        #expect(!work.exists("out/r.csv") && !work.exists("out/r.csv.partial"))
+    }
+
+    /// Rows to standard output read by a slow reader (nothing read for 3 s): the writer waits,
+    /// the curl loop does not, so no request in flight runs into its 1 s timeout.
+    @Test func aSlowReaderOfStandardOutputTimesNoRequestOut() async throws {
+        let rows = "id\n" + (0..<20_000).map(String.init).joined(separator: "\n") + "\n"
+        let work = Workspace(["m.yaml": """
+        vault: tnt1
+        concurrency: 16
+        timeout: 1s
+        retry: {attempts: 1}
+        emulator: {latency: 1ms}
+        requests: [{name: "r${row.id}", each: {csv: d.csv}, path: /p, labels: {p: path}}]
+        """, "d.csv": rows])
+        defer { work.remove() }
+        let child = try Child(["run", "m.yaml", "--emulate", "--output", "-"], in: work.path)
+        try await Task.sleep(for: .seconds(3))
+        let (status, out) = await child.finish()
+        #expect(status == 0, "\(child.errors)")
+        let lines = out.split(separator: "\n")
+        #expect(lines.count == 20_001)
+        #expect(!out.contains("1502 timeout"))
+    }
+}
