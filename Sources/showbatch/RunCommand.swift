@@ -85,6 +85,7 @@ enum RunCommand {
             let count = error.diagnostics.count
             return finish(error.exitCode, error: "the manifest has \(count) problem\(count == 1 ? "" : "s")")
         }
+        for warning in manifest.warnings { printer.handle(.warning(warning.line)) }
         var options = arguments.options
         options.runID = runID
         for (flag, path) in sideFiles { options.sideFiles[flag] = path }

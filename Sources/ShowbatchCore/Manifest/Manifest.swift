@@ -56,6 +56,9 @@ public struct Manifest: Sendable {
     package var requests: [RequestSpec] = []
     /// A hash of the manifest's bytes, for telling journals apart.
     package var contentHash: UInt64 = 0
+    /// What is valid but likely not meant, positioned like errors; `validate` prints them and
+    /// `run` logs them before sending.
+    public var warnings: [ManifestWarning] = []
 
     /// Whether the run asks VGS if the custom hostname is activated: `hostname_check`, and only
     /// for https's own port, since the activation VGS records is for a CNAME on 443; a hostname
