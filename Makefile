@@ -1,15 +1,30 @@
 # The two commands of the README: `make demo` and `make test`.
 # Both install the C libraries the package links (Debian -dev packages: libyaml-dev,
-# libcurl4-openssl-dev, zlib1g-dev) when missing.
+# libcurl4-openssl-dev, zlib1g-dev) when missing; `make test` also installs Debian's
+# prometheus-pushgateway, which the --metrics-push tests run on a loopback port of their own.
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: deps demo test build release
+.PHONY: deps test-deps demo test build release
 
 deps:
 	@pkg-config --exists yaml-0.1 libcurl zlib 2>/dev/null || { \
 		echo "installing libyaml-dev, libcurl4-openssl-dev and zlib1g-dev (the C libraries showbatch links)"; \
 		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq libyaml-dev libcurl4-openssl-dev zlib1g-dev pkg-config; }
+
+# Installing the package enables and starts its system service (port 9091, a persistence file
+# under /var/lib). The tests never use it, so when this target installed the package it stops the
+# service and keeps it from starting at boot: nothing is left running on the machine's behalf.
+test-deps: deps
+	@[ -x /usr/bin/prometheus-pushgateway ] || { \
+		echo "installing prometheus-pushgateway (the --metrics-push tests start their own on a loopback port)"; \
+		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends prometheus-pushgateway && \
+		if [ -d /run/systemd/system ]; then \
+			$(SUDO) systemctl disable --now prometheus-pushgateway.service >/dev/null 2>&1 || true; \
+		else \
+			$(SUDO) invoke-rc.d prometheus-pushgateway stop >/dev/null 2>&1 || true; \
+			$(SUDO) update-rc.d prometheus-pushgateway disable >/dev/null 2>&1 || true; \
+		fi; }
 
 build: deps
 	swift build
@@ -21,7 +36,7 @@ release: deps
 demo: deps
 	swift run showbatch run samples/nightly-card-export.yaml --emulate --output -
 
-test: deps
+test: test-deps
 	swift build
 	swift test --disable-xctest
 

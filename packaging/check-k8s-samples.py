@@ -140,9 +140,29 @@ codes = {}
 for rule in sj["podFailurePolicy"]["rules"]:
     for v in rule.get("onExitCodes", {}).get("values", []):
         codes[v] = rule["action"]
-check(codes.get(2) == "FailJob", f"exit 2 -> {codes.get(2)}")
-check(codes.get(1) in {"FailIndex", "FailJob"}, f"exit 1 -> {codes.get(1)} (not retried)")
-check(codes.get(3) == "Count" and codes.get(130) == "Count", f"exit 3 -> {codes.get(3)}, 130 -> {codes.get(130)} (retried)")
+# Each exit code of showbatch run has a rule that treats it deliberately (README, "The command line").
+expected_run = {
+    1: ({"FailIndex", "FailJob"}, "rows failed, the file is written: a retry would reveal the shard again"),
+    2: ({"FailJob"}, "fix the manifest: every shard fails the same way"),
+    3: ({"Count"}, "runtime failure: retried, resuming from the journal"),
+    4: ({"Count"}, "the endpoint or the credentials: retried with the Job's backoff, resuming from the journal"),
+    130: ({"Count"}, "interrupted: retried, resuming from the journal"),
+}
+for code, (actions, why) in expected_run.items():
+    check(codes.get(code) in actions, f"showbatch-shards: exit {code} -> {codes.get(code)} ({why})")
+check(set(codes) == set(expected_run), f"showbatch-shards: the rules name exactly exits {sorted(expected_run)} (have {sorted(codes)})")
+
+merge_codes = {}
+for rule in merge_cj["spec"]["jobTemplate"]["spec"]["podFailurePolicy"]["rules"]:
+    oec = rule.get("onExitCodes", {})
+    if oec.get("containerName") == "merge":
+        for v in oec.get("values", []):
+            merge_codes[v] = rule["action"]
+# merge sends nothing, so it never exits 1 or 4.
+expected_merge = {2: "FailJob", 3: "Count", 130: "Count"}
+for code, action in expected_merge.items():
+    check(merge_codes.get(code) == action, f"showbatch-merge: exit {code} -> {merge_codes.get(code)} (expected {action})")
+check(set(merge_codes) == set(expected_merge), f"showbatch-merge: the rules name exactly exits {sorted(expected_merge)} (have {sorted(merge_codes)})")
 
 mpod = merge_cj["spec"]["jobTemplate"]["spec"]["template"]["spec"]
 margs = mpod["containers"][0]["args"]

@@ -24,6 +24,8 @@ struct RunArguments: Equatable {
     var metrics: String?
     /// `--report PATH`: the summary as one JSON document, written when the run ends.
     var report: String?
+    /// `--metrics-push URL`: a Prometheus Pushgateway the metrics are pushed to when the run ends.
+    var metricsPush: String?
     /// `--progress-every D`: how often JSON logs carry a progress event.
     var progressEvery: Duration = .seconds(10)
 }
@@ -111,6 +113,10 @@ enum ArgumentParser {
         },
         Flag("--metrics", "PATH", "write a Prometheus text file (node_exporter textfile) when the run ends") { $0.metrics = $1 },
         Flag("--report", "PATH", "write the run's summary as one JSON document when the run ends") { $0.report = $1 },
+        Flag("--metrics-push", "URL", "push the metrics to a Prometheus Pushgateway when the run ends (job showbatch)") { (arguments, text) throws(UsageError) in
+            if let problem = MetricsPush.problem(with: text) { throw UsageError(message: problem, command: "run") }
+            arguments.metricsPush = text
+        },
         Flag("--quiet", "print only errors") { $0.options.quiet = true },
         Flag("--verbose", "print a line per attempt: method, URL, status, duration") { $0.options.verbose = true },
         Flag("--transport", "curl|urlsession", "HTTP client (default: manifest, else curl)") { (arguments, text) throws(UsageError) in

@@ -42,8 +42,11 @@ enum CLI {
             do {
                 let manifest = try ManifestLoader.load(path: path)
                 keptUntilExit.append(manifest)
-                let count = manifest.requests.count
-                Console.out("\(TerminalText.escaped(path)): ok (\(count) request\(count == 1 ? "" : "s"))\n")
+                // Warnings are not problems: the manifest is valid and the exit code stays 0.
+                for warning in manifest.warnings { Console.err(TerminalText.escapedLines(warning.description) + "\n") }
+                let count = manifest.requests.count, warned = manifest.warnings.count
+                let warnings = warned == 0 ? "" : ", \(warned) warning\(warned == 1 ? "" : "s")"
+                Console.out("\(TerminalText.escaped(path)): ok (\(count) request\(count == 1 ? "" : "s")\(warnings))\n")
             } catch {
                 failed = true
                 Console.err(TerminalText.escapedLines(error.description) + "\n")

@@ -4,7 +4,7 @@ import ShowbatchEmulator
 import Synchronization
 
 /// `showbatch run`: load, optionally start the emulator, run, print the summary, map the exit code,
-/// and write `--metrics` and `--report` however the run ended.
+/// and write `--metrics` and `--report` (and push `--metrics-push`) however the run ended.
 enum RunCommand {
     /// Where the command is, for a signal: before the run exists nothing has been sent or opened,
     /// so the process can end at once; once it runs, the run is cancelled and winds down.
@@ -19,22 +19,30 @@ enum RunCommand {
         let phase = Mutex(Phase.starting)
         let printer = EventPrinter(format: arguments.options.logFormat, progress: false, quiet: arguments.options.quiet,
                                    verbose: arguments.options.verbose, runID: runID, progressEvery: arguments.progressEvery)
-        /// Writes the metrics and the report for a run that ended with `code`; a file that cannot
-        /// be written is an error of its own (exit 3) when the run itself went well.
-        @Sendable func finish(_ code: ExitCode, summary: RunSummary? = nil, error: String? = nil, shard: Shard? = nil) -> ExitCode {
-            guard arguments.metrics != nil || arguments.report != nil else { return code }
+        /// Writes the metrics and the report, and pushes the metrics, for a run that ended with
+        /// `code` (`files: false` when a refused path is the error: only the push is made); one
+        /// that fails is an error of its own (exit 3) when the run itself went well.
+        @Sendable func finish(_ code: ExitCode, summary: RunSummary? = nil, error: String? = nil, shard: Shard? = nil,
+                              files: Bool = true) -> ExitCode {
+            guard arguments.metrics != nil || arguments.report != nil || arguments.metricsPush != nil else { return code }
             let report = RunReport(runID: runID, manifest: arguments.manifest, shard: shard.map { "\($0.index)/\($0.count)" },
                                    started: started, ended: Date(), exitCode: code, summary: summary, error: error)
             var result = code
             // Each on its own: a metrics file that cannot be written does not cost the report.
             do {
-                if let path = arguments.metrics { try report.writeMetrics(to: path) }
+                if files, let path = arguments.metrics { try report.writeMetrics(to: path) }
             } catch {
                 printer.error(error.description)
                 if code == .ok || code == .rowsFailed { result = .runtime }
             }
             do {
-                if let path = arguments.report { try report.writeReport(to: path) }
+                if files, let path = arguments.report { try report.writeReport(to: path) }
+            } catch {
+                printer.error(error.description)
+                if code == .ok || code == .rowsFailed { result = .runtime }
+            }
+            do {
+                if let url = arguments.metricsPush { try report.pushMetrics(to: url) }
             } catch {
                 printer.error(error.description)
                 if code == .ok || code == .rowsFailed { result = .runtime }
@@ -73,7 +81,7 @@ enum RunCommand {
             if let problem {
                 let usage = UsageError(message: problem, command: "run")
                 printer.invalid(usage.description)
-                return usage.exitCode
+                return finish(usage.exitCode, error: problem, files: false)
             }
         }
         let environment = ProcessInfo.processInfo.environment
@@ -85,6 +93,7 @@ enum RunCommand {
             let count = error.diagnostics.count
             return finish(error.exitCode, error: "the manifest has \(count) problem\(count == 1 ? "" : "s")")
         }
+        for warning in manifest.warnings { printer.handle(.warning(warning.line)) }
         var options = arguments.options
         options.runID = runID
         for (flag, path) in sideFiles { options.sideFiles[flag] = path }
@@ -140,7 +149,7 @@ enum RunCommand {
             case .usage(let message):
                 live.invalid(UsageError(message: message, command: "run").description)
                 // A refused --metrics or --report path is not written to.
-                if sideFiles.contains(where: { message.hasPrefix($0.0 + " ") }) { return .usage }
+                if sideFiles.contains(where: { message.hasPrefix($0.0 + " ") }) { return finish(.usage, error: message, shard: options.shard, files: false) }
                 return finish(.usage, error: message, shard: options.shard)
             case .manifest(let diagnostic):
                 live.invalid(diagnostic.description, diagnostics: [diagnostic])

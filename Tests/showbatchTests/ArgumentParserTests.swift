@@ -140,3 +140,47 @@ import Testing
         #expect(summary.exitCode.rawValue == 130)
     }
 }
+
+/// `--metrics-push URL`: an http(s) address of a Pushgateway, refused at parsing when it is not one
+/// or when it could carry a secret (which is then not quoted).
+@Suite struct MetricsPushFlagTests {
+    @Test(arguments: ["http://pushgateway:9091", "https://metrics.example.com/pushgateway/", "HTTP://127.0.0.1:9091", "http://[::1]:9091"])
+    func pushgatewayAddressesAreTaken(url: String) throws {
+        guard case .run(let run) = try ArgumentParser.parse(["run", "m.yaml", "--metrics-push", url]) else {
+            Issue.record("expected run")
+            return
+        }
+        #expect(run.metricsPush == url)
+    }
+
+    @Test(arguments: [
+        ("http://user:sk_pass_1@gw:9091", "--metrics-push must not hold a user or password (what is in a URL ends up in logs and process lists): give the Pushgateway's address only, such as http://pushgateway:9091"),
+        ("ftp://user@gw", "--metrics-push must not hold a user or password (what is in a URL ends up in logs and process lists): give the Pushgateway's address only, such as http://pushgateway:9091"),
+        ("http://gw:9091/?token=sk_token_1", "--metrics-push must not have a query or fragment: give the Pushgateway's address only, such as http://pushgateway:9091"),
+        ("http://gw:9091/#x", "--metrics-push must not have a query or fragment: give the Pushgateway's address only, such as http://pushgateway:9091"),
+        ("ftp://gw", "--metrics-push must be an http:// or https:// URL, such as http://pushgateway:9091; got \"ftp://gw\""),
+        ("gw:9091", "--metrics-push must be an http:// or https:// URL, such as http://pushgateway:9091; got \"gw:9091\""),
+        ("http://gw:0", "--metrics-push has an invalid port, such as http://pushgateway:9091; got \"http://gw:0\""),
+        ("http://gw:push", "--metrics-push has an invalid port, such as http://pushgateway:9091; got \"http://gw:push\""),
+        ("http:///metrics", "--metrics-push needs a host, such as http://pushgateway:9091; got \"http:///metrics\""),
+        ("http://gw 9091", "--metrics-push must be a URL without spaces or control characters, such as http://pushgateway:9091; got \"http://gw 9091\""),
+    ])
+    func otherURLsAreUsageErrors(url: String, message: String) {
+        #expect(throws: UsageError(message: message, command: "run")) { try ArgumentParser.parse(["run", "m.yaml", "--metrics-push", url]) }
+        #expect(!message.contains("sk_"))
+    }
+
+    /// The group's address: job, then the manifest and shard labels, each plain when it is URL-safe
+    /// and in the Pushgateway's base64 form when not.
+    @Test(arguments: [
+        ("http://gw:9091", "m.yaml", nil, "http://gw:9091/metrics/job/showbatch/manifest/m.yaml/shard@base64/="),
+        ("http://gw:9091//", "/config/manifest.yaml", "0/4",
+         "http://gw:9091/metrics/job/showbatch/manifest@base64/L2NvbmZpZy9tYW5pZmVzdC55YW1s/shard@base64/MC80"),
+        ("https://h/prefix/", "..", "1/2", "https://h/prefix/metrics/job/showbatch/manifest@base64/Li4/shard@base64/MS8y"),
+        ("http://gw", "nächtlich.yaml", nil, "http://gw/metrics/job/showbatch/manifest@base64/bsOkY2h0bGljaC55YW1s/shard@base64/="),
+        ("http://gw", "a?b>", nil, "http://gw/metrics/job/showbatch/manifest@base64/YT9iPg/shard@base64/="),
+    ] as [(String, String, String?, String)])
+    func groupURLs(base: String, manifest: String, shard: String?, expected: String) {
+        #expect(MetricsPush.groupURL(base: base, manifest: manifest, shard: shard) == expected)
+    }
+}

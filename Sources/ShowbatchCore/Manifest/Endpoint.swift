@@ -47,13 +47,22 @@ package enum Endpoint {
         case empty, httpScheme, port, invalid
     }
 
-    /// Normalises a custom hostname to a bare lower-case host (SPEC 2.2).
+    /// Normalises a custom hostname to a lower-case host, with `:PORT` when it names a port other
+    /// than https's 443 (a staging proxy on another port); `:443` is the same as no port.
     package static func normalizeHostname(_ raw: String) throws(HostnameProblem) -> String {
         var text = Substring(raw.trimmingCharacters(in: .whitespaces))
         if text.lowercased().hasPrefix("http://") { throw .httpScheme }
         if text.lowercased().hasPrefix("https://") { text = text.dropFirst(8) }
         if let cut = text.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) { text = text[..<cut] }
-        if text.contains(":") { throw .port }
+        var port: Int?
+        if let colon = text.lastIndex(of: ":") {
+            let digits = text[text.index(after: colon)...]
+            // At most five digits: the range check below cannot overflow.
+            guard !digits.isEmpty, digits.count <= 5, digits.utf8.allSatisfy({ (0x30...0x39).contains($0) }),
+                  let number = Int(digits), (1...65535).contains(number) else { throw .port }
+            port = number == 443 ? nil : number
+            text = text[..<colon]
+        }
         let host = text.lowercased()
         if host.isEmpty { throw .empty }
         let labels = host.split(separator: ".", omittingEmptySubsequences: false)
@@ -63,7 +72,13 @@ package enum Endpoint {
                 throw .invalid
             }
         }
-        return host
+        return port.map { "\(host):\($0)" } ?? host
+    }
+
+    /// The port of a normalised hostname, when it has one (never 443).
+    package static func port(ofHostname hostname: String) -> Int? {
+        guard let colon = hostname.lastIndex(of: ":") else { return nil }
+        return Int(hostname[hostname.index(after: colon)...])
     }
 
     /// The request URL: base URL, one `/`, then the path without its leading slashes.

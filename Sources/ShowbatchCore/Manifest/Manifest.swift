@@ -17,9 +17,11 @@ public struct Manifest: Sendable {
     public var dataRegion: String?
     /// The route id (Android SDK `routeId`).
     public var routeID: String?
-    /// The normalised custom hostname.
+    /// The normalised custom hostname: a lower-case host, with `:PORT` when a port other than 443
+    /// was given.
     public var hostname: String?
-    /// Whether the custom hostname's activation is checked before use.
+    /// Whether the custom hostname's activation is checked before use (never for a hostname with
+    /// a port: see `hostnameIsChecked`).
     public var hostnameCheck = true
     /// Local satellite port: requests go to `http://localhost:PORT`.
     public var satellitePort: Int?
@@ -54,8 +56,18 @@ public struct Manifest: Sendable {
     package var requests: [RequestSpec] = []
     /// A hash of the manifest's bytes, for telling journals apart.
     package var contentHash: UInt64 = 0
+    /// What is valid but likely not meant, positioned like errors; `validate` prints them and
+    /// `run` logs them before sending.
+    public var warnings: [ManifestWarning] = []
 
-    /// The vault URL of SPEC 2.1 (or the satellite URL).
+    /// Whether the run asks VGS if the custom hostname is activated: `hostname_check`, and only
+    /// for https's own port, since the activation VGS records is for a CNAME on 443; a hostname
+    /// with another port (a staging proxy) is used as given.
+    public var hostnameIsChecked: Bool {
+        hostnameCheck && hostname.map { Endpoint.port(ofHostname: $0) == nil } == true
+    }
+
+        /// The vault URL of SPEC 2.1 (or the satellite URL).
     public var vaultURL: String {
         if let satellitePort { return "http://localhost:\(satellitePort)" }
         return Endpoint.vaultURL(vault: vault, environment: environment, dataRegion: dataRegion, routeID: routeID)

@@ -49,10 +49,11 @@ public enum ManifestLoader {
             decoder.contentHash = hash
             if let list { decoder.predecoded = (list, requests, items, problems) }
         }
-        let manifest = decoder.decode(root)
+        var manifest = decoder.decode(root)
         if !decoder.problems.isEmpty {
             throw ManifestError(decoder.diagnostics(root))
         }
+        manifest.warnings = decoder.renderedWarnings(root)
         return manifest
     }
 }

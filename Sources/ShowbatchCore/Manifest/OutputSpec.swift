@@ -44,6 +44,8 @@ public struct OutputSpec: Sendable, Equatable {
     public var compress: Bool?
     /// Where each item of `columns` is in the manifest, for errors found once the labels are known.
     package var columnMarks: [Mark] = []
+    /// Where the `columns` key is, for the warning about failed rows written blank.
+    package var columnsKeyMark: Mark?
 
     /// Creates an output spec.
     public init(path: String, format: OutputFormat? = nil, escapeFormulas: Bool = false) {

@@ -32,6 +32,9 @@ extension Manifest {
                     hasher.add("mask", mask.symbol.map(String.init) ?? "")
                     for range in mask.ranges { hasher.add(String(range.start ?? -1), String(range.end ?? -1)) }
                 }
+                if let expect = label.expect {
+                    hasher.add("expect", expect.pattern?.pattern ?? "", expect.luhn ? "luhn" : "")
+                }
                 if let file = label.file {
                     hasher.add("file", file.decode.rawValue, String(file.maxBytes ?? 0))
                     hasher.add(file.template.source)

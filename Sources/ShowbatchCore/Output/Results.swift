@@ -53,7 +53,7 @@ public enum RowStatus: String, Sendable {
 public struct RowError: Sendable, Equatable {
     /// The code.
     public var code: ErrorCode
-    /// The label it concerns, for 1403 to 1406.
+    /// The label it concerns, for 1403 to 1407.
     public var label: String?
     /// A message that names paths and statuses, never values.
     public var message: String
@@ -83,6 +83,8 @@ public enum ErrorCode: Int, Sendable, CaseIterable {
     /// folder, through a link, over something that is not a regular file, over an input or a
     /// file of an output).
     case fileRefused = 1406
+    /// A label's value is not what its `expect` says (a pattern, the Luhn check): the row fails.
+    case unexpectedValue = 1407
     case invalidConfigurationURL = 1480
     case invalidRow = 1490
     case rateLimited = 1429
@@ -100,6 +102,7 @@ public enum ErrorCode: Int, Sendable, CaseIterable {
         case .invalidBase64: return "invalid_base64"
         case .valueTooLarge: return "value_too_large"
         case .fileRefused: return "file_refused"
+        case .unexpectedValue: return "unexpected_value"
         case .invalidConfigurationURL: return "invalid_configuration_url"
         case .invalidRow: return "invalid_row"
         case .rateLimited: return "rate_limited"

@@ -30,6 +30,7 @@ package enum Reveal {
             return (row, [])
         }
         var missing = 0
+        var unexpected = false
         for (index, binding) in labels.enumerated() {
             guard let value = values[index], value != .null else {
                 missing += 1
@@ -69,7 +70,20 @@ package enum Reveal {
             case .bool(let flag): text = flag ? "true" : "false"
             default: text = value.compactText
             }
-            row.labels[index].value = binding.format(text)
+            switch binding.checkedFormat(text) {
+            case .success(let formatted):
+                row.labels[index].value = formatted
+            case .failure(let failure):
+                // The value is not what the label expects (an alias the proxy did not know comes
+                // back unchanged): the row fails, and the value is neither written nor quoted.
+                unexpected = true
+                row.errors.append(RowError(code: .unexpectedValue, label: binding.name,
+                                           message: "label \(binding.name): the value \(failure.check)"))
+            }
+        }
+        if unexpected {
+            row.status = .failed
+            return (row, [])
         }
         row.status = missing == 0 ? .ok : .partial
         return (row, pending)

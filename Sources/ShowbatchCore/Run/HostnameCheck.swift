@@ -15,6 +15,10 @@ extension Runner {
         if let override = options.baseURLOverride { return .url(override) }
         guard let hostname = manifest.hostname, manifest.satellitePort == nil else { return .url(manifest.vaultURL) }
         guard manifest.hostnameCheck else { return .url("https://\(hostname)") }
+        guard manifest.hostnameIsChecked else {
+            events(.note("hostname \(hostname) names a port other than 443, so its CNAME activation is not checked: requests go to https://\(hostname)"))
+            return .url("https://\(hostname)")
+        }
         let checkURL = Endpoint.hostnameCheckURL(checkBase: environment["SHOWBATCH_HOSTNAME_CHECK_URL"], host: hostname, vault: manifest.vault)
         let request = PreparedRequest(name: "hostname-check", method: .get, url: checkURL, headers: [], body: nil)
         let timeout = min(options.timeout ?? manifest.timeout, .seconds(30))

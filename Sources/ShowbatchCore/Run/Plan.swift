@@ -42,9 +42,13 @@ public struct Plan: Sendable {
     public init(manifest: Manifest) {
         if let hostname = manifest.hostname {
             baseURL = "https://\(hostname)"
-            hostnameNote = manifest.hostnameCheck
-                ? "hostname \(hostname) is checked at run time; if it is not activated, requests go to \(manifest.vaultURL)"
-                : "hostname \(hostname) is used as given (hostname_check: false)"
+            if manifest.hostnameIsChecked {
+                hostnameNote = "hostname \(hostname) is checked at run time; if it is not activated, requests go to \(manifest.vaultURL)"
+            } else if manifest.hostnameCheck {
+                hostnameNote = "hostname \(hostname) is used as given (its CNAME activation is checked only on port 443)"
+            } else {
+                hostnameNote = "hostname \(hostname) is used as given (hostname_check: false)"
+            }
         } else {
             baseURL = manifest.vaultURL
         }

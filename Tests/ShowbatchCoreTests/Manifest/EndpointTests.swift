@@ -42,8 +42,21 @@ import Testing
         #expect(host == "h.io" || host == "www.h.io")
     }
 
-    @Test(arguments: [("http://h.io", Endpoint.HostnameProblem.httpScheme), ("h.io:8443", .port),
-                      ("https://h.io:443/x", .port), ("", .empty), ("h..io", .invalid), ("h_io.com", .invalid)])
+    /// A staging proxy on another port: `host:port`, where `:443` is https's own and dropped.
+    @Test(arguments: [
+        ("h.io:8443", "h.io:8443"), ("https://Staging.H.io:8443/reveal?x=1", "staging.h.io:8443"), ("h.io:1", "h.io:1"),
+        ("h.io:65535", "h.io:65535"), ("https://h.io:443/x", "h.io"), ("h.io:443", "h.io"), ("h.io:08443", "h.io:8443"),
+        ("127.0.0.1:9443", "127.0.0.1:9443"),
+    ])
+    func hostnamesWithAPort(raw: String, expected: String) throws {
+        #expect(try Endpoint.normalizeHostname(raw) == expected)
+        #expect(Endpoint.port(ofHostname: expected) == (expected.contains(":") ? Int(expected.split(separator: ":")[1]) : nil))
+    }
+
+    @Test(arguments: [("http://h.io", Endpoint.HostnameProblem.httpScheme), ("http://h.io:8443", .httpScheme), ("h.io:0", .port),
+                      ("h.io:65536", .port), ("h.io:", .port), ("h.io:https", .port), ("h.io:-1", .port), ("h.io:+80", .port),
+                      ("h.io:1234567", .port), ("h.io: 80", .port), ("h.io:8443:1", .invalid), (":8443", .empty),
+                      ("", .empty), ("h..io", .invalid), ("h_io.com", .invalid), ("[::1]:8443", .invalid)])
     func badHostnames(raw: String, problem: Endpoint.HostnameProblem) {
         #expect(throws: problem) { try Endpoint.normalizeHostname(raw) }
     }

@@ -11,7 +11,8 @@ import Testing
         ("retry", ["attempts", "backoff", "max_backoff", "on"]),
         ("output", ["path", "format", "columns", "rejects", "compress", "reject_partial", "csv"]),
         ("output.csv", ["delimiter", "line_ending", "header", "quote", "escape_formulas"]),
-        ("requests[].labels.<name>", ["path", "transform", "mask", "decode", "file", "max_bytes"]),
+        ("requests[].labels.<name>", ["path", "transform", "mask", "decode", "file", "max_bytes", "expect"]),
+        ("requests[].labels.<name>.expect", ["pattern", "luhn"]),
         ("requests[].labels.<name>.transform", ["regex", "template"]),
         ("requests[].each", ["csv", "jsonl"]),
     ])
@@ -66,6 +67,7 @@ import Testing
             "requests[].method": request.method.rawValue.lowercased(),
             "requests[].labels.<name>.mask.ranges": mask.ranges.isEmpty ? "everything" : "\(mask.ranges)",
             "requests[].labels.<name>.mask.symbol": mask.symbol.map(String.init) ?? "",
+            "requests[].labels.<name>.expect.luhn": String(LabelExpectation().luhn),
             "hostname_fallback": String(manifest.hostnameFallback),
             "circuit.failed_rows": String(manifest.circuit.failedRows),
             "circuit.outage_after": String(manifest.circuit.outageAfter),

@@ -86,4 +86,47 @@ import Testing
             "warning: hostname reveal.example.com is not activated for vault tnt1 (the answer does not name it); using \(Self.vaultURL)",
         ])
     }
+
+    /// `hostname: host:port` (a staging proxy on another port): requests go to https://host:port
+    /// and no CNAME check is made, even unattended and with a check URL that cannot answer (which
+    /// would stop such a run if it were asked). Against a TLS server on 127.0.0.1.
+    @Test func aHostnameWithAPortIsUsedWithoutTheCheck() async throws {
+        let tls = try TLSFixture()
+        defer { tls.remove() }
+        let server = try tls.server("server")
+        defer { server.stop() }
+        let closed = ClosedPort()
+        defer { closed.release() }
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let manifest = try fixture.manifest("""
+        vault: tnt1
+        hostname: https://127.0.0.1:\(server.port)/ignored
+        tls: {ca_file: \(tls.path("ca.pem"))}
+        output: {path: r.csv}
+        requests: [{name: a, path: /post, payload: {card: card-a}, labels: {card: json.card}}]
+        """)
+        #expect(manifest.hostname == "127.0.0.1:\(server.port)")
+        #expect(manifest.hostnameCheck && !manifest.hostnameIsChecked)
+        #expect(Plan(manifest: manifest).baseURL == "https://127.0.0.1:\(server.port)")
+        #expect(Plan(manifest: manifest).hostnameNote == "hostname 127.0.0.1:\(server.port) is used as given (its CNAME activation is checked only on port 443)")
+        var options = RunOptions()
+        options.progress = .never
+        options.verbose = true
+        let log = fixture.log
+        let runner = Runner(manifest: manifest, options: options, environment: ["SHOWBATCH_HOSTNAME_CHECK_URL": "http://127.0.0.1:\(closed.port)"]) { log.record($0) }
+        let summary = try await runner.run()
+        #expect(summary.ok == 1 && summary.stopReason == nil)
+        #expect(fixture.read("r.csv") == "request,status,http_status,attempts,error,card\na,ok,200,1,,card-a\n")
+        #expect(log.notes.contains("note: hostname 127.0.0.1:\(server.port) names a port other than 443, so its CNAME activation is not checked: requests go to https://127.0.0.1:\(server.port)"))
+        // The one attempt is the request's: none went to the check.
+        #expect(log.all.filter { $0.hasPrefix("attempt:") }.map { $0.replacingOccurrences(of: "\(server.port)", with: "PORT") } == ["attempt: POST https://127.0.0.1:PORT/post 200 a #1"])
+    }
+
+    /// `:443` is https's own port: the hostname is checked as without one.
+    @Test func port443IsTheDefault() throws {
+        let manifest = try loadManifest("vault: tnt1\nhostname: reveal.example.com:443\nrequests: [{name: a, path: /p}]\n")
+        #expect(manifest.hostname == "reveal.example.com" && manifest.hostnameIsChecked)
+        #expect(Plan(manifest: manifest).baseURL == "https://reveal.example.com")
+    }
 }

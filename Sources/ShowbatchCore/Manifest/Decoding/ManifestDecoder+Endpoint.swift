@@ -46,7 +46,7 @@ extension ManifestDecoder {
             } catch {
                 switch error {
                 case .httpScheme: problem(node.mark, "hostname \"\(raw)\" uses http; only https is supported")
-                case .port: problem(node.mark, "hostname \"\(raw)\" has a port; only the default https port is supported")
+                case .port: problem(node.mark, "hostname \"\(raw)\" has an invalid port; expected HOST or HOST:PORT with a port from 1 to 65535")
                 case .empty, .invalid: problem(node.mark, "hostname \"\(raw)\" is not a valid host name")
                 }
             }

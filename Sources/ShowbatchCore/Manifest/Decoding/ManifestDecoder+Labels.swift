@@ -80,7 +80,48 @@ extension ManifestDecoder {
         }
         if let maskNode = map["mask"] { binding.mask = mask(maskNode, what()) }
         labelFile(map, node, into: &binding, what())
+        if let expectNode = map["expect"] {
+            if binding.file != nil || map["decode"] != nil {
+                problem(expectNode.mark, "\(what()) is written to a file, so it cannot have expect (its value is bytes, not text)")
+            } else {
+                binding.expect = expectation(expectNode, what())
+            }
+        }
         return binding
+    }
+
+    /// A label's `expect`: `pattern` (the whole value must match it) and `luhn`.
+    mutating func expectation(_ node: Node, _ what: @autoclosure () -> String) -> LabelExpectation? {
+        guard let map = fields(node, "\(what()) expect", known: Self.expectKeys) else { return nil }
+        // Only for an empty mapping: unknown keys have errors of their own.
+        if map.pairs.isEmpty {
+            problem(node.mark, "\(what()) expect needs pattern, luhn or both")
+            return nil
+        }
+        var expectation = LabelExpectation()
+        var valid = true
+        if let patternNode = map["pattern"] {
+            expectation.pattern = expectedPattern(patternNode, what())
+            if expectation.pattern == nil { valid = false }
+        }
+        if let luhnNode = map["luhn"] {
+            if let luhn = bool(luhnNode, "\(what()) expect luhn") { expectation.luhn = luhn } else { valid = false }
+        }
+        return valid ? expectation : nil
+    }
+
+    private mutating func expectedPattern(_ node: Node, _ what: String) -> ExpectedPattern? {
+        guard let pattern = text(node, "\(what) expect pattern") else { return nil }
+        if pattern.isEmpty {
+            problem(node.mark, "\(what) expect pattern is empty; give a regular expression the whole value must match")
+            return nil
+        }
+        do {
+            return try ExpectedPattern(pattern: pattern)
+        } catch {
+            problem(node.mark, "\(what): \(error.message)")
+            return nil
+        }
     }
 
     mutating func mask(_ node: Node, _ what: @autoclosure () -> String) -> Mask? {

@@ -164,6 +164,7 @@ extension ManifestDecoder {
     static let labelKeys = ManifestReference.keys(under: "requests[].labels.<name>")
     static let transformKeys = ManifestReference.keys(under: "requests[].labels.<name>.transform")
     static let maskKeys = ManifestReference.keys(under: "requests[].labels.<name>.mask")
+    static let expectKeys = ManifestReference.keys(under: "requests[].labels.<name>.expect")
 
     mutating func emulator(_ node: Node) -> EmulatorSpec? {
         guard let map = fields(node, "emulator", known: Self.emulatorKeys) else { return nil }

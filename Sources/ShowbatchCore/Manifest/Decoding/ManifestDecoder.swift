@@ -9,6 +9,8 @@ struct ManifestDecoder {
     /// Problems found, rendered only at the end: most manifests have none, and rendering needs
     /// the spans of every secret, which a valid manifest never has to find.
     var problems: [(mark: Mark, message: String)] = []
+    /// What is valid but likely not meant (a manifest with only warnings loads).
+    var warnings: [(mark: Mark, message: String)] = []
     /// Requests already decoded while parsing, one per item of `list`.
     var predecoded: (list: Node, requests: [RequestSpec], items: Int, problems: [(mark: Mark, message: String)])?
     /// The hash of the manifest's bytes, when it was computed ahead.

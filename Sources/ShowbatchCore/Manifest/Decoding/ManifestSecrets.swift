@@ -192,4 +192,10 @@ extension ManifestDecoder {
     func diagnostics(_ root: Node) -> [Diagnostic] {
         ManifestSecrets(root: root).diagnostics(problems, source: source)
     }
+
+    /// The warnings, rendered as problems are.
+    func renderedWarnings(_ root: Node) -> [ManifestWarning] {
+        guard !warnings.isEmpty else { return [] }
+        return ManifestSecrets(root: root).diagnostics(warnings, source: source).map(ManifestWarning.init)
+    }
 }

@@ -1,0 +1,198 @@
+import Foundation
+internal import CCurl
+
+/// `--metrics-push URL`: the `--metrics` text, pushed to a Prometheus Pushgateway when the run ends,
+/// where a batch job's metrics go when no node_exporter reads a file for it.
+///
+/// The group is `job="showbatch"` with the metrics' own `manifest` and `shard` labels (an unsharded
+/// run's shard is empty, which Prometheus reads as no label), so the pushed series are the
+/// `--metrics` series, and the shards of one Indexed Job do not replace each other's.
+public enum MetricsPush {
+    /// The `job` label of every push.
+    public static let job = "showbatch"
+    /// How long one request may take, and how many are made before the push is given up.
+    static let timeout: Duration = .seconds(3)
+    static let attempts = 3
+
+    /// Why `url` cannot be used as a Pushgateway's address, or nil. A URL that may hold a secret
+    /// (user info, a query) is refused without being quoted.
+    public static func problem(with url: String) -> String? {
+        let example = "such as http://pushgateway:9091"
+        if url.contains("@") {
+            return "--metrics-push must not hold a user or password (what is in a URL ends up in logs and process lists): give the Pushgateway's address only, \(example)"
+        }
+        if url.contains("?") || url.contains("#") {
+            return "--metrics-push must not have a query or fragment: give the Pushgateway's address only, \(example)"
+        }
+        let shown = "\"\(TerminalText.escaped(url))\""
+        if url.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value >= 0x7F }) {
+            return "--metrics-push must be a URL without spaces or control characters, \(example); got \(shown)"
+        }
+        let lower = url.lowercased()
+        guard let scheme = ["http://", "https://"].first(where: { lower.hasPrefix($0) }) else {
+            return "--metrics-push must be an http:// or https:// URL, \(example); got \(shown)"
+        }
+        let authority = url.dropFirst(scheme.count).prefix { $0 != "/" }
+        var host = authority
+        if let colon = authority.lastIndex(of: ":"), !authority.hasSuffix("]") {
+            let port = authority[authority.index(after: colon)...]
+            guard !port.isEmpty, port.count <= 5, port.allSatisfy(\.isASCII), let number = Int(port), (1...65535).contains(number) else {
+                return "--metrics-push has an invalid port, \(example); got \(shown)"
+            }
+            host = authority[..<colon]
+        }
+        if host.isEmpty { return "--metrics-push needs a host, \(example); got \(shown)" }
+        return nil
+    }
+
+    /// The address of the run's group: `URL/metrics/job/showbatch/manifest/M/shard/S`.
+    package static func groupURL(base: String, manifest: String, shard: String?) -> String {
+        trimmed(base) + "/metrics/" + segment("job", job) + "/" + segment("manifest", manifest) + "/" + segment("shard", shard ?? "")
+    }
+
+    /// `name/value`, or the Pushgateway's `name@base64/VALUE` (URL-safe alphabet, unpadded; `=`
+    /// for an empty value) when the value is not plain: `/`, other reserved or non-ASCII
+    /// characters, or dots only (which a URL path would take for `.` and `..`).
+    package static func segment(_ name: String, _ value: String) -> String {
+        let plain = !value.isEmpty && value.utf8.contains { $0 != UInt8(ascii: ".") } && value.utf8.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+                return true
+            default:
+                return byte == UInt8(ascii: "-") || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "~")
+            }
+        }
+        if plain { return "\(name)/\(value)" }
+        if value.isEmpty { return "\(name)@base64/=" }
+        let encoded = Data(value.utf8).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        return "\(name)@base64/\(encoded)"
+    }
+
+    static func trimmed(_ base: String) -> String {
+        var text = Substring(base)
+        while text.hasSuffix("/") { text = text.dropLast() }
+        return String(text)
+    }
+
+    /// The last success time the Pushgateway holds for the group, from its API's JSON (`GET
+    /// /api/v1/metrics`), as the `--metrics` file keeps it from the file it replaces.
+    package static func lastSuccess(inAPIAnswer body: [UInt8], manifest: String, shard: String?) -> String? {
+        guard let answer = try? JSONParser.parse(body), case .array(let groups)? = answer["data"] else { return nil }
+        for group in groups {
+            guard case .object(let labels)? = group["labels"] else { continue }
+            func label(_ name: String) -> String {
+                if case .string(let value)? = labels.first(where: { $0.key == name })?.value { return value }
+                return ""
+            }
+            guard label("job") == job, label("manifest") == manifest, label("shard") == (shard ?? "") else { continue }
+            guard case .array(let samples)? = group["showbatch_last_success_timestamp_seconds"]?["metrics"],
+                  case .string(let text)? = samples.first?["value"], let seconds = Double(text), seconds.isFinite else { return nil }
+            return String(format: "%.3f", seconds)
+        }
+        return nil
+    }
+}
+
+extension RunReport {
+    /// Pushes the metrics (`--metrics-push`) to the Pushgateway at `url`, replacing the run's group
+    /// (HTTP PUT). A run that did not succeed keeps the group's last success time, read from the
+    /// Pushgateway first. Each request has a few seconds and the push is tried up to three times;
+    /// the error names the cause, never a value (nothing secret is sent: the metrics hold none).
+    public func pushMetrics(to url: String) throws(RunError) {
+        let groupURL = MetricsPush.groupURL(base: url, manifest: manifest, shard: shard)
+        var previous: String?
+        if exitCode != .ok {
+            if case .success(let answer) = PushClient.send(method: "GET", url: MetricsPush.trimmed(url) + "/api/v1/metrics", body: nil),
+               (200..<300).contains(answer.status),
+               let seconds = MetricsPush.lastSuccess(inAPIAnswer: answer.body, manifest: manifest, shard: shard) {
+                previous = "showbatch_last_success_timestamp_seconds{} \(seconds)\n"
+            }
+        }
+        let body = Array(prometheus(previous: previous).utf8)
+        var reason = ""
+        tries: for attempt in 1...MetricsPush.attempts {
+            switch PushClient.send(method: "PUT", url: groupURL, body: body) {
+            case .success(let answer) where (200..<300).contains(answer.status):
+                return
+            case .success(let answer):
+                reason = "the Pushgateway answered HTTP \(answer.status)"
+                // A 4xx (a body it refuses, a path it does not know) will not change.
+                if answer.status < 500 && answer.status != 429 { break tries }
+            case .failure(let failure):
+                reason = Runner.describe(failure)
+            }
+            if attempt < MetricsPush.attempts { usleep(UInt32(250_000 * attempt)) }
+        }
+        throw RunError.runtime("cannot push the metrics to \(MetricsPush.trimmed(url)): \(reason)")
+    }
+}
+
+/// One blocking HTTP request through a libcurl easy handle: the push happens as the process ends,
+/// on whatever thread ends it (a signal's included), with no event loop left to run it.
+enum PushClient {
+    struct Answer {
+        let status: Int
+        let body: [UInt8]
+    }
+
+    /// The answer's body, up to a limit.
+    private final class Buffer {
+        var bytes: [UInt8] = []
+        var tooLarge = false
+        let limit = Limits.responseBody
+    }
+
+    private static let write: sb_data_callback = { data, size, count, context in
+        let buffer = Unmanaged<Buffer>.fromOpaque(context!).takeUnretainedValue()
+        let length = size * count
+        if buffer.bytes.count + length > buffer.limit {
+            buffer.tooLarge = true
+            return 0
+        }
+        data!.withMemoryRebound(to: UInt8.self, capacity: length) {
+            buffer.bytes.append(contentsOf: UnsafeBufferPointer(start: $0, count: length))
+        }
+        return length
+    }
+
+    static func send(method: String, url: String, body: [UInt8]?) -> Result<Answer, TransportFailure> {
+        guard let easy = curl_easy_init() else { return .failure(.network("libcurl could not start a request")) }
+        defer { curl_easy_cleanup(easy) }
+        let buffer = Buffer()
+        let context = Unmanaged.passRetained(buffer)
+        defer { context.release() }
+        let errors = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
+        errors[0] = 0
+        defer { errors.deallocate() }
+        var headers: UnsafeMutablePointer<curl_slist>?
+        defer { curl_slist_free_all(headers) }
+        _ = sb_easy_setopt_pointer(easy, CURLOPT_URL, url)  // copied
+        _ = sb_easy_setopt_pointer(easy, CURLOPT_PROTOCOLS_STR, "http,https")
+        _ = sb_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
+        _ = sb_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, Int(MetricsPush.timeout.seconds * 1000))
+        _ = sb_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 1)
+        _ = sb_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 2)
+        _ = sb_easy_setopt_pointer(easy, CURLOPT_NOPROXY, CurlHandles.noProxy)
+        _ = sb_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errors)
+        _ = sb_easy_setopt_offset(easy, CURLOPT_MAXFILESIZE_LARGE, curl_off_t(buffer.limit))
+        _ = sb_easy_setopt_callback(easy, CURLOPT_WRITEFUNCTION, write)
+        _ = sb_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context.toOpaque())
+        if method != "GET" { _ = sb_easy_setopt_pointer(easy, CURLOPT_CUSTOMREQUEST, method) }
+        if let body {
+            // The Prometheus text format, version 0.0.4; no `Expect: 100-continue` round trip.
+            headers = curl_slist_append(headers, "Content-Type: text/plain; version=0.0.4; charset=utf-8")
+            headers = curl_slist_append(headers, "Expect:")
+            _ = sb_easy_setopt_pointer(easy, CURLOPT_HTTPHEADER, headers)
+            _ = sb_easy_setopt_offset(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count))
+            body.withUnsafeBytes { _ = sb_easy_setopt_pointer(easy, CURLOPT_COPYPOSTFIELDS, $0.baseAddress) }  // copied
+        }
+        let code = curl_easy_perform(easy)
+        guard code == CURLE_OK else {
+            return .failure(CurlHandles.failure(code, detail: String(cString: errors), tooLarge: buffer.tooLarge, limit: buffer.limit))
+        }
+        var status = 0
+        _ = sb_easy_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+        return .success(Answer(status: status, body: buffer.bytes))
+    }
+}

@@ -1,0 +1,186 @@
+import Foundation
+import Testing
+@testable import ShowbatchCore
+
+/// A real Prometheus Pushgateway (Debian's prometheus-pushgateway, which `make test` installs) on a
+/// free loopback port, in memory only; stopped when the test ends.
+private final class Pushgateway: @unchecked Sendable {
+    static let binary = "/usr/bin/prometheus-pushgateway"
+    let port: Int
+    private let process = Process()
+
+    var url: String { "http://127.0.0.1:\(port)" }
+
+    init() throws {
+        port = try freeLoopbackPort()
+        process.executableURL = URL(fileURLWithPath: Self.binary)
+        // No persistence file: nothing is written outside the test's own process.
+        process.arguments = ["--web.listen-address=127.0.0.1:\(port)", "--persistence.file=", "--log.level=error"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // Ready when it answers; a bounded wait for start-up, not a timed assertion.
+        for _ in 0..<500 {
+            if case .success(let answer) = PushClient.send(method: "GET", url: url + "/-/ready", body: nil), answer.status == 200 { return }
+            guard process.isRunning else { break }
+            usleep(10_000)
+        }
+        stop()
+        throw POSIXError(.ECONNREFUSED)
+    }
+
+    func stop() {
+        guard process.isRunning else { return }
+        process.terminate()
+        process.waitUntilExit()
+    }
+
+    /// The groups the Pushgateway holds (`GET /api/v1/metrics`), by their grouping labels.
+    func groups() throws -> [[String: Any]] {
+        guard case .success(let answer) = PushClient.send(method: "GET", url: url + "/api/v1/metrics", body: nil), answer.status == 200,
+              let object = try JSONSerialization.jsonObject(with: Data(answer.body)) as? [String: Any],
+              let data = object["data"] as? [[String: Any]] else { return [] }
+        return data
+    }
+
+    /// The group whose grouping labels are `labels`.
+    func group(_ labels: [String: String]) throws -> [String: Any]? {
+        try groups().first { ($0["labels"] as? [String: String]) == labels }
+    }
+
+    /// The samples of `metric` in `group`, as `labels value` lines with the grouping labels left out.
+    static func samples(_ metric: String, in group: [String: Any]?) -> [String] {
+        let grouping: Set<String> = ["job", "manifest", "shard", "instance"]
+        let metrics = (group?[metric] as? [String: Any])?["metrics"] as? [[String: Any]] ?? []
+        return metrics.map { sample in
+            let labels = (sample["labels"] as? [String: String] ?? [:]).filter { !grouping.contains($0.key) }
+            let text = labels.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ",")
+            return "{\(text)} \(sample["value"] as? String ?? "?")"
+        }.sorted()
+    }
+}
+
+/// A port on 127.0.0.1 that nothing listens on right now (bound, read, closed).
+private func freeLoopbackPort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let bound = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard bound == 0 else { throw POSIXError(.EADDRINUSE) }
+    var actual = sockaddr_in()
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &actual) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+    }
+    return Int(UInt16(bigEndian: actual.sin_port))
+}
+
+private func rows(_ count: Int) -> String {
+    "id,alias\n" + (0..<count).map { "\($0),tok_\($0 % 2)" }.joined(separator: "\n") + "\n"
+}
+
+/// Every row ok: both aliases are known.
+private let okManifest = """
+vault: tnt1
+output: {path: out/r.csv}
+emulator: {aliases: {tok_0: "4000", tok_1: "4111"}}
+requests:
+  - {name: "r${row.id}", each: {csv: d.csv}, path: /p, payload: {c: "${row.alias}"}, labels: {c: json.c}}
+"""
+
+/// tok_1 is unknown and comes back unchanged, which its `expect` refuses: those rows fail (exit 1).
+/// Shard 1/2 holds the odd rows, which are all tok_1.
+private let failingManifest = """
+vault: tnt1
+output: {path: out/r.csv}
+emulator: {aliases: {tok_0: "4000"}}
+requests:
+  - {name: "r${row.id}", each: {csv: d.csv}, path: /p, payload: {c: "${row.alias}"}, labels: {c: {path: json.c, expect: {pattern: '\\d+'}}}}
+"""
+
+/// `--metrics-push` against a real Pushgateway: the run's metrics arrive under job `showbatch`,
+/// grouped by manifest and shard, however the run ends (issue 20, item 10).
+@Suite(.serialized) struct MetricsPushTests {
+    init() throws {
+        guard FileManager.default.isExecutableFile(atPath: Pushgateway.binary) else {
+            Issue.record("\(Pushgateway.binary) is missing: `make test` installs it (make test-deps), as it installs the C libraries")
+            throw POSIXError(.ENOENT)
+        }
+    }
+
+    /// An ok run, then a run of the same manifest and shard with failed rows: the group is replaced,
+    /// and it keeps the last success time of the ok run, as `--metrics` keeps it in its file.
+    @Test func okAndFailedRunsArePushedToTheirGroup() async throws {
+        let gateway = try Pushgateway()
+        defer { gateway.stop() }
+        let work = Workspace(["jobs/nightly.yaml": okManifest, "jobs/d.csv": rows(6)])
+        defer { work.remove() }
+        let flags = ["--emulate", "--quiet", "--shard", "1/2", "--metrics-push", gateway.url + "/"]
+        let ok = try await showbatch(["run", "jobs/nightly.yaml"] + flags, in: work.path)
+        #expect(ok.status == 0 && ok.stderr == "")
+        // The manifest's path has a `/` and the shard too: both go in the Pushgateway's base64 form.
+        let labels = ["job": "showbatch", "manifest": "jobs/nightly.yaml", "shard": "1/2"]
+        let first = try gateway.group(labels)
+        let held = try gateway.groups().map { $0["labels"] ?? "?" }
+        #expect(first != nil, "groups: \(held)")
+        #expect(Pushgateway.samples("showbatch_rows", in: first) == ["{status=failed} 0", "{status=ok} 3", "{status=partial} 0"])
+        #expect(Pushgateway.samples("showbatch_run_exit_code", in: first) == ["{} 0"])
+        #expect(Pushgateway.samples("showbatch_rows_by_http_status", in: first) == ["{status=200} 3"])
+        let success = Pushgateway.samples("showbatch_last_success_timestamp_seconds", in: first)
+        #expect(success.count == 1)
+        // Every series the metrics file has is pushed.
+        for metric in ["showbatch_rows_replayed", "showbatch_rows_without_answer", "showbatch_retries", "showbatch_run_duration_seconds",
+                       "showbatch_last_run_timestamp_seconds"] {
+            #expect(Pushgateway.samples(metric, in: first).count == 1, "\(metric)")
+        }
+
+        work.write("jobs/nightly.yaml", failingManifest)
+        let failed = try await showbatch(["run", "jobs/nightly.yaml"] + flags, in: work.path)
+        #expect(failed.status == 1)
+        let second = try gateway.group(labels)
+        #expect(Pushgateway.samples("showbatch_run_exit_code", in: second) == ["{} 1"])
+        #expect(Pushgateway.samples("showbatch_rows", in: second) == ["{status=failed} 3", "{status=ok} 0", "{status=partial} 0"])
+        #expect(Pushgateway.samples("showbatch_row_errors", in: second) == ["{code=1407,kind=unexpected_value} 3"])
+        // The Pushgateway writes numbers its own way; the time is the same.
+        func seconds(_ lines: [String]) -> [Double] { lines.compactMap { $0.split(separator: " ").last.flatMap { Double($0) } } }
+        let kept = seconds(Pushgateway.samples("showbatch_last_success_timestamp_seconds", in: second))
+        #expect(kept.count == 1 && abs((kept.first ?? 0) - (seconds(success).first ?? -1)) < 0.001)
+        #expect(try gateway.groups().count == 1)
+    }
+
+    /// An invalid manifest (exit 2) is pushed too, to the unsharded group of its path.
+    @Test func anInvalidManifestIsPushed() async throws {
+        let gateway = try Pushgateway()
+        defer { gateway.stop() }
+        let work = Workspace(["bad.yaml": "vault: [\n"])
+        defer { work.remove() }
+        let result = try await showbatch(["run", "bad.yaml", "--emulate", "--metrics-push", gateway.url], in: work.path)
+        #expect(result.status == 2)
+        let group = try gateway.group(["job": "showbatch", "manifest": "bad.yaml", "shard": ""])
+        #expect(Pushgateway.samples("showbatch_run_exit_code", in: group) == ["{} 2"])
+        #expect(Pushgateway.samples("showbatch_rows", in: group) == ["{status=failed} 0", "{status=ok} 0", "{status=partial} 0"])
+        #expect(Pushgateway.samples("showbatch_last_success_timestamp_seconds", in: group) == [])
+    }
+
+    /// A push that cannot be made is an error line: exit 3 for a run that was 0 or 1, and the
+    /// run's own code otherwise; the rows are written all the same.
+    @Test func aPushThatFailsIsAnErrorLine() async throws {
+        let gateway = try Pushgateway()
+        let url = gateway.url
+        gateway.stop()  // nothing listens there now
+        let work = Workspace(["m.yaml": okManifest, "d.csv": rows(2), "bad.yaml": "vault: [\n"])
+        defer { work.remove() }
+        let ok = try await showbatch(["run", "m.yaml", "--emulate", "--quiet", "--metrics-push", url], in: work.path)
+        #expect(ok.status == 3)
+        let port = url.split(separator: ":").last ?? ""
+        let steady = ok.stderr.replacingOccurrences(of: #"after [0-9]+ ms"#, with: "after N ms", options: .regularExpression)
+        #expect(steady == "showbatch: error: cannot push the metrics to \(url): connection refused (curl: Failed to connect to 127.0.0.1 port \(port) after N ms: Couldn't connect to server)\n")
+        #expect(work.exists("out/r.csv"))
+        let bad = try await showbatch(["run", "bad.yaml", "--emulate", "--metrics-push", url], in: work.path)
+        #expect(bad.status == 2)
+    }
+}
