@@ -1,7 +1,7 @@
 # The two commands of the README: `make demo` and `make test`.
 # Both install the C libraries the package links (Debian -dev packages: libyaml-dev,
-# libcurl4-openssl-dev, zlib1g-dev) when missing; `make test` also installs Debian's
-# prometheus-pushgateway, which the --metrics-push tests run on a loopback port of their own.
+# libcurl4-openssl-dev, zlib1g-dev) when missing; `make test` also installs Debian's nginx-light
+# and prometheus-pushgateway, which tests run on loopback ports of their own.
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -12,10 +12,16 @@ deps:
 		echo "installing libyaml-dev, libcurl4-openssl-dev and zlib1g-dev (the C libraries showbatch links)"; \
 		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq libyaml-dev libcurl4-openssl-dev zlib1g-dev pkg-config; }
 
-# Installing the package enables and starts its system service (port 9091, a persistence file
+# What the tests run besides showbatch: nginx-light (an HTTP/2 server with its own GOAWAY policy)
+# and prometheus-pushgateway, each started by the tests on a loopback port of their own.
+# Installing the pushgateway enables and starts its system service (port 9091, a persistence file
 # under /var/lib). The tests never use it, so when this target installed the package it stops the
 # service and keeps it from starting at boot: nothing is left running on the machine's behalf.
 test-deps: deps
+	@[ -x /usr/sbin/nginx ] || { \
+		echo "installing nginx-light (the HTTP/2 failure-path tests start their own on a loopback port)"; \
+		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends nginx-light && \
+		{ $(SUDO) invoke-rc.d nginx stop >/dev/null 2>&1 || true; }; }
 	@[ -x /usr/bin/prometheus-pushgateway ] || { \
 		echo "installing prometheus-pushgateway (the --metrics-push tests start their own on a loopback port)"; \
 		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends prometheus-pushgateway && \

@@ -12,7 +12,9 @@ private final class Child: @unchecked Sendable {
     let stderr = Pipe()
     private let errText = Mutex("")
 
-    init(_ arguments: [String], in directory: String) throws {
+    /// Starts showbatch; when its stderr first holds `trigger`, the thread reading stderr sends
+    /// `signal` at once (not a task, which a busy test run may hold up for seconds).
+    init(_ arguments: [String], in directory: String, signal: (trigger: String, number: Int32)? = nil) throws {
         process.executableURL = URL(fileURLWithPath: binary)
         process.arguments = arguments
         process.currentDirectoryURL = URL(fileURLWithPath: directory)
@@ -23,26 +25,25 @@ private final class Child: @unchecked Sendable {
         process.standardError = stderr
         process.standardInput = FileHandle.nullDevice
         try process.run()
+        let pid = process.processIdentifier
         Thread { [self] in
+            var signalled = false
             while true {
                 let chunk = stderr.fileHandleForReading.availableData
                 if chunk.isEmpty { return }
-                errText.withLock { $0 += String(decoding: chunk, as: UTF8.self) }
+                let text = errText.withLock { text -> String in
+                    text += String(decoding: chunk, as: UTF8.self)
+                    return text
+                }
+                if let signal, !signalled, text.contains(signal.trigger) {
+                    signalled = true
+                    kill(pid, signal.number)
+                }
             }
         }.start()
     }
 
     var errors: String { errText.withLock { $0 } }
-
-    /// Waits (up to 30 s) until stderr holds `text`.
-    func waitForError(_ text: String) async -> Bool {
-        for _ in 0..<3_000 {
-            if errors.contains(text) { return true }
-            if !process.isRunning { return errors.contains(text) }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-        return false
-    }
 
     /// Reads stdout to its end on a thread of its own, then waits for the exit.
     func finish() async -> (status: Int32, stdout: String) {
@@ -67,10 +68,10 @@ private final class Child: @unchecked Sendable {
         let held = open(work.path + "/out/r.csv.journal", O_RDWR)
         defer { close(held) }
         #expect(flock(held, LOCK_EX) == 0)
-        let child = try Child(["run", "m.yaml", "--emulate", "--log-format", "json"], in: work.path)
-        #expect(await child.waitForError("is locked by another process: waiting up to 5 s for it"))
-        kill(child.process.processIdentifier, SIGTERM)
+        let child = try Child(["run", "m.yaml", "--emulate", "--log-format", "json"], in: work.path,
+                              signal: ("is locked by another process: waiting up to 5 s for it", SIGTERM))
         let (status, _) = await child.finish()
+        #expect(child.errors.contains("is locked by another process: waiting up to 5 s for it"))
         #expect(status == 130)
         #expect(!child.errors.contains("another showbatch run is writing"))
         #expect(!work.exists("out/r.csv") && !work.exists("out/r.csv.partial"))

@@ -98,6 +98,10 @@ struct AttemptContext: Sendable {
                 if let token { credentials?.accepted(token) }
             case .failure(.cancelled):
                 signal = .none
+            case .failure(let failure) where failure.stopsTheRun:
+                // Never retried, paused or not: a certificate does not get trusted by asking again.
+                if probe { _ = pause?.attemptEnded(ordinal: ordinal, signal: .none, probe: true) }
+                return .stop(RunStop(Runner.describe(failure)))
             case .failure(let failure):
                 // A probe that got no answer keeps the pause going whatever `retry.on` says:
                 // otherwise nobody would probe again and every worker would wait for ever.
@@ -140,9 +144,6 @@ struct AttemptContext: Sendable {
                     return .row(.row(failed(request, ordinal, labels, status: status, attempts: attempt, error)))
                 }
                 retryAfter = headers["retry-after"].flatMap(AttemptContext.parseRetryAfter)
-            case .failure(let failure) where failure.stopsTheRun:
-                // Never retried: a certificate does not get trusted by asking again.
-                return .stop(RunStop(Runner.describe(failure)))
             case .failure(let failure) where canRetry && policy.retries(failure):
                 break
             case .failure(.timeout):
