@@ -27,8 +27,22 @@ let package = Package(
             pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"])]
         ),
+        // GPGME for OpenPGP-encrypted outputs (it runs gpg, from the gnupg package); only
+        // ShowbatchCore's Crypto layer imports it.
+        .systemLibrary(
+            name: "CGPGME",
+            pkgConfig: "gpgme",
+            providers: [.apt(["libgpgme-dev"])]
+        ),
+        // OpenSSL's libcrypto (AES-256-GCM, HMAC, random bytes) for sealed files and wrapped keys;
+        // only ShowbatchCore's Crypto layer imports it.
+        .systemLibrary(
+            name: "COpenSSL",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
         .target(name: "ShowbatchYAML", dependencies: ["CYAML"]),
-        .target(name: "ShowbatchCore", dependencies: ["ShowbatchYAML", "CCurl", "CZlib"]),
+        .target(name: "ShowbatchCore", dependencies: ["ShowbatchYAML", "CCurl", "CZlib", "CGPGME", "COpenSSL"]),
         .target(name: "ShowbatchEmulator", dependencies: ["ShowbatchCore"]),
         .executableTarget(name: "showbatch", dependencies: ["ShowbatchCore", "ShowbatchYAML", "ShowbatchEmulator"]),
         .testTarget(name: "ShowbatchYAMLTests", dependencies: ["ShowbatchYAML"]),
