@@ -1,15 +1,16 @@
 # The two commands of the README: `make demo` and `make test`.
 # Both install the C libraries the package links (Debian -dev packages: libyaml-dev,
-# libcurl4-openssl-dev, zlib1g-dev) when missing.
+# libcurl4-openssl-dev, zlib1g-dev, libgpgme-dev, libssl-dev) and gnupg (the gpg that GPGME runs
+# for encrypted outputs) when missing.
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: deps demo test build release
 
 deps:
-	@pkg-config --exists yaml-0.1 libcurl zlib 2>/dev/null || { \
-		echo "installing libyaml-dev, libcurl4-openssl-dev and zlib1g-dev (the C libraries showbatch links)"; \
-		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq libyaml-dev libcurl4-openssl-dev zlib1g-dev pkg-config; }
+	@{ pkg-config --exists yaml-0.1 libcurl zlib gpgme libcrypto && command -v gpg; } >/dev/null 2>&1 || { \
+		echo "installing libyaml-dev, libcurl4-openssl-dev, zlib1g-dev, libgpgme-dev, libssl-dev (the C libraries showbatch links) and gnupg"; \
+		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq libyaml-dev libcurl4-openssl-dev zlib1g-dev libgpgme-dev libssl-dev gnupg pkg-config; }
 
 build: deps
 	swift build
