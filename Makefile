@@ -1,16 +1,17 @@
 # The two commands of the README: `make demo` and `make test`.
 # Both install the C libraries the package links (Debian -dev packages: libyaml-dev,
-# libcurl4-openssl-dev, zlib1g-dev) when missing; `make test` also installs Debian's nginx-light
-# and prometheus-pushgateway, which tests run on loopback ports of their own.
+# libcurl4-openssl-dev, zlib1g-dev, libgpgme-dev, libssl-dev) and gnupg (the gpg that GPGME runs
+# for encrypted outputs) when missing; `make test` also installs Debian's nginx-light and
+# prometheus-pushgateway, which tests run on loopback ports of their own.
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: deps test-deps demo test build release
 
 deps:
-	@pkg-config --exists yaml-0.1 libcurl zlib 2>/dev/null || { \
-		echo "installing libyaml-dev, libcurl4-openssl-dev and zlib1g-dev (the C libraries showbatch links)"; \
-		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq libyaml-dev libcurl4-openssl-dev zlib1g-dev pkg-config; }
+	@{ pkg-config --exists yaml-0.1 libcurl zlib gpgme libcrypto && command -v gpg; } >/dev/null 2>&1 || { \
+		echo "installing libyaml-dev, libcurl4-openssl-dev, zlib1g-dev, libgpgme-dev, libssl-dev (the C libraries showbatch links) and gnupg"; \
+		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq libyaml-dev libcurl4-openssl-dev zlib1g-dev libgpgme-dev libssl-dev gnupg pkg-config; }
 
 # What the tests run besides showbatch: nginx-light (an HTTP/2 server with its own GOAWAY policy)
 # and prometheus-pushgateway, each started by the tests on a loopback port of their own.

@@ -31,8 +31,22 @@ let package = Package(
             pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"])]
         ),
+        // GPGME for OpenPGP-encrypted outputs (it runs gpg, from the gnupg package); only
+        // ShowbatchCore's Crypto layer imports it.
+        .systemLibrary(
+            name: "CGPGME",
+            pkgConfig: "gpgme",
+            providers: [.apt(["libgpgme-dev"])]
+        ),
+        // OpenSSL's libcrypto (AES-256-GCM, HMAC, random bytes) for sealed files and wrapped keys;
+        // only ShowbatchCore's Crypto layer imports it.
+        .systemLibrary(
+            name: "COpenSSL",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]
+        ),
         .target(name: "ShowbatchYAML", dependencies: ["CYAML"], swiftSettings: strict),
-        .target(name: "ShowbatchCore", dependencies: ["ShowbatchYAML", "CCurl", "CZlib"], swiftSettings: strict),
+        .target(name: "ShowbatchCore", dependencies: ["ShowbatchYAML", "CCurl", "CZlib", "CGPGME", "COpenSSL"], swiftSettings: strict),
         .target(name: "ShowbatchEmulator", dependencies: ["ShowbatchCore"], swiftSettings: strict),
         .executableTarget(name: "showbatch", dependencies: ["ShowbatchCore", "ShowbatchYAML", "ShowbatchEmulator"], swiftSettings: strict),
         .testTarget(name: "ShowbatchYAMLTests", dependencies: ["ShowbatchYAML"], swiftSettings: strict),
