@@ -98,7 +98,7 @@ final class Journal {
         self.output = output
         self.identity = identity
         self.mode = mode
-        path = output + ".journal"
+        path = SideFile.journal.of(output)
         var opened = try PrivateFile.openExisting(path, for: output)
         if opened == nil {
             guard mode != .retryFailed else {
@@ -313,7 +313,7 @@ final class Journal {
     /// the journal (`adoptRewrite`) is the commit; a run cut short between the two is finished by
     /// `finishInterruptedRewrite`, so a journal never describes an output it was not written for.
     func prepareRewrite(_ checkpoint: Checkpoint) throws(RunError) {
-        let next = path + ".next"
+        let next = SideFile.journalNext.of(output)
         let nextFD = try PrivateFile.create(next, for: output)
         buffer.removeAll(keepingCapacity: true)
         appendIdentity()
@@ -345,7 +345,7 @@ final class Journal {
     /// row failed again.
     func adoptRewrite() throws(RunError) {
         close()
-        try Journal.adopt(path + ".next", as: path, keep: rewriteFailed > 0)
+        try Journal.adopt(SideFile.journalNext.of(output), as: path, keep: rewriteFailed > 0)
     }
 
     private static func adopt(_ next: String, as path: String, keep: Bool) throws(RunError) {
@@ -364,8 +364,8 @@ final class Journal {
     /// if not, it goes, and the journal still describes the output. Done under the journal's lock;
     /// when another run holds it, that run's files are left alone.
     static func finishInterruptedRewrite(output: String) throws(RunError) {
-        let path = output + ".journal"
-        let next = path + ".next"
+        let path = SideFile.journal.of(output)
+        let next = SideFile.journalNext.of(output)
         guard case .regular = PrivateFile.inspect(next) else { return }
         guard let fd = try PrivateFile.openExisting(path, for: output) else {
             unlink(next)

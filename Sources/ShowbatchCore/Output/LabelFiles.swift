@@ -41,27 +41,22 @@ final class LabelFileWriter {
     }
 
     /// A writer for the outputs at `outputs` (by target; "-" is standard output, which has no
-    /// folder), protecting `manifest`'s inputs and every output's files.
-    init(manifest: Manifest, outputs: [String], others: [String] = []) {
+    /// folder), protecting the run's `inputs`, every output's files and `others` (rejects files,
+    /// `--metrics`, `--report`).
+    init(inputs: [RunInput], outputs: [String], others: [String] = []) {
         var protected: [String: String] = [:]
-        var inputs: [(String, UInt64, UInt64)] = []
-        var named: [(what: String, path: String)] = [("the manifest", manifest.file)]
-        for request in manifest.requests {
-            if let each = request.each { named.append(("the data file \(each.name)", each.path)) }
-        }
-        if case .file(let path)? = manifest.emulator?.aliases { named.append(("the emulator's alias file", path)) }
-        for input in named {
+        var identities: [(String, UInt64, UInt64)] = []
+        for input in inputs {
             protected[PrivateFile.canonical(input.path)] = input.what
-            if let identity = PrivateFile.identity(input.path) { inputs.append((input.what, identity.device, identity.inode)) }
+            if let identity = PrivateFile.identity(input.path) { identities.append((input.what, identity.device, identity.inode)) }
         }
-        // Rejects files and --metrics/--report are files of the run too.
         for output in outputs + others where output != "-" {
-            for suffix in ["", ".partial", ".journal", ".journal.next"] {
-                protected[PrivateFile.canonical(output + suffix)] = "a file of the output \(output)"
+            for file in SideFile.all(of: output) {
+                protected[PrivateFile.canonical(file)] = "a file of the output \(output)"
             }
         }
         self.protected = protected
-        self.inputs = inputs
+        self.inputs = identities
         folders = outputs.map { output in
             guard output != "-" else { return nil }
             let parent = (output as NSString).deletingLastPathComponent
@@ -244,23 +239,5 @@ extension FinishedRow.Answer {
         guard hasFiles else { return .row(revealed()) }
         let row = revealed()
         return row.status == .failed ? .row(row) : .answer(self)
-    }
-}
-
-// A run whose requests have binary labels.
-extension Runner {
-    /// Refuses standard output for a request with a binary label: its files need an output's folder.
-    func checkLabelFileOutputs(_ targets: [OutputTarget], byRequest: [Int]) throws(RunError) {
-        for (index, request) in manifest.requests.enumerated() where targets[byRequest[index]].path == "-" {
-            if let label = request.labels.first(where: { $0.file != nil }) {
-                throw RunError.usage("label \"\(label.name)\" is written to files (file:), which need an output file's folder; standard output (--output -) has none: give an output path")
-            }
-        }
-    }
-
-    /// The writer of binary labels' files, when a request has one.
-    func labelFileWriter(outputs: [String], others: [String] = []) -> LabelFileWriter? {
-        guard manifest.requests.contains(where: { $0.labels.contains { $0.file != nil } }) else { return nil }
-        return LabelFileWriter(manifest: manifest, outputs: outputs, others: others)
     }
 }

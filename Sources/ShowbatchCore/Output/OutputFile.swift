@@ -86,7 +86,7 @@ final class OutputFile {
 
     /// A new `<path>.partial`, replacing one an earlier run left.
     static func create(path: String, layout: OutputLayout) throws(RunError) -> OutputFile {
-        let partial = path + ".partial"
+        let partial = SideFile.partial.of(path)
         let fd = try PrivateFile.create(partial, for: path)
         let file = OutputFile(path: path, layout: layout, fd: fd, partialPath: partial)
         file.writeHead()
@@ -97,7 +97,7 @@ final class OutputFile {
     /// nil when there is no partial file any more.
     static func resume(path: String, layout: OutputLayout,
                        from checkpoint: Journal.Checkpoint) throws(RunError) -> OutputFile? {
-        let partial = path + ".partial"
+        let partial = SideFile.partial.of(path)
         guard let fd = try PrivateFile.openExisting(partial, for: path) else { return nil }
         let size = lseek(fd, 0, SEEK_END)
         guard size >= checkpoint.offset else {
@@ -146,7 +146,7 @@ final class OutputFile {
             throw RunError.runtime("cannot read \(path), whose failed rows are to be sent again")
         }
         let size = Int(lseek(old, 0, SEEK_END))
-        let partial = path + ".partial"
+        let partial = SideFile.partial.of(path)
         let fd: Int32
         do {
             fd = try PrivateFile.create(partial, for: path)

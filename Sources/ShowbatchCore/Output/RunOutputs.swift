@@ -67,7 +67,7 @@ final class RunOutputs {
                     continue
                 }
                 try Journal.finishInterruptedRewrite(output: target.path)
-                if mode == .retryFailed && PrivateFile.inspect(target.path + ".journal") == .none {
+                if mode == .retryFailed && PrivateFile.inspect(SideFile.journal.of(target.path)) == .none {
                     // A finished output without a journal had no failed row: it stays as it is.
                     guard case .regular = PrivateFile.inspect(target.path) else {
                         throw RunError.usage("\(target.path) was never written, so it has no failed rows to send again; run without --retry-failed")
@@ -119,7 +119,7 @@ final class RunOutputs {
                             guard let side = try OutputFile.resume(path: rejects.path, layout: rejects.layout,
                                                                    from: Journal.Checkpoint(ordinal: -1, offset: mark.offset, counts: RowCounts(), hash: mark.hash,
                                                                                             ownRows: mark.rows)) else {
-                                throw RunError.runtime("\(rejects.path).partial is gone, so the run cannot go on from its journal; run without --resume to start over")
+                                throw RunError.runtime("\(SideFile.partial.of(rejects.path)) is gone, so the run cannot go on from its journal; run without --resume to start over")
                             }
                             resumed.attachRejects(side, partial: target.rejectPartial)
                         }
@@ -128,7 +128,7 @@ final class RunOutputs {
                         // Finished and renamed already: nothing is left to do for this output.
                         files.append(nil)
                     } else {
-                        throw RunError.runtime("\(target.path).partial is gone, so the run cannot go on from its journal; run without --resume to start over")
+                        throw RunError.runtime("\(SideFile.partial.of(target.path)) is gone, so the run cannot go on from its journal; run without --resume to start over")
                     }
                     skips.append(journal.ended != nil ? .all : .through(checkpoint.ordinal))
                     carried.add(checkpoint.counts)

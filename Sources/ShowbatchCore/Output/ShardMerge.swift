@@ -77,7 +77,7 @@ public enum ShardMerge {
             for output in plan.outputs {
                 var fd: Int32 = -1
                 if !output.unchanged {
-                    let partial = output.target.path + ".partial"
+                    let partial = SideFile.partial.of(output.target.path)
                     fd = try PrivateFile.create(partial, for: output.target.path)
                     partials.append((fd, partial))
                 }
@@ -100,14 +100,14 @@ public enum ShardMerge {
         }
         // Every output is complete: only now does any of them replace a file.
         for (index, output) in plan.outputs.enumerated() where !output.unchanged {
-            let partial = output.target.path + ".partial"
+            let partial = SideFile.partial.of(output.target.path)
             guard rename(partial, output.target.path) == 0 else {
                 let reason = describeErrno(errno)
-                for later in plan.outputs[index...] where !later.unchanged { unlink(later.target.path + ".partial") }
+                for later in plan.outputs[index...] where !later.unchanged { unlink(SideFile.partial.of(later.target.path)) }
                 throw RunError.runtime("cannot rename \(partial) to \(output.target.path): \(reason)")
             }
             // A journal of an earlier unsharded run describes the file this one replaced.
-            for stale in [output.target.path + ".journal", output.target.path + ".journal.next"] {
+            for stale in [SideFile.journal.of(output.target.path), SideFile.journalNext.of(output.target.path)] {
                 if case .regular = PrivateFile.inspect(stale) { unlink(stale) }
             }
         }
@@ -118,7 +118,7 @@ public enum ShardMerge {
     /// a run writing that output now is not raced (and one starting is kept off until the merge
     /// ends); a journal another run holds is refused.
     private static func lockJournal(of output: String) throws(RunError) -> Int32? {
-        let path = output + ".journal"
+        let path = SideFile.journal.of(output)
         guard PrivateFile.inspect(path) != .none else { return nil }
         guard let fd = try PrivateFile.openExisting(path, for: output) else { return nil }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
@@ -161,6 +161,8 @@ private struct MergePlan {
     let outputs: [Output]
     /// The output of each request.
     let byRequest: [Int]
+    /// The files a run of the manifest reads.
+    let inputs: [RunInput]
 
     /// Plans the outputs as `run` does, unsharded and for each shard.
     init(manifest: Manifest, options: MergeOptions) throws(RunError) {
@@ -168,13 +170,8 @@ private struct MergePlan {
         if options.output == "-" {
             throw RunError.usage("merge writes files, not standard output: give --output the path the shards were run with")
         }
-        func planned(_ shard: Shard?) throws(RunError) -> (targets: [OutputTarget], byRequest: [Int]) {
-            var run = RunOptions()
-            run.output = options.output
-            run.format = options.format
-            run.shard = shard
-            let plan = try Runner(manifest: manifest, options: run, transport: NoTransport()).planOutputs()
-            return (plan.targets, plan.byRequest)
+        func planned(_ shard: Shard?) throws(RunError) -> OutputPlanner {
+            try OutputPlanner(manifest: manifest, output: options.output, format: options.format, shard: shard)
         }
         let whole = try planned(nil)
         // A rejects file holds some rows of its output, which only the run knew: neither file
@@ -191,6 +188,7 @@ private struct MergePlan {
             for (target, file) in part.targets.enumerated() { files[target].append(file.path) }
         }
         self.manifest = manifest
+        inputs = whole.inputs
         shards = options.shards
         byRequest = whole.byRequest
         outputs = whole.targets.enumerated().map { index, target in
@@ -204,21 +202,17 @@ private struct MergePlan {
     /// Refuses outputs that cannot be written (a link, a folder, an input, a shard file) and shard
     /// files that are missing, unfinished or whose journal says they are of another run.
     func check() throws(RunError) {
-        var inputs: [(what: String, path: String)] = [("the manifest", manifest.file)]
-        for request in manifest.requests {
-            if let each = request.each { inputs.append(("the data file \(each.name)", each.path)) }
-        }
-        if case .file(let path)? = manifest.emulator?.aliases { inputs.append(("the emulator's alias file", path)) }
+        var inputs = self.inputs
         for output in outputs where !output.unchanged {
             for (index, file) in output.shards.enumerated() {
-                inputs.append(("the file of shard \(index)/\(shards) of \(output.target.path)", file))
+                inputs.append(RunInput(what: "the file of shard \(index)/\(shards) of \(output.target.path)", path: file))
             }
         }
         let identities = inputs.compactMap { input in PrivateFile.identity(input.path).map { (input.what, $0) } }
         let canonical = Dictionary(inputs.map { (PrivateFile.canonical($0.path), $0.what) }, uniquingKeysWith: { first, _ in first })
         for output in outputs where !output.unchanged {
             let path = output.target.path
-            for file in [path, path + ".partial"] {
+            for file in [path, SideFile.partial.of(path)] {
                 if let input = canonical[PrivateFile.canonical(file)] {
                     throw RunError.usage("cannot merge \(path): writing it would write \(file), which is \(input)")
                 }
@@ -232,7 +226,7 @@ private struct MergePlan {
                     throw RunError.usage("cannot merge \(path): it is \(input.0); writing it would replace an input")
                 }
             }
-            if let refusal = PrivateFile.refusal(path + ".partial") { throw RunError.runtime("cannot merge \(path): \(refusal)") }
+            if let refusal = PrivateFile.refusal(SideFile.partial.of(path)) { throw RunError.runtime("cannot merge \(path): \(refusal)") }
         }
         var dataHash: String?
         for output in outputs {
@@ -250,7 +244,7 @@ private struct MergePlan {
     private func checkShard(_ file: String, index: Int, of output: Output, dataHash: inout String?) throws(RunError) {
         let cannot = cannot(output, file, index)
         // An interrupted first run leaves only the `.partial`: that is a shard not finished yet.
-        if PrivateFile.inspect(file + ".partial") != .none {
+        if PrivateFile.inspect(SideFile.partial.of(file)) != .none {
             throw RunError.usage("\(cannot) is not finished: \(file).partial is there (its run is still going, or was interrupted: finish it with --resume)")
         }
         switch PrivateFile.inspect(file) {
@@ -260,10 +254,10 @@ private struct MergePlan {
         case .link: throw RunError.usage("\(cannot) is a symbolic link; showbatch never reads a shard through one")
         case .other: throw RunError.usage("\(cannot) is not a regular file (a device, pipe or socket)")
         }
-        if PrivateFile.inspect(file + ".journal.next") != .none {
+        if PrivateFile.inspect(SideFile.journalNext.of(file)) != .none {
             throw RunError.usage("\(cannot) is not finished: a --retry-failed run of it was cut short (\(file).journal.next is beside it); run it with --retry-failed again")
         }
-        let journal = file + ".journal"
+        let journal = SideFile.journal.of(file)
         guard PrivateFile.inspect(journal) != .none else { return }
         // A finished run keeps its journal when rows failed (for --retry-failed): the file is
         // finished when the journal ends and says what the file holds.
@@ -455,13 +449,5 @@ private struct MergePlan {
             count += 1
         }
         return count
-    }
-}
-
-/// Stands in for a transport where nothing is sent: a merge plans outputs with the runner's own
-/// rules, and never sends.
-private struct NoTransport: Transport {
-    func send(_ request: PreparedRequest, timeout: Duration) async -> TransportResult {
-        .failure(.network("nothing is sent while merging"))
     }
 }

@@ -30,15 +30,15 @@ public struct Runner: Sendable {
     /// Runs to the end (or to an interrupt), writing every output.
     public func run() async throws(RunError) -> RunSummary {
         let start = ContinuousClock.now
-        let (targets, byRequest, extras) = try planOutputs()
+        let plan = try OutputPlanner(manifest: manifest, output: options.output, format: options.format, shard: options.shard)
+        let targets = plan.targets
         if (options.transport ?? manifest.transport) == .urlsession && manifest.tls != TLSSettings() {
             throw RunError.usage("the tls settings need the curl transport; URLSession cannot be given a CA file or a client certificate")
         }
-        if (options.resume || options.retryFailed) && targets.contains(where: { $0.path == "-" }) {
+        if (options.resume || options.retryFailed) && plan.writesStandardOutput {
             throw RunError.usage("\(options.resume ? "--resume" : "--retry-failed") needs file outputs; standard output is not resumable")
         }
-        try checkOutputPaths(targets)
-        try checkLabelFileOutputs(targets, byRequest: byRequest)
+        try plan.check(sideFiles: options.sideFiles)
         var summary = RunSummary()
         let baseURL: String
         switch try await resolveBaseURL() {
@@ -74,7 +74,7 @@ public struct Runner: Sendable {
         if mode == .resume {
             // `--resume` in a nightly job's command line starts over when there is nothing to go
             // on from, and says so: a finished output is then written again.
-            for target in targets where target.path != "-" && PrivateFile.inspect(target.path + ".journal") == .none {
+            for target in targets where !target.isStandardOutput && PrivateFile.inspect(SideFile.journal.of(target.path)) == .none {
                 let finished = PrivateFile.inspect(target.path) != .none
                 events(.warning("\(target.path) has no journal, so there is nothing to resume: \(finished ? "it is written again from the start" : "starting it from the beginning")"))
             }
@@ -96,10 +96,7 @@ public struct Runner: Sendable {
             return summary
         }
         do {
-            summary = try await send(outputs: outputs, paths: targets.map(\.path),
-                                     others: targets.compactMap { $0.rejects?.path } + options.sideFiles.values.sorted(),
-                                     byRequest: byRequest, extras: extras, baseURL: baseURL, start: start,
-                                     credentials: credentials)
+            summary = try await send(outputs: outputs, plan: plan, baseURL: baseURL, start: start, credentials: credentials)
             if summary.interrupted || summary.stopReason != nil {
                 outputs.abandon()
             } else {
@@ -114,8 +111,9 @@ public struct Runner: Sendable {
     }
 
     /// Sends every work item and writes its row; interrupted runs come back marked so.
-    private func send(outputs: RunOutputs, paths: [String], others: [String], byRequest: [Int], extras: [[[ColumnPart]]], baseURL: String, start: ContinuousClock.Instant,
+    private func send(outputs: RunOutputs, plan: OutputPlanner, baseURL: String, start: ContinuousClock.Instant,
                       credentials: Credentials?) async throws(RunError) -> RunSummary {
+        let paths = plan.targets.map(\.path)
         // Counted for a progress bar or JSON logs (reading a data file twice costs a little).
         let total = options.progress == .never && options.logFormat == .text ? nil : countWorkItems()
         let mode = options.retryFailed ? "retry_failed" : options.resume ? "resume" : "fresh"
@@ -131,10 +129,11 @@ public struct Runner: Sendable {
         let pause = CircuitPause(settings: CircuitPause.settings(manifest.circuit, concurrency: concurrency), seed: pauseSeed, events: events)
         context.pause = pause
         defer { pause.shutDown() }
-        let feed = RequestFeed(manifest: manifest, baseURL: baseURL, shard: options.shard, byRequest: byRequest, extras: extras,
+        let feed = RequestFeed(manifest: manifest, baseURL: baseURL, shard: options.shard, byRequest: plan.byRequest, extras: plan.extras,
                                skips: outputs.skips)
-        let writer = RowWriter(files: outputs.files, journals: outputs.journals, labelFiles: labelFileWriter(outputs: paths, others: others))
-        let dispatch = RunDispatch(manifest: manifest, feed: feed, writer: writer, byRequest: byRequest,
+        let writer = RowWriter(files: outputs.files, journals: outputs.journals,
+                               labelFiles: plan.labelFileWriter(others: options.sideFiles.values.sorted()))
+        let dispatch = RunDispatch(manifest: manifest, feed: feed, writer: writer, byRequest: plan.byRequest,
                                    failFast: options.failFast, window: window, failureLimit: manifest.circuit.failedRows,
                                    carried: outputs.carried, total: total,
                                    start: start, events: events, onPark: onPark)

@@ -1,6 +1,22 @@
 import Foundation
 import ShowbatchYAML
 
+/// The files showbatch keeps beside an output while it is written: one place for their names.
+enum SideFile: String, CaseIterable {
+    /// The output as it is being written, renamed into place at the end.
+    case partial = ".partial"
+    /// The checkpoint journal.
+    case journal = ".journal"
+    /// A `--retry-failed` run's journal, written whole before the output is renamed.
+    case journalNext = ".journal.next"
+
+    /// This side file of `output`.
+    func of(_ output: String) -> String { output + rawValue }
+
+    /// The output and every side file of it.
+    static func all(of output: String) -> [String] { [output] + allCases.map { $0.of(output) } }
+}
+
 /// One output of a run: its path (shard applied) and layout, and where its rejected rows go.
 struct OutputTarget {
     var path: String
@@ -12,22 +28,71 @@ struct OutputTarget {
 
     /// The target's files: the output, then its rejects file.
     var paths: [String] { [path] + (rejects.map { [$0.path] } ?? []) }
+
+    /// Whether rows go to standard output.
+    var isStandardOutput: Bool { path == "-" }
 }
 
-// Which file each request writes to: --output, else the request's output, else the manifest's.
-extension Runner {
-    /// Decides which file each request writes to, each file's columns, and what the feed makes
-    /// from each request's data rows for them (`extras`).
-    func planOutputs() throws(RunError) -> (targets: [OutputTarget], byRequest: [Int], extras: [[[ColumnPart]]]) {
-        let shard = options.shard
+/// A file a run reads, and what it is in words ("the data file d.csv").
+struct RunInput {
+    let what: String
+    let path: String
+}
+
+/// What a manifest writes, planned once for a run, a merge and the writer of binary labels:
+/// which file each request writes to (`--output`, else the request's output, else the
+/// manifest's), each file's layout and rejects file, the data-row text the feed makes for them,
+/// the files the run reads, and so which paths nothing of the run may overwrite. A pure value:
+/// it sends nothing and opens nothing for writing.
+struct OutputPlanner {
+    let manifest: Manifest
+    /// The outputs, in the order requests first name them.
+    let targets: [OutputTarget]
+    /// The output of each request.
+    let byRequest: [Int]
+    /// What the feed makes from each request's data rows: its output's template columns, then its
+    /// rejects' data-row columns.
+    let extras: [[[ColumnPart]]]
+    /// The files the run reads: the manifest, data files, the emulator's alias file, the token
+    /// file and the TLS files.
+    let inputs: [RunInput]
+
+    /// Plans the outputs of `manifest` as a run with these flags writes them.
+    init(manifest: Manifest, output: String?, format: OutputFormat?, shard: Shard?) throws(RunError) {
+        self.manifest = manifest
+        var inputs = [RunInput(what: "the manifest", path: manifest.file)]
+        for request in manifest.requests {
+            if let each = request.each { inputs.append(RunInput(what: "the data file \(each.name)", path: each.path)) }
+        }
+        if case .file(let path)? = manifest.emulator?.aliases { inputs.append(RunInput(what: "the emulator's alias file", path: path)) }
+        if case .tokenFile(let path)? = manifest.auth?.source { inputs.append(RunInput(what: "the token file", path: path)) }
+        let tls = [("the CA file", manifest.tls.caFile), ("the client certificate", manifest.tls.clientCertificate),
+                   ("the client key", manifest.tls.clientKey)]
+        for case (let what, let path?) in tls { inputs.append(RunInput(what: what, path: path)) }
+        self.inputs = inputs
+        (targets, byRequest, extras) = try OutputPlanner.plan(manifest, output: output, format: format, shard: shard)
+    }
+
+    /// Whether any output is standard output.
+    var writesStandardOutput: Bool { targets.contains { $0.isStandardOutput } }
+
+    /// The writer of binary labels' files, when a request has one; `others` are further files of
+    /// the run it must not replace (`--metrics`, `--report`).
+    func labelFileWriter(others: [String] = []) -> LabelFileWriter? {
+        guard manifest.requests.contains(where: { $0.labels.contains { $0.file != nil } }) else { return nil }
+        return LabelFileWriter(inputs: inputs, outputs: targets.map(\.path), others: targets.compactMap { $0.rejects?.path } + others)
+    }
+
+    private static func plan(_ manifest: Manifest, output: String?, format explicitFormat: OutputFormat?, shard: Shard?) throws(RunError)
+        -> (targets: [OutputTarget], byRequest: [Int], extras: [[[ColumnPart]]]) {
         func shardPath(_ path: String) -> String { path == "-" ? path : (shard?.path(path) ?? path) }
         var targets: [OutputTarget] = []
         var specs: [OutputSpec] = []
         var byRequest: [Int] = []
-        if let path = options.output {
+        if let path = output {
             let format: OutputFormat
-            if let explicit = options.format {
-                format = explicit
+            if let explicitFormat {
+                format = explicitFormat
             } else if path == "-" {
                 format = .csv
             } else if let implied = OutputFormat.fromExtension(path) {
@@ -43,10 +108,10 @@ extension Runner {
         } else {
             for (index, request) in manifest.requests.enumerated() {
                 guard let spec = request.output ?? manifest.output else {
-                    throw manifestProblem(at: request.mark, "request \(index + 1) has no output: give --output PATH, or add output: to the manifest or the request")
+                    throw RunError.manifest(manifest.diagnostic(at: request.mark, "request \(index + 1) has no output: give --output PATH, or add output: to the manifest or the request"))
                 }
                 let path = shardPath(spec.path)
-                let format = options.format ?? spec.resolvedFormat
+                let format = explicitFormat ?? spec.resolvedFormat
                 // Two spellings of one file are one output.
                 if let existing = targets.firstIndex(where: { $0.path == path || PrivateFile.canonical($0.path) == PrivateFile.canonical(path) }) {
                     if targets[existing].layout.format != format {
@@ -77,8 +142,7 @@ extension Runner {
         }
         // Each main target's extras: its template columns, then its rejects' data-row columns.
         var extrasByTarget = Array(repeating: [[ColumnPart]](), count: targets.count)
-        let mains = targets.count
-        for index in 0..<mains {
+        for index in targets.indices {
             let spec = specs[index]
             let format = targets[index].layout.format
             if let columns = spec.columns {
@@ -96,8 +160,8 @@ extension Runner {
             } else {
                 targets[index].layout = .standard(format: format, labels: labels[index], csv: spec.csv)
             }
-            targets[index].layout.gzip = targets[index].path != "-" && (spec.compress ?? OutputFormat.isGzipPath(targets[index].path))
-            guard let rejects = spec.rejects, targets[index].path != "-" else { continue }
+            targets[index].layout.gzip = !targets[index].isStandardOutput && (spec.compress ?? OutputFormat.isGzipPath(targets[index].path))
+            guard let rejects = spec.rejects, !targets[index].isStandardOutput else { continue }
             let rejectsPath = shardPath(rejects)
             var rowColumns: [String] = []
             for (request, target) in zip(manifest.requests, byRequest) where target == index {
@@ -124,7 +188,7 @@ extension Runner {
 
     /// The data-row columns of a request, for its rejects: a CSV file's header, or the columns a
     /// JSON Lines request's templates use (its rows need not share keys).
-    private func dataColumns(of request: RequestSpec) throws(RunError) -> [String] {
+    private static func dataColumns(of request: RequestSpec) throws(RunError) -> [String] {
         guard let each = request.each else { return [] }
         guard each.kind == .csv else { return request.rowColumns }
         do {
@@ -134,38 +198,20 @@ extension Runner {
         }
     }
 
-    /// A problem at `mark` in the manifest, quoting its line as `validate` does (secrets hidden).
-    /// The run holds no source text, so the file is read again; if it no longer parses, the line
-    /// is not quoted, since nothing would tell a secret from the rest.
-    func manifestProblem(at mark: Mark, _ message: String) -> RunError {
-        let bytes = FileManager.default.contents(atPath: manifest.file).map(Array.init) ?? []
-        let source = SourceFile(name: manifest.file, bytes: bytes)
-        guard let root = try? YAMLParser.parse(source) else {
-            return .manifest(Diagnostic(source: SourceFile(name: manifest.file, bytes: []), mark: mark, message: message))
-        }
-        return .manifest(ManifestSecrets(root: root).diagnostics([(mark, message)], source: source)[0])
-    }
-}
+    // MARK: Checks before anything is sent
 
-// Outputs are checked before anything is sent: a run never writes through a link, over a device
-// or a folder, or over its own inputs.
-extension Runner {
-    /// Refuses outputs that are links, devices or folders, outputs that are the manifest or a data
-    /// file (by file identity, so another path to the same file is caught too), and a link or
-    /// other non-regular file at an output's `.partial` or `.journal` path.
-    func checkOutputPaths(_ targets: [OutputTarget]) throws(RunError) {
-        var inputs: [(what: String, path: String)] = [("the manifest", manifest.file)]
-        for request in manifest.requests {
-            if let each = request.each { inputs.append(("the data file \(each.name)", each.path)) }
-        }
-        if case .file(let path)? = manifest.emulator?.aliases { inputs.append(("the emulator's alias file", path)) }
+    /// Refuses outputs that are links, devices or folders, outputs that are an input (by file
+    /// identity, so another path to the same file is caught too), a link or other non-regular
+    /// file at an output's side files, `--metrics`/`--report` (`sideFiles`, by flag) at an input
+    /// or a file of an output, and binary labels written to standard output.
+    func check(sideFiles: [String: String] = [:]) throws(RunError) {
         let identities = inputs.compactMap { input in PrivateFile.identity(input.path).map { (input.what, $0) } }
-        // Every file a run may write (the output, its `.partial`, `.journal` and `.journal.next`)
-        // belongs to one output and is no input, whatever the spelling.
+        // Every file a run may write (an output and its side files) belongs to one output and is
+        // no input, whatever the spelling.
         var owners: [String: String] = [:]
         for input in inputs { owners[PrivateFile.canonical(input.path)] = input.what }
         for path in targets.flatMap(\.paths) where path != "-" {
-            for file in [path, path + ".partial", path + ".journal", path + ".journal.next"] {
+            for file in SideFile.all(of: path) {
                 let key = PrivateFile.canonical(file)
                 if let owner = owners[key] {
                     // The output itself as an input: said here too, since a path through a folder
@@ -179,7 +225,7 @@ extension Runner {
             }
         }
         // --metrics and --report replace their file whole: never an input or an output's file.
-        for (flag, side) in options.sideFiles.sorted(by: { $0.key < $1.key }) {
+        for (flag, side) in sideFiles.sorted(by: { $0.key < $1.key }) {
             if let owner = owners[PrivateFile.canonical(side)] {
                 throw RunError.usage("\(flag) \(side) is \(owner); give it a path of its own")
             }
@@ -199,13 +245,33 @@ extension Runner {
                     throw RunError.usage("the output \(path) is \(input.0); writing it would replace the input: choose another output path")
                 }
             }
-            for path in [path + ".partial", path + ".journal", path + ".journal.next"] {
-                if let refusal = PrivateFile.refusal(path) { throw RunError.runtime(refusal + ": remove it and run again") }
+            for side in SideFile.allCases.map({ $0.of(path) }) {
+                if let refusal = PrivateFile.refusal(side) { throw RunError.runtime(refusal + ": remove it and run again") }
                 // A journal is written in place: a hard link to an input would be written through.
-                if let found = PrivateFile.identity(path), let input = identities.first(where: { $0.1.device == found.device && $0.1.inode == found.inode }) {
-                    throw RunError.usage("\(path) is \(input.0) (a hard link to it); remove \(path) and run again")
+                if let found = PrivateFile.identity(side), let input = identities.first(where: { $0.1.device == found.device && $0.1.inode == found.inode }) {
+                    throw RunError.usage("\(side) is \(input.0) (a hard link to it); remove \(side) and run again")
                 }
             }
         }
+        // A binary label's files need an output's folder; standard output has none.
+        for (index, request) in manifest.requests.enumerated() where targets[byRequest[index]].isStandardOutput {
+            if let label = request.labels.first(where: { $0.file != nil }) {
+                throw RunError.usage("label \"\(label.name)\" is written to files (file:), which need an output file's folder; standard output (--output -) has none: give an output path")
+            }
+        }
+    }
+}
+
+extension Manifest {
+    /// A problem at `mark` in the manifest, quoting its line as `validate` does (secrets hidden).
+    /// A loaded manifest holds no source text, so the file is read again; if it no longer parses,
+    /// the line is not quoted, since nothing would tell a secret from the rest.
+    func diagnostic(at mark: Mark, _ message: String) -> Diagnostic {
+        let bytes = FileManager.default.contents(atPath: file).map(Array.init) ?? []
+        let source = SourceFile(name: file, bytes: bytes)
+        guard let root = try? YAMLParser.parse(source) else {
+            return Diagnostic(source: SourceFile(name: file, bytes: []), mark: mark, message: message)
+        }
+        return ManifestSecrets(root: root).diagnostics([(mark, message)], source: source)[0]
     }
 }
