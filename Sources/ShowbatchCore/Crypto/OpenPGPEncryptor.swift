@@ -403,18 +403,11 @@ private final class KeySession {
         guard info.st_size <= limit else {
             return .failure(CryptoError(.recipient, "\(file.name) is too big for a public key file (\(info.st_size) bytes; at most 1 MiB)"))
         }
-        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
-        var done = 0
-        while done < bytes.count {
-            let got = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + done, $0.count - done) }
-            if got < 0 && errno == EINTR { continue }
-            if got < 0 {
-                return .failure(CryptoError(.recipient, "\(file.name) cannot be read: \(describeErrno(errno))"))
-            }
-            if got == 0 { break }
-            done += got
+        do {
+            return .success(try FileDescriptor(borrowing: fd, path: file.name).readAll(limit: limit))
+        } catch {
+            return .failure(CryptoError(.recipient, "\(file.name) cannot be read: \(error.reason)"))
         }
-        return .success(Array(bytes[0..<done]))
     }
 
     /// A new private folder for GnuPG, with a gpg.conf that starts no daemon and stays offline.

@@ -380,16 +380,10 @@ package final class SealedReader: PlaintextSource {
     /// Reads into all of `bytes` from `offset`, or up to the end of the file; how many bytes.
     private static func readFully(_ fd: Int32, _ bytes: UnsafeMutableRawBufferPointer, at offset: Int,
                                   name: String) -> Result<Int, CryptoError> {
-        var done = 0
-        while done < bytes.count {
-            let got = pread(fd, bytes.baseAddress! + done, bytes.count - done, off_t(offset + done))
-            if got < 0 {
-                if errno == EINTR { continue }
-                return .failure(CryptoError(.io, "cannot read \(name): \(describeErrno(errno))"))
-            }
-            if got == 0 { break }
-            done += got
+        do {
+            return .success(try FileDescriptor(borrowing: fd, path: name).read(into: bytes, at: offset))
+        } catch {
+            return .failure(CryptoError(.io, "cannot read \(name): \(error.reason)"))
         }
-        return .success(done)
     }
 }

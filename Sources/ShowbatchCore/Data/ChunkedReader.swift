@@ -2,32 +2,38 @@ import Foundation
 
 /// Reads a file forward in chunks so that memory stays bounded whatever its size.
 struct ChunkedReader {
-    private let handle: FileHandle
-    private var buffer: [UInt8] = []
+    private let file: FileDescriptor
+    private var buffer: [UInt8]
+    private var count = 0
     private var position = 0
     private var finished = false
-    private let chunkSize: Int
 
     init(path: String, chunkSize: Int = 1 << 16) throws {
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw DataFileError(file: path, line: nil, message: "cannot be opened for reading")
+        do {
+            file = try FileDescriptor.openInput(path)
+        } catch {
+            throw DataFileError(file: path, line: nil, message: "cannot be opened for reading: \(error.reason)")
         }
-        self.handle = handle
-        self.chunkSize = chunkSize
+        buffer = [UInt8](repeating: 0, count: chunkSize)
     }
 
-    func close() { try? handle.close() }
+    /// Nothing to do: the file closes when the last copy of the reader goes.
+    func close() {}
 
     /// The next byte, or nil at the end of the file.
     mutating func next() throws -> UInt8? {
-        if position == buffer.count {
+        if position == count {
             if finished { return nil }
-            guard let data = try handle.read(upToCount: chunkSize), !data.isEmpty else {
+            do {
+                count = try file.read(into: &buffer)
+            } catch {
+                throw DataFileError(file: file.path, line: nil, message: "cannot be read: \(error.reason)")
+            }
+            position = 0
+            guard count > 0 else {
                 finished = true
                 return nil
             }
-            buffer = Array(data)
-            position = 0
         }
         let byte = buffer[position]
         position += 1

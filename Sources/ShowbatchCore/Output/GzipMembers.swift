@@ -85,9 +85,12 @@ final class GunzipReader {
     func read(into buffer: UnsafeMutableRawBufferPointer) throws(Failure) -> Int {
         while true {
             if inputStart == inputEnd && !fileEnded {
-                let count = input.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-                if count < 0 && errno == EINTR { continue }
-                if count < 0 { throw Failure(reason: "it cannot be read: \(describeErrno(errno))") }
+                let count: Int
+                do {
+                    count = try FileDescriptor(borrowing: fd, path: "").read(into: &input)
+                } catch {
+                    throw Failure(reason: "it cannot be read: \(error.reason)")
+                }
                 inputStart = 0
                 inputEnd = count
                 if count == 0 { fileEnded = true }

@@ -401,17 +401,14 @@ final class Journal {
 
     /// Whether `path` is a regular file of `size` bytes whose FNV-1a hash is `hash`.
     static func outputMatches(_ path: String, size: Int, hash: UInt64) -> Bool {
-        guard let fd = PrivateFile.openForReading(path) else { return false }
-        defer { Glibc.close(fd) }
+        guard let file = try? FileDescriptor.openOwn(path) else { return false }
         var total = 0
         var value = fnvOffsetBasis
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while true {
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            if count < 0 { return false }
+            guard let count = try? file.read(into: &chunk) else { return false }
             if count == 0 { break }
-            value = chunk.withUnsafeBytes { fnv1a(UnsafeRawBufferPointer(rebasing: $0[0..<count]), seed: value) }
+            value = fnv1a(chunk[0..<count], seed: value)
             total += count
         }
         return total == size && value == hash

@@ -52,18 +52,18 @@ extension Manifest {
         var hash = fnvOffsetBasis
         for spec in requests {
             guard let each = spec.each else { continue }
-            guard let handle = FileHandle(forReadingAtPath: each.path) else {
-                throw RunError.runtime("cannot read the data file \(each.name)")
-            }
-            defer { try? handle.close() }
             do {
-                while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
-                    hash = chunk.withUnsafeBytes { fnv1a($0, seed: hash) }
+                let file = try FileDescriptor.openInput(each.path)
+                var chunk = [UInt8](repeating: 0, count: 1 << 20)
+                while true {
+                    let count = try file.read(into: &chunk)
+                    if count == 0 { break }
+                    hash = fnv1a(chunk[0..<count], seed: hash)
                     // An interrupted run does not read on (the run checks and stops before opening anything).
                     if Task.isCancelled { return hash }
                 }
             } catch {
-                throw RunError.runtime("cannot read the data file \(each.name)")
+                throw RunError.runtime("cannot read the data file \(each.name): \(error.reason)")
             }
         }
         return hash

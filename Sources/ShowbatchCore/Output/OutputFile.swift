@@ -109,15 +109,21 @@ final class OutputFile {
         var hash = fnvOffsetBasis
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         var done = 0
+        let reader = FileDescriptor(borrowing: fd, path: partial)
         while done < checkpoint.offset {
             let want = min(buffer.count, checkpoint.offset - done)
-            let got = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, want, off_t(done)) }
-            guard got > 0 else {
-                let reason = got < 0 ? describeErrno(errno) : "it ended early"
+            let got: Int
+            do {
+                got = try reader.read(into: &buffer, from: buffer.count - want, at: done)
+            } catch {
                 close(fd)
-                throw RunError.runtime("cannot read \(partial) back to its last checkpoint: \(reason)")
+                throw RunError.runtime("cannot read \(partial) back to its last checkpoint: \(error.reason)")
             }
-            hash = fnv1a(buffer[0..<got], seed: hash)
+            guard got == want else {
+                close(fd)
+                throw RunError.runtime("cannot read \(partial) back to its last checkpoint: it ended early")
+            }
+            hash = fnv1a(buffer[(buffer.count - want)...], seed: hash)
             done += got
         }
         guard hash == checkpoint.hash else {
@@ -220,14 +226,19 @@ final class OutputFile {
     private func copy(from source: Int32, _ range: Range<Int>) throws(RunError) {
         var position = range.lowerBound
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        let reader = FileDescriptor(borrowing: source, path: path)
         while position < range.upperBound {
             let wanted = min(chunk.count, range.upperBound - position)
-            let read = chunk.withUnsafeMutableBytes { pread(source, $0.baseAddress, wanted, off_t(position)) }
-            if read < 0 && errno == EINTR { continue }
-            guard read > 0 else {
-                throw RunError.runtime("cannot read \(path), whose failed rows are being sent again: \(read < 0 ? describeErrno(errno) : "it ended early")")
+            let read: Int
+            do {
+                read = try reader.read(into: &chunk, from: chunk.count - wanted, at: position)
+            } catch {
+                throw RunError.runtime("cannot read \(path), whose failed rows are being sent again: \(error.reason)")
             }
-            buffer.append(contentsOf: chunk[0..<read])
+            guard read == wanted else {
+                throw RunError.runtime("cannot read \(path), whose failed rows are being sent again: it ended early")
+            }
+            buffer.append(contentsOf: chunk[(chunk.count - wanted)...])
             position += read
             if buffer.count >= 1 << 16 { try flush() }
         }

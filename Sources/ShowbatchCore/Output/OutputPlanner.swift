@@ -267,7 +267,7 @@ extension Manifest {
     /// A loaded manifest holds no source text, so the file is read again; if it no longer parses,
     /// the line is not quoted, since nothing would tell a secret from the rest.
     func diagnostic(at mark: Mark, _ message: String) -> Diagnostic {
-        let bytes = FileManager.default.contents(atPath: file).map(Array.init) ?? []
+        let bytes = (try? FileDescriptor.openInput(file).readAll(limit: Limits.manifestFile)) ?? []
         let source = SourceFile(name: file, bytes: bytes)
         guard let root = try? YAMLParser.parse(source) else {
             return Diagnostic(source: SourceFile(name: file, bytes: []), mark: mark, message: message)

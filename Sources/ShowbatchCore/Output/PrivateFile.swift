@@ -93,12 +93,8 @@ enum PrivateFile {
 
     /// The text of the regular file at `path` (never through a link), or nil.
     static func readText(_ path: String, limit: Int = 1 << 20) -> String? {
-        guard let fd = openForReading(path) else { return nil }
-        defer { close(fd) }
-        var bytes = [UInt8](repeating: 0, count: limit)
-        let count = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress, limit) }
-        guard count >= 0 else { return nil }
-        return String(decoding: bytes[0..<count], as: UTF8.self)
+        guard let file = try? FileDescriptor.openOwn(path), let bytes = try? file.readAll(limit: limit) else { return nil }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// Why `path` cannot be one of a run's files, in words; nil when it can (absent or regular).

@@ -152,15 +152,16 @@ final class ShardRows {
             if count == 0 { atEnd = true }
             return count > 0
         }
-        while true {
-            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            if count < 0 { throw Malformed(reason: "it cannot be read: \(describeErrno(errno))") }
-            start = 0
-            end = count
-            if count == 0 { atEnd = true }
-            return count > 0
+        let count: Int
+        do {
+            count = try FileDescriptor(borrowing: fd, path: path).read(into: &buffer)
+        } catch {
+            throw Malformed(reason: "it cannot be read: \(error.reason)")
         }
+        start = 0
+        end = count
+        if count == 0 { atEnd = true }
+        return count > 0
     }
 
     /// One line without its `\n`; false at the end of the file. A last line without a line

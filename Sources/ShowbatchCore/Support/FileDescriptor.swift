@@ -12,19 +12,30 @@ struct FileReadError: Error, Sendable, Equatable, CustomStringConvertible {
     var description: String { "\(path) cannot be read: \(reason)" }
 }
 
-/// An open file descriptor, closed when the value goes, and the one read loop every reader
-/// uses: interrupted reads are made again, short reads continue, and a limit bounds memory.
-struct FileDescriptor: ~Copyable {
+/// An open file descriptor, closed when the last reference goes (unless borrowed), and the one
+/// read loop every reader uses: interrupted reads are made again, short reads continue, and a
+/// limit bounds memory.
+final class FileDescriptor {
     let raw: Int32
     /// The path it was opened by, for messages.
     let path: String
+    private let owned: Bool
 
+    /// Takes `raw`, which is closed with this value.
     init(raw: Int32, path: String) {
         self.raw = raw
         self.path = path
+        owned = true
     }
 
-    deinit { close(raw) }
+    /// Reads through `raw`, which its owner keeps and closes.
+    init(borrowing raw: Int32, path: String) {
+        self.raw = raw
+        self.path = path
+        owned = false
+    }
+
+    deinit { if owned { close(raw) } }
 
     /// Opens a file showbatch reads (a manifest, data, a token, a key): links are followed, as
     /// Kubernetes mounts Secrets and ConfigMaps through them; only a regular file is read.
@@ -72,6 +83,33 @@ struct FileDescriptor: ~Copyable {
         }
     }
 
+    /// Reads into `bytes` from `start` to its end; how many (0 at the end of the file).
+    func read(into bytes: inout [UInt8], from start: Int = 0) throws(FileReadError) -> Int {
+        while true {
+            let count = bytes.withUnsafeMutableBytes { Glibc.read(raw, $0.baseAddress! + start, $0.count - start) }
+            if count >= 0 { return count }
+            if errno == EINTR { continue }
+            throw FileReadError(path: path, reason: describeErrno(errno))
+        }
+    }
+
+    /// Reads into `bytes` from `start` to its end at `offset` in the file, or fewer bytes at the
+    /// end of the file; how many.
+    func read(into bytes: inout [UInt8], from start: Int = 0, at offset: Int) throws(FileReadError) -> Int {
+        var done = 0
+        let wanted = bytes.count - start
+        while done < wanted {
+            let count = bytes.withUnsafeMutableBytes { pread(raw, $0.baseAddress! + start + done, wanted - done, off_t(offset + done)) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw FileReadError(path: path, reason: describeErrno(errno))
+            }
+            if count == 0 { break }
+            done += count
+        }
+        return done
+    }
+
     /// Reads `buffer.count` bytes at `offset`, or fewer at the end of the file.
     func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws(FileReadError) -> Int {
         var done = 0
@@ -93,11 +131,7 @@ struct FileDescriptor: ~Copyable {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while true {
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(raw, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw FileReadError(path: path, reason: describeErrno(errno))
-            }
+            let count = try read(into: &chunk)
             if count == 0 { return bytes }
             guard bytes.count + count <= limit else {
                 throw FileReadError(path: path, reason: "it is over \(limit) bytes")
