@@ -61,16 +61,6 @@ final class Journal {
         var end: Int
     }
 
-    /// What the journal is opened for.
-    enum Mode {
-        /// A new run: an existing journal is replaced.
-        case fresh
-        /// `--resume`: go on from the last checkpoint.
-        case resume
-        /// `--retry-failed`: read the failed rows of a finished output.
-        case retryFailed
-    }
-
     /// Tries at taking a journal's lock, 20 ms apart.
     static let lockTries = 250
 
@@ -90,11 +80,11 @@ final class Journal {
     private var pendingFailed: [FailedRow] = []
     /// Rows that failed again in the rewrite `prepareRewrite` wrote.
     private var rewriteFailed = 0
-    private let mode: Mode
+    private let mode: RunMode
 
     /// Opens and locks the journal of `output`. The lock keeps a second run off the same output
     /// (an overlapping cron job) for as long as this one runs.
-    init(output: String, identity: Identity, mode: Mode, waiting: () -> Void = {}) throws(RunError) {
+    init(output: String, identity: Identity, mode: RunMode, waiting: () -> Void = {}) throws(RunError) {
         self.output = output
         self.identity = identity
         self.mode = mode

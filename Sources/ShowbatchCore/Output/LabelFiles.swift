@@ -218,26 +218,3 @@ final class LabelFileWriter {
         return nil
     }
 }
-
-extension FinishedRow.Answer {
-    /// True when the answer has binary labels to write to files.
-    var hasFiles: Bool { files.contains { $0 != nil } }
-
-    /// The row, and the decoded bytes of its binary labels with their files.
-    func revealedWithFiles() -> (row: ResultRow, files: [PendingLabelFile]) {
-        var (row, pending) = Reveal.rowAndFiles(ordinal: ordinal, request: request, status: status, attempts: attempts, body: body,
-                                                labels: labels, files: files)
-        row.extras = extras
-        return (row, pending)
-    }
-
-    /// The answer as `--fail-fast` hands it over: the row when its labels have no files to
-    /// write (or it failed, which the dispatch must know at once); else the answer itself, for
-    /// the writer to write its files and then the row (a file is written only there, just
-    /// before its row). Such a row is never failed, so `--fail-fast` loses nothing by waiting.
-    func revealedEarly() -> FinishedRow {
-        guard hasFiles else { return .row(revealed()) }
-        let row = revealed()
-        return row.status == .failed ? .row(row) : .answer(self)
-    }
-}

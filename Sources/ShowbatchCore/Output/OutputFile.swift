@@ -44,8 +44,6 @@ final class OutputFile {
     private(set) var lastOrdinal = -1
     /// Rows in this very file (its rejected rows are in the rejects file): where JSON needs a comma.
     private(set) var ownRows = 0
-    /// Rows written since the last checkpoint.
-    var rowsSinceCheckpoint = 0
     /// For `--retry-failed`: the output being rewritten.
     private var splice: Splice?
     /// Where failed (with `rejectPartial`, also partial) rows go instead (`output.rejects`): a
@@ -193,7 +191,6 @@ final class OutputFile {
             let span = try rejects.write(row)
             counts.count(row.status)
             lastOrdinal = row.ordinal
-            rowsSinceCheckpoint += 1
             return span
         }
         if splice != nil { try copyOld(upTo: row.ordinal) }
@@ -209,7 +206,6 @@ final class OutputFile {
         let end = offset
         counts.count(row.status)
         lastOrdinal = row.ordinal
-        rowsSinceCheckpoint += 1
         if buffer.count >= 1 << 16 { try flush() }
         return (start, end)
     }

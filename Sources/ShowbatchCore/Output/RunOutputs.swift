@@ -1,15 +1,5 @@
 import Foundation
 
-/// How a run treats what an earlier run of the same outputs left.
-enum OutputMode: Sendable {
-    /// Start over: `.partial` files and journals are replaced.
-    case fresh
-    /// `--resume`: go on from each output's last checkpoint.
-    case resume
-    /// `--retry-failed`: rewrite each output with its failed rows sent again.
-    case retryFailed
-}
-
 /// Which work items of an output a run does not send.
 enum SkipRule: Sendable, Equatable {
     case none
@@ -31,28 +21,40 @@ enum SkipRule: Sendable, Equatable {
     }
 }
 
-/// The files of one run: an output and its journal per target, opened together and then either
-/// committed together (renamed into place; journals removed, or kept when rows failed) or
-/// abandoned together (left as `.partial`, with a last checkpoint in each journal).
+/// The files of one run: an output and its journal per target, opened together, written and
+/// checkpointed row by row, and then either committed together (renamed into place; journals
+/// removed, or kept when rows failed) or abandoned together (left as `.partial`, with a last
+/// checkpoint in each journal).
 ///
-/// One owner, so that `Runner.run` has one cleanup path, whatever ends the run.
+/// One owner, so that `Runner.run` has one cleanup path, whatever ends the run, and a checkpoint
+/// is taken in one order wherever it is taken: the output's bytes on disk, then the journal.
+/// Used by the writer thread while the run writes, and by the runner once the writer is done.
 final class RunOutputs {
+    /// A checkpoint is taken after this many rows of an output, or this many milliseconds: each
+    /// costs a sync of the output and of its journal, and bounds what a crash makes the
+    /// resumed run send again.
+    static let checkpointRows = 4096
+    static let checkpointInterval: Int64 = 1000
+
     /// The outputs by target; nil for one this run leaves as it is.
     let files: [OutputFile?]
     /// The journals by target; nil for standard output.
     let journals: [Journal?]
+    /// Rows written to each output since its last checkpoint, and when that was.
+    private var sinceCheckpoint: [Int]
+    private var lastCheckpoint: [Int64]
     /// What each target's work items skip.
     let skips: [SkipRule]
     /// Rows already in the outputs (from the run being resumed, or kept by a retry), by status.
     let carried: RowCounts
-    private let mode: OutputMode
+    private let mode: RunMode
     /// Outputs whose content an earlier run completed: committing only renames them.
     private let complete: Set<Int>
     private var closed = false
 
     /// Opens every target's journal, then its output. Journals come first: taking a journal's
     /// lock is what keeps a second run off the output. On failure what was opened is closed again.
-    init(targets: [OutputTarget], identity: (OutputTarget) -> Journal.Identity, mode: OutputMode,
+    init(targets: [OutputTarget], identity: (OutputTarget) -> Journal.Identity, mode: RunMode,
          waitingForLock: (String) -> Void = { _ in }) throws(RunError) {
         self.mode = mode
         var files: [OutputFile?] = []
@@ -75,8 +77,7 @@ final class RunOutputs {
                     journals.append(nil)
                     continue
                 }
-                journals.append(try Journal(output: target.path, identity: identity(target), mode: mode == .fresh ? .fresh : mode == .resume ? .resume : .retryFailed,
-                                            waiting: { waitingForLock(target.path) }))
+                journals.append(try Journal(output: target.path, identity: identity(target), mode: mode, waiting: { waitingForLock(target.path) }))
             }
             for (index, target) in targets.enumerated() {
                 func create() throws(RunError) -> OutputFile {
@@ -165,9 +166,36 @@ final class RunOutputs {
         }
         self.files = files
         self.journals = journals
+        sinceCheckpoint = Array(repeating: 0, count: files.count)
+        lastCheckpoint = Array(repeating: coarseMilliseconds(), count: files.count)
         self.skips = skips
         self.carried = carried
         self.complete = complete
+    }
+
+    /// Writes a row to target `index` (nothing when this run leaves it as it is), notes it in the
+    /// journal when it failed, and takes a checkpoint when one is due; `beforeCheckpoint` makes
+    /// what else a checkpoint counts durable first (binary labels' files).
+    func write(_ row: ResultRow, to index: Int, beforeCheckpoint: () throws(RunError) -> Void) throws(RunError) {
+        guard let file = files[index] else { return }
+        let span = try file.write(row)
+        guard let journal = journals[index] else { return }
+        if row.status == .failed { journal.recordFailed(Journal.FailedRow(ordinal: row.ordinal, start: span.start, end: span.end)) }
+        sinceCheckpoint[index] += 1
+        let now = coarseMilliseconds()
+        if sinceCheckpoint[index] >= Self.checkpointRows || now - lastCheckpoint[index] >= Self.checkpointInterval {
+            try beforeCheckpoint()
+            try checkpoint(index, now: now)
+        }
+    }
+
+    /// Makes target `index`'s bytes durable, then records in its journal that they are there.
+    private func checkpoint(_ index: Int, now: Int64) throws(RunError) {
+        guard let file = files[index], !complete.contains(index) else { return }
+        try file.sync()
+        try journals[index]?.checkpoint(file.checkpoint)
+        sinceCheckpoint[index] = 0
+        lastCheckpoint[index] = now
     }
 
     /// Ends every output and renames it into place. A journal is removed when its output has no
@@ -216,9 +244,7 @@ final class RunOutputs {
         guard !closed else { return }
         closed = true
         for (index, file) in files.enumerated() {
-            if let file, (try? file.sync()) != nil, !complete.contains(index) {
-                try? journals[index]?.checkpoint(file.checkpoint)
-            }
+            try? checkpoint(index, now: coarseMilliseconds())
             file?.abandon()
             journals[index]?.close()
         }

@@ -21,12 +21,14 @@ struct AttemptContext: Sendable {
     let verbose: Bool
     /// The bearer token, when the manifest has `auth`.
     var credentials: Credentials?
+    /// When a 2xx answer's labels are extracted.
+    var reveal = RevealTiming(failFast: false)
     /// The circuit breaker's pause (an outage, refused fresh tokens).
     var pause: CircuitPause?
 
-    /// Sends with retries. With `revealLater` a 2xx answer comes back as it is, for the writer to
-    /// extract its labels.
-    func perform(_ request: PreparedRequest, ordinal: Int, labels: [LabelBinding], revealLater: Bool) async -> JobOutcome {
+    /// Sends with retries; a 2xx answer comes back as `reveal` says (revealed now, or as it is for
+    /// the writer).
+    func perform(_ request: PreparedRequest, ordinal: Int, labels: [LabelBinding]) async -> JobOutcome {
         var random = SeededGenerator(seed: UInt64(ordinal) &* 0x9E3779B97F4A7C15 &+ 1)
         var attempt = 0
         // Renewals this row asked for. A token renewed for everyone can be used up by others
@@ -124,7 +126,7 @@ struct AttemptContext: Sendable {
             case .response(let status, _, let body) where (200..<300).contains(status):
                 let answer = FinishedRow.Answer(ordinal: ordinal, request: request.name, status: status, attempts: attempt,
                                                 body: body, labels: labels, extras: request.extras, files: request.labelFiles)
-                return .row(revealLater ? .answer(answer) : answer.revealedEarly())
+                return .row(reveal.finished(answer))
             case .response(401, _, _) where credentials != nil:
                 // A token that ran out: renewed (once for everyone), and the row sent again
                 // without counting an attempt.

@@ -2,7 +2,7 @@
 /// when finished rows go to the writer, in work-item order.
 ///
 /// The state only decides. Each call returns what is to be done (rows to hand to the writer,
-/// workers to wake, a progress line), and `RunDispatch` does it once the lock is released, as
+/// workers to wake), and `RunDispatch` does it once the lock is released, as
 /// async-http-client's connection-pool state machine does: nothing blocks or prints under the
 /// lock, and the rules can be tested without a network. `Waiter` is whatever resumes a parked
 /// worker (a continuation in a run, a number in tests).
@@ -33,13 +33,10 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
         var handOver: [RowWriter.Entry]?
         /// Parked workers to resume.
         var wake: [Waiter] = []
-        /// Rows written, ok and failed so far, and retries, for a progress line.
-        var progress: (done: Int, ok: Int, failed: Int, retries: Int)?
     }
 
-    /// What the run needs once the workers are done.
+    /// What the run needs once the workers are done (the writer counts the rows).
     struct Outcome {
-        var summary: RunSummary
         /// True when rows were left unwritten behind a request that never finished.
         var gap: Bool
         /// Why the run stopped early (the circuit breaker), if it did.
@@ -53,8 +50,6 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
     static var batchSize: Int { 256 }
     /// A slow run still hands its rows over this many milliseconds after the last batch.
     static var handOverInterval: Int64 { 20 }
-    /// Milliseconds between progress lines.
-    static var progressInterval: Int64 { 100 }
 
     /// Labels of each request of the manifest.
     let labels: [[LabelBinding]]
@@ -69,7 +64,6 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
     /// taken to be the endpoint's or the credentials', not the rows': the run stops. 0: never.
     let failureLimit: Int
 
-    private(set) var summary = RunSummary()
     /// Rows that finished before their turn, by sequence.
     private var pending: [Int: RowWriter.Entry] = [:]
     private var nextToWrite = 0
@@ -82,7 +76,6 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
     /// True while a worker is handing a batch to the writer: batches go one at a time, so in order.
     private var handingOver = false
     private var lastHandOver: Int64
-    private var lastProgress: Int64
     /// Workers waiting for room in the window.
     private var parked: [Waiter] = []
     /// Failed rows of the current streak, by sequence: written once a row gets through, dropped
@@ -94,22 +87,16 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
     /// Why the run stopped early, if it did.
     private(set) var stopReason: RunStop?
 
-    /// A dispatch whose summary starts from `carried`: the rows an earlier run left in the outputs.
+    /// A dispatch of jobs for requests with `labels`, writing to the outputs of `byRequest`.
     init(labels: [[LabelBinding]], byRequest: [Int], failFast: Bool, window: Int, outboxLimit: Int = 4096,
-         failureLimit: Int = 0, carried: RowCounts = RowCounts(), now: Int64) {
+         failureLimit: Int = 0, now: Int64) {
         self.labels = labels
         self.failureLimit = failureLimit
-        summary.rows = carried.rows
-        summary.ok = carried.ok
-        summary.partial = carried.partial
-        summary.failed = carried.failed
-        summary.replayed = carried.rows
         self.byRequest = byRequest
         self.failFast = failFast
         self.window = window
         self.outboxLimit = outboxLimit
         lastHandOver = now
-        lastProgress = now
         outbox.reserveCapacity(Self.batchSize)
     }
 
@@ -273,36 +260,24 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
         }
         let rest = outbox
         outbox = []
-        return (rest, Outcome(summary: summary, gap: !pending.isEmpty || !held.isEmpty, stopReason: stopReason, stopped: stopped,
+        return (rest, Outcome(gap: !pending.isEmpty || !held.isEmpty, stopReason: stopReason, stopped: stopped,
                               exhausted: exhausted, writeError: writeError))
     }
 
-    /// Moves the rows whose turn has come to the outbox, counting them, and hands them over when due.
+    /// Moves the rows whose turn has come to the outbox, and hands them over when due.
     private mutating func writeReady(now: Int64, into actions: inout Actions) {
         moveReady()
         handOverIfDue(now: now, into: &actions)
-        if now - lastProgress > Self.progressInterval {
-            lastProgress = now
-            actions.progress = (summary.rows, summary.ok, summary.failed, summary.retries)
-        }
     }
 
-    /// Moves the rows whose turn has come to the outbox, counting them.
+    /// Moves the rows whose turn has come to the outbox.
     private mutating func moveReady() {
         while let entry = pending.removeValue(forKey: nextToWrite) {
             nextToWrite += 1
             guard writeError == nil else { continue }
             outbox.append(entry)
-            summary.rows += 1
-            summary.retries += max(0, entry.row.attempts - 1)
-            // An answer's status is known once the writer has revealed it; the writer counts those.
-            guard case .row(let row) = entry.row else { continue }
-            switch row.status {
-            case .ok: summary.ok += 1
-            case .partial: summary.partial += 1
-            case .failed: summary.failed += 1
-            }
-            if row.status == .failed && failFast { stopped = true }
+            // With --fail-fast every row comes revealed: the first failed one stops the run.
+            if failFast, case .row(let row) = entry.row, row.status == .failed { stopped = true }
         }
     }
 

@@ -10,11 +10,23 @@ import Synchronization
 final class RowWriter: @unchecked Sendable {
     typealias Entry = (row: FinishedRow, target: Int)
 
-    /// A checkpoint is taken after this many rows of an output, or this many milliseconds: each
-    /// costs a sync of the output and of its journal, and bounds what a crash makes the
-    /// resumed run send again.
-    static let checkpointRows = 4096
-    static let checkpointInterval: Int64 = 1000
+    /// What the writer did, once it is done: the rows of the outputs by status (an earlier run's
+    /// included), the retries and what went wrong in the rows this run wrote, and the first write
+    /// error (the rows after it are not written).
+    struct Result {
+        var counts: RowCounts
+        var retries: Int
+        var tally: RowTally
+        var error: RunError?
+    }
+
+    /// Rows written so far, for a progress line (read from any thread).
+    struct Progress {
+        var rows: Int
+        var ok: Int
+        var failed: Int
+        var retries: Int
+    }
 
     /// Rows queued at most: past this `submit` waits for the writer, so that a slow output (a
     /// pipe read slowly, a full disk) holds the run back instead of growing memory.
@@ -22,42 +34,30 @@ final class RowWriter: @unchecked Sendable {
 
     private let queue = BatchQueue<Entry>(capacity: RowWriter.capacity)
     private let error = Mutex<RunError?>(nil)
-    // Used by the writer thread until `finish` returns, then by the caller.
-    private let files: [OutputFile?]
-    private let journals: [Journal?]
+    // Used by the writer thread until `finish` returns.
+    private let outputs: RunOutputs
     /// Writes binary labels' files, when a request has any.
     private let labelFiles: LabelFileWriter?
-    private var lastCheckpoint: [Int64]
     private var thread: WorkerThread!
-    // Statuses of the answers revealed here (the runner counts the rows it was given whole).
-    private let okCount = Atomic<Int>(0)
-    private let partialCount = Atomic<Int>(0)
-    private let failedCount = Atomic<Int>(0)
+    /// The rows written (with those an earlier run left) and the retries they took: counted here
+    /// only, as each row is written; the atomics give progress lines a view as the run goes.
+    private var counts: RowCounts
+    private var retries = 0
+    private var tally = RowTally()
+    private let rowsSoFar: Atomic<Int>
+    private let okSoFar: Atomic<Int>
+    private let failedSoFar: Atomic<Int>
+    private let retriesSoFar = Atomic<Int>(0)
 
-    // Every row this run writes, by code and status; read once `finish` has returned.
-    private var rowTally = RowTally()
-
-    /// The rows written, by error code and HTTP status; complete once `finish` has returned.
-    var tally: RowTally { rowTally }
-
-    /// Answers revealed as ok so far, for progress lines.
-    var revealedOK: Int { okCount.load(ordering: .relaxed) }
-
-    /// Answers revealed as failed so far, for progress lines.
-    var revealedFailed: Int { failedCount.load(ordering: .relaxed) }
-
-    /// Statuses of the answers revealed; complete once `finish` has returned.
-    var revealedCounts: (ok: Int, partial: Int, failed: Int) {
-        (okCount.load(ordering: .relaxed), partialCount.load(ordering: .relaxed), failedCount.load(ordering: .relaxed))
-    }
-
-    /// Starts the writer for `files` and their `journals` (nil for standard output); binary
-    /// labels' files are written by `labelFiles`, each before the row that names it.
-    init(files: [OutputFile?], journals: [Journal?], labelFiles: LabelFileWriter? = nil) {
-        self.files = files
-        self.journals = journals
+    /// Starts the writer for `outputs`; binary labels' files are written by `labelFiles`, each
+    /// before the row that names it. `carried` are the rows an earlier run left in the outputs.
+    init(outputs: RunOutputs, labelFiles: LabelFileWriter? = nil, carried: RowCounts = RowCounts()) {
+        self.outputs = outputs
         self.labelFiles = labelFiles
-        lastCheckpoint = Array(repeating: coarseMilliseconds(), count: files.count)
+        counts = carried
+        rowsSoFar = Atomic(carried.rows)
+        okSoFar = Atomic(carried.ok)
+        failedSoFar = Atomic(carried.failed)
         thread = WorkerThread(name: "showbatch-write") { [self] in work() }
     }
 
@@ -70,29 +70,17 @@ final class RowWriter: @unchecked Sendable {
     /// The first write error, if any (the rows after it are not written).
     var failure: RunError? { error.withLock { $0 } }
 
-    /// Writes everything queued, stops the thread and returns the first write error.
-    func finish() -> RunError? {
-        queue.finish()
-        thread.join()
-        return failure
+    /// The rows written so far.
+    var progress: Progress {
+        Progress(rows: rowsSoFar.load(ordering: .relaxed), ok: okSoFar.load(ordering: .relaxed),
+                 failed: failedSoFar.load(ordering: .relaxed), retries: retriesSoFar.load(ordering: .relaxed))
     }
 
-    /// Writes a row, notes it in the journal when it failed, and takes a checkpoint when one is due.
-    private func write(_ row: ResultRow, to target: Int) throws(RunError) {
-        guard let file = files[target] else { return }
-        rowTally.add(row)
-        let span = try file.write(row)
-        guard let journal = journals[target] else { return }
-        if row.status == .failed { journal.recordFailed(Journal.FailedRow(ordinal: row.ordinal, start: span.start, end: span.end)) }
-        let now = coarseMilliseconds()
-        if file.rowsSinceCheckpoint >= Self.checkpointRows || now - lastCheckpoint[target] >= Self.checkpointInterval {
-            // The output first: a checkpoint may only say what is on disk (label files included).
-            try labelFiles?.sync()
-            try file.sync()
-            try journal.checkpoint(file.checkpoint)
-            file.rowsSinceCheckpoint = 0
-            lastCheckpoint[target] = now
-        }
+    /// Writes everything queued, stops the thread and says what was written.
+    func finish() -> Result {
+        queue.finish()
+        thread.join()
+        return Result(counts: counts, retries: retries, tally: tally, error: failure)
     }
 
     private func work() {
@@ -100,23 +88,10 @@ final class RowWriter: @unchecked Sendable {
         while queue.take(into: &batch) == .taken {
             for entry in batch {
                 do {
-                    let row: ResultRow
-                    switch entry.row {
-                    case .row(let whole): row = whole
-                    case .answer(let answer):
-                        // A binary label's file is written (and may fail the label) before its row.
-                        if let labelFiles, answer.hasFiles {
-                            row = try labelFiles.reveal(answer, target: entry.target)
-                        } else {
-                            row = answer.revealed()
-                        }
-                        switch row.status {
-                        case .ok: okCount.add(1, ordering: .relaxed)
-                        case .partial: partialCount.add(1, ordering: .relaxed)
-                        case .failed: failedCount.add(1, ordering: .relaxed)
-                        }
-                    }
-                    try write(row, to: entry.target)
+                    let row = try entry.row.row(labelFiles: labelFiles, target: entry.target)
+                    let labelFiles = self.labelFiles
+                    try outputs.write(row, to: entry.target) { () throws(RunError) in try labelFiles?.sync() }
+                    count(row)
                 } catch {
                     self.error.withLock { $0 = error }
                     // Nothing after a failed row is written; a waiting submitter goes on.
@@ -137,39 +112,18 @@ final class RowWriter: @unchecked Sendable {
             labelFiles.close()
         }
     }
-}
 
-/// A finished work item: its row, or a 2xx answer whose labels are still to be extracted.
-enum FinishedRow: Sendable {
-    /// An answer to reveal.
-    struct Answer: Sendable {
-        let ordinal: Int
-        let request: String
-        let status: Int
-        let attempts: Int
-        let body: [UInt8]
-        let labels: [LabelBinding]
-        /// The request's `extras`, carried into the row.
-        var extras: [String] = []
-        /// Where each binary label goes (nil for a text label); empty when there is none.
-        var files: [LabelFileTarget?] = []
-
-        /// The row: labels extracted, transformed and masked.
-        func revealed() -> ResultRow {
-            var row = Reveal.row(ordinal: ordinal, request: request, status: status, attempts: attempts, body: body, labels: labels)
-            row.extras = extras
-            return row
+    private func count(_ row: ResultRow) {
+        counts.count(row.status)
+        tally.add(row)
+        let retried = max(0, row.attempts - 1)
+        retries += retried
+        rowsSoFar.add(1, ordering: .relaxed)
+        switch row.status {
+        case .ok: okSoFar.add(1, ordering: .relaxed)
+        case .failed: failedSoFar.add(1, ordering: .relaxed)
+        case .partial: break
         }
-    }
-
-    case row(ResultRow)
-    case answer(Answer)
-
-    /// Attempts made.
-    var attempts: Int {
-        switch self {
-        case .row(let row): return row.attempts
-        case .answer(let answer): return answer.attempts
-        }
+        if retried > 0 { retriesSoFar.add(retried, ordering: .relaxed) }
     }
 }

@@ -15,28 +15,21 @@ final class RunDispatch: Sendable {
     // The feed's consumer side is only used under `state`'s lock (in `State.next`).
     private let feed: RequestFeed
     private let writer: RowWriter
-    private let total: Int?
-    private let start: ContinuousClock.Instant
-    private let events: @Sendable (RunEvent) -> Void
     private let onPark: (@Sendable (Int) -> Void)?
 
     /// Dispatch for a run: `feed` gives the work items, `writer` takes the rows.
     init(manifest: Manifest, feed: RequestFeed, writer: RowWriter, byRequest: [Int], failFast: Bool, window: Int,
-         failureLimit: Int = 0, carried: RowCounts = RowCounts(), total: Int?, start: ContinuousClock.Instant,
-         events: @escaping @Sendable (RunEvent) -> Void, onPark: (@Sendable (Int) -> Void)? = nil) {
+         failureLimit: Int = 0, onPark: (@Sendable (Int) -> Void)? = nil) {
         self.feed = feed
         self.onPark = onPark
         self.writer = writer
-        self.total = total
-        self.start = start
-        self.events = events
         state = Mutex(State(labels: manifest.requests.map(\.labels), byRequest: byRequest, failFast: failFast,
-                            window: window, failureLimit: failureLimit, carried: carried, now: coarseMilliseconds()))
+                            window: window, failureLimit: failureLimit, now: coarseMilliseconds()))
     }
 
     /// One worker: sends requests until there are none left, `--fail-fast` stops, or the run is
     /// cancelled (the request then in flight leaves its row unwritten; a resumed run sends it).
-    func work(_ context: AttemptContext, revealLater: Bool) async {
+    func work(_ context: AttemptContext) async {
         while true {
             let cancelled = Task.isCancelled
             let (next, actions) = state.withLock { $0.next(from: feed, cancelled: cancelled, now: coarseMilliseconds()) }
@@ -50,7 +43,7 @@ final class RunDispatch: Sendable {
             case .wait:
                 await park()
             case .send(let job):
-                let row = await context.perform(job.request, ordinal: job.ordinal, labels: job.labels, revealLater: revealLater)
+                let row = await context.perform(job.request, ordinal: job.ordinal, labels: job.labels)
                 await perform(state.withLock { $0.finished(job, outcome: row, now: coarseMilliseconds()) })
             }
         }
@@ -71,7 +64,7 @@ final class RunDispatch: Sendable {
     }
 
     /// Does what the state asked for: hands rows to the writer (which may make this worker wait
-    /// for room, without holding a thread), prints progress and wakes parked workers.
+    /// for room, without holding a thread) and wakes parked workers.
     private func perform(_ actions: State.Actions) async {
         var actions = actions
         while let batch = actions.handOver {
@@ -80,11 +73,6 @@ final class RunDispatch: Sendable {
             let more = state.withLock { $0.handedOver(writerFailure: failure, now: coarseMilliseconds()) }
             actions.handOver = more.handOver
             actions.wake += more.wake
-        }
-        if let progress = actions.progress {
-            events(.progress(RunProgress(done: progress.done, total: total, failed: progress.failed + writer.revealedFailed,
-                                         elapsed: ContinuousClock.now - start, ok: progress.ok + writer.revealedOK,
-                                         retries: progress.retries)))
         }
         for waiter in actions.wake { waiter.resume() }
     }

@@ -70,7 +70,7 @@ public struct Runner: Sendable {
             summary.outputs = []
             return summary
         }
-        let mode: OutputMode = options.retryFailed ? .retryFailed : options.resume ? .resume : .fresh
+        let mode = options.mode
         if mode == .resume {
             // `--resume` in a nightly job's command line starts over when there is nothing to go
             // on from, and says so: a finished output is then written again.
@@ -116,9 +116,8 @@ public struct Runner: Sendable {
         let paths = plan.targets.map(\.path)
         // Counted for a progress bar or JSON logs (reading a data file twice costs a little).
         let total = options.progress == .never && options.logFormat == .text ? nil : countWorkItems()
-        let mode = options.retryFailed ? "retry_failed" : options.resume ? "resume" : "fresh"
         events(.started(RunStart(manifest: manifest.file, outputs: paths, rows: total,
-                                 shard: options.shard.map { "\($0.index)/\($0.count)" }, mode: mode, baseURL: baseURL)))
+                                 shard: options.shard.map { "\($0.index)/\($0.count)" }, mode: options.mode.rawValue, baseURL: baseURL)))
 
         let concurrency = options.concurrency ?? manifest.concurrency
         let window = max(concurrency * 4, 64)
@@ -126,37 +125,49 @@ public struct Runner: Sendable {
         var context = AttemptContext(transport: transport, policy: manifest.retry, timeout: options.timeout ?? manifest.timeout,
                                      limiter: limiter, events: events, verbose: options.verbose)
         context.credentials = credentials
+        context.reveal = RevealTiming(failFast: options.failFast)
         let pause = CircuitPause(settings: CircuitPause.settings(manifest.circuit, concurrency: concurrency), seed: pauseSeed, events: events)
         context.pause = pause
         defer { pause.shutDown() }
         let feed = RequestFeed(manifest: manifest, baseURL: baseURL, shard: options.shard, byRequest: plan.byRequest, extras: plan.extras,
                                skips: outputs.skips)
-        let writer = RowWriter(files: outputs.files, journals: outputs.journals,
-                               labelFiles: plan.labelFileWriter(others: options.sideFiles.values.sorted()))
+        let writer = RowWriter(outputs: outputs, labelFiles: plan.labelFileWriter(others: options.sideFiles.values.sorted()),
+                               carried: outputs.carried)
         let dispatch = RunDispatch(manifest: manifest, feed: feed, writer: writer, byRequest: plan.byRequest,
                                    failFast: options.failFast, window: window, failureLimit: manifest.circuit.failedRows,
-                                   carried: outputs.carried, total: total,
-                                   start: start, events: events, onPark: onPark)
-        // Labels are extracted on the writer thread, except with --fail-fast, which must know at once.
-        let revealLater = !options.failFast
+                                   onPark: onPark)
+        // Progress comes from the writer's counts, on a clock of its own: it goes on while
+        // sending is paused, when no row is written.
+        let ticker = Task.detached { [events] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(100))
+                guard !Task.isCancelled else { return }
+                let written = writer.progress
+                events(.progress(RunProgress(done: written.rows, total: total, failed: written.failed, elapsed: ContinuousClock.now - start,
+                                             ok: written.ok, retries: written.retries)))
+            }
+        }
         let attempts = context
         // With the curl transport, every worker runs on the transport's own thread.
         await withTaskExecutorPreference(transport.executor) {
             await withTaskGroup(of: Void.self) { group in
                 for _ in 0..<concurrency {
-                    group.addTask { await dispatch.work(attempts, revealLater: revealLater) }
+                    group.addTask { await dispatch.work(attempts) }
                 }
             }
         }
         let outcome = await dispatch.finish()
-        var summary = outcome.summary
-        var writeError = outcome.writeError
-        if let error = writer.finish(), writeError == nil { writeError = error }
-        let revealed = writer.revealedCounts
-        summary.tally = writer.tally
-        summary.ok += revealed.ok
-        summary.partial += revealed.partial
-        summary.failed += revealed.failed
+        let written = writer.finish()
+        ticker.cancel()
+        var summary = RunSummary()
+        summary.rows = written.counts.rows
+        summary.ok = written.counts.ok
+        summary.partial = written.counts.partial
+        summary.failed = written.counts.failed
+        summary.retries = written.retries
+        summary.replayed = outputs.carried.rows
+        summary.tally = written.tally
+        let writeError = outcome.writeError ?? written.error
         // Rows after a gap (a cancelled request) stay unwritten: order is never broken.
         let stoppedEarly = outcome.stopped && !outcome.exhausted && !Task.isCancelled && writeError == nil
         let remaining = feed.stop(countingRest: stoppedEarly)
