@@ -77,7 +77,7 @@ enum Invocation: Equatable {
 /// The hand-written command-line parser: subcommand, then `--flag value` or `--flag=value`, with
 /// each command's flags declared once in a table that the help text is made from too.
 enum ArgumentParser {
-    static let commands = ["run", "validate", "plan", "merge", "emulate", "help"]
+    static var commands: [String] { Command.allCases.map(\.rawValue) }
 
     static let runFlags: [Flag<RunArguments>] = [
         Flag("--output", "PATH", "write rows here (- for standard output); beats the manifest") { $0.options.output = $1 },
@@ -186,16 +186,25 @@ enum ArgumentParser {
     static func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
         guard let first = arguments.first else { return .help(nil) }
         let rest = Array(arguments.dropFirst())
-        switch first {
-        case "--help", "-h": return .help(nil)
-        case "--version", "-V": return .version
-        case "help":
+        if first == "--help" || first == "-h" { return .help(nil) }
+        if first == "--version" || first == "-V" { return .version }
+        guard let command = Command(rawValue: first) else {
+            if first.hasPrefix("-") {
+                throw UsageError(message: "unknown option \(first); expected a command (\(choices(commands))), --help or --version", command: nil)
+            }
+            var message = "unknown command \"\(first)\""
+            if let suggestion = closest(first, in: commands) { message += "; did you mean \"\(suggestion)\"?" }
+            else { message += "; expected \(choices(commands))" }
+            throw UsageError(message: message, command: nil)
+        }
+        switch command {
+        case .help:
             guard let topic = rest.first else { return .help(nil) }
             guard commands.contains(topic) else {
                 throw UsageError(message: "no help for \"\(topic)\"; commands are \(choices(commands))", command: nil)
             }
             return .help(topic)
-        case "run":
+        case .run:
             var run = RunArguments()
             let scanned = try scan(rest, runFlags, into: &run, command: "run")
             if scanned.help { return .help("run") }
@@ -206,12 +215,8 @@ enum ArgumentParser {
             if run.options.resume && run.options.retryFailed {
                 throw UsageError(message: "--resume and --retry-failed cannot be used together: finish an interrupted run with --resume first", command: "run")
             }
-            if (run.options.resume || run.options.retryFailed) && run.options.output == "-" {
-                let flag = run.options.resume ? "--resume" : "--retry-failed"
-                throw UsageError(message: "\(flag) cannot be used with --output - (standard output is not resumable)", command: "run")
-            }
             return .run(run)
-        case "validate":
+        case .validate:
             var unused: [String] = []
             let scanned = try scan(rest, validateFlags, into: &unused, command: "validate")
             if scanned.help { return .help("validate") }
@@ -219,12 +224,12 @@ enum ArgumentParser {
                 throw UsageError(message: "validate needs at least one MANIFEST", command: "validate")
             }
             return .validate(scanned.positionals)
-        case "plan":
+        case .plan:
             var plan = PlanArguments()
             let scanned = try scan(rest, planFlags, into: &plan, command: "plan")
             if scanned.help { return .help("plan") }
             return .plan(manifest: try single(scanned.positionals, command: "plan"), json: plan.json)
-        case "merge":
+        case .merge:
             var merge = MergeArguments()
             let scanned = try scan(rest, mergeFlags, into: &merge, command: "merge")
             if scanned.help { return .help("merge") }
@@ -236,7 +241,7 @@ enum ArgumentParser {
                 throw UsageError(message: "merge writes files: --output - (standard output) cannot be merged into; give the --output the shards were run with", command: "merge")
             }
             return .merge(merge)
-        case "emulate":
+        case .emulate:
             var emulate = EmulateArguments()
             let scanned = try scan(rest, emulateFlags, into: &emulate, command: "emulate")
             if scanned.help { return .help("emulate") }
@@ -244,14 +249,6 @@ enum ArgumentParser {
                 throw UsageError(message: "emulate takes no arguments; got \"\(extra)\"", command: "emulate")
             }
             return .emulate(emulate)
-        default:
-            if first.hasPrefix("-") {
-                throw UsageError(message: "unknown option \(first); expected a command (\(choices(commands))), --help or --version", command: nil)
-            }
-            var message = "unknown command \"\(first)\""
-            if let suggestion = closest(first, in: commands) { message += "; did you mean \"\(suggestion)\"?" }
-            else { message += "; expected \(choices(commands))" }
-            throw UsageError(message: message, command: nil)
         }
     }
 

@@ -89,7 +89,7 @@ enum CLI {
                                            isCancelled: { Signals.fired })
         } catch {
             switch error {
-            case .usage(let message), .runtime(let message): Console.err("showbatch: error: \(TerminalText.escaped(message))\n")
+            case .usage(let message), .runtime(let message), .sideFile(let message): Console.err("showbatch: error: \(TerminalText.escaped(message))\n")
             case .manifest(let diagnostic): Console.err(TerminalText.escapedLines(diagnostic.description) + "\n")
             }
             return error.exitCode

@@ -66,23 +66,11 @@ enum RunCommand {
         }
         // Checked before anything else: even a manifest that cannot be read gets its metrics, and
         // they must never replace it.
-        let sideFiles = [("--metrics", arguments.metrics), ("--report", arguments.report)].compactMap { flag, path in path.map { (flag, $0) } }
-        for (flag, path) in sideFiles {
-            let problem: String?
-            if path.isEmpty || path.hasSuffix("/") {
-                problem = "\(flag) needs the path of a file; got \"\(path)\""
-            } else if RunReport.sameFile(path, arguments.manifest) {
-                problem = "\(flag) \(path) is the manifest; give it a path of its own"
-            } else if sideFiles.count == 2 && flag == "--report" && RunReport.sameFile(path, sideFiles[0].1) {
-                problem = "--metrics and --report name one file, \(path); give each its own"
-            } else {
-                problem = nil
-            }
-            if let problem {
-                let usage = UsageError(message: problem, command: "run")
-                printer.invalid(usage.description)
-                return finish(usage.exitCode, error: problem, files: false)
-            }
+        let sideFiles = [("--metrics", arguments.metrics), ("--report", arguments.report)].compactMap { flag, path in path.map { (flag: flag, path: $0) } }
+        if let problem = RunReport.sideFileProblem(sideFiles, manifest: arguments.manifest) {
+            let usage = UsageError(message: problem, command: "run")
+            printer.invalid(usage.description)
+            return finish(usage.exitCode, error: problem, files: false)
         }
         let environment = ProcessInfo.processInfo.environment
         let manifest: Manifest
@@ -148,9 +136,11 @@ enum RunCommand {
             switch error {
             case .usage(let message):
                 live.invalid(UsageError(message: message, command: "run").description)
-                // A refused --metrics or --report path is not written to.
-                if sideFiles.contains(where: { message.hasPrefix($0.0 + " ") }) { return finish(.usage, error: message, shard: options.shard, files: false) }
                 return finish(.usage, error: message, shard: options.shard)
+            case .sideFile(let message):
+                // A refused --metrics or --report path is not written to.
+                live.invalid(UsageError(message: message, command: "run").description)
+                return finish(.usage, error: message, shard: options.shard, files: false)
             case .manifest(let diagnostic):
                 live.invalid(diagnostic.description, diagnostics: [diagnostic])
                 return finish(.usage, error: diagnostic.message, shard: options.shard)

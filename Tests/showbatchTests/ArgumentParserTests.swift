@@ -86,7 +86,6 @@ import Testing
         (["run"], "showbatch: error: run needs a MANIFEST\nRun 'showbatch help run' for usage."),
         (["run", "a.yaml", "b.yaml"], "showbatch: error: run takes one MANIFEST; got 2 arguments\nRun 'showbatch help run' for usage."),
         (["run", "m.yaml", "--quiet", "--verbose"], "showbatch: error: --quiet and --verbose cannot be used together\nRun 'showbatch help run' for usage."),
-        (["run", "m.yaml", "--resume", "--output", "-"], "showbatch: error: --resume cannot be used with --output - (standard output is not resumable)\nRun 'showbatch help run' for usage."),
         (["validate"], "showbatch: error: validate needs at least one MANIFEST\nRun 'showbatch help validate' for usage."),
         (["validate", "m.yaml", "--format", "x"], "showbatch: error: unknown flag --format for validate; it takes no flags\nRun 'showbatch help validate' for usage."),
         (["plan", "m.yaml", "--format", "yaml"], "showbatch: error: --format for plan must be text or json; got \"yaml\"\nRun 'showbatch help plan' for usage."),

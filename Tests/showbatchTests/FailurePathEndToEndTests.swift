@@ -98,4 +98,20 @@ private final class Child: @unchecked Sendable {
         #expect(lines.count == 20_001)
         #expect(!out.contains("1502 timeout"))
     }
+
+    /// Standard output cannot be resumed nor rewritten, whether `--output -` or the manifest says
+    /// so: one check, in the run, with one message (exit 2, nothing sent).
+    @Test(arguments: [(["--resume", "--output", "-"], "--resume"), (["--retry-failed", "--output", "-"], "--retry-failed"),
+                      (["--resume"], "--resume")])
+    func standardOutputIsNotResumable(flags: [String], flag: String) async throws {
+        let work = Workspace(["m.yaml": """
+        vault: tnt1
+        output: {path: "-", format: csv}
+        requests: [{name: a, path: /post, payload: {c: tok_sandbox_abc}, labels: {c: json.c}}]
+        """])
+        defer { work.remove() }
+        let result = try await showbatch(["run", "m.yaml", "--emulate"] + flags, in: work.path)
+        #expect(result.status == 2)
+        #expect(result.stderr == "showbatch: error: \(flag) needs file outputs; standard output is not resumable\nRun 'showbatch help run' for usage.\n")
+    }
 }

@@ -227,10 +227,10 @@ struct OutputPlanner {
         // --metrics and --report replace their file whole: never an input or an output's file.
         for (flag, side) in sideFiles.sorted(by: { $0.key < $1.key }) {
             if let owner = owners[PrivateFile.canonical(side)] {
-                throw RunError.usage("\(flag) \(side) is \(owner); give it a path of its own")
+                throw RunError.sideFile("\(flag) \(side) is \(owner); give it a path of its own")
             }
             if let found = PrivateFile.identity(side), let input = identities.first(where: { $0.1.device == found.device && $0.1.inode == found.inode }) {
-                throw RunError.usage("\(flag) \(side) is \(input.0); give it a path of its own")
+                throw RunError.sideFile("\(flag) \(side) is \(input.0); give it a path of its own")
             }
         }
         for path in targets.flatMap(\.paths) where path != "-" {

@@ -9,11 +9,14 @@ public enum RunError: Error, Sendable, CustomStringConvertible {
     case manifest(Diagnostic)
     /// Something failed at run time: an unwritable output, a strict hostname check.
     case runtime(String)
+    /// A `--metrics` or `--report` path that cannot be used (it is an input, an output's file, the
+    /// other one's): nothing is written to it; nothing was sent.
+    case sideFile(String)
 
     /// The message a person reads (a manifest problem with its quoted line).
     public var description: String {
         switch self {
-        case .usage(let message), .runtime(let message): return message
+        case .usage(let message), .runtime(let message), .sideFile(let message): return message
         case .manifest(let diagnostic): return diagnostic.description
         }
     }

@@ -158,6 +158,21 @@ public enum Timestamp {
 
 extension RunReport {
     /// True when `a` and `b` name one file (by any spelling, or as hard links).
+    /// What is wrong with the `--metrics` and `--report` paths (`sideFiles`, by flag) before the
+    /// manifest is read: the shape of a path, one file named twice, the manifest itself (a
+    /// manifest that cannot be read still gets its metrics, which must never replace it). The run
+    /// checks them against its other inputs and its outputs (`OutputPlanner.check`).
+    public static func sideFileProblem(_ sideFiles: [(flag: String, path: String)], manifest: String) -> String? {
+        for (index, (flag, path)) in sideFiles.enumerated() {
+            if path.isEmpty || path.hasSuffix("/") { return "\(flag) needs the path of a file; got \"\(path)\"" }
+            if sameFile(path, manifest) { return "\(flag) \(path) is the manifest; give it a path of its own" }
+            if let earlier = sideFiles[..<index].first(where: { sameFile($0.path, path) }) {
+                return "\(earlier.flag) and \(flag) name one file, \(path); give each its own"
+            }
+        }
+        return nil
+    }
+
     package static func sameFile(_ a: String, _ b: String) -> Bool {
         if PrivateFile.canonical(a) == PrivateFile.canonical(b) { return true }
         guard let one = PrivateFile.identity(a), let other = PrivateFile.identity(b) else { return false }

@@ -20,7 +20,7 @@ extension RunError {
     /// The exit code a run ending with this error has.
     public var exitCode: ExitCode {
         switch self {
-        case .usage, .manifest: return .usage
+        case .usage, .manifest, .sideFile: return .usage
         case .runtime: return .runtime
         }
     }
