@@ -101,6 +101,23 @@ private func runShards(_ work: Workspace, _ shards: Int, manifest: String = "m.y
             #expect(bytes(work, "out/r.\(format)") == expected)
             #expect(mode(work, "out/r.\(format)") == 0o600)
         }
+
+        // Shards run with --output merge with the same --output into what one such run writes.
+        if shards == 2 {
+            let all = "all.\(format)"
+            let single = try await showbatch(["run", "m.yaml", "--emulate", "--quiet", "--output", all], in: work.path)
+            #expect(single.status == 1)
+            let expectedAll = try #require(bytes(work, all))
+            for index in 0..<2 {
+                _ = try await showbatch(["run", "m.yaml", "--emulate", "--quiet", "--output", all, "--shard", "\(index)/2"], in: work.path)
+            }
+            #expect(work.exists("all-shard-0.\(format)") && work.exists("all-shard-1.\(format)"))
+            work.write(all, "")
+            let mergeAll = try await showbatch(["merge", "m.yaml", "--shards", "2", "--output", all], in: work.path)
+            #expect(mergeAll.status == 0)
+            #expect(mergeAll.stderr == "showbatch: merged 2 shards into \(all) (14 rows)\n")
+            #expect(bytes(work, all) == expectedAll)
+        }
     }
 
     /// Shaped and compressed outputs merge too: a dialect without a header, columns that rename
@@ -139,23 +156,6 @@ private func runShards(_ work: Workspace, _ shards: Int, manifest: String = "m.y
         let merged = try await showbatch(["merge", "m.yaml", "--shards", "2"], in: work.path)
         #expect(merged.status == 2)
         #expect(merged.stderr == "showbatch: error: cannot merge out/r.csv: its rows are split with its rejects file (output.rejects), which a merge cannot put back in order; run it unsharded, or merge with rejects removed from the manifest\n")
-    }
-
-    @Test func shardsRunWithOutputAreMergedWithTheSameOutput() async throws {
-        let work = mergeWorkspace()
-        defer { work.remove() }
-        let whole = try await showbatch(["run", "m.yaml", "--emulate", "--quiet", "--output", "all.jsonl"], in: work.path)
-        #expect(whole.status == 1)
-        let expected = try #require(bytes(work, "all.jsonl"))
-        for index in 0..<2 {
-            _ = try await showbatch(["run", "m.yaml", "--emulate", "--quiet", "--output", "all.jsonl", "--shard", "\(index)/2"], in: work.path)
-        }
-        #expect(work.exists("all-shard-0.jsonl") && work.exists("all-shard-1.jsonl"))
-        work.write("all.jsonl", "")
-        let merge = try await showbatch(["merge", "m.yaml", "--shards", "2", "--output", "all.jsonl"], in: work.path)
-        #expect(merge.status == 0)
-        #expect(merge.stderr == "showbatch: merged 2 shards into all.jsonl (14 rows)\n")
-        #expect(bytes(work, "all.jsonl") == expected)
     }
 
     @Test func aMissingShardIsRefusedAndNothingIsWritten() async throws {

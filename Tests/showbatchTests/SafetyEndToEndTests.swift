@@ -36,7 +36,7 @@ private func crashManifest(_ outputs: String) -> String {
     vault: tnt1
     concurrency: 4
     \(outputs)
-    emulator: {aliases: {tok_0: "4000000000000000", tok_1: "4111111111111111", tok_2: "4222222222222222"}, latency: 3ms}
+    emulator: {aliases: {tok_0: "4000000000000000", tok_1: "4111111111111111", tok_2: "4222222222222222"}, latency: 6ms}
     retry: {attempts: 1}
     requests:
       - {name: head, path: /post, payload: {c: tok_1}, labels: {c: json.c}}
@@ -75,6 +75,9 @@ private func crashManifest(_ outputs: String) -> String {
             try await Task.sleep(for: .microseconds(random.unit() * 300_000))
             kill(process.processIdentifier, SIGKILL)
             await exited(process)
+            // The kill landed while the run was writing: it did not end on its own first.
+            #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGKILL, "round \(round) ended on its own")
+            #expect(!work.exists(files[0]), "round \(round) finished before the kill")
         }
         let resumed = try await showbatch(["run", "m.yaml", "--emulate", "--quiet", "--resume"], in: work.path)
         #expect(resumed.status == 1, "\(resumed.stderr)")
@@ -143,14 +146,19 @@ private func crashManifest(_ outputs: String) -> String {
         let work = Workspace(["m.yaml": "vault: tnt1\noutput: {path: out/r.csv}\nrequests: [{name: \"r${row.id}\", each: {csv: d.csv}, path: /p}]\n",
                               "d.csv": rows])
         defer { work.remove() }
-        let process = try launch(["run", "m.yaml", "--emulate", "--progress", "always"], in: work.path)
+        let process = try launch(["run", "m.yaml", "--emulate", "--log-format", "json"], in: work.path)
         // Wait until the run has opened its outputs (the journal appears), then interrupt.
         let deadline = Date().addingTimeInterval(30)
         while !work.exists("out/r.csv.journal") && Date() < deadline { try await Task.sleep(for: .milliseconds(2)) }
         kill(process.processIdentifier, SIGTERM)
         await exited(process)
         #expect(process.terminationStatus == 130)
-        #expect(work.read(".stderr")?.contains("interrupted: outputs left as .partial, rerun with --resume") == true)
+        let stderr = work.read(".stderr") ?? ""
+        // It landed while the rows were counted: the count was cut short (run_started says no
+        // number of rows), and no row was sent or written.
+        #expect(stderr.contains(#""event":"run_started""#) && stderr.contains(#""rows":null"#), "the interrupt came after the count")
+        #expect(stderr.contains(#""event":"summary""#) && stderr.contains(#""exit_code":130"#))
+        #expect(work.read("out/r.csv.partial") == "request,status,http_status,attempts,error\n")
         #expect(work.exists("out/r.csv.journal") && !work.exists("out/r.csv"))
     }
 

@@ -45,10 +45,13 @@ private func run(_ fixture: RunFixture, _ manifest: Manifest, options: RunOption
         #expect(summary.stopReason == nil)
         let output = try #require(fixture.read("r.csv"))
         #expect(output.split(separator: "\n").dropFirst().allSatisfy { $0.contains(",ok,200,1,,Bearer emu-token-") })
-        // 5,000 / 300 tokens, give or take the requests in flight when each ran out.
+        // A token is renewed only once it ran out (its 300 requests used): at least 5,000 / 300
+        // renewals, and no more than the requests made allow; each ran-out token costs at most the
+        // 16 requests in flight again. Bounds that hold however slow the machine.
         let renewals = fixture.log.notes.filter { $0.contains("access token was renewed") }.count
-        #expect(renewals >= 16 && renewals <= 40, "\(renewals) renewals")
-        #expect(counts.requests < 5_000 + 40 * 17)
+        #expect(renewals >= 16, "\(renewals) renewals")
+        #expect(renewals <= (counts.requests + 299) / 300, "\(renewals) renewals for \(counts.requests) requests")
+        #expect(counts.requests <= 5_000 + 17 * (renewals + 1), "\(counts.requests) requests, token requests included")
     }
 
     /// A token endpoint that refuses the client stops the run before anything is sent or opened.
@@ -137,7 +140,9 @@ private func run(_ fixture: RunFixture, _ manifest: Manifest, options: RunOption
             $0.faults.outageFor = .seconds(5)
         }
         #expect(summary.ok == 1_000 && summary.failed == 0 && summary.stopReason == nil)
-        #expect(counts.failed > 0 && counts.failed < 40, "\(counts.failed) answers in the outage")
+        // Before the pause opens at most the rows of its window (16) and those in flight (8) fail,
+        // each at most its 3 attempts; then only the probes (a handful in 5 s) meet the outage.
+        #expect(counts.failed > 0 && counts.failed <= (16 + 8) * 3 + 8, "\(counts.failed) answers in the outage")
         #expect(fixture.log.all.contains { $0.contains("the endpoint looks down") })
         #expect(fixture.log.all.contains { $0.contains("the endpoint answers again") })
         let lines = try #require(fixture.read("r.csv")).split(separator: "\n")
