@@ -70,10 +70,18 @@ private func crashManifest(_ outputs: String) -> String {
         var random = SeededGenerator(seed: UInt64(outputs.count))
         for round in 0..<2 {
             let process = try launch(["run", "m.yaml", "--emulate", "--quiet"] + (round > 0 ? ["--resume"] : []), in: work.path)
-            // Killed a seeded while after the run has started writing (however slow the machine).
-            while process.isRunning && !work.exists(files[0] + ".partial") { try await Task.sleep(for: .milliseconds(1)) }
-            try await Task.sleep(for: .microseconds(random.unit() * 300_000))
-            kill(process.processIdentifier, SIGKILL)
+            // Killed a seeded while after the run has started writing (however slow the machine),
+            // from a thread of its own: a task of a busy test run can be held up for seconds.
+            let wait = UInt32(random.unit() * 300_000)
+            let partial = work.path + "/" + files[0] + ".partial"
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                Thread {
+                    while process.isRunning && !FileManager.default.fileExists(atPath: partial) { usleep(1_000) }
+                    usleep(wait)
+                    kill(process.processIdentifier, SIGKILL)
+                    done.resume()
+                }.start()
+            }
             await exited(process)
             // The kill landed while the run was writing: it did not end on its own first.
             #expect(process.terminationReason == .uncaughtSignal && process.terminationStatus == SIGKILL, "round \(round) ended on its own")

@@ -1,5 +1,3 @@
-// Over 400 lines on purpose: the journal's format is written and read here, line for line, and
-// keeping the writer next to the reader is what keeps the two in step.
 import Foundation
 #if canImport(Glibc)
 import Glibc
@@ -15,9 +13,9 @@ import Glibc
 /// On resume the `.partial` file is cut back to the last checkpoint and the run goes on from the
 /// next work item; a torn last line is dropped.
 ///
-/// Lines, each a JSON object: the identity (`showbatch_journal`), then `failed` records
-/// (`[ordinal, start, end]`) and `checkpoint`s, and last `end` (size and hash of the finished
-/// output) when the run finished. The journal is removed when no row failed.
+/// Its lines are written and read by `JournalCodec` only (identity, failed rows, chained
+/// checkpoints, end); what they say of the output is checked against the output's own rows by
+/// `OutputCheck` before a run trusts it. The journal is removed when no row failed.
 final class Journal {
     /// What a journal is valid for: the same rows in the same order and format.
     struct Identity: Equatable {
@@ -69,6 +67,7 @@ final class Journal {
     private let identity: Identity
     private var fd: Int32
     private var buffer: [UInt8] = []
+    private var writer = JournalCodec.Writer()
     private var closed = false
     /// The last checkpoint read back (resume and retry).
     private(set) var lastCheckpoint: Checkpoint?
@@ -89,31 +88,7 @@ final class Journal {
         self.identity = identity
         self.mode = mode
         path = SideFile.journal.of(output)
-        var opened = try PrivateFile.openExisting(path, for: output)
-        if opened == nil {
-            guard mode != .retryFailed else {
-                throw RunError.usage("\(output) has no journal, so no failed rows to send again: its run left none, or never finished (then use --resume)")
-            }
-            opened = try PrivateFile.create(path, for: output)
-        }
-        fd = opened!
-        // A process being started elsewhere in this program holds a copy of the descriptor (and
-        // so the lock) between its fork and its exec, and a run finishing holds it while it
-        // renames its outputs: wait that out (up to 5 s, 20 ms at a time) before calling the
-        // journal another run's.
-        var locked = flock(fd, LOCK_EX | LOCK_NB) == 0
-        if !locked && errno == EWOULDBLOCK { waiting() }
-        var tries = 0
-        // An interrupt ends the wait at once (the run then ends as interrupted).
-        while !locked && errno == EWOULDBLOCK && tries < Journal.lockTries && !Task.isCancelled {
-            tries += 1
-            usleep(20_000)
-            locked = flock(fd, LOCK_EX | LOCK_NB) == 0
-        }
-        guard locked else {
-            Glibc.close(fd)
-            throw RunError.runtime("another showbatch run is writing \(output) (its journal \(path) is locked)")
-        }
+        fd = try Journal.lock(path, output: output, create: mode != .retryFailed, waiting: waiting)
         do {
             switch mode {
             case .fresh: try start()
@@ -126,85 +101,95 @@ final class Journal {
         }
     }
 
+    /// Opens (or creates) the journal at `path` and locks it. A process being started elsewhere
+    /// in this program holds a copy of the descriptor (and so the lock) between its fork and its
+    /// exec, and a run finishing holds it while it renames its outputs: that is waited out (up to
+    /// 5 s, 20 ms at a time) before the journal is called another run's. A lock is only good while
+    /// the locked file is the one at the path: a run that finished meanwhile removed (or replaced)
+    /// it, and then the file at the path now is opened and locked instead. A journal is never
+    /// created over one that appeared meanwhile (O_EXCL), so two runs never lock two journals of
+    /// one output.
+    private static func lock(_ path: String, output: String, create: Bool, waiting: () -> Void) throws(RunError) -> Int32 {
+        var told = false
+        var tries = 0
+        while true {
+            var fd = try PrivateFile.openExisting(path, for: output)
+            if fd == nil {
+                guard create else {
+                    throw RunError.usage("\(output) has no journal, so no failed rows to send again: its run left none, or never finished (then use --resume)")
+                }
+                fd = try PrivateFile.createNew(path, for: output)
+                // Someone else created it first: open theirs.
+                if fd == nil { continue }
+            }
+            let opened = fd!
+            var locked = flock(opened, LOCK_EX | LOCK_NB) == 0
+            while !locked && errno == EWOULDBLOCK && tries < lockTries && !Task.isCancelled {
+                if !told {
+                    told = true
+                    waiting()
+                }
+                tries += 1
+                usleep(20_000)
+                locked = flock(opened, LOCK_EX | LOCK_NB) == 0
+            }
+            guard locked else {
+                Glibc.close(opened)
+                throw RunError.runtime("another showbatch run is writing \(output) (its journal \(path) is locked)")
+            }
+            // Still the file at the path? (An interrupted wait ends here too, as the run ends.)
+            var held = stat(), atPath = stat()
+            if fstat(opened, &held) == 0, lstat(path, &atPath) == 0, held.st_dev == atPath.st_dev, held.st_ino == atPath.st_ino {
+                return opened
+            }
+            Glibc.close(opened)
+            tries += 1
+            guard tries < lockTries, !Task.isCancelled else {
+                throw RunError.runtime("another showbatch run is writing \(output) (its journal \(path) keeps being replaced)")
+            }
+        }
+    }
+
     /// Empties the journal and writes the identity line.
     private func start() throws(RunError) {
         guard ftruncate(fd, 0) == 0, lseek(fd, 0, SEEK_SET) == 0 else { throw failure(errno) }
         lastCheckpoint = nil
         failedRows = []
         ended = nil
-        appendIdentity()
+        writer = JournalCodec.Writer()
+        writer.encode(.identity(identity), into: &buffer)
         try writeBuffer(sync: true)
     }
 
-    private func appendIdentity() {
-        JSONWriter.append(to: &buffer) { writer in
-            writer.object { writer in
-                writer.key("showbatch_journal")
-                writer.integer(2)
-                writer.key("manifest")
-                writer.string(identity.manifest)
-                writer.key("data")
-                writer.string(identity.data)
-                writer.key("shard")
-                writer.string(identity.shard)
-                writer.key("output")
-                writer.string(identity.output)
-                writer.key("format")
-                writer.string(identity.format)
-                writer.key("columns")
-                writer.array { writer in for column in identity.columns { writer.string(column) } }
-            }
-        }
-        buffer.append(0x0A)
-    }
-
-    /// Reads an existing journal: checks its identity, and keeps its failed rows, last checkpoint
-    /// and end. A journal torn while its identity line was written starts over.
+    /// Reads an existing journal: checks it (`JournalCodec`) and its identity, and keeps its failed
+    /// rows, last checkpoint and end. A journal torn while its identity line was written starts
+    /// over. A journal that cannot be trusted is refused, saying why: a run never goes on from it.
     private func read(keepTail: Bool) throws(RunError) {
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 1 << 16)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            if count < 0 { throw RunError.runtime("cannot read the journal \(path): \(describeErrno(errno))") }
-            if count == 0 { break }
-            bytes.append(contentsOf: chunk[0..<count])
+        let bytes: [UInt8]
+        do {
+            bytes = try FileDescriptor(borrowing: fd, path: path).readAll(limit: Int.max)
+        } catch {
+            throw RunError.runtime("cannot read the journal \(error.path): \(error.reason)")
         }
-        var lines = bytes.split(separator: 0x0A, omittingEmptySubsequences: false)
-        // The last piece has no line break: it is empty or torn.
-        lines.removeLast()
-        guard let first = lines.first else {
+        let contents: JournalCodec.Contents?
+        do {
+            contents = try JournalCodec.read(bytes)
+        } catch {
+            let verdict = error.foreign ? "does not match this run" : "cannot be trusted"
+            throw RunError.usage("the journal \(path) \(verdict): \(error.reason); remove it to start over, or run without \(keepTail ? "--retry-failed" : "--resume")")
+        }
+        guard let contents else {
             if keepTail { throw RunError.usage("the journal \(path) is empty: there are no failed rows to send again") }
             try start()
             return
         }
-        if let difference = Journal.difference(Array(first), from: identity) {
+        if let difference = JournalCodec.difference(contents.identity, from: identity) {
             throw RunError.usage("the journal \(path) does not match this run: \(difference); remove it to start over, or run without \(keepTail ? "--retry-failed" : "--resume")")
         }
-        // Lines up to the first one that does not parse (a torn tail); failed rows count once a
-        // checkpoint after them is there.
-        var pending: [FailedRow] = []
-        var cut = first.count + 1
-        var offset = cut
-        for line in lines.dropFirst() {
-            offset += line.count + 1
-            guard let value = try? JSONParser.parse(Array(line)), case .object = value else { break }
-            if case .array(let items)? = value["failed"], let numbers = Journal.integers(items), numbers.count == 3 {
-                pending.append(FailedRow(ordinal: numbers[0], start: numbers[1], end: numbers[2]))
-            } else if let checkpoint = value["checkpoint"].flatMap(Journal.checkpoint) {
-                failedRows += pending
-                pending = []
-                lastCheckpoint = checkpoint
-                cut = offset
-            } else if let size = Journal.integer(value["end"]?["size"]), case .string(let hash)? = value["end"]?["hash"],
-                      let hashValue = UInt64(hash, radix: 16) {
-                ended = (size, hashValue)
-                cut = offset
-                break
-            } else {
-                break
-            }
-        }
+        failedRows = contents.failedRows
+        lastCheckpoint = contents.lastCheckpoint
+        ended = contents.ended
+        writer = JournalCodec.Writer(chain: contents.chain)
         if keepTail {
             guard ended != nil else {
                 throw RunError.usage("the journal \(path) is of a run that did not finish; finish it with --resume first")
@@ -212,57 +197,8 @@ final class Journal {
         } else {
             // What follows the last checkpoint (a torn line, rows failed past it) is dropped:
             // the resumed run writes those rows again.
-            guard ftruncate(fd, off_t(cut)) == 0, lseek(fd, off_t(cut), SEEK_SET) >= 0 else { throw failure(errno) }
+            guard ftruncate(fd, off_t(contents.length)) == 0, lseek(fd, off_t(contents.length), SEEK_SET) >= 0 else { throw failure(errno) }
         }
-    }
-
-    /// What differs between an identity line and the identity of this run, in words; nil when
-    /// they are the same.
-    static func difference(_ line: [UInt8], from identity: Identity) -> String? {
-        guard let value = try? JSONParser.parse(line), case .number(let version)? = value["showbatch_journal"] else {
-            return "it is not a showbatch journal"
-        }
-        guard version == "2" else { return "it was written by another version of showbatch (journal format \(version))" }
-        func text(_ key: String) -> String? { if case .string(let text)? = value[key] { return text } else { return nil } }
-        if text("output") != identity.output { return "it is the journal of another output (\(text("output") ?? "?"))" }
-        if text("format") != identity.format { return "it was written as \(text("format") ?? "?"), and this run writes \(identity.format)" }
-        if text("shard") != identity.shard {
-            let was = text("shard").map { $0.isEmpty ? "no shard" : "shard \($0)" } ?? "?"
-            return "it was written for \(was), and this run is \(identity.shard.isEmpty ? "not sharded" : "shard \(identity.shard)")"
-        }
-        if text("manifest") != identity.manifest {
-            return "the manifest changed since (its endpoint, requests, labels, outputs or retry rules)"
-        }
-        if text("data") != identity.data { return "the content of a data file changed since" }
-        guard case .array(let columns)? = value["columns"] else { return "it is not a showbatch journal" }
-        let names = columns.compactMap { if case .string(let name) = $0 { return name } else { return nil } }
-        if names != identity.columns {
-            return "its output columns were \(names.joined(separator: ", ")), and this run's are \(identity.columns.joined(separator: ", "))"
-        }
-        return nil
-    }
-
-    private static func integer(_ value: JSONValue?) -> Int? {
-        if case .number(let text)? = value { return Int(text) } else { return nil }
-    }
-
-    private static func integers(_ values: [JSONValue]) -> [Int]? {
-        let numbers = values.compactMap { integer($0) }
-        return numbers.count == values.count ? numbers : nil
-    }
-
-    private static func checkpoint(_ value: JSONValue) -> Checkpoint? {
-        guard let ordinal = integer(value["ordinal"]), let offset = integer(value["offset"]), let rows = integer(value["rows"]),
-              let ok = integer(value["ok"]), let partial = integer(value["partial"]), let failed = integer(value["failed"]),
-              case .string(let hash)? = value["hash"], let hashValue = UInt64(hash, radix: 16) else { return nil }
-        var checkpoint = Checkpoint(ordinal: ordinal, offset: offset, counts: RowCounts(rows: rows, ok: ok, partial: partial, failed: failed),
-                                    hash: hashValue)
-        if let rejectsOffset = integer(value["rejects_offset"]), case .string(let text)? = value["rejects_hash"], let rejectsHash = UInt64(text, radix: 16),
-           let rejectsRows = integer(value["rejects_rows"]), let ownRows = integer(value["own_rows"]) {
-            checkpoint.rejects = (rejectsOffset, rejectsHash, rejectsRows)
-            checkpoint.ownRows = ownRows
-        }
-        return checkpoint
     }
 
     /// Notes a failed row; written with the next checkpoint.
@@ -271,30 +207,21 @@ final class Journal {
             pendingFailed.append(row)
             return
         }
-        appendLine { writer in
-            writer.object { writer in
-                writer.key("failed")
-                writer.array { writer in
-                    writer.integer(row.ordinal)
-                    writer.integer(row.start)
-                    writer.integer(row.end)
-                }
-            }
-        }
+        writer.encode(.failed(row), into: &buffer)
     }
 
     /// Records that the output is written (and on disk) up to `checkpoint`, and syncs.
     func checkpoint(_ checkpoint: Checkpoint) throws(RunError) {
         guard mode != .retryFailed else { return }
-        appendCheckpoint(checkpoint)
+        writer.encode(.checkpoint(checkpoint), into: &buffer)
         try writeBuffer(sync: true)
     }
 
     /// Records that the output is complete: a last checkpoint and its size and hash.
     func end(_ checkpoint: Checkpoint) throws(RunError) {
         guard mode != .retryFailed else { return }
-        appendCheckpoint(checkpoint)
-        appendEnd(checkpoint)
+        writer.encode(.checkpoint(checkpoint), into: &buffer)
+        writer.encode(.end(size: checkpoint.offset, hash: checkpoint.hash), into: &buffer)
         try writeBuffer(sync: true)
     }
 
@@ -305,24 +232,13 @@ final class Journal {
     func prepareRewrite(_ checkpoint: Checkpoint) throws(RunError) {
         let next = SideFile.journalNext.of(output)
         let nextFD = try PrivateFile.create(next, for: output)
-        buffer.removeAll(keepingCapacity: true)
-        appendIdentity()
-        for row in pendingFailed {
-            appendLine { writer in
-                writer.object { writer in
-                    writer.key("failed")
-                    writer.array { writer in
-                        writer.integer(row.ordinal)
-                        writer.integer(row.start)
-                        writer.integer(row.end)
-                    }
-                }
-            }
-        }
-        appendCheckpoint(checkpoint)
-        appendEnd(checkpoint)
-        let code = buffer.withUnsafeBytes { PrivateFile.writeAll(nextFD, $0) } ?? (fdatasync(nextFD) == 0 ? nil : errno)
-        buffer.removeAll(keepingCapacity: true)
+        var whole: [UInt8] = []
+        var rewriter = JournalCodec.Writer()
+        rewriter.encode(.identity(identity), into: &whole)
+        for row in pendingFailed { rewriter.encode(.failed(row), into: &whole) }
+        rewriter.encode(.checkpoint(checkpoint), into: &whole)
+        rewriter.encode(.end(size: checkpoint.offset, hash: checkpoint.hash), into: &whole)
+        let code = whole.withUnsafeBytes { PrivateFile.writeAll(nextFD, $0) } ?? (fdatasync(nextFD) == 0 ? nil : errno)
         Glibc.close(nextFD)
         if let code {
             unlink(next)
@@ -363,27 +279,14 @@ final class Journal {
         }
         defer { Glibc.close(fd) }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { return }
-        guard let nextFD = PrivateFile.openForReading(next) else { return }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 1 << 16)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(nextFD, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            if count <= 0 { break }
-            bytes.append(contentsOf: chunk[0..<count])
+        // A .next file that cannot be read or trusted describes nothing: it goes.
+        guard let bytes = try? FileDescriptor.openOwn(next)?.readAll(limit: Int.max),
+              let contents = try? JournalCodec.read(bytes), let ended = contents.ended else {
+            unlink(next)
+            return
         }
-        Glibc.close(nextFD)
-        var failed = 0
-        var ended: (size: Int, hash: UInt64)?
-        for line in bytes.split(separator: 0x0A) {
-            guard let value = try? JSONParser.parse(Array(line)) else { break }
-            if value["failed"] != nil { failed += 1 }
-            if let size = integer(value["end"]?["size"]), case .string(let hash)? = value["end"]?["hash"], let hashValue = UInt64(hash, radix: 16) {
-                ended = (size, hashValue)
-            }
-        }
-        if let ended, outputMatches(output, size: ended.size, hash: ended.hash) {
-            try adopt(next, as: path, keep: failed > 0)
+        if outputMatches(output, size: ended.size, hash: ended.hash) {
+            try adopt(next, as: path, keep: !contents.failedRows.isEmpty)
         } else {
             unlink(next)
         }
@@ -402,59 +305,6 @@ final class Journal {
             total += count
         }
         return total == size && value == hash
-    }
-
-    private func appendCheckpoint(_ checkpoint: Checkpoint) {
-        appendLine { writer in
-            writer.object { writer in
-                writer.key("checkpoint")
-                writer.object { writer in
-                    writer.key("ordinal")
-                    writer.integer(checkpoint.ordinal)
-                    writer.key("offset")
-                    writer.integer(checkpoint.offset)
-                    writer.key("rows")
-                    writer.integer(checkpoint.counts.rows)
-                    writer.key("ok")
-                    writer.integer(checkpoint.counts.ok)
-                    writer.key("partial")
-                    writer.integer(checkpoint.counts.partial)
-                    writer.key("failed")
-                    writer.integer(checkpoint.counts.failed)
-                    writer.key("hash")
-                    writer.string(String(checkpoint.hash, radix: 16))
-                    if let rejects = checkpoint.rejects {
-                        writer.key("rejects_offset")
-                        writer.integer(rejects.offset)
-                        writer.key("rejects_hash")
-                        writer.string(String(rejects.hash, radix: 16))
-                        writer.key("rejects_rows")
-                        writer.integer(rejects.rows)
-                        writer.key("own_rows")
-                        writer.integer(checkpoint.ownRows ?? 0)
-                    }
-                }
-            }
-        }
-    }
-
-    private func appendEnd(_ checkpoint: Checkpoint) {
-        appendLine { writer in
-            writer.object { writer in
-                writer.key("end")
-                writer.object { writer in
-                    writer.key("size")
-                    writer.integer(checkpoint.offset)
-                    writer.key("hash")
-                    writer.string(String(checkpoint.hash, radix: 16))
-                }
-            }
-        }
-    }
-
-    private func appendLine(_ body: (inout JSONWriter) -> Void) {
-        JSONWriter.append(to: &buffer, body)
-        buffer.append(0x0A)
     }
 
     private func writeBuffer(sync: Bool) throws(RunError) {

@@ -144,8 +144,8 @@ final class OutputFile {
 
     /// A new `<path>.partial` that will be `path` with the failed rows in `failed` sent again:
     /// everything else is copied byte for byte.
-    static func retrying(path: String, layout: OutputLayout,
-                         failed: [Journal.FailedRow], kept: RowCounts) throws(RunError) -> OutputFile {
+    static func retrying(path: String, layout: OutputLayout, failed: [Journal.FailedRow], kept: RowCounts,
+                         lastOrdinal: Int) throws(RunError) -> OutputFile {
         guard let old = PrivateFile.openForReading(path) else {
             throw RunError.runtime("cannot read \(path), whose failed rows are to be sent again")
         }
@@ -163,6 +163,8 @@ final class OutputFile {
         for row in failed { spans[row.ordinal] = (row.start, row.end) }
         file.splice = Splice(fd: old, size: size, spans: spans)
         file.counts = kept
+        // The rewrite holds every row of the output: its last work item is the old one's.
+        file.lastOrdinal = lastOrdinal
         return file
     }
 
@@ -190,7 +192,7 @@ final class OutputFile {
         if let rejects, row.status == .failed || (rejectPartial && row.status == .partial) {
             let span = try rejects.write(row)
             counts.count(row.status)
-            lastOrdinal = row.ordinal
+            lastOrdinal = max(lastOrdinal, row.ordinal)
             return span
         }
         if splice != nil { try copyOld(upTo: row.ordinal) }
@@ -205,7 +207,7 @@ final class OutputFile {
         }
         let end = offset
         counts.count(row.status)
-        lastOrdinal = row.ordinal
+        lastOrdinal = max(lastOrdinal, row.ordinal)
         if buffer.count >= 1 << 16 { try flush() }
         return (start, end)
     }

@@ -125,6 +125,21 @@ enum PrivateFile {
         return fd
     }
 
+    /// Creates `path` with mode 0600 only if nothing is there (creating its folders); nil when a
+    /// file appeared there first (another run created it). Errors name `output`.
+    static func createNew(_ path: String, for output: String) throws(RunError) -> Int32? {
+        try makeParent(of: path, for: output)
+        let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            if errno == EEXIST, case .regular = inspect(path) { return nil }
+            if let refusal = refusal(path) { throw RunError.runtime(refusal + ": remove it and run again") }
+            throw RunError.runtime("cannot create \(path) for \(output): \(describeErrno(errno))")
+        }
+        // The umask may have taken bits away; the mode is exactly 0600.
+        fchmod(fd, 0o600)
+        return fd
+    }
+
     /// Opens the regular file at `path` for reading and writing, without following a link; nil
     /// when there is none.
     static func openExisting(_ path: String, for output: String) throws(RunError) -> Int32? {

@@ -153,7 +153,8 @@ final class RunOutputs {
                         files.append(nil)
                         skips.append(.all)
                     } else {
-                        files.append(try OutputFile.retrying(path: target.path, layout: target.layout, failed: journal.failedRows, kept: kept))
+                        files.append(try OutputFile.retrying(path: target.path, layout: target.layout, failed: journal.failedRows, kept: kept,
+                                                         lastOrdinal: checkpoint.ordinal))
                         skips.append(.allBut(Set(journal.failedRows.map(\.ordinal))))
                     }
                     carried.add(kept)

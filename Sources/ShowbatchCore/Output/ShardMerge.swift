@@ -268,43 +268,30 @@ private struct MergePlan {
         guard flock(fd, LOCK_SH | LOCK_NB) == 0 else {
             throw RunError.runtime("\(cannot) is being written by another showbatch run (its journal \(journal) is locked)")
         }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 1 << 16)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            if count < 0 { throw RunError.runtime("\(cannot) cannot be checked: its journal \(journal) cannot be read: \(describeErrno(errno))") }
-            if count == 0 { break }
-            bytes.append(contentsOf: chunk[0..<count])
-        }
-        let lines = bytes.split(separator: 0x0A)
-        if let first = lines.first, let value = try? JSONParser.parse(Array(first)) {
-            if dataHash == nil { dataHash = String(try manifest.dataHash(), radix: 16) }
-            func text(_ key: String) -> String { if case .string(let text)? = value[key] { return text } else { return "" } }
-            let columns: [String]
-            if case .array(let items)? = value["columns"] {
-                columns = items.compactMap { if case .string(let name) = $0 { return name } else { return nil } }
-            } else {
-                columns = []
+        let contents: JournalCodec.Contents
+        do {
+            let bytes = try FileDescriptor(borrowing: fd, path: journal).readAll(limit: Int.max)
+            guard let read = try JournalCodec.read(bytes) else {
+                throw JournalProblem(reason: "it has no identity (its run was cut short as it started)")
             }
-            // The output's spelling depends on where the run was started, and its columns follow
-            // from the manifest, whose identity is compared.
-            let identity = Journal.Identity(manifest: String(manifest.rowIdentity, radix: 16), data: dataHash!,
-                                            shard: "\(index)/\(shards)", output: text("output"),
-                                            format: output.target.layout.format.rawValue, columns: columns)
-            if let difference = Journal.difference(Array(first), from: identity) {
-                throw RunError.usage("\(cannot) is not of this manifest: its journal \(journal) says \(difference)")
-            }
+            contents = read
+        } catch let error as FileReadError {
+            throw RunError.runtime("\(cannot) cannot be checked: its journal \(error.path) cannot be read: \(error.reason)")
+        } catch let error as JournalProblem {
+            throw RunError.usage("\(cannot) cannot be checked: its journal \(journal) cannot be trusted: \(error.reason)")
+        } catch {
+            throw RunError.runtime("\(cannot) cannot be checked: \(error)")
         }
-        var ended: (size: Int, hash: UInt64)?
-        for line in lines.dropFirst() {
-            guard let value = try? JSONParser.parse(Array(line)), let end = value["end"] else { continue }
-            if case .number(let size)? = end["size"], let size = Int(size), case .string(let hash)? = end["hash"],
-               let hashValue = UInt64(hash, radix: 16) {
-                ended = (size, hashValue)
-            }
+        if dataHash == nil { dataHash = String(try manifest.dataHash(), radix: 16) }
+        // The output's spelling depends on where the run was started, and its columns follow
+        // from the manifest, whose identity is compared.
+        let expected = Journal.Identity(manifest: String(manifest.rowIdentity, radix: 16), data: dataHash!,
+                                        shard: "\(index)/\(shards)", output: contents.identity.output,
+                                        format: output.target.layout.format.rawValue, columns: contents.identity.columns)
+        if let difference = JournalCodec.difference(contents.identity, from: expected) {
+            throw RunError.usage("\(cannot) is not of this manifest: its journal \(journal) says \(difference)")
         }
-        guard let ended else {
+        guard let ended = contents.ended else {
             throw RunError.usage("\(cannot) is not finished: its journal \(journal) has no end (finish its run with --resume)")
         }
         guard Journal.outputMatches(file, size: ended.size, hash: ended.hash) else {

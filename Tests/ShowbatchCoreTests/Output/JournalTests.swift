@@ -257,8 +257,14 @@ private func failingManifest(label: String = "json.c", failRate: String = "0.5",
         let output = try #require(fixture.read("out/r.csv"))
         let size = output.utf8.count
         let hash = String(fnv1a(Array(output.utf8)), radix: 16)
-        let identity = try #require(journal.split(separator: "\n").first)
-        _ = fixture.dir.file("out/r.csv.journal.next", "\(identity)\n{\"checkpoint\":{\"ordinal\":39,\"offset\":\(size),\"rows\":40,\"ok\":40,\"partial\":0,\"failed\":0,\"hash\":\"\(hash)\"}}\n{\"end\":{\"size\":\(size),\"hash\":\"\(hash)\"}}\n")
+        let identity = try #require(try JournalCodec.read(Array(journal.utf8))?.identity)
+        var next: [UInt8] = []
+        var writer = JournalCodec.Writer()
+        writer.encode(.identity(identity), into: &next)
+        let hashValue = try #require(UInt64(hash, radix: 16))
+        writer.encode(.checkpoint(Journal.Checkpoint(ordinal: 39, offset: size, counts: RowCounts(rows: 40, ok: 40, partial: 0, failed: 0), hash: hashValue)), into: &next)
+        writer.encode(.end(size: size, hash: hashValue), into: &next)
+        _ = fixture.dir.file("out/r.csv.journal.next", String(decoding: next, as: UTF8.self))
         _ = fixture.dir.file("out/r.csv.journal", journal)
         try Journal.finishInterruptedRewrite(output: fixture.dir.path + "/out/r.csv")
         #expect(!fixture.dir.exists("out/r.csv.journal"))

@@ -1,0 +1,310 @@
+/// One line of a journal.
+enum JournalRecord: Equatable {
+    /// What the journal is valid for; always the first line.
+    case identity(Journal.Identity)
+    /// Where a failed row's bytes are.
+    case failed(Journal.FailedRow)
+    /// How far the output is written, and on disk.
+    case checkpoint(Journal.Checkpoint)
+    /// The run finished: the output's size and hash.
+    case end(size: Int, hash: UInt64)
+}
+
+/// Why a journal cannot be used, in words (no byte of it is quoted).
+struct JournalProblem: Error, Equatable {
+    let reason: String
+    /// True when it is no journal of this version of showbatch (rather than one that was damaged
+    /// or edited).
+    var foreign = false
+}
+
+/// The one encoding of a journal: every line is written by `Writer` and read by `read`, for the
+/// journal of a run, the one a `--retry-failed` run writes whole, and the ones `merge` checks.
+///
+/// Lines are JSON objects: the identity (`showbatch_journal`), then `failed` records
+/// (`[ordinal, start, end]`) and `checkpoint`s, and last `end`. Each checkpoint and end line
+/// carries `chain`, the FNV-1a of every byte of the journal before it, so that the records a
+/// checkpoint covers cannot be edited, dropped, swapped or moved without the chain saying so. The
+/// reader also checks what the records say against each other: failed rows in order and inside
+/// the output written so far, checkpoints that only grow, counts that add up to the rows and hold
+/// every failed row recorded, an end that is the last checkpoint. (What they say against the
+/// output's own bytes is `OutputCheck`'s part.)
+enum JournalCodec {
+    /// The format's version, in the identity line.
+    static let version = 3
+
+    /// Encodes records as lines, keeping the chain.
+    struct Writer {
+        /// FNV-1a of every byte written so far.
+        private(set) var chain: UInt64
+
+        /// A writer of a new journal, or one going on after `chain` (a resumed run).
+        init(chain: UInt64 = fnvOffsetBasis) {
+            self.chain = chain
+        }
+
+        /// Appends `record`'s line to `buffer`.
+        mutating func encode(_ record: JournalRecord, into buffer: inout [UInt8]) {
+            let start = buffer.count
+            JSONWriter.append(to: &buffer) { writer in
+                writer.object { writer in
+                    switch record {
+                    case .identity(let identity):
+                        writer.key("showbatch_journal")
+                        writer.integer(JournalCodec.version)
+                        writer.key("manifest")
+                        writer.string(identity.manifest)
+                        writer.key("data")
+                        writer.string(identity.data)
+                        writer.key("shard")
+                        writer.string(identity.shard)
+                        writer.key("output")
+                        writer.string(identity.output)
+                        writer.key("format")
+                        writer.string(identity.format)
+                        writer.key("columns")
+                        writer.array { writer in for column in identity.columns { writer.string(column) } }
+                    case .failed(let row):
+                        writer.key("failed")
+                        writer.array { writer in
+                            writer.integer(row.ordinal)
+                            writer.integer(row.start)
+                            writer.integer(row.end)
+                        }
+                    case .checkpoint(let checkpoint):
+                        writer.key("checkpoint")
+                        writer.object { writer in
+                            writer.key("ordinal")
+                            writer.integer(checkpoint.ordinal)
+                            writer.key("offset")
+                            writer.integer(checkpoint.offset)
+                            writer.key("rows")
+                            writer.integer(checkpoint.counts.rows)
+                            writer.key("ok")
+                            writer.integer(checkpoint.counts.ok)
+                            writer.key("partial")
+                            writer.integer(checkpoint.counts.partial)
+                            writer.key("failed")
+                            writer.integer(checkpoint.counts.failed)
+                            writer.key("hash")
+                            writer.string(String(checkpoint.hash, radix: 16))
+                            if let rejects = checkpoint.rejects {
+                                writer.key("rejects_offset")
+                                writer.integer(rejects.offset)
+                                writer.key("rejects_hash")
+                                writer.string(String(rejects.hash, radix: 16))
+                                writer.key("rejects_rows")
+                                writer.integer(rejects.rows)
+                                writer.key("own_rows")
+                                writer.integer(checkpoint.ownRows ?? 0)
+                            }
+                        }
+                        writer.key("chain")
+                        writer.string(String(chain, radix: 16))
+                    case .end(let size, let hash):
+                        writer.key("end")
+                        writer.object { writer in
+                            writer.key("size")
+                            writer.integer(size)
+                            writer.key("hash")
+                            writer.string(String(hash, radix: 16))
+                        }
+                        writer.key("chain")
+                        writer.string(String(chain, radix: 16))
+                    }
+                }
+            }
+            buffer.append(0x0A)
+            chain = fnv1a(buffer[start...], seed: chain)
+        }
+    }
+
+    /// What a journal says, once read and checked.
+    struct Contents {
+        var identity: Journal.Identity
+        /// The failed rows the last checkpoint covers.
+        var failedRows: [Journal.FailedRow] = []
+        var lastCheckpoint: Journal.Checkpoint?
+        /// The output's size and hash, when its run finished.
+        var ended: (size: Int, hash: UInt64)?
+        /// The journal's bytes up to the last record that counts: where a resumed run appends.
+        var length: Int
+        /// The chain at `length`.
+        var chain: UInt64
+    }
+
+    /// Reads a journal's bytes: nil when it has no whole identity line (torn as it was started);
+    /// a problem when any line after it is not a record, a checkpoint's chain does not match, or
+    /// the records contradict each other. A last line without its line break is torn (a crash
+    /// while it was written) and does not count, nor do failed records after the last checkpoint.
+    static func read(_ bytes: [UInt8]) throws(JournalProblem) -> Contents? {
+        var lines: [(start: Int, end: Int)] = []
+        var lineStart = 0
+        for index in bytes.indices where bytes[index] == 0x0A {
+            lines.append((lineStart, index))
+            lineStart = index + 1
+        }
+        // A torn last line (no line break), or the zeros a lost write can leave, is not a record.
+        guard let first = lines.first else { return nil }
+        let identity = try identityLine(Array(bytes[first.start..<first.end]))
+        var contents = Contents(identity: identity, length: first.end + 1, chain: fnv1a(bytes[...first.end]))
+        var chain = contents.chain
+        var pending: [Journal.FailedRow] = []
+        var previous: Journal.Checkpoint?
+        for (number, line) in lines.enumerated().dropFirst() {
+            let place = "its line \(number + 1)"
+            guard contents.ended == nil else { throw JournalProblem(reason: "\(place) follows its end") }
+            guard let value = try? JSONParser.parse(Array(bytes[line.start..<line.end])), case .object(let members) = value else {
+                throw JournalProblem(reason: "\(place) is not a journal record")
+            }
+            let keys = members.map(\.key)
+            switch keys {
+            case ["failed"]:
+                guard case .array(let items)? = value["failed"], items.count == 3, let numbers = integers(items) else {
+                    throw JournalProblem(reason: "\(place) is not a failed-row record")
+                }
+                let row = Journal.FailedRow(ordinal: numbers[0], start: numbers[1], end: numbers[2])
+                let last = pending.last ?? contents.failedRows.last
+                guard row.ordinal >= 0, row.start >= 0, row.start < row.end else {
+                    throw JournalProblem(reason: "\(place) names no row (ordinal \(row.ordinal), bytes \(row.start)…\(row.end))")
+                }
+                if let last, row.ordinal <= last.ordinal || row.start < last.end {
+                    throw JournalProblem(reason: "\(place) is out of order: a failed row must come after the one before it, in the file and in the work")
+                }
+                if let previous, row.ordinal <= previous.ordinal {
+                    throw JournalProblem(reason: "\(place) names a failed row its last checkpoint had already counted")
+                }
+                pending.append(row)
+            case ["checkpoint", "chain"], ["end", "chain"]:
+                guard case .string(let text)? = value["chain"], UInt64(text, radix: 16) == chain else {
+                    throw JournalProblem(reason: "\(place) does not match the records before it (they were edited, dropped or moved since)")
+                }
+                if keys[0] == "end" {
+                    guard let size = integer(value["end"]?["size"]), case .string(let hashText)? = value["end"]?["hash"],
+                          let hash = UInt64(hashText, radix: 16), value["end"].map({ if case .object(let m) = $0 { return m.count } else { return 0 } }) == 2 else {
+                        throw JournalProblem(reason: "\(place) is not an end record")
+                    }
+                    guard let last = previous, pending.isEmpty, last.offset == size, last.hash == hash else {
+                        throw JournalProblem(reason: "\(place) ends the output elsewhere than its last checkpoint")
+                    }
+                    contents.ended = (size, hash)
+                } else {
+                    guard let object = value["checkpoint"], let checkpoint = checkpoint(object) else {
+                        throw JournalProblem(reason: "\(place) is not a checkpoint")
+                    }
+                    try consistent(checkpoint, after: previous, failed: contents.failedRows.count + pending.count,
+                                   lastFailed: pending.last ?? contents.failedRows.last, place)
+                    contents.failedRows += pending
+                    pending = []
+                    previous = checkpoint
+                    contents.lastCheckpoint = checkpoint
+                }
+                contents.length = line.end + 1
+                contents.chain = fnv1a(bytes[line.start...line.end], seed: chain)
+            default:
+                throw JournalProblem(reason: "\(place) is not a journal record")
+            }
+            chain = fnv1a(bytes[line.start...line.end], seed: chain)
+        }
+        return contents
+    }
+
+    /// The identity line's fields; a problem when it is not a showbatch journal of this version.
+    private static func identityLine(_ line: [UInt8]) throws(JournalProblem) -> Journal.Identity {
+        guard let value = try? JSONParser.parse(line), case .number(let version)? = value["showbatch_journal"] else {
+            throw JournalProblem(reason: "it is not a showbatch journal", foreign: true)
+        }
+        guard version == String(JournalCodec.version) else {
+            throw JournalProblem(reason: "it was written by another version of showbatch (journal format \(version))", foreign: true)
+        }
+        func text(_ key: String) -> String? { if case .string(let text)? = value[key] { return text } else { return nil } }
+        guard let manifest = text("manifest"), let data = text("data"), let shard = text("shard"), let output = text("output"),
+              let format = text("format"), case .array(let items)? = value["columns"] else {
+            throw JournalProblem(reason: "its first line is not a whole identity")
+        }
+        let columns = items.compactMap { if case .string(let name) = $0 { return name } else { return nil } }
+        guard columns.count == items.count else { throw JournalProblem(reason: "its first line is not a whole identity") }
+        return Journal.Identity(manifest: manifest, data: data, shard: shard, output: output, format: format, columns: columns)
+    }
+
+    /// A checkpoint must follow the one before it and agree with the failed rows recorded.
+    private static func consistent(_ checkpoint: Journal.Checkpoint, after previous: Journal.Checkpoint?, failed: Int,
+                                   lastFailed: Journal.FailedRow?, _ place: String) throws(JournalProblem) {
+        let counts = checkpoint.counts
+        guard counts.rows >= 0, counts.ok >= 0, counts.partial >= 0, counts.failed >= 0, checkpoint.offset >= 0,
+              counts.rows == counts.ok + counts.partial + counts.failed else {
+            throw JournalProblem(reason: "\(place) counts rows that do not add up")
+        }
+        guard checkpoint.ordinal >= -1, (checkpoint.ordinal == -1) == (counts.rows == 0), checkpoint.ordinal + 1 >= counts.rows else {
+            throw JournalProblem(reason: "\(place) counts \(counts.rows) rows up to work item \(checkpoint.ordinal), which cannot be")
+        }
+        if let previous {
+            let before = previous.counts
+            guard checkpoint.ordinal >= previous.ordinal, checkpoint.offset >= previous.offset, counts.rows >= before.rows,
+                  counts.ok >= before.ok, counts.partial >= before.partial, counts.failed >= before.failed,
+                  (checkpoint.rejects?.offset ?? 0) >= (previous.rejects?.offset ?? 0) else {
+                throw JournalProblem(reason: "\(place) goes back from the checkpoint before it")
+            }
+        }
+        if let lastFailed, lastFailed.ordinal > checkpoint.ordinal {
+            throw JournalProblem(reason: "\(place) comes before a failed row it should count")
+        }
+        guard counts.failed == failed else {
+            throw JournalProblem(reason: "\(place) counts \(counts.failed) failed rows, and \(failed) are recorded")
+        }
+        if let rejects = checkpoint.rejects {
+            guard let own = checkpoint.ownRows, own >= 0, rejects.rows >= 0, own + rejects.rows == counts.rows, rejects.offset >= 0 else {
+                throw JournalProblem(reason: "\(place) splits its rows between the output and its rejects file in a way that does not add up")
+            }
+        }
+    }
+
+    private static func integer(_ value: JSONValue?) -> Int? {
+        if case .number(let text)? = value { return Int(text) } else { return nil }
+    }
+
+    private static func integers(_ values: [JSONValue]) -> [Int]? {
+        let numbers = values.compactMap { integer($0) }
+        return numbers.count == values.count ? numbers : nil
+    }
+
+    private static func checkpoint(_ value: JSONValue) -> Journal.Checkpoint? {
+        guard case .object(let members) = value else { return nil }
+        let keys = Set(members.map(\.key))
+        let plain: Set = ["ordinal", "offset", "rows", "ok", "partial", "failed", "hash"]
+        let withRejects = plain.union(["rejects_offset", "rejects_hash", "rejects_rows", "own_rows"])
+        guard keys.count == members.count, keys == plain || keys == withRejects else { return nil }
+        guard let ordinal = integer(value["ordinal"]), let offset = integer(value["offset"]), let rows = integer(value["rows"]),
+              let ok = integer(value["ok"]), let partial = integer(value["partial"]), let failed = integer(value["failed"]),
+              case .string(let hash)? = value["hash"], let hashValue = UInt64(hash, radix: 16) else { return nil }
+        var checkpoint = Journal.Checkpoint(ordinal: ordinal, offset: offset, counts: RowCounts(rows: rows, ok: ok, partial: partial, failed: failed),
+                                            hash: hashValue)
+        if keys == withRejects {
+            guard let rejectsOffset = integer(value["rejects_offset"]), case .string(let text)? = value["rejects_hash"],
+                  let rejectsHash = UInt64(text, radix: 16), let rejectsRows = integer(value["rejects_rows"]),
+                  let ownRows = integer(value["own_rows"]) else { return nil }
+            checkpoint.rejects = (rejectsOffset, rejectsHash, rejectsRows)
+            checkpoint.ownRows = ownRows
+        }
+        return checkpoint
+    }
+
+    /// What differs between a journal's identity and the identity of this run, in words; nil
+    /// when they are the same.
+    static func difference(_ found: Journal.Identity, from identity: Journal.Identity) -> String? {
+        if found.output != identity.output { return "it is the journal of another output (\(found.output))" }
+        if found.format != identity.format { return "it was written as \(found.format), and this run writes \(identity.format)" }
+        if found.shard != identity.shard {
+            let was = found.shard.isEmpty ? "no shard" : "shard \(found.shard)"
+            return "it was written for \(was), and this run is \(identity.shard.isEmpty ? "not sharded" : "shard \(identity.shard)")"
+        }
+        if found.manifest != identity.manifest {
+            return "the manifest changed since (its endpoint, requests, labels, outputs or retry rules)"
+        }
+        if found.data != identity.data { return "the content of a data file changed since" }
+        if found.columns != identity.columns {
+            return "its output columns were \(found.columns.joined(separator: ", ")), and this run's are \(identity.columns.joined(separator: ", "))"
+        }
+        return nil
+    }
+}
