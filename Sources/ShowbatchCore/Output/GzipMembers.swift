@@ -71,9 +71,13 @@ final class GunzipReader {
     /// Between members: the last one ended and no byte of another has been read.
     private var betweenMembers = true
 
-    /// Reads the gzip file open at `fd` (not closed here).
-    init(fd: Int32) {
+    /// Compressed bytes still to be read; nil: to the end of the file.
+    private var left: Int?
+
+    /// Reads the gzip file open at `fd` (not closed here), or its first `limit` bytes.
+    init(fd: Int32, limit: Int? = nil) {
         self.fd = fd
+        left = limit
         // 15 window bits + 16: gzip only.
         let status = inflateInit2_(&stream, 15 + 16, zlibVersion(), Int32(MemoryLayout<z_stream>.size))
         precondition(status == Z_OK, "inflateInit2 failed: \(status)")
@@ -85,11 +89,15 @@ final class GunzipReader {
     func read(into buffer: UnsafeMutableRawBufferPointer) throws(Failure) -> Int {
         while true {
             if inputStart == inputEnd && !fileEnded {
-                let count: Int
+                var count: Int
                 do {
                     count = try FileDescriptor(borrowing: fd, path: "").read(into: &input)
                 } catch {
                     throw Failure(reason: "it cannot be read: \(error.reason)")
+                }
+                if let remaining = left {
+                    count = min(count, remaining)
+                    left = remaining - count
                 }
                 inputStart = 0
                 inputEnd = count

@@ -53,9 +53,11 @@ final class RunOutputs {
     private var closed = false
 
     /// Opens every target's journal, then its output. Journals come first: taking a journal's
-    /// lock is what keeps a second run off the output. On failure what was opened is closed again.
+    /// lock is what keeps a second run off the output. What a journal says is checked against its
+    /// output (`check` of the target's index) before the run goes on from it. On failure what was
+    /// opened is closed again.
     init(targets: [OutputTarget], identity: (OutputTarget) -> Journal.Identity, mode: RunMode,
-         waitingForLock: (String) -> Void = { _ in }) throws(RunError) {
+         check: (Int) -> OutputCheck, waitingForLock: (String) -> Void = { _ in }) throws(RunError) {
         self.mode = mode
         var files: [OutputFile?] = []
         var journals: [Journal?] = []
@@ -115,6 +117,10 @@ final class RunOutputs {
                     let resumed = try OutputFile.resume(path: target.path, layout: target.layout, from: checkpoint)
                     if let resumed {
                         files.append(resumed)
+                        try check(index).verify(checkpoint, failed: journal.failedRows, path: SideFile.partial.of(target.path),
+                                                rejectsPath: target.rejects.map { SideFile.partial.of($0.path) }, of: target, journal: journal.path)
+                        files.removeLast()
+                        files.append(resumed)
                         if let rejects = target.rejects {
                             let mark = checkpoint.rejects ?? (0, fnvOffsetBasis, 0)
                             guard let side = try OutputFile.resume(path: rejects.path, layout: rejects.layout,
@@ -146,6 +152,8 @@ final class RunOutputs {
                     guard Journal.outputMatches(target.path, size: ended.size, hash: ended.hash) else {
                         throw RunError.usage("\(target.path) does not match its journal (it changed since the run that wrote it, or a --retry-failed run was cut short); run without --retry-failed to write it again")
                     }
+                    try check(index).verify(checkpoint, failed: journal.failedRows, path: target.path, rejectsPath: nil, of: target,
+                                            journal: journal.path)
                     var kept = checkpoint.counts
                     kept.rows -= kept.failed
                     kept.failed = 0

@@ -35,18 +35,30 @@ final class ShardRows {
     private var more = false
     /// Rows handed out so far.
     private(set) var rows = 0
+    /// Where the last row handed out is, in the (plain) bytes of the file: for JSON without its
+    /// separator, as the journal records a failed row's span.
+    private(set) var lastSpan = (start: 0, end: 0)
+    /// The plain-byte position of `buffer[0]`.
+    private var base = 0
+    /// Bytes of the file read at most (compressed bytes for gzip); nil: to its end.
+    private var left: Int?
+    /// The file is read up to a checkpoint: a JSON row there has no separator after it yet.
+    private let cutAtCheckpoint: Bool
 
     /// Decompresses a `.gz` shard.
     private let gunzip: GunzipReader?
 
     /// Opens `path` for reading, never through a link; nil when there is no regular file. With
-    /// `gzip`, rows are read from the file's decompressed bytes.
-    init?(path: String, format: OutputFormat, gzip: Bool = false) {
+    /// `gzip`, rows are read from the file's decompressed bytes. With `limit`, only the file's
+    /// first `limit` bytes are read, as written up to a checkpoint.
+    init?(path: String, format: OutputFormat, gzip: Bool = false, limit: Int? = nil) {
         guard let fd = PrivateFile.openForReading(path) else { return nil }
         // Reads block: a regular file never makes them wait long.
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
         self.fd = fd
-        gunzip = gzip ? GunzipReader(fd: fd) : nil
+        gunzip = gzip ? GunzipReader(fd: fd, limit: limit) : nil
+        left = gzip ? nil : limit
+        cutAtCheckpoint = limit != nil
         self.path = path
         self.format = format
     }
@@ -63,7 +75,7 @@ final class ShardRows {
             return header
         case .json:
             var line: [UInt8] = []
-            guard try self.line(into: &line) else { throw Malformed(reason: "it is empty") }
+            guard try self.line(into: &line, lastMayBeCut: cutAtCheckpoint) else { throw Malformed(reason: "it is empty") }
             if line == Array("[]".utf8) {
                 closed = true
             } else if line == Array("[".utf8) {
@@ -81,24 +93,31 @@ final class ShardRows {
     /// without its separator) and returns true; false after the last row.
     func next(into row: inout [UInt8]) throws(Malformed) -> Bool {
         let found: Bool
+        let rowStart = base + start
         switch format {
         case .csv:
             found = try csvRecord(into: &row)
+            lastSpan = (rowStart, base + start)
         case .jsonl:
             found = try line(into: &row)
             if found { row.append(0x0A) }
+            lastSpan = (rowStart, base + start)
         case .json:
             guard more else {
                 found = false
                 break
             }
             let before = row.count
-            guard try line(into: &row) else { throw Malformed(reason: "it ends before its closing ]") }
+            guard try line(into: &row, lastMayBeCut: cutAtCheckpoint) else {
+                if cutAtCheckpoint { return false }
+                throw Malformed(reason: "it ends before its closing ]")
+            }
             if row.last == UInt8(ascii: ",") {
                 row.removeLast()
             } else {
                 more = false
             }
+            lastSpan = (rowStart, rowStart + row.count - before)
             // A row is one JSON object: the line after the last row closes the array.
             guard row.count > before, row[before] == UInt8(ascii: "{") else {
                 throw Malformed(reason: "its line \(rows + 2) is not a row (a JSON object)")
@@ -136,10 +155,11 @@ final class ShardRows {
 
     // MARK: Bytes
 
-    /// Makes bytes available; false at the end of the file.
+    /// Makes bytes available; false at the end of the file (or of its first `limit` bytes).
     private func fill() throws(Malformed) -> Bool {
         if start < end { return true }
         if atEnd { return false }
+        base += end
         if let gunzip {
             let result = buffer.withUnsafeMutableBytes { bytes in Result { () throws(GunzipReader.Failure) -> Int in try gunzip.read(into: bytes) } }
             let count: Int
@@ -154,10 +174,16 @@ final class ShardRows {
         }
         let count: Int
         do {
-            count = try FileDescriptor(borrowing: fd, path: path).read(into: &buffer)
+            let wanted = min(buffer.count, left ?? buffer.count)
+            count = wanted == 0 ? 0 : try FileDescriptor(borrowing: fd, path: path).read(into: &buffer, from: buffer.count - wanted)
+            if count > 0 && wanted < buffer.count {
+                // Read at the buffer's end: move it to the front.
+                buffer.replaceSubrange(0..<count, with: buffer[(buffer.count - wanted)..<(buffer.count - wanted + count)])
+            }
         } catch {
             throw Malformed(reason: "it cannot be read: \(error.reason)")
         }
+        if let remaining = left { left = remaining - count }
         start = 0
         end = count
         if count == 0 { atEnd = true }
@@ -165,8 +191,9 @@ final class ShardRows {
     }
 
     /// One line without its `\n`; false at the end of the file. A last line without a line
-    /// break is refused: showbatch ends every line, so the file was cut short.
-    private func line(into out: inout [UInt8]) throws(Malformed) -> Bool {
+    /// break is refused: showbatch ends every line, so the file was cut short (but at a
+    /// checkpoint, with `lastMayBeCut`, where the last JSON row awaits its separator).
+    private func line(into out: inout [UInt8], lastMayBeCut: Bool = false) throws(Malformed) -> Bool {
         let before = out.count
         var any = false
         while try fill() {
@@ -180,7 +207,10 @@ final class ShardRows {
             start = end
             if out.count - before > ShardRows.maxRow { throw tooLarge }
         }
-        if any { throw Malformed(reason: "its last line has no line break (the file was cut short)") }
+        if any {
+            if lastMayBeCut { return true }
+            throw Malformed(reason: "its last line has no line break (the file was cut short)")
+        }
         return false
     }
 

@@ -85,7 +85,9 @@ public struct Runner: Sendable {
                 Journal.Identity(manifest: rowIdentity, data: String(dataHash, radix: 16), shard: shard, output: target.path,
                                  format: target.layout.format.rawValue,
                                  columns: target.layout.signature + (target.rejects.map { ["rejects:" + $0.path, "partial:\(target.rejectPartial)"] + $0.layout.signature } ?? []))
-            }, mode: mode, waitingForLock: { path in
+            }, mode: mode, check: { index in
+                OutputCheck(manifest: manifest, target: index, byRequest: plan.byRequest, shard: options.shard)
+            }, waitingForLock: { path in
                 events(.note("the journal of \(path) is locked by another process: waiting up to 5 s for it"))
             })
         } catch {

@@ -1,0 +1,181 @@
+import Foundation
+
+/// What a journal says of an output, checked against the output's own rows and the manifest's
+/// work items before a run trusts it (`--resume`, `--retry-failed`). The chain of the journal
+/// (`JournalCodec`) shows that its records were written together; this shows that they are true
+/// of this file: the rows up to a checkpoint are as many as it counts, of the statuses it counts
+/// (rows say their status unless `columns` leaves it out), and the last of them is the work item
+/// it names; each failed row's bytes are one whole row of the file, of the work item it names,
+/// and a failed one.
+///
+/// Rows are read one at a time (`ShardRows`) and work items enumerated as a run does: memory
+/// stays bounded, and the cost is one more read of what the run reads back anyway.
+struct OutputCheck {
+    let manifest: Manifest
+    /// The output's place among the run's outputs.
+    let target: Int
+    let byRequest: [Int]
+    let shard: Shard?
+
+    /// Checks `checkpoint` and the failed rows it covers against the output `target` (its
+    /// `.partial` file being resumed, or the finished file being rewritten: `path`), read up to
+    /// the checkpoint's offset, and, with rejects, the rejects file (`rejectsPath`) up to its own.
+    func verify(_ checkpoint: Journal.Checkpoint, failed: [Journal.FailedRow], path: String, rejectsPath: String?,
+                of output: OutputTarget, journal: String) throws(RunError) {
+        func untrusted(_ reason: String) -> RunError {
+            .usage("the journal \(journal) cannot be trusted: \(reason); remove it to start over")
+        }
+        let items = ordinals()
+        var own = try Rows(path, layout: output.layout, limit: checkpoint.offset, journal: journal)
+        var statuses = RowCounts()
+        var failedLeft = failed[...]
+        let split = output.rejects != nil
+        // Spans are checked where the journal keeps them for --retry-failed: a plain file
+        // without a rejects file, whose row i is work item i.
+        let spans = !split && !output.layout.gzip
+        var lastOrdinal = -1
+        while let row = try own.next() {
+            if let status = row.status {
+                statuses.count(status)
+                if split && (status == .failed || (status == .partial && output.rejectPartial)) {
+                    throw untrusted("the output holds a \(status.rawValue) row, which goes to its rejects file")
+                }
+            }
+            guard !split else { continue }
+            guard let ordinal = items.next() else {
+                throw untrusted("the output holds more rows than this manifest has work items for it")
+            }
+            lastOrdinal = ordinal
+            guard spans, let next = failedLeft.first, next.start < row.span.end else { continue }
+            guard next.start == row.span.start, next.end == row.span.end else {
+                throw untrusted("a failed row it records (work item \(next.ordinal)) is not where a row of the output is")
+            }
+            guard next.ordinal == ordinal else {
+                throw untrusted("a failed row it records as work item \(next.ordinal) is the row of work item \(ordinal)")
+            }
+            if let status = row.status, status != .failed {
+                throw untrusted("a failed row it records (work item \(next.ordinal)) is a row that did not fail")
+            }
+            failedLeft = failedLeft.dropFirst()
+        }
+        if spans, let next = failedLeft.first {
+            throw untrusted("a failed row it records (work item \(next.ordinal)) is not where a row of the output is")
+        }
+        var rows = own.count
+        var statusesKnown = own.hasStatus
+        if let rejects = output.rejects, let rejectsPath {
+            let mark = checkpoint.rejects ?? (offset: 0, hash: fnvOffsetBasis, rows: 0)
+            var side = try Rows(rejectsPath, layout: rejects.layout, limit: mark.offset, journal: journal)
+            while let row = try side.next() {
+                if let status = row.status { statuses.count(status) }
+            }
+            statusesKnown = statusesKnown && side.hasStatus
+            guard own.count == (checkpoint.ownRows ?? 0), side.count == mark.rows else {
+                throw untrusted("it counts \(checkpoint.ownRows ?? 0) rows in the output and \(mark.rows) in its rejects file, which hold \(own.count) and \(side.count)")
+            }
+            rows += side.count
+            // Which rows went to which file only the run knew: the last is the output's (rows)-th.
+            for _ in 0..<rows {
+                guard let ordinal = items.next() else {
+                    throw untrusted("its files hold more rows than this manifest has work items for the output")
+                }
+                lastOrdinal = ordinal
+            }
+        }
+        guard rows == checkpoint.counts.rows else {
+            throw untrusted("it counts \(checkpoint.counts.rows) rows up to its last checkpoint, and the output holds \(rows)")
+        }
+        guard lastOrdinal == checkpoint.ordinal else {
+            throw untrusted("its last checkpoint names work item \(checkpoint.ordinal), and the output's last row is work item \(lastOrdinal)")
+        }
+        if statusesKnown && statuses != checkpoint.counts {
+            throw untrusted("it counts \(checkpoint.counts.ok) ok, \(checkpoint.counts.partial) partial and \(checkpoint.counts.failed) failed rows, and the output holds \(statuses.ok), \(statuses.partial) and \(statuses.failed)")
+        }
+    }
+
+    /// The ordinals of this output's work items (this shard's), in order.
+    private func ordinals() -> AnyIterator<Int> {
+        var items = WorkItemSequence(manifest: manifest).makeIterator()
+        let byRequest = self.byRequest
+        let target = self.target
+        let shard = self.shard
+        return AnyIterator {
+            while let item = items.next() {
+                if byRequest[item.requestIndex] == target && (shard?.takes(item.ordinal) ?? true) { return item.ordinal }
+            }
+            return nil
+        }
+    }
+
+    /// The rows of one file up to a limit, with where each is and its status when the layout
+    /// writes it.
+    struct Rows {
+        struct Row {
+            var span: (start: Int, end: Int)
+            var status: RowStatus?
+        }
+
+        private let reader: ShardRows
+        private let layout: OutputLayout
+        private let journal: String
+        /// Where the status is: a CSV column, or a JSON key.
+        private let statusColumn: Int?
+        private let statusKey: String?
+        private var bytes: [UInt8] = []
+
+        init(_ path: String, layout: OutputLayout, limit: Int, journal: String) throws(RunError) {
+            guard let reader = ShardRows(path: path, format: layout.format, gzip: layout.gzip, limit: limit) else {
+                throw RunError.runtime("cannot read \(path) to check it against its journal \(journal)")
+            }
+            self.reader = reader
+            self.layout = layout
+            self.journal = journal
+            statusColumn = layout.sources.firstIndex(of: .fixed(.status))
+            statusKey = statusColumn.map { layout.custom ? layout.names[$0] : ResultColumn.status.rawValue }
+            guard limit > 0, layout.format != .jsonl, layout.format != .csv || layout.csv.header else { return }
+            let head: [UInt8]
+            do {
+                head = try reader.head()
+            } catch {
+                throw notWritten(error.reason)
+            }
+            if layout.format == .csv && layout.csv.header && head != RowEncoding.csvHeader(layout) {
+                throw notWritten("it has not the header this run writes")
+            }
+        }
+
+        /// Whether each row says its status.
+        var hasStatus: Bool { statusColumn != nil }
+
+        /// Rows read so far.
+        var count: Int { reader.rows }
+
+        private func notWritten(_ reason: String) -> RunError {
+            .usage("the journal \(journal) cannot be trusted: \(reader.path) is not what it says was written (\(reason)); remove it to start over")
+        }
+
+        /// The next row up to the limit; nil after the last.
+        mutating func next() throws(RunError) -> Row? {
+            bytes.removeAll(keepingCapacity: true)
+            let found: Bool
+            do {
+                found = try reader.next(into: &bytes)
+            } catch {
+                throw notWritten(error.reason)
+            }
+            guard found else { return nil }
+            var row = Row(span: reader.lastSpan, status: nil)
+            guard let statusColumn else { return row }
+            if layout.format == .csv {
+                if var cell = ShardRows.csvCell(bytes[...], column: statusColumn, delimiter: layout.csv.delimiter) {
+                    if cell.first == UInt8(ascii: "\""), cell.count >= 2 { cell = cell.dropFirst().dropLast() }
+                    row.status = RowStatus(rawValue: String(decoding: cell, as: UTF8.self))
+                }
+            } else if let statusKey, let value = try? JSONParser.parse(bytes), case .string(let text)? = value[statusKey] {
+                row.status = RowStatus(rawValue: text)
+            }
+            guard row.status != nil else { throw notWritten("its row \(reader.rows) has no status a run writes") }
+            return row
+        }
+    }
+}
