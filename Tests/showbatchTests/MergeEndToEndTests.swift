@@ -192,27 +192,28 @@ private func runShards(_ work: Workspace, _ shards: Int, manifest: String = "m.y
         try await runShards(work, 3, manifest: "other.yaml")
         let merge = try await showbatch(["merge", "m.yaml", "--shards", "3"], in: work.path)
         #expect(merge.status == 2)
-        #expect(merge.stderr == "showbatch: error: cannot merge out/r.csv: its shard 0/3, out/r-shard-0.csv, is not of this manifest: its row 1 is not of the request this manifest has at that place (request 1, work item 0 counting from 0); was it written by another manifest, or did a data file change since?\n")
+        #expect(merge.stderr == "showbatch: error: cannot merge out/r.csv: its shard 0/3, out/r-shard-0.csv, is not of this manifest: its identity out/r-shard-0.csv.identity says the manifest changed since (its endpoint, requests, labels, outputs or retry rules)\n")
         for file in ["out/r.csv", "out/r.csv.partial", "out/own.csv", "out/own.csv.partial"] { #expect(!work.exists(file)) }
 
         // Shards run in 3 merged as 2: the rows are not where the manifest puts them.
         let wrongCount = try await showbatch(["merge", "other.yaml", "--shards", "2"], in: work.path)
         #expect(wrongCount.status == 2)
-        #expect(wrongCount.stderr == "showbatch: error: cannot merge out/r.csv: its shard 0/2, out/r-shard-0.csv, is not of this manifest: its row 2 is not of the request this manifest has at that place (request 2, work item 2 counting from 0); was it written by another manifest, or did a data file change since?\n")
+        #expect(wrongCount.stderr == "showbatch: error: cannot merge out/r.csv: its shard 0/2, out/r-shard-0.csv, is not of this manifest: its identity out/r-shard-0.csv.identity says it was written for shard 0/3, and this run is shard 0/2\n")
 
         // A data row added since the shards ran: a shard holds fewer rows than the manifest now has.
         work.write("d.csv", csvData + "9,tok_a\n10,tok_a\n11,tok_a\n")
         let grown = try await showbatch(["merge", "other.yaml", "--shards", "3"], in: work.path)
         #expect(grown.status == 2)
-        #expect(grown.stderr == "showbatch: error: cannot merge out/r.csv: its shard 0/3, out/r-shard-0.csv, is not of this manifest: it holds 3 rows, and this manifest has 4 for it; was it written by another manifest, or did a data file change since?\n")
+        #expect(grown.stderr == "showbatch: error: cannot merge out/r.csv: its shard 0/3, out/r-shard-0.csv, is not of this manifest: its identity out/r-shard-0.csv.identity says the content of a data file changed since\n")
 
-        // A shard whose journal (kept for a failed row) was written for another manifest.
+        // A shard left alone, without the identity its run leaves (copied from elsewhere, or of
+        // an older version): refused too.
         work.write("d.csv", csvData)
         try await runShards(work, 3)
-        let journaled = try await showbatch(["merge", "other.yaml", "--shards", "3"], in: work.path)
-        #expect(journaled.status == 2)
-        #expect(journaled.stderr.hasPrefix("showbatch: error: cannot merge out/own.csv: its shard "))
-        #expect(journaled.stderr.hasSuffix(".csv.journal says the manifest changed since (its endpoint, requests, labels, outputs or retry rules)\n"))
+        try FileManager.default.removeItem(atPath: work.path + "/out/r-shard-1.csv.identity")
+        let alone = try await showbatch(["merge", "m.yaml", "--shards", "3"], in: work.path)
+        #expect(alone.status == 2)
+        #expect(alone.stderr == "showbatch: error: cannot merge out/r.csv: its shard 1/3, out/r-shard-1.csv, is not known to be a finished shard: out/r-shard-1.csv.identity, which its run leaves when it finishes, is not beside it (run it with --shard 1/3)\n")
     }
 
     @Test func aLinkAtTheTargetIsRefused() async throws {

@@ -9,6 +9,8 @@ enum SideFile: String, CaseIterable {
     case journal = ".journal"
     /// A `--retry-failed` run's journal, written whole before the output is renamed.
     case journalNext = ".journal.next"
+    /// A finished shard's identity, which `merge` checks (`ShardIdentity`).
+    case identity = ".identity"
 
     /// This side file of `output`.
     func of(_ output: String) -> String { output + rawValue }
@@ -71,6 +73,15 @@ struct OutputPlanner {
         for case (let what, let path?) in tls { inputs.append(RunInput(what: what, path: path)) }
         self.inputs = inputs
         (targets, byRequest, extras) = try OutputPlanner.plan(manifest, output: output, format: format, shard: shard)
+    }
+
+    /// What a journal (and a shard's identity) of `target` is valid for: the rows it holds, in
+    /// order, in its format and columns, of this manifest and data, for this shard.
+    func journalIdentity(of target: OutputTarget, dataHash: UInt64, shard: Shard?) -> Journal.Identity {
+        let rejects = target.rejects.map { ["rejects:" + $0.path, "partial:\(target.rejectPartial)"] + $0.layout.signature } ?? []
+        return Journal.Identity(manifest: String(manifest.rowIdentity, radix: 16), data: String(dataHash, radix: 16),
+                                shard: shard.map { "\($0.index)/\($0.count)" } ?? "", output: target.path,
+                                format: target.layout.format.rawValue, columns: target.layout.signature + rejects)
     }
 
     /// Whether any output is standard output.

@@ -40,6 +40,9 @@ final class RunOutputs {
     let files: [OutputFile?]
     /// The journals by target; nil for standard output.
     let journals: [Journal?]
+    /// Each output's run identity, when the run is a shard: written beside the finished output
+    /// for `merge` (`ShardIdentity`).
+    private let shardIdentities: [Journal.Identity?]
     /// Rows written to each output since its last checkpoint, and when that was.
     private var sinceCheckpoint: [Int]
     private var lastCheckpoint: [Int64]
@@ -56,7 +59,7 @@ final class RunOutputs {
     /// lock is what keeps a second run off the output. What a journal says is checked against its
     /// output (`check` of the target's index) before the run goes on from it. On failure what was
     /// opened is closed again.
-    init(targets: [OutputTarget], identity: (OutputTarget) -> Journal.Identity, mode: RunMode,
+    init(targets: [OutputTarget], identity: (OutputTarget) -> Journal.Identity, mode: RunMode, sharded: Bool = false,
          check: (Int) -> OutputCheck, waitingForLock: (String) -> Void = { _ in }) throws(RunError) {
         self.mode = mode
         var files: [OutputFile?] = []
@@ -175,6 +178,7 @@ final class RunOutputs {
         }
         self.files = files
         self.journals = journals
+        shardIdentities = targets.map { sharded && !$0.isStandardOutput ? identity($0) : nil }
         sinceCheckpoint = Array(repeating: 0, count: files.count)
         lastCheckpoint = Array(repeating: coarseMilliseconds(), count: files.count)
         self.skips = skips
@@ -231,10 +235,12 @@ final class RunOutputs {
                 case .fresh, .resume:
                     if !complete.contains(index) { try journal?.end(checkpoint) }
                     try file.commit()
+                    try writeShardIdentity(index, checkpoint)
                     if checkpoint.counts.failed == 0 { journal?.remove() } else { journal?.close() }
                 case .retryFailed:
                     try journal?.prepareRewrite(checkpoint)
                     try file.commit()
+                    try writeShardIdentity(index, checkpoint)
                     try journal?.adoptRewrite()
                 }
             } catch {
@@ -245,6 +251,12 @@ final class RunOutputs {
                 throw error
             }
         }
+    }
+
+    /// A shard's finished output says what it is, beside it, while its journal is still held.
+    private func writeShardIdentity(_ index: Int, _ checkpoint: Journal.Checkpoint) throws(RunError) {
+        guard let run = shardIdentities[index], let file = files[index] else { return }
+        try ShardIdentity(run: run, checkpoint: checkpoint).write(beside: file.path)
     }
 
     /// Leaves every output as `.partial`, its journal holding a last checkpoint of what could be

@@ -150,6 +150,8 @@ private struct MergePlan {
         let target: OutputTarget
         /// The file of each shard, by shard index.
         let shards: [String]
+        /// Each shard's plan of this output (its path, layout and rejects as its run has them).
+        let shardTargets: [OutputTarget]
         /// The only shard is the output itself.
         let unchanged: Bool
     }
@@ -163,6 +165,8 @@ private struct MergePlan {
     let byRequest: [Int]
     /// The files a run of the manifest reads.
     let inputs: [RunInput]
+    /// The unsharded plan, which says what a shard's journal and identity must be.
+    let planner: OutputPlanner
 
     /// Plans the outputs as `run` does, unsharded and for each shard.
     init(manifest: Manifest, options: MergeOptions) throws(RunError) {
@@ -180,19 +184,24 @@ private struct MergePlan {
             throw RunError.usage("cannot merge \(target.path): its rows are split with its rejects file (output.rejects), which a merge cannot put back in order; run it unsharded, or merge with rejects removed from the manifest")
         }
         var files = Array(repeating: [String](), count: whole.targets.count)
+        var shardTargets = Array(repeating: [OutputTarget](), count: whole.targets.count)
         for index in 0..<options.shards {
             let part = try planned(Shard(index: index, count: options.shards))
             guard part.targets.count == whole.targets.count, part.byRequest == whole.byRequest else {
                 throw RunError.usage("the outputs of shard \(index)/\(options.shards) are not those of the unsharded run (two outputs' shard files have one path); give each output a path of its own")
             }
-            for (target, file) in part.targets.enumerated() { files[target].append(file.path) }
+            for (target, file) in part.targets.enumerated() {
+                files[target].append(file.path)
+                shardTargets[target].append(file)
+            }
         }
         self.manifest = manifest
+        planner = whole
         inputs = whole.inputs
         shards = options.shards
         byRequest = whole.byRequest
         outputs = whole.targets.enumerated().map { index, target in
-            Output(index: index, target: target, shards: files[index],
+            Output(index: index, target: target, shards: files[index], shardTargets: shardTargets[index],
                    unchanged: files[index].count == 1 && PrivateFile.canonical(files[index][0]) == PrivateFile.canonical(target.path))
         }
     }
@@ -253,6 +262,26 @@ private struct MergePlan {
         case .directory: throw RunError.usage("\(cannot) is a directory")
         case .link: throw RunError.usage("\(cannot) is a symbolic link; showbatch never reads a shard through one")
         case .other: throw RunError.usage("\(cannot) is not a regular file (a device, pipe or socket)")
+        }
+        // A finished shard says what it is beside it; a file without that is not a finished
+        // shard of this version's (or was copied there alone).
+        if dataHash == nil { dataHash = String(try manifest.dataHash(), radix: 16) }
+        switch ShardIdentity.read(beside: file) {
+        case nil:
+            throw RunError.usage("\(cannot) is not known to be a finished shard: \(SideFile.identity.of(file)), which its run leaves when it finishes, is not beside it (run it with --shard \(index)/\(shards))")
+        case .failure(let problem)?:
+            throw RunError.usage("\(cannot) cannot be checked: \(problem.reason)")
+        case .success(let identity)?:
+            var expected = planner.journalIdentity(of: output.shardTargets[index], dataHash: 0, shard: Shard(index: index, count: shards))
+            expected.data = dataHash!
+            // The output's spelling depends on where the run was started.
+            expected.output = identity.run.output
+            if let difference = JournalCodec.difference(identity.run, from: expected) {
+                throw RunError.usage("\(cannot) is not of this manifest: its identity \(SideFile.identity.of(file)) says \(difference)")
+            }
+            guard Journal.outputMatches(file, size: identity.size, hash: identity.hash) else {
+                throw RunError.usage("\(cannot) changed since its run wrote it (it does not match its identity \(SideFile.identity.of(file)))")
+            }
         }
         if PrivateFile.inspect(SideFile.journalNext.of(file)) != .none {
             throw RunError.usage("\(cannot) is not finished: a --retry-failed run of it was cut short (\(file).journal.next is beside it); run it with --retry-failed again")

@@ -62,8 +62,6 @@ public struct Runner: Sendable {
             return summary
         }
         let dataHash = targets.contains { $0.path != "-" } ? try manifest.dataHash() : 0
-        let rowIdentity = String(manifest.rowIdentity, radix: 16)
-        let shard = options.shard.map { "\($0.index)/\($0.count)" } ?? ""
         // Hashing big data files takes a while: an interrupt then leaves nothing behind.
         if Task.isCancelled {
             summary.interrupted = true
@@ -82,10 +80,8 @@ public struct Runner: Sendable {
         let outputs: RunOutputs
         do {
             outputs = try RunOutputs(targets: targets, identity: { target in
-                Journal.Identity(manifest: rowIdentity, data: String(dataHash, radix: 16), shard: shard, output: target.path,
-                                 format: target.layout.format.rawValue,
-                                 columns: target.layout.signature + (target.rejects.map { ["rejects:" + $0.path, "partial:\(target.rejectPartial)"] + $0.layout.signature } ?? []))
-            }, mode: mode, check: { index in
+                plan.journalIdentity(of: target, dataHash: dataHash, shard: options.shard)
+            }, mode: mode, sharded: options.shard != nil, check: { index in
                 OutputCheck(manifest: manifest, target: index, byRequest: plan.byRequest, shard: options.shard)
             }, waitingForLock: { path in
                 events(.note("the journal of \(path) is locked by another process: waiting up to 5 s for it"))

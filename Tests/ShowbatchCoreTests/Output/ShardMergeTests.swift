@@ -25,11 +25,28 @@ import Testing
         return path
     }
 
+    /// Writes beside each shard file the identity its run leaves (as a forger could, too: the
+    /// rows are still checked against the manifest).
+    private func identify(_ path: String, shards: Int) throws {
+        let manifest = try ManifestLoader.load(path: path + "/m.yaml")
+        for index in 0..<shards {
+            let planner = try OutputPlanner(manifest: manifest, output: nil, format: nil, shard: Shard(index: index, count: shards))
+            let target = planner.targets[0]
+            let bytes = Array(try #require(FileManager.default.contents(atPath: target.path)))
+            let rows = bytes.filter { $0 == 0x0A }.count - 1
+            let run = planner.journalIdentity(of: target, dataHash: try manifest.dataHash(), shard: Shard(index: index, count: shards))
+            let checkpoint = Journal.Checkpoint(ordinal: 0, offset: bytes.count, counts: RowCounts(rows: rows, ok: rows, partial: 0, failed: 0),
+                                                hash: fnv1a(bytes))
+            try ShardIdentity(run: run, checkpoint: checkpoint).write(beside: target.path)
+        }
+    }
+
     @Test func rowsComeBackInWorkItemOrder() throws {
         let path = try folder(["m.yaml": manifest,
                                "out/r-shard-0.csv": header + "a,ok,200,1,,1\nc,failed,,3,1502 timeout: no answer,\n",
                                "out/r-shard-1.csv": header + "b,ok,200,1,,\"x\r\ny\"\r\n"])
         defer { try? FileManager.default.removeItem(atPath: path) }
+        try identify(path, shards: 2)
         let loaded = try ManifestLoader.load(path: path + "/m.yaml")
         let summary = try ShardMerge.merge(manifest: loaded, options: MergeOptions(shards: 2))
         #expect(summary == MergeSummary(outputs: [MergedOutput(path: path + "/out/r.csv", rows: 3, unchanged: false)]))
@@ -37,10 +54,29 @@ import Testing
         #expect(merged == header + "a,ok,200,1,,1\nb,ok,200,1,,\"x\r\ny\"\r\nc,failed,,3,1502 timeout: no answer,\n")
     }
 
+    /// Rows not where the manifest has them are refused even when a forged identity says the
+    /// shard is this manifest's.
+    @Test func rowsOfOtherWorkItemsAreRefusedWhateverTheIdentitySays() throws {
+        let path = try folder(["m.yaml": manifest,
+                               "out/r-shard-0.csv": header + "c,ok,200,1,,3\na,ok,200,1,,1\n",
+                               "out/r-shard-1.csv": header + "b,ok,200,1,,2\n"])
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try identify(path, shards: 2)
+        let loaded = try ManifestLoader.load(path: path + "/m.yaml")
+        #expect(throws: RunError.self) { try ShardMerge.merge(manifest: loaded, options: MergeOptions(shards: 2)) }
+        do {
+            _ = try ShardMerge.merge(manifest: loaded, options: MergeOptions(shards: 2))
+        } catch {
+            #expect(error.description == "cannot merge \(path)/out/r.csv: its shard 0/2, \(path)/out/r-shard-0.csv, is not of this manifest: its row 1 is not of the request this manifest has at that place (request 1, work item 0 counting from 0); was it written by another manifest, or did a data file change since?")
+        }
+        #expect(!FileManager.default.fileExists(atPath: path + "/out/r.csv"))
+    }
+
     @Test func anInterruptedMergeWritesNothing() throws {
         let path = try folder(["m.yaml": manifest, "out/r-shard-0.csv": header + "a,ok,200,1,,1\nc,ok,200,1,,3\n",
                                "out/r-shard-1.csv": header + "b,ok,200,1,,2\n"])
         defer { try? FileManager.default.removeItem(atPath: path) }
+        try identify(path, shards: 2)
         let loaded = try ManifestLoader.load(path: path + "/m.yaml")
         let summary = try ShardMerge.merge(manifest: loaded, options: MergeOptions(shards: 2), isCancelled: { true })
         #expect(summary.interrupted && summary.outputs.isEmpty)

@@ -1,0 +1,113 @@
+import Foundation
+
+/// What a finished shard's output is, left beside it (`<output>.identity`) for `merge` to check:
+/// the run it belongs to (the journal's identity: manifest, data, shard, format, columns) and
+/// what the file holds (rows, size, hash), and its rejects file's when it has one. A shard whose
+/// run finished with every row ok keeps no journal; without this, a foreign or stale shard file
+/// would merge as if it were this manifest's. Holds no revealed, header or payload value.
+struct ShardIdentity: Equatable {
+    var run: Journal.Identity
+    var rows: Int
+    var size: Int
+    var hash: UInt64
+    var rejects: (size: Int, hash: UInt64, rows: Int)?
+
+    static func == (lhs: ShardIdentity, rhs: ShardIdentity) -> Bool {
+        lhs.run == rhs.run && lhs.rows == rhs.rows && lhs.size == rhs.size && lhs.hash == rhs.hash
+            && lhs.rejects?.size == rhs.rejects?.size && lhs.rejects?.hash == rhs.rejects?.hash && lhs.rejects?.rows == rhs.rejects?.rows
+    }
+
+    /// The identity of an output finished at `checkpoint`.
+    init(run: Journal.Identity, checkpoint: Journal.Checkpoint) {
+        self.run = run
+        rows = checkpoint.ownRows ?? checkpoint.counts.rows
+        size = checkpoint.offset
+        hash = checkpoint.hash
+        rejects = checkpoint.rejects.map { ($0.offset, $0.hash, $0.rows) }
+    }
+
+    private init(run: Journal.Identity, rows: Int, size: Int, hash: UInt64, rejects: (size: Int, hash: UInt64, rows: Int)?) {
+        self.run = run
+        self.rows = rows
+        self.size = size
+        self.hash = hash
+        self.rejects = rejects
+    }
+
+    /// Writes it beside `output` at once (a reader sees the old one or the new one), mode 0600,
+    /// never through a link.
+    func write(beside output: String) throws(RunError) {
+        var bytes: [UInt8] = []
+        JSONWriter.append(to: &bytes) { writer in
+            writer.object { writer in
+                writer.key("showbatch_shard")
+                writer.integer(1)
+                writer.key("manifest")
+                writer.string(run.manifest)
+                writer.key("data")
+                writer.string(run.data)
+                writer.key("shard")
+                writer.string(run.shard)
+                writer.key("output")
+                writer.string(run.output)
+                writer.key("format")
+                writer.string(run.format)
+                writer.key("columns")
+                writer.array { writer in for column in run.columns { writer.string(column) } }
+                writer.key("rows")
+                writer.integer(rows)
+                writer.key("size")
+                writer.integer(size)
+                writer.key("hash")
+                writer.string(String(hash, radix: 16))
+                if let rejects {
+                    writer.key("rejects")
+                    writer.object { writer in
+                        writer.key("rows")
+                        writer.integer(rejects.rows)
+                        writer.key("size")
+                        writer.integer(rejects.size)
+                        writer.key("hash")
+                        writer.string(String(rejects.hash, radix: 16))
+                    }
+                }
+            }
+        }
+        bytes.append(0x0A)
+        try PrivateFile.replaceAtomically(SideFile.identity.of(output), with: bytes, mode: 0o600)
+    }
+
+    /// The identity left beside `output`: nil when there is none; a reason when it is not one.
+    static func read(beside output: String) -> Result<ShardIdentity, JournalProblem>? {
+        let path = SideFile.identity.of(output)
+        guard PrivateFile.inspect(path) != .none else { return nil }
+        guard let file = try? FileDescriptor.openOwn(path), let bytes = try? file.readAll(limit: 1 << 20) else {
+            return .failure(JournalProblem(reason: "\(path) cannot be read\(PrivateFile.refusal(path).map { ": " + $0 } ?? "")"))
+        }
+        guard let value = try? JSONParser.parse(bytes), case .number("1")? = value["showbatch_shard"] else {
+            return .failure(JournalProblem(reason: "\(path) is not a shard identity of this version of showbatch"))
+        }
+        func text(_ key: String, in object: JSONValue? = nil) -> String? {
+            if case .string(let text)? = (object ?? value)[key] { return text } else { return nil }
+        }
+        func integer(_ key: String, in object: JSONValue? = nil) -> Int? {
+            if case .number(let text)? = (object ?? value)[key] { return Int(text) } else { return nil }
+        }
+        guard let manifest = text("manifest"), let data = text("data"), let shard = text("shard"), let out = text("output"),
+              let format = text("format"), case .array(let items)? = value["columns"], let rows = integer("rows"),
+              let size = integer("size"), let hash = text("hash").flatMap({ UInt64($0, radix: 16) }) else {
+            return .failure(JournalProblem(reason: "\(path) is not a whole shard identity"))
+        }
+        let columns = items.compactMap { if case .string(let name) = $0 { return name } else { return nil } }
+        var rejects: (size: Int, hash: UInt64, rows: Int)?
+        if let side = value["rejects"] {
+            guard let rows = integer("rows", in: side), let size = integer("size", in: side),
+                  let hash = text("hash", in: side).flatMap({ UInt64($0, radix: 16) }) else {
+                return .failure(JournalProblem(reason: "\(path) is not a whole shard identity"))
+            }
+            rejects = (size, hash, rows)
+        }
+        let run = Journal.Identity(manifest: manifest, data: data, shard: shard, output: out, format: format, columns: columns)
+        return .success(ShardIdentity(run: run, rows: rows, size: size, hash: hash, rejects: rejects))
+    }
+}
