@@ -7,6 +7,8 @@ public struct Runner: Sendable {
     let transport: any Transport
     let events: @Sendable (RunEvent) -> Void
     let environment: [String: String]
+    /// Clears every runtime message of the run's secrets.
+    let redactor: Redactor
     /// Called with the number of workers waiting for room in the window each time one parks
     /// (tests wait on it instead of sleeping).
     var onPark: (@Sendable (Int) -> Void)?
@@ -24,11 +26,25 @@ public struct Runner: Sendable {
         case .urlsession: self.transport = URLSessionTransport(maxConnections: connections)
         }
         self.environment = environment
-        self.events = events
+        let redactor = Redactor(manifest: manifest)
+        self.redactor = redactor
+        // Every event leaves the run through the redactor.
+        self.events = { events(redactor.redact($0)) }
     }
 
-    /// Runs to the end (or to an interrupt), writing every output.
+    /// Runs to the end (or to an interrupt), writing every output. What it says (events, a stop
+    /// reason, an error) holds none of the run's secrets.
     public func run() async throws(RunError) -> RunSummary {
+        do {
+            var summary = try await runUnredacted()
+            summary.stopReason = summary.stopReason.map(redactor.redact)
+            return summary
+        } catch {
+            throw redactor.redact(error)
+        }
+    }
+
+    private func runUnredacted() async throws(RunError) -> RunSummary {
         let start = ContinuousClock.now
         let plan = try OutputPlanner(manifest: manifest, output: options.output, format: options.format, shard: options.shard)
         let targets = plan.targets
@@ -199,7 +215,7 @@ public struct Runner: Sendable {
             spec.source = .clientCredentials(credentials)
         }
         return Credentials(spec: spec, transport: transport, timeout: options.timeout ?? manifest.timeout, maxPause: manifest.circuit.maxPause,
-                           seed: pauseSeed &+ 1, events: events)
+                           seed: pauseSeed &+ 1, redactor: redactor, events: events)
     }
 
     /// Seeds the jitter of the pauses' waits: drawn from the run's id, so a run's waits can be

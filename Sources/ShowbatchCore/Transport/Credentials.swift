@@ -147,14 +147,17 @@ final class Credentials: Sendable {
     private let timeout: Duration
     private let maxPause: Duration
     private let events: @Sendable (RunEvent) -> Void
+    /// Learns each token, so that no message can hold one.
+    private let redactor: Redactor?
     private let state = Mutex(State())
     private let random: Mutex<SeededGenerator>
     /// The token file as last read, and when it was last looked at (milliseconds).
     private let fileWatch = Mutex<(stamp: FileStamp?, checked: Int64)>((nil, 0))
 
     init(spec: AuthSpec, transport: any Transport, timeout: Duration, maxPause: Duration = .seconds(300), seed: UInt64 = 1,
-         events: @escaping @Sendable (RunEvent) -> Void) {
+         redactor: Redactor? = nil, events: @escaping @Sendable (RunEvent) -> Void) {
         self.spec = spec
+        self.redactor = redactor
         self.transport = transport
         self.timeout = timeout
         self.maxPause = maxPause
@@ -228,7 +231,9 @@ final class Credentials: Sendable {
             case .tokenFile(let path): result = readTokenFile(path, previous: old)
             }
             switch result {
-            case .token(let value, let lifetime): return .success((value, lifetime))
+            case .token(let value, let lifetime):
+                redactor?.add(value)
+                return .success((value, lifetime))
             case .refused(let reason): return .failure(RunStop(reason))
             case .unavailable(let problem, let retryAfter):
                 if Task.isCancelled { return .failure(RunStop("interrupted while fetching an access token")) }
@@ -333,6 +338,7 @@ final class Credentials: Sendable {
         }
         guard case .some(let stamp) = due, let current = FileStamp.of(path), current != stamp else { return nil }
         guard case .token(let value, _) = readTokenFile(path, previous: nil) else { return nil }
+        redactor?.add(value)
         return .success(state.withLock { $0.replaced(by: value) })
     }
 

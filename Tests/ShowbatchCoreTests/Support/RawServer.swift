@@ -41,10 +41,23 @@ final class RawServer: @unchecked Sendable {
             guard connection >= 0 else { return }
             var head: [UInt8] = []
             var chunk = [UInt8](repeating: 0, count: 4096)
-            while !head.suffix(4).elementsEqual([13, 10, 13, 10]) {
+            var headEnd: Int?
+            while headEnd == nil {
                 let count = chunk.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, 0) }
                 if count <= 0 { break }
                 head += chunk[0..<count]
+                headEnd = head.indices.dropLast(3).first { head[$0] == 13 && head[$0 + 1] == 10 && head[$0 + 2] == 13 && head[$0 + 3] == 10 }
+            }
+            // The body too, so that closing does not reset the connection under the answer.
+            if let headEnd {
+                let text = String(decoding: head[..<headEnd], as: UTF8.self).lowercased()
+                let length = text.split(separator: "\r\n").first { $0.hasPrefix("content-length:") }
+                    .flatMap { Int($0.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) } ?? 0
+                while head.count - (headEnd + 4) < length {
+                    let count = chunk.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, 0) }
+                    if count <= 0 { break }
+                    head += chunk[0..<count]
+                }
             }
             _ = answer.withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             shutdown(connection, Int32(SHUT_RDWR))

@@ -1,0 +1,80 @@
+import Foundation
+import Testing
+@testable import ShowbatchCore
+
+/// The run's secrets never leave it in words: one redactor clears every event, stop reason and
+/// error of the client secret, the header values and each token.
+@Suite(.serialized) struct RunSecretTests {
+    /// A token endpoint that echoes the client secret as its OAuth error code: the stop reason
+    /// (and so stderr and the report) says <redacted>.
+    @Test func aTokenEndpointEchoingTheSecretIsRedacted() async throws {
+        let secret = "hunter_two_secret"
+        let body = #"{"error":"\#(secret)"}"#
+        let server = try RawServer(answer: Array("HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)".utf8))
+        defer { server.stop() }
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let manifest = try fixture.manifest("""
+        vault: tnt1
+        circuit: {max_pause: 2s}
+        auth: {token_url: "\(server.baseURL)/token", client_id: showbatch, client_secret: "${SECRET}"}
+        output: {path: r.csv}
+        requests: [{name: a, path: /p}]
+        """, environment: ["SECRET": secret])
+        var options = RunOptions()
+        options.progress = .never
+        options.transport = .curl
+        let log = fixture.log
+        let summary = try await Runner(manifest: manifest, options: options, environment: [:]) { log.record($0) }.run()
+        #expect(summary.stopReason == "the token endpoint refused the client credentials: HTTP 401 (<redacted>)")
+        #expect(!(log.all + log.notes).contains { $0.contains(secret) })
+    }
+
+    /// Header values (from ${ENV} or written out) echoed in a message are hidden too: here a
+    /// server whose redirect names the request's token in its URL reaches the verbose log.
+    @Test func headerValuesInMessagesAreRedacted() {
+        let manifest = try! loadManifest("""
+        vault: tnt1
+        headers: {Authorization: "Bearer ${TOKEN}", X-Api-Key: plain-api-key-1234}
+        requests: [{name: a, path: /p}]
+        """, environment: ["TOKEN": "sk_live_abcdef123456"])
+        let redactor = Redactor(manifest: manifest)
+        #expect(redactor.redact("refused sk_live_abcdef123456 and plain-api-key-1234 (Bearer sk_live_abcdef123456)")
+                == "refused <redacted> and <redacted> (<redacted>)")
+        redactor.add("emu-token-7")
+        #expect(redactor.redact(.note("renewed emu-token-7")).text == "note: renewed <redacted>")
+        #expect(redactor.redact(RunError.runtime("x emu-token-7")).description == "x <redacted>")
+    }
+
+    /// --metrics and --report never replace a file the run reads: the token file, the CA file,
+    /// the client certificate and key (each refused before anything is sent).
+    @Test(arguments: ["token", "ca", "cert", "key"]) func sideFilesNeverReplaceAnInput(input: String) async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        for name in ["token", "ca.pem", "client.pem", "client.key"] { _ = fixture.dir.file(name, "x\n") }
+        let manifest = try fixture.manifest("""
+        vault: tnt1
+        auth: {token_file: token}
+        tls: {ca_file: ca.pem, client_cert: client.pem, client_key: client.key}
+        output: {path: r.csv}
+        requests: [{name: a, path: /p}]
+        """)
+        let file = ["token": "token", "ca": "ca.pem", "cert": "client.pem", "key": "client.key"][input]!
+        let what = ["token": "the token file", "ca": "the CA file", "cert": "the client certificate", "key": "the client key"][input]!
+        var options = RunOptions()
+        options.sideFiles = ["--report": fixture.dir.path + "/" + file]
+        let error = await #expect(throws: RunError.self) { try await fixture.run(manifest, options: options) }
+        #expect(error?.description == "--report \(fixture.dir.path)/\(file) is \(what); give it a path of its own")
+        #expect(fixture.read(file) == "x\n")
+    }
+}
+
+private extension RunEvent {
+    var text: String {
+        switch self {
+        case .note(let text): return "note: " + text
+        case .warning(let text): return "warning: " + text
+        default: return ""
+        }
+    }
+}
