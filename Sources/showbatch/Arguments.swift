@@ -97,8 +97,17 @@ enum ArgumentParser {
             arguments.options.timeout = try FlagValue.duration(text, "--timeout", command: "run")
         },
         Flag("--fail-fast", "stop at the first failed row") { $0.options.failFast = true },
-        Flag("--resume", "go on from the journal of an interrupted run") { $0.options.resume = true },
+        Flag("--resume", optional: "auto", "go on from the journal of an interrupted run; =auto: when one matches, else start afresh") { (arguments, text) throws(UsageError) in
+            guard text == nil || text == "auto" else {
+                throw UsageError(message: "--resume takes no value, or =auto; got \"\(text!)\"", command: "run")
+            }
+            arguments.options.resume = true
+            arguments.options.resumeAuto = text == "auto"
+        },
         Flag("--retry-failed", "send the failed rows of a finished run again, keeping the rest") { $0.options.retryFailed = true },
+        Flag("--limit", "N", "send only the first N work items (of this shard): a canary run") { (arguments, text) throws(UsageError) in
+            arguments.options.limit = try FlagValue.integer(text, "--limit", 1...Int.max, command: "run")
+        },
         Flag("--shard", "I/N|auto/N", "take work items whose ordinal mod N is I (auto: JOB_COMPLETION_INDEX)") { $0.shard = $1 },
         Flag("--emulate", "run against the built-in emulator on a free loopback port") { $0.emulate = true },
         Flag("--strict-hostname", "exit 3 when the custom hostname is not activated") { $0.options.strictHostname = true },
@@ -307,6 +316,8 @@ enum ArgumentParser {
             case .toggle(let apply):
                 if inlineValue != nil { throw UsageError(message: "\(name) takes no value", command: command) }
                 apply(&target)
+            case .toggleOrValue(_, let apply):
+                try apply(&target, inlineValue)
             }
         }
         return (positionals, help)

@@ -40,6 +40,7 @@ final class EventPrinter: Sendable {
                 JSONMember("shard", start.shard.map(JSONValue.string) ?? .null),
                 JSONMember("mode", .string(start.mode)),
                 JSONMember("base_url", .string(start.baseURL)),
+                JSONMember("rate_limit", start.rateLimit.map { .string(Units.rateText($0)) } ?? .null),
             ])
         case .note(let message):
             guard !quiet else { return }

@@ -9,6 +9,8 @@ struct Flag<Arguments>: Sendable {
         case value(String, @Sendable (inout Arguments, String) throws(UsageError) -> Void)
         /// `--flag` alone.
         case toggle(@Sendable (inout Arguments) -> Void)
+        /// `--flag` alone (nil) or `--flag=VALUE`: a toggle with a variant.
+        case toggleOrValue(String, @Sendable (inout Arguments, String?) throws(UsageError) -> Void)
     }
 
     let name: String
@@ -27,6 +29,13 @@ struct Flag<Arguments>: Sendable {
         self.help = help
     }
 
+    init(_ name: String, optional placeholder: String, _ help: String,
+         _ apply: @escaping @Sendable (inout Arguments, String?) throws(UsageError) -> Void) {
+        self.name = name
+        action = .toggleOrValue(placeholder, apply)
+        self.help = help
+    }
+
     var takesValue: Bool { if case .value = action { return true } else { return false } }
 
     /// The flag as the help lists it: `--output PATH`.
@@ -34,6 +43,7 @@ struct Flag<Arguments>: Sendable {
         switch action {
         case .value(let placeholder, _): return "\(name) \(placeholder)"
         case .toggle: return name
+        case .toggleOrValue(let placeholder, _): return "\(name)[=\(placeholder)]"
         }
     }
 

@@ -48,6 +48,8 @@ public struct Manifest: Sendable {
     /// Whether a hostname check that could not be made falls back to the vault URL even when no
     /// one is watching (a run not on a terminal otherwise stops).
     public var hostnameFallback = false
+    /// How old a journal may be for `--resume=auto` to go on from it (`resume_max_age`).
+    public var resumeMaxAge: Duration = .seconds(12 * 3600)
     /// Where rows go when neither `--output` nor the request says.
     public var output: OutputSpec?
     /// Aliases for `run --emulate`.

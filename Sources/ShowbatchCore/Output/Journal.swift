@@ -80,10 +80,15 @@ final class Journal {
     /// Rows that failed again in the rewrite `prepareRewrite` wrote.
     private var rewriteFailed = 0
     private let mode: RunMode
+    /// With `--resume=auto`: why the journal found was not gone on from (and was started afresh).
+    private(set) var discarded: String?
 
     /// Opens and locks the journal of `output`. The lock keeps a second run off the same output
     /// (an overlapping cron job) for as long as this one runs.
-    init(output: String, identity: Identity, mode: RunMode, waiting: () -> Void = {}) throws(RunError) {
+    /// With `staleAfter` (`--resume=auto`), a journal that cannot be gone on from (another run's,
+    /// one that cannot be trusted, or one last written longer ago than that) is started afresh
+    /// instead of refused, and `discarded` says why.
+    init(output: String, identity: Identity, mode: RunMode, staleAfter: Duration? = nil, waiting: () -> Void = {}) throws(RunError) {
         self.output = output
         self.identity = identity
         self.mode = mode
@@ -92,13 +97,37 @@ final class Journal {
         do {
             switch mode {
             case .fresh: try start()
-            case .resume: try read(keepTail: false)
+            case .resume:
+                guard let staleAfter else {
+                    try read(keepTail: false)
+                    break
+                }
+                var info = stat()
+                let age = fstat(fd, &info) == 0 ? Double(time(nil) - info.st_mtim.tv_sec) : 0
+                if info.st_size > 0 && age > staleAfter.seconds {
+                    try restart(because: "its journal was last written \(Units.text(Units.seconds(age.rounded()))) ago, more than resume_max_age (\(Units.text(staleAfter)))")
+                    break
+                }
+                let refused: String?
+                do {
+                    _ = try readChecked()
+                    refused = nil
+                } catch {
+                    refused = error.reason
+                }
+                if let refused { try restart(because: "its journal \(refused)") } else { try read(keepTail: false) }
             case .retryFailed: try read(keepTail: true)
             }
         } catch {
             Glibc.close(fd)
             throw error
         }
+    }
+
+    /// Starts the journal afresh (`--resume=auto`), saying why.
+    func restart(because reason: String) throws(RunError) {
+        discarded = reason
+        try start()
     }
 
     /// Opens (or creates) the journal at `path` and locks it. A process being started elsewhere
@@ -165,26 +194,17 @@ final class Journal {
     /// rows, last checkpoint and end. A journal torn while its identity line was written starts
     /// over. A journal that cannot be trusted is refused, saying why: a run never goes on from it.
     private func read(keepTail: Bool) throws(RunError) {
-        let bytes: [UInt8]
-        do {
-            bytes = try FileDescriptor(borrowing: fd, path: path).readAll(limit: Int.max)
-        } catch {
-            throw RunError.runtime("cannot read the journal \(error.path): \(error.reason)")
-        }
+        let flag = keepTail ? "--retry-failed" : "--resume"
         let contents: JournalCodec.Contents?
         do {
-            contents = try JournalCodec.read(bytes)
+            contents = try readChecked()
         } catch {
-            let verdict = error.foreign ? "does not match this run" : "cannot be trusted"
-            throw RunError.usage("the journal \(path) \(verdict): \(error.reason); remove it to start over, or run without \(keepTail ? "--retry-failed" : "--resume")")
+            throw RunError.usage("the journal \(path) \(error.reason); remove it to start over, or run without \(flag)")
         }
         guard let contents else {
             if keepTail { throw RunError.usage("the journal \(path) is empty: there are no failed rows to send again") }
             try start()
             return
-        }
-        if let difference = JournalCodec.difference(contents.identity, from: identity) {
-            throw RunError.usage("the journal \(path) does not match this run: \(difference); remove it to start over, or run without \(keepTail ? "--retry-failed" : "--resume")")
         }
         failedRows = contents.failedRows
         lastCheckpoint = contents.lastCheckpoint
@@ -199,6 +219,31 @@ final class Journal {
             // the resumed run writes those rows again.
             guard ftruncate(fd, off_t(contents.length)) == 0, lseek(fd, off_t(contents.length), SEEK_SET) >= 0 else { throw failure(errno) }
         }
+    }
+
+    /// Why a journal is not gone on from, in words that follow "the journal PATH".
+    private struct Refusal: Error {
+        let reason: String
+    }
+
+    /// The journal's records, checked and of this run; nil when it has no whole identity line.
+    private func readChecked() throws(Refusal) -> JournalCodec.Contents? {
+        let bytes: [UInt8]
+        do {
+            bytes = try FileDescriptor(borrowing: fd, path: path).readAll(limit: Int.max)
+        } catch {
+            throw Refusal(reason: "cannot be read: \(error.reason)")
+        }
+        let contents: JournalCodec.Contents?
+        do {
+            contents = try JournalCodec.read(bytes)
+        } catch {
+            throw Refusal(reason: "\(error.foreign ? "does not match this run" : "cannot be trusted"): \(error.reason)")
+        }
+        if let contents, let difference = JournalCodec.difference(contents.identity, from: identity) {
+            throw Refusal(reason: "does not match this run: \(difference)")
+        }
+        return contents
     }
 
     /// Notes a failed row; written with the next checkpoint.

@@ -77,11 +77,13 @@ struct OutputPlanner {
 
     /// What a journal (and a shard's identity) of `target` is valid for: the rows it holds, in
     /// order, in its format and columns, of this manifest and data, for this shard.
-    func journalIdentity(of target: OutputTarget, dataHash: UInt64, shard: Shard?) -> Journal.Identity {
+    /// A canary run (`--limit`) writes fewer rows: its journal is not the full run's.
+    func journalIdentity(of target: OutputTarget, dataHash: UInt64, shard: Shard?, limit: Int? = nil) -> Journal.Identity {
         let rejects = target.rejects.map { ["rejects:" + $0.path, "partial:\(target.rejectPartial)"] + $0.layout.signature } ?? []
         return Journal.Identity(manifest: String(manifest.rowIdentity, radix: 16), data: String(dataHash, radix: 16),
                                 shard: shard.map { "\($0.index)/\($0.count)" } ?? "", output: target.path,
-                                format: target.layout.format.rawValue, columns: target.layout.signature + rejects)
+                                format: target.layout.format.rawValue,
+                                columns: target.layout.signature + rejects + (limit.map { ["limit:\($0)"] } ?? []))
     }
 
     /// Whether any output is standard output.

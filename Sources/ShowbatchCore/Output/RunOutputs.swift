@@ -59,7 +59,11 @@ final class RunOutputs {
     /// lock is what keeps a second run off the output. What a journal says is checked against its
     /// output (`check` of the target's index) before the run goes on from it. On failure what was
     /// opened is closed again.
+    /// With `staleAfter` (`--resume=auto`), what cannot be gone on from (a journal of another
+    /// run, one that cannot be trusted or is older than that, a `.partial` file gone or changed)
+    /// is removed and the output started afresh, `note` saying what was discarded and why.
     init(targets: [OutputTarget], identity: (OutputTarget) -> Journal.Identity, mode: RunMode, sharded: Bool = false,
+         staleAfter: Duration? = nil, note: (String) -> Void = { _ in },
          check: (Int) -> OutputCheck, waitingForLock: (String) -> Void = { _ in }) throws(RunError) {
         self.mode = mode
         var files: [OutputFile?] = []
@@ -82,7 +86,8 @@ final class RunOutputs {
                     journals.append(nil)
                     continue
                 }
-                journals.append(try Journal(output: target.path, identity: identity(target), mode: mode, waiting: { waitingForLock(target.path) }))
+                journals.append(try Journal(output: target.path, identity: identity(target), mode: mode,
+                                            staleAfter: mode == .resume ? staleAfter : nil, waiting: { waitingForLock(target.path) }))
             }
             for (index, target) in targets.enumerated() {
                 func create() throws(RunError) -> OutputFile {
@@ -112,36 +117,35 @@ final class RunOutputs {
                     files.append(try create())
                     skips.append(.none)
                 case .resume:
+                    /// Discards what an earlier run left of this output (the files of its own that
+                    /// hold another run's rows) and starts it afresh, saying why.
+                    func discard(_ reason: String) throws(RunError) {
+                        let stale = target.paths.map(SideFile.partial.of).filter { PrivateFile.inspect($0) != .none }
+                        for file in stale where PrivateFile.inspect(file) != .directory { unlink(file) }
+                        note("\(target.path) is started afresh, what an earlier run left of it discarded\(stale.isEmpty ? "" : " (\(stale.joined(separator: ", ")))"): \(reason)")
+                        files.append(try create())
+                        skips.append(.none)
+                    }
+                    if let reason = journal.discarded {
+                        try discard(reason)
+                        break
+                    }
                     guard let checkpoint = journal.lastCheckpoint else {
                         files.append(try create())
                         skips.append(.none)
                         break
                     }
-                    let resumed = try OutputFile.resume(path: target.path, layout: target.layout, from: checkpoint)
-                    if let resumed {
+                    do throws(RunError) {
+                        let resumed = try RunOutputs.resume(target, index: index, journal: journal, checkpoint: checkpoint, check: check(index))
                         files.append(resumed)
-                        try check(index).verify(checkpoint, failed: journal.failedRows, path: SideFile.partial.of(target.path),
-                                                rejectsPath: target.rejects.map { SideFile.partial.of($0.path) }, of: target, journal: journal.path)
-                        files.removeLast()
-                        files.append(resumed)
-                        if let rejects = target.rejects {
-                            let mark = checkpoint.rejects ?? (0, fnvOffsetBasis, 0)
-                            guard let side = try OutputFile.resume(path: rejects.path, layout: rejects.layout,
-                                                                   from: Journal.Checkpoint(ordinal: -1, offset: mark.offset, counts: RowCounts(), hash: mark.hash,
-                                                                                            ownRows: mark.rows)) else {
-                                throw RunError.runtime("\(SideFile.partial.of(rejects.path)) is gone, so the run cannot go on from its journal; run without --resume to start over")
-                            }
-                            resumed.attachRejects(side, partial: target.rejectPartial)
-                        }
-                        if journal.ended != nil { complete.insert(index) }
-                    } else if journal.ended != nil, case .regular = PrivateFile.inspect(target.path) {
-                        // Finished and renamed already: nothing is left to do for this output.
-                        files.append(nil)
-                    } else {
-                        throw RunError.runtime("\(SideFile.partial.of(target.path)) is gone, so the run cannot go on from its journal; run without --resume to start over")
+                        if resumed != nil && journal.ended != nil { complete.insert(index) }
+                        skips.append(journal.ended != nil ? .all : .through(checkpoint.ordinal))
+                        carried.add(checkpoint.counts)
+                    } catch {
+                        guard staleAfter != nil else { throw error }
+                        try journal.restart(because: error.description)
+                        try discard(error.description)
                     }
-                    skips.append(journal.ended != nil ? .all : .through(checkpoint.ordinal))
-                    carried.add(checkpoint.counts)
                 case .retryFailed:
                     if target.layout.gzip {
                         throw RunError.usage("--retry-failed cannot rewrite \(target.path): a gzip output is written whole; run without --retry-failed to write it again")
@@ -184,6 +188,36 @@ final class RunOutputs {
         self.skips = skips
         self.carried = carried
         self.complete = complete
+    }
+
+    /// The output of `target` as an interrupted run left it, cut back to `checkpoint` and checked
+    /// against its journal; nil when the run finished it (and renamed it) already.
+    private static func resume(_ target: OutputTarget, index: Int, journal: Journal, checkpoint: Journal.Checkpoint,
+                               check: OutputCheck) throws(RunError) -> OutputFile? {
+        guard let resumed = try OutputFile.resume(path: target.path, layout: target.layout, from: checkpoint) else {
+            if journal.ended != nil, case .regular = PrivateFile.inspect(target.path) {
+                // Finished and renamed already: nothing is left to do for this output.
+                return nil
+            }
+            throw RunError.runtime("\(SideFile.partial.of(target.path)) is gone, so the run cannot go on from its journal; run without --resume to start over")
+        }
+        do throws(RunError) {
+            try check.verify(checkpoint, failed: journal.failedRows, path: SideFile.partial.of(target.path),
+                             rejectsPath: target.rejects.map { SideFile.partial.of($0.path) }, of: target, journal: journal.path)
+            if let rejects = target.rejects {
+                let mark = checkpoint.rejects ?? (0, fnvOffsetBasis, 0)
+                guard let side = try OutputFile.resume(path: rejects.path, layout: rejects.layout,
+                                                       from: Journal.Checkpoint(ordinal: -1, offset: mark.offset, counts: RowCounts(), hash: mark.hash,
+                                                                                ownRows: mark.rows)) else {
+                    throw RunError.runtime("\(SideFile.partial.of(rejects.path)) is gone, so the run cannot go on from its journal; run without --resume to start over")
+                }
+                resumed.attachRejects(side, partial: target.rejectPartial)
+            }
+        } catch {
+            resumed.abandon()
+            throw error
+        }
+        return resumed
     }
 
     /// Writes a row to target `index` (nothing when this run leaves it as it is), notes it in the

@@ -71,4 +71,6 @@ public struct RunStart: Sendable {
     public var mode: String
     /// Where requests go (the vault URL, a custom hostname, a satellite or the emulator).
     public var baseURL: String
+    /// The rate limit this process keeps (a shard's share of the manifest's), if any.
+    public var rateLimit: Rate?
 }

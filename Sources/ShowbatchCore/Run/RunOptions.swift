@@ -16,10 +16,15 @@ public struct RunOptions: Sendable, Equatable {
     public var failFast = false
     /// `--resume`: go on from each output's last checkpoint.
     public var resume = false
+    /// `--resume=auto`: go on from a journal when one matches this run and is recent
+    /// (`resume_max_age`); else start afresh, removing what the stale run left.
+    public var resumeAuto = false
     /// `--retry-failed`: send the failed rows of finished outputs again, keeping every other row.
     public var retryFailed = false
     /// `--shard`.
     public var shard: Shard?
+    /// `--limit N`: send only the first N work items (of this shard): a canary.
+    public var limit: Int?
     /// `--strict-hostname`: a failed hostname check is exit 3.
     public var strictHostname = false
     /// `--progress`.

@@ -85,7 +85,7 @@ public struct Runner: Sendable {
             return summary
         }
         let mode = options.mode
-        if mode == .resume {
+        if mode == .resume && !options.resumeAuto {
             // `--resume` in a nightly job's command line starts over when there is nothing to go
             // on from, and says so: a finished output is then written again.
             for target in targets where !target.isStandardOutput && PrivateFile.inspect(SideFile.journal.of(target.path)) == .none {
@@ -96,8 +96,9 @@ public struct Runner: Sendable {
         let outputs: RunOutputs
         do {
             outputs = try RunOutputs(targets: targets, identity: { target in
-                plan.journalIdentity(of: target, dataHash: dataHash, shard: options.shard)
-            }, mode: mode, sharded: options.shard != nil, check: { index in
+                plan.journalIdentity(of: target, dataHash: dataHash, shard: options.shard, limit: options.limit)
+            }, mode: mode, sharded: options.shard != nil, staleAfter: options.resumeAuto ? manifest.resumeMaxAge : nil,
+               note: { events(.note($0)) }, check: { index in
                 OutputCheck(manifest: manifest, target: index, byRequest: plan.byRequest, shard: options.shard)
             }, waitingForLock: { path in
                 events(.note("the journal of \(path) is locked by another process: waiting up to 5 s for it"))
@@ -130,12 +131,14 @@ public struct Runner: Sendable {
         let paths = plan.targets.map(\.path)
         // Counted for a progress bar or JSON logs (reading a data file twice costs a little).
         let total = options.progress == .never && options.logFormat == .text ? nil : countWorkItems()
+        let rate = self.rate
         events(.started(RunStart(manifest: manifest.file, outputs: paths, rows: total,
-                                 shard: options.shard.map { "\($0.index)/\($0.count)" }, mode: options.mode.rawValue, baseURL: baseURL)))
+                                 shard: options.shard.map { "\($0.index)/\($0.count)" }, mode: options.mode.rawValue, baseURL: baseURL,
+                                 rateLimit: rate)))
 
         let concurrency = options.concurrency ?? manifest.concurrency
         let window = max(concurrency * 4, 64)
-        let limiter = (options.rate ?? manifest.rateLimit).map { RateLimiter(rate: $0) }
+        let limiter = rate.map { RateLimiter(rate: $0) }
         var context = AttemptContext(transport: transport, policy: manifest.retry, timeout: options.timeout ?? manifest.timeout,
                                      limiter: limiter, events: events, verbose: options.verbose)
         context.credentials = credentials
@@ -143,8 +146,8 @@ public struct Runner: Sendable {
         let pause = CircuitPause(settings: CircuitPause.settings(manifest.circuit, concurrency: concurrency), seed: pauseSeed, events: events)
         context.pause = pause
         defer { pause.shutDown() }
-        let feed = RequestFeed(manifest: manifest, baseURL: baseURL, shard: options.shard, byRequest: plan.byRequest, extras: plan.extras,
-                               skips: outputs.skips)
+        let feed = RequestFeed(manifest: manifest, baseURL: baseURL, shard: options.shard, limit: options.limit, byRequest: plan.byRequest,
+                               extras: plan.extras, skips: outputs.skips)
         let writer = RowWriter(outputs: outputs, labelFiles: plan.labelFileWriter(others: options.sideFiles.values.sorted()),
                                carried: outputs.carried)
         let dispatch = RunDispatch(manifest: manifest, feed: feed, writer: writer, byRequest: plan.byRequest,
@@ -195,15 +198,26 @@ public struct Runner: Sendable {
         return summary
     }
 
-    /// The work items of this run's shard, for the progress line; nil when the run is interrupted
-    /// while counting (reading a large data file takes seconds, and an interrupt must not wait).
+    /// The work items of this run's shard (up to `--limit`), for the progress line; nil when the
+    /// run is interrupted while counting (reading a large data file takes seconds, and an
+    /// interrupt must not wait).
     private func countWorkItems() -> Int? {
         var count = 0
         for item in WorkItemSequence(manifest: manifest) {
             if options.shard?.takes(item.ordinal) ?? true { count += 1 }
+            if let limit = options.limit, count >= limit { return limit }
             if item.ordinal & 1023 == 0 && Task.isCancelled { return nil }
         }
         return count
+    }
+
+    /// The rate limit this process keeps: `--rate`, else the manifest's `rate_limit`, which is
+    /// across the whole run, so a shard of N keeps 1/N of it and the shards together keep it.
+    private var rate: Rate? {
+        if let rate = options.rate { return rate }
+        guard let rate = manifest.rateLimit else { return nil }
+        guard let shard = options.shard, shard.count > 1 else { return rate }
+        return rate.share(of: shard.count)
     }
 
     /// The run's credentials, when the manifest has `auth` (under `--emulate`, the emulator's

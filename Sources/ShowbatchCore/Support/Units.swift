@@ -101,6 +101,20 @@ public struct Rate: Sendable, Equatable {
 
     /// The interval between two requests.
     public var spacing: Duration { per / count }
+
+    /// A share of this rate: one of `parts` processes keeping the rate together.
+    public func share(of parts: Int) -> Rate { Rate(count: count, per: per * parts) }
+}
+
+extension Units {
+    /// A rate as written in a manifest (`50/s`), or as a count per interval (`50/8s`).
+    public static func rateText(_ rate: Rate) -> String {
+        switch rate.per {
+        case .seconds(1): return "\(rate.count)/s"
+        case .seconds(60): return "\(rate.count)/m"
+        default: return "\(rate.count)/\(text(rate.per))"
+        }
+    }
 }
 
 extension Duration {
