@@ -22,11 +22,35 @@ package final class Document: @unchecked Sendable {
         var kind: Node.Kind
         var style: ScalarStyle = .plain
         var value: ValueKind = .string
+        /// The explicit tag plus one (0: none) in the low bits, `aliasFlag` and `anchorFlag`.
+        var flags: UInt8 = 0
+
+        static let aliasFlag: UInt8 = 0x80
+        static let anchorFlag: UInt8 = 0x40
+
         /// The explicit tag plus one (0: none).
-        var tag: UInt8 = 0
+        var tag: UInt8 {
+            get { flags & 0x0F }
+            set { flags = flags & ~0x0F | newValue }
+        }
+
+        /// Whether this record is an alias (a copy of the record it refers to, at the alias's place).
+        var isAlias: Bool {
+            get { flags & Self.aliasFlag != 0 }
+            set { flags = newValue ? flags | Self.aliasFlag : flags & ~Self.aliasFlag }
+        }
+
+        /// Whether this node has an anchor (aliases may repeat it).
+        var isAnchored: Bool {
+            get { flags & Self.anchorFlag != 0 }
+            set { flags = newValue ? flags | Self.anchorFlag : flags & ~Self.anchorFlag }
+        }
     }
 
     enum ValueKind: UInt8 { case null, bool, int, float, string }
+
+    /// What a node costs in the expansion budget besides its text (`Storage.cost`).
+    static let nodeCost: UInt32 = 32
 
     /// Where the nodes are; the parser keeps a copy so that it never touches this object (whose
     /// reference count the decoding thread keeps changing) while it adds nodes.
@@ -39,8 +63,8 @@ package final class Document: @unchecked Sendable {
     package private(set) var hasAliases = false
 
     /// Empty storage for a source of `sourceSize` bytes holding at most `maxRecords` nodes.
-    init(sourceSize: Int, maxRecords: Int) {
-        storage = Storage(sourceSize: sourceSize, maxRecords: maxRecords)
+    init(sourceSize: Int, maxRecords: Int, maxMergedSlots: Int) {
+        storage = Storage(sourceSize: sourceSize, maxRecords: maxRecords, maxMergedSlots: maxMergedSlots)
     }
 
     deinit { storage.deallocate() }
@@ -76,11 +100,13 @@ package final class Document: @unchecked Sendable {
         /// two characters for three bytes), so twice the source size always suffices.
         let text: UnsafeMutableBufferPointer<UInt8>
 
-        init(sourceSize: Int, maxRecords: Int) {
-            // Every record counts toward the node limit; a mapping's entries are at most two per node.
+        init(sourceSize: Int, maxRecords: Int, maxMergedSlots: Int) {
+            // Every record counts toward the node limit. Children: each node is the child of at
+            // most one container, each container has a slot for its size (`cost`), and merged
+            // entries are copies, bounded by the expansion budget.
             recordChunks = .allocate(capacity: (maxRecords >> Self.chunkShift) + 1)
             recordChunks.initialize(repeating: nil)
-            childChunks = .allocate(capacity: ((2 * maxRecords) >> Self.chunkShift) + 1)
+            childChunks = .allocate(capacity: ((2 * maxRecords + maxMergedSlots) >> Self.chunkShift) + 1)
             childChunks.initialize(repeating: nil)
             text = .allocate(capacity: 2 * sourceSize + 64)
         }
@@ -119,6 +145,13 @@ package final class Document: @unchecked Sendable {
             return true
         }
 
+        /// What a node costs once expanded: 32 bytes a node and the bytes of its text, every alias
+        /// and merged entry counted again (saturating). A container keeps it in the child slot
+        /// before its children, which an alias of it shares.
+        @inline(__always) func cost(_ record: Record) -> UInt32 {
+            record.kind == .scalar ? Document.nodeCost &+ record.count : UInt32(child(Int(record.offset) - 1))
+        }
+
         /// The text bytes of a scalar record.
         @inline(__always) func bytes(_ record: Record) -> UnsafeBufferPointer<UInt8> {
             UnsafeBufferPointer(start: text.baseAddress! + Int(record.offset), count: Int(record.count))
@@ -130,6 +163,9 @@ package final class Document: @unchecked Sendable {
             case .bool(let value): return value ? 1 : 0
             case .int(let value): return record.value == .float ? Double(value).bitPattern : UInt64(bitPattern: Int64(value))
             case .float(let value): return value.bitPattern
+            case .bigInt, .tooLarge:
+                // Read as a float only under `!!float`; as an integer it is read from its digits.
+                return record.value == .float ? (CoreSchema.decimalDigits(bytes(record)).flatMap(Double.init) ?? 0).bitPattern : 0
             case .null, .string: return 0
             }
         }

@@ -8,9 +8,10 @@ extension YAMLParser {
         let anchor: String?
         /// Where this container's children start in the builder's `pending` list.
         let start: Int
-        var size = 1
         /// Whether this is the list handed out item by item.
         var streamed = false
+        /// Whether this is the list of a `<<` merge key: its aliases count when merged, not here.
+        var mergeList = false
     }
 
     /// Builds a `Document` from libyaml events, node by node, keeping the marks of each.
@@ -18,26 +19,30 @@ extension YAMLParser {
         let source: SourceFile
         let limits: YAMLLimits
         let stream: ListStream?
+        let isSecret: (([YAMLPathStep]) -> Bool)?
         let document: Document
         let storage: Document.Storage
         var recordCount = 0
-        /// Records that repeat an anchored node (an alias's text may be a secret from elsewhere).
-        var aliasRecords: Set<Int> = []
+        /// Whether any node is an alias (its text may be a secret from elsewhere).
+        var hasAliases = false
         var childCount = 0
         var textCount = 0
         /// Children of every open container, innermost last: one list, so containers cost no allocation.
         var pending: [UInt32] = []
         var stack: [Frame] = []
-        var anchors: [String: (index: Int, size: Int)] = [:]
+        var anchors: [String: Int] = [:]
         var root: Int?
         var documents = 0
-        var nodeCount = 0
+        /// What aliases and merges have added to the document so far (`Storage.cost`).
+        var expansion = 0
 
-        init(source: SourceFile, limits: YAMLLimits, stream: ListStream?) {
+        init(source: SourceFile, limits: YAMLLimits, stream: ListStream?, isSecret: (([YAMLPathStep]) -> Bool)?) {
             self.source = source
             self.limits = limits
             self.stream = stream
-            document = Document(sourceSize: source.bytes.count, maxRecords: limits.maxNodes)
+            self.isSecret = isSecret
+            document = Document(sourceSize: source.bytes.count, maxRecords: limits.maxNodes,
+                                maxMergedSlots: 2 * limits.maxExpansion / Int(2 * Document.nodeCost))
             storage = document.storage
         }
 
@@ -54,38 +59,62 @@ extension YAMLParser {
         }
 
         func tooManyNodes(_ record: Document.Record) -> YAMLError {
-            error(Mark(line: Int(record.startLine), column: Int(record.startColumn)),
-                  "the document expands to more than \(limits.maxNodes) nodes (too many aliases?)")
+            error(Mark(line: Int(record.startLine), column: Int(record.startColumn)), "the document has more than \(limits.maxNodes) nodes")
+        }
+
+        /// Counts `cost` more bytes of expansion at `mark`, refusing past the budget.
+        mutating func expand(by cost: UInt32, at mark: Mark) throws(YAMLError) {
+            expansion += Int(cost)
+            if expansion > limits.maxExpansion {
+                throw error(mark, "aliases and << merges expand the document by more than \(limits.maxExpansion >> 20) MiB (too many aliases?)")
+            }
         }
 
         /// An error found while reading: its line is quoted with every value hidden. Before the
         /// tree exists nothing tells a header or payload value from any other, and those may be
-        /// secrets; messages at this stage never hold a value either.
-        func error(_ mark: Mark?, _ message: String) -> YAMLError {
-            guard let mark else { return YAMLError(diagnostic: Diagnostic(source: source, mark: nil, message: message)) }
-            let hidden = QuoteMask.hiddenSpans(in: source, lines: [mark.line], showValue: { _ in false })
-            return YAMLError(diagnostic: Diagnostic(source: source, mark: mark, message: message, redacting: hidden[mark.line] ?? []))
+        /// secrets; messages at this stage never hold a value either. With `hidingLine`, nothing
+        /// of the line is shown but its indentation.
+        func error(_ mark: Mark?, _ message: String, hidingLine: Bool = false) -> YAMLError {
+            guard let mark, Diagnostic.quotesLine(of: mark, in: source) else {
+                return YAMLError(diagnostic: Diagnostic(source: source, mark: mark, message: message))
+            }
+            var hidden: [SourceSpan]
+            if hidingLine {
+                let indentation = source.indentation(ofLine: mark.line)
+                hidden = [SourceSpan(start: Mark(line: mark.line, column: indentation + 1), end: Mark(line: mark.line + 1, column: 1))]
+            } else {
+                hidden = QuoteMask.hiddenSpans(in: source, lines: [mark.line], showValue: { _ in false })[mark.line] ?? []
+            }
+            return YAMLError(diagnostic: Diagnostic(source: source, mark: mark, message: message, redacting: hidden))
         }
 
-        func syntaxError(_ parser: yaml_parser_t) -> YAMLError {
-            let problem = parser.problem.map { String(cString: $0) } ?? "unknown problem"
-            if parser.error == YAML_READER_ERROR {
-                // Reader errors (bad encoding, control characters) carry only a byte offset.
-                let mark = source.mark(ofByteOffset: parser.problem_offset)
+        func syntaxError(_ syntax: SyntaxProblem) -> YAMLError {
+            let problem = syntax.problem
+            if syntax.isReaderError {
+                // Reader errors (bad encoding, control characters) carry only a byte offset, and
+                // libyaml reads ahead of what it has parsed: the place is found by parsing again
+                // up to the offending byte.
+                let offset = source.contentStart + syntax.offset
+                let mark = source.mark(ofByteOffset: offset)
                 let detail = problem == "control characters are not allowed" || problem.contains("UTF-8")
                     ? "\(problem); the manifest must be UTF-8 text" : problem
-                return error(mark, detail)
+                var secret = false
+                if let isSecret {
+                    var probe = Builder(source: source, limits: limits, stream: nil, isSecret: nil)
+                    _ = YAMLParser.run(&probe, length: offset, stoppingAt: mark)
+                    secret = isSecret(probe.regionPath(at: mark))
+                }
+                return error(mark, detail, hidingLine: secret)
             }
             var message = problem
-            if let context = parser.context.map({ String(cString: $0) }) {
+            if let context = syntax.context {
                 message = "\(context): \(problem)"
             }
             if problem.hasPrefix("found character that cannot start any token"),
-               let line = source.line(Int(parser.problem_mark.line) + 1),
-               line.contains("\t") {
+               let line = source.line(syntax.mark.line), line.contains("\t") {
                 message += " (tabs cannot indent YAML; use spaces)"
             }
-            return error(Mark(line: Int(parser.problem_mark.line) + 1, column: Int(parser.problem_mark.column) + 1), message)
+            return error(syntax.mark, message, hidingLine: isSecret?(regionPath(at: syntax.mark)) ?? false)
         }
 
         func string(_ pointer: UnsafeMutablePointer<yaml_char_t>?) -> String? {
@@ -104,6 +133,7 @@ extension YAMLParser {
             let column = UInt32(truncatingIfNeeded: event.start_mark.column + 1)
             let endLine = UInt32(truncatingIfNeeded: event.end_mark.line + 1)
             let endColumn = UInt32(truncatingIfNeeded: event.end_mark.column + 1)
+            let at = Mark(line: Int(line), column: Int(column))
             switch event.type {
             case YAML_STREAM_START_EVENT, YAML_DOCUMENT_END_EVENT, YAML_NO_EVENT:
                 return false
@@ -112,24 +142,27 @@ extension YAMLParser {
             case YAML_DOCUMENT_START_EVENT:
                 documents += 1
                 if documents > 1 {
-                    throw error(Mark(line: Int(line), column: Int(column)), "a manifest holds one YAML document; a second one starts here")
+                    throw error(at, "a manifest holds one YAML document; a second one starts here")
                 }
                 return false
             case YAML_ALIAS_EVENT:
                 let name = string(event.data.alias.anchor) ?? ""
                 guard let anchored = anchors[name] else {
-                    throw error(Mark(line: Int(line), column: Int(column)),
-                                "an alias refers to no anchor defined before it (a plain value cannot start with *: quote the value if it is not an alias)")
+                    throw error(at, "an alias refers to no anchor defined before it (a plain value cannot start with *: quote the value if it is not an alias)")
                 }
                 // The alias is reported where it is used; its content is shared with the anchor.
-                var record = storage.record(anchored.index)
+                var record = storage.record(anchored)
                 record.startLine = line
                 record.startColumn = column
                 record.endLine = endLine
                 record.endColumn = endColumn
+                record.isAlias = true
+                record.isAnchored = false
+                // What a merge takes from it is counted when merged, entry by entry.
+                if !isMergeSource() { try expand(by: storage.cost(record), at: at) }
                 let index = try append(record)
-                aliasRecords.insert(index)
-                try add(index, size: anchored.size)
+                hasAliases = true
+                try add(index)
             case YAML_SCALAR_EVENT:
                 let data = event.data.scalar
                 let bytes = UnsafeBufferPointer(start: data.value, count: data.length)
@@ -149,33 +182,53 @@ extension YAMLParser {
                 default: record.style = .plain
                 }
                 if let tagPointer = data.tag {
-                    let tag = try self.tag(String(cString: tagPointer), bytes: bytes, at: Mark(line: Int(line), column: Int(column)))
+                    let tag = try self.tag(String(cString: tagPointer), bytes: bytes, at: at)
                     record.tag = tag.rawValue + 1
-                    set(&record, tag == .nonSpecific || tag == .str ? .string : CoreSchema.resolve(bytes: bytes), as: tag)
+                    set(&record, [.nonSpecific, .str, .merge].contains(tag) ? .string : CoreSchema.resolve(bytes: bytes), as: tag)
                 } else if record.style == .plain && data.plain_implicit == 1 {
-                    set(&record, CoreSchema.resolve(bytes: bytes), as: nil)
+                    let resolved = CoreSchema.resolve(bytes: bytes)
+                    if resolved == .tooLarge { throw tooLargeInteger(at) }
+                    set(&record, resolved, as: nil)
                 }
+                let anchor = string(data.anchor)
+                record.isAnchored = anchor != nil
                 let index = try append(record)
-                if let anchor = string(data.anchor) { anchors[anchor] = (index, 1) }
-                try add(index, size: 1)
+                if let anchor { anchors[anchor] = index }
+                try add(index)
             case YAML_SEQUENCE_START_EVENT:
-                try push(.sequence, line, column, anchor: string(event.data.sequence_start.anchor))
+                let data = event.data.sequence_start
+                try checkCollectionTag(string(data.tag), kind: .sequence, at: at)
+                try push(.sequence, line, column, anchor: string(data.anchor))
             case YAML_MAPPING_START_EVENT:
-                try push(.mapping, line, column, anchor: string(event.data.mapping_start.anchor))
+                let data = event.data.mapping_start
+                try checkCollectionTag(string(data.tag), kind: .mapping, at: at)
+                try push(.mapping, line, column, anchor: string(data.anchor))
             case YAML_SEQUENCE_END_EVENT, YAML_MAPPING_END_EVENT:
                 let frame = stack.removeLast()
                 var record = Document.Record(startLine: frame.line, startColumn: frame.column, endLine: endLine, endColumn: endColumn,
-                                             offset: UInt32(childCount), count: 0, kind: frame.kind)
+                                             offset: 0, count: 0, kind: frame.kind)
+                // The slot before the children holds the container's cost (`Storage.cost`).
+                let costSlot = childCount
+                try appendChild(0, of: record)
+                record.offset = UInt32(childCount)
+                var cost = UInt64(Document.nodeCost)
                 if frame.kind == .sequence {
-                    for child in pending[frame.start...] { try appendChild(Int(child), of: record) }
+                    for child in pending[frame.start...] {
+                        try appendChild(Int(child), of: record)
+                        cost += UInt64(storage.cost(storage.record(Int(child))))
+                    }
                     record.count = UInt32(pending.count - frame.start)
                 } else {
-                    record.count = UInt32(try appendPairs(from: frame.start, of: record))
+                    let pairs = try appendPairs(from: frame.start, of: record)
+                    record.count = UInt32(pairs.count)
+                    cost += pairs.cost
                 }
+                _ = storage.setChild(costSlot, UInt32(min(cost, UInt64(UInt32.max))))
+                record.isAnchored = frame.anchor != nil
                 pending.removeSubrange(frame.start...)
                 let index = try append(record)
-                if let anchor = frame.anchor { anchors[anchor] = (index, frame.size) }
-                try add(index, size: frame.size, counted: true)
+                if let anchor = frame.anchor { anchors[anchor] = index }
+                try add(index)
                 if frame.streamed { stream?.end(Node(document: document, index: index)) }
             default:
                 return false
@@ -189,10 +242,14 @@ extension YAMLParser {
             switch resolved {
             case .null: record.value = .null
             case .bool: record.value = .bool
-            case .int: record.value = tag == .float ? .float : .int
+            case .int, .bigInt, .tooLarge: record.value = tag == .float ? .float : .int
             case .float: record.value = .float
             case .string: record.value = .string
             }
+        }
+
+        func tooLargeInteger(_ mark: Mark) -> YAMLError {
+            error(mark, "the integer does not fit in 64 bits; write it in decimal, or quote it to keep it as text")
         }
 
         /// The explicit tag of a scalar, checked against its text.
@@ -205,16 +262,38 @@ extension YAMLParser {
             case ScalarTag.bool.name: tag = .bool
             case ScalarTag.int.name: tag = .int
             case ScalarTag.float.name: tag = .float
+            case ScalarTag.merge.name:
+                guard bytes.elementsEqual("<<".utf8) else { throw error(mark, "the value cannot be read as !!merge") }
+                return .merge
             default:
                 // The tag is not named: an unquoted value starting with `!` reads as one.
                 throw error(mark, "unsupported tag; expected !!str, !!int, !!float, !!bool or !!null (quote a value that starts with !)")
             }
             let resolved = CoreSchema.resolve(bytes: bytes)
             switch (tag, resolved) {
-            case (.null, .null), (.bool, .bool), (.int, .int), (.float, .float), (.float, .int): return tag
+            case (_, .tooLarge) where tag == .int || tag == .float: throw tooLargeInteger(mark)
+            case (.null, .null), (.bool, .bool), (.int, .int), (.int, .bigInt), (.float, .float), (.float, .int), (.float, .bigInt): return tag
             default:
                 throw error(mark, "the value cannot be read as \(name.replacingPrefix("tag:yaml.org,2002:", with: "!!"))")
             }
+        }
+
+        /// A list or mapping takes no tag but its own core one (`!!seq`, `!!map`) or `!`: a set, an
+        /// ordered map or a type of another application would be read as something it is not.
+        func checkCollectionTag(_ name: String?, kind: Node.Kind, at mark: Mark) throws(YAMLError) {
+            guard let name, name != "!" else { return }
+            if kind == .sequence && name == "tag:yaml.org,2002:seq" { return }
+            if kind == .mapping && name == "tag:yaml.org,2002:map" { return }
+            throw error(mark, kind == .sequence ? "unsupported tag on a list; expected none or !!seq"
+                                                : "unsupported tag on a mapping; expected none or !!map")
+        }
+
+        /// Whether a node coming now is merged into the mapping it is in: the value of a `<<`
+        /// key, or an item of such a value's list.
+        func isMergeSource() -> Bool {
+            guard let frame = stack.last else { return false }
+            if frame.mergeList { return true }
+            return frame.kind == .mapping && (pending.count - frame.start) % 2 == 1 && isMergeKey(Int(pending[pending.count - 1]))
         }
 
         mutating func push(_ kind: Node.Kind, _ line: UInt32, _ column: UInt32, anchor: String?) throws(YAMLError) {
@@ -222,6 +301,7 @@ extension YAMLParser {
                 throw error(Mark(line: Int(line), column: Int(column)), "nesting is deeper than \(limits.maxDepth) levels")
             }
             var frame = Frame(kind: kind, line: line, column: column, anchor: anchor, start: pending.count)
+            frame.mergeList = kind == .sequence && isMergeSource()
             // The streamed list is a sequence that is the value of `stream.key` in the root mapping.
             if let stream, kind == .sequence, stack.count == 1, stack[0].kind == .mapping,
                (pending.count - stack[0].start) % 2 == 1, let key = pending.last,
@@ -231,17 +311,11 @@ extension YAMLParser {
             stack.append(frame)
         }
 
-        mutating func add(_ index: Int, size: Int, counted: Bool = false) throws(YAMLError) {
-            // Containers counted their children as they came; scalars and aliases count here.
-            nodeCount += counted ? 1 : size
-            if nodeCount > limits.maxNodes {
-                throw error(mark(index), "the document expands to more than \(limits.maxNodes) nodes (too many aliases?)")
-            }
+        mutating func add(_ index: Int) throws(YAMLError) {
             if stack.isEmpty {
                 root = index
             } else {
                 pending.append(UInt32(index))
-                stack[stack.count - 1].size += size
                 if stack[stack.count - 1].streamed { stream?.item(Node(document: document, index: index)) }
             }
         }

@@ -3,12 +3,16 @@ import ShowbatchYAML
 
 // Label bindings: content paths, transforms and masks.
 extension ManifestDecoder {
+    /// The label set of `node`. A set that aliases repeat (requests sharing one) is decoded once.
     mutating func labels(_ node: Node, _ context: @autoclosure () -> String) -> [LabelBinding] {
         guard let pairs = node.mapping else {
             problem(node.mark, "\(context()) labels must be a mapping of label names to content paths; found \(node.typeName)")
             return []
         }
+        let shared = node.isShared ? node.containerID : nil
+        if let shared, let known = sharedLabels[shared] { return known }
         var result: [LabelBinding] = []
+        defer { if let shared { sharedLabels[shared] = result } }
         for pair in pairs {
             guard let name = pair.key.scalar?.text else { continue }
             if name.isEmpty {
