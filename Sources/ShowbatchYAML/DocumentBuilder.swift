@@ -12,6 +12,8 @@ extension YAMLParser {
         var streamed = false
         /// Whether this is the list of a `<<` merge key: its aliases count when merged, not here.
         var mergeList = false
+        /// What the children added so far cost (`Storage.cost`).
+        var cost: UInt64 = 0
     }
 
     /// Builds a `Document` from libyaml events, node by node, keeping the marks of each.
@@ -159,10 +161,11 @@ extension YAMLParser {
                 record.isAlias = true
                 record.isAnchored = false
                 // What a merge takes from it is counted when merged, entry by entry.
-                if !isMergeSource() { try expand(by: storage.cost(record), at: at) }
+                let cost = storage.cost(record)
+                if !isMergeSource() { try expand(by: cost, at: at) }
                 let index = try append(record)
                 hasAliases = true
-                try add(index)
+                try add(index, cost: cost)
             case YAML_SCALAR_EVENT:
                 let data = event.data.scalar
                 let bytes = UnsafeBufferPointer(start: data.value, count: data.length)
@@ -194,7 +197,7 @@ extension YAMLParser {
                 record.isAnchored = anchor != nil
                 let index = try append(record)
                 if let anchor { anchors[anchor] = index }
-                try add(index)
+                try add(index, cost: Document.nodeCost &+ record.count)
             case YAML_SEQUENCE_START_EVENT:
                 let data = event.data.sequence_start
                 try checkCollectionTag(string(data.tag), kind: .sequence, at: at)
@@ -211,24 +214,23 @@ extension YAMLParser {
                 let costSlot = childCount
                 try appendChild(0, of: record)
                 record.offset = UInt32(childCount)
-                var cost = UInt64(Document.nodeCost)
+                var cost = UInt64(Document.nodeCost) + frame.cost
                 if frame.kind == .sequence {
-                    for child in pending[frame.start...] {
-                        try appendChild(Int(child), of: record)
-                        cost += UInt64(storage.cost(storage.record(Int(child))))
-                    }
+                    for child in pending[frame.start...] { try appendChild(Int(child), of: record) }
                     record.count = UInt32(pending.count - frame.start)
                 } else {
                     let pairs = try appendPairs(from: frame.start, of: record)
                     record.count = UInt32(pairs.count)
-                    cost += pairs.cost
+                    // Merge keys and what they name are no entries; what they merge is.
+                    cost = cost - pairs.mergeCost + pairs.mergedCost
                 }
-                _ = storage.setChild(costSlot, UInt32(min(cost, UInt64(UInt32.max))))
+                let saturated = UInt32(min(cost, UInt64(UInt32.max)))
+                _ = storage.setChild(costSlot, saturated)
                 record.isAnchored = frame.anchor != nil
                 pending.removeSubrange(frame.start...)
                 let index = try append(record)
                 if let anchor = frame.anchor { anchors[anchor] = index }
-                try add(index)
+                try add(index, cost: saturated)
                 if frame.streamed { stream?.end(Node(document: document, index: index)) }
             default:
                 return false
@@ -311,11 +313,12 @@ extension YAMLParser {
             stack.append(frame)
         }
 
-        mutating func add(_ index: Int) throws(YAMLError) {
+        mutating func add(_ index: Int, cost: UInt32) throws(YAMLError) {
             if stack.isEmpty {
                 root = index
             } else {
                 pending.append(UInt32(index))
+                stack[stack.count - 1].cost += UInt64(cost)
                 if stack[stack.count - 1].streamed { stream?.item(Node(document: document, index: index)) }
             }
         }

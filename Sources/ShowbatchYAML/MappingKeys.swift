@@ -1,4 +1,6 @@
 // A mapping's keys: duplicates refused, `<<` merges applied.
+import Foundation
+
 extension YAMLParser.Builder {
     /// Whether record `index` is a `<<` merge key: plain and untagged, or tagged `!!merge`.
     func isMergeKey(_ index: Int) -> Bool {
@@ -16,20 +18,22 @@ extension YAMLParser.Builder {
 
     /// Appends the pending key/value list of a mapping to `children`, rejecting duplicates
     /// and applying `<<` merges (explicit keys win over merged ones; earlier merge sources win
-    /// over later ones). Returns the number of pairs and what they cost (`Storage.cost`); what
-    /// is merged counts toward the expansion budget, once merged (a key that is already there
-    /// takes nothing).
-    mutating func appendPairs(from start: Int, of mapping: Document.Record) throws(YAMLError) -> (count: Int, cost: UInt64) {
+    /// over later ones). Returns the number of pairs, what the merge keys and their values cost
+    /// and what the entries they merged cost (`Storage.cost`); what is merged counts toward the
+    /// expansion budget, once merged (a key that is already there takes nothing).
+    mutating func appendPairs(from start: Int, of mapping: Document.Record) throws(YAMLError) -> (count: Int, mergeCost: UInt64, mergedCost: UInt64) {
         var seen = SeenKeys(storage: storage, offset: Int(mapping.offset))
         var merges: [(source: Int, key: Int)] = []
         var count = 0
-        var cost: UInt64 = 0
+        var mergeCost: UInt64 = 0
+        var mergedCost: UInt64 = 0
         var position = start
         while position + 1 < pending.count {
             let key = Int(pending[position]), value = Int(pending[position + 1])
             position += 2
             if isMergeKey(key) {
                 let source = storage.record(value)
+                mergeCost += UInt64(storage.cost(storage.record(key))) + UInt64(storage.cost(source))
                 switch source.kind {
                 case .mapping: merges.append((value, key))
                 case .sequence:
@@ -58,7 +62,6 @@ extension YAMLParser.Builder {
             try appendChild(key, of: mapping)
             try appendChild(value, of: mapping)
             count += 1
-            cost += UInt64(storage.cost(storage.record(key))) + UInt64(storage.cost(storage.record(value)))
             seen.inserted(identity, index: key, count: count)
         }
         for (source, mergeKey) in merges {
@@ -73,11 +76,11 @@ extension YAMLParser.Builder {
                 try appendChild(key, of: mapping)
                 try appendChild(value, of: mapping)
                 count += 1
-                cost += UInt64(pairCost)
+                mergedCost += UInt64(pairCost)
                 seen.inserted(identity, index: key, count: count)
             }
         }
-        return (count, cost)
+        return (count, mergeCost, mergedCost)
     }
 }
 
@@ -113,7 +116,8 @@ private struct KeyIdentity {
     }
 
     func matches(_ other: KeyIdentity) -> Bool {
-        if text.elementsEqual(other.text) { return true }
+        // memcmp: a generic element-by-element compare is slow on the way of every key.
+        if text.count == other.text.count && (text.isEmpty || memcmp(text.baseAddress!, other.text.baseAddress!, text.count) == 0) { return true }
         guard record.value != .string, record.value == other.record.value else { return false }
         return typed == other.typed
     }

@@ -23,12 +23,10 @@ package struct RequestSpec: Sendable {
 
     /// Every data column the request's templates reference, checked on each row (set by the decoder).
     package var rowColumns: [String] = []
-    /// The data columns the payload's strings reference (set by the decoder): a payload that
-    /// aliases repeat is not walked again for them.
-    package var payloadColumns: [String] = []
 
-    /// Collects `rowColumns` from the templates.
-    func referencedColumns() -> [String] {
+    /// Collects `rowColumns` from the templates, and `payloadColumns`, those of the payload's
+    /// strings (found while decoding it: a payload that aliases repeat is not walked again).
+    func referencedColumns(payloadColumns: [String]) -> [String] {
         var columns: [String] = []
         for template in [name, path] + headers.map(\.value) + labels.compactMap(\.file?.template.source) {
             for column in template.rowColumns where !columns.contains(column) { columns.append(column) }

@@ -48,6 +48,7 @@ extension ManifestDecoder {
         var spec = RequestSpec(name: Template(literal: ""), path: Template(literal: ""), mark: node.mark)
         spec.each = each
         var rowColumns: [(columns: [String], mark: Mark)] = []
+        var payloadColumns: [String] = []
         if let nameNode = map["name"] {
             if let name = template(nameNode, "\(context()) name", allowRow: dataDriven) {
                 if name.parts.isEmpty { problem(nameNode.mark, "\(context()) name is empty") }
@@ -84,17 +85,15 @@ extension ManifestDecoder {
             } else if spec.method == .get {
                 problem(payloadNode.mark, "\(label()) uses method get, which cannot carry a payload; use post or remove the payload")
             } else {
-                var columns: [String] = []
-                spec.payload = payload(payloadNode, "\(label()) payload", allowRow: dataDriven, columns: &columns)
-                spec.payloadColumns = columns
-                if dataDriven { rowColumns.append((columns, payloadNode.mark)) }
+                spec.payload = payload(payloadNode, "\(label()) payload", allowRow: dataDriven, columns: &payloadColumns)
+                if dataDriven { rowColumns.append((payloadColumns, payloadNode.mark)) }
             }
         }
         if let labelsNode = map["labels"] { spec.labels = labels(labelsNode, label()) }
         rowColumns += labelFileTemplates(spec.labels, dataDriven: dataDriven).map { ($0.0.rowColumns, $0.1) }
         if let outputNode = map["output"] { spec.output = output(outputNode, "\(label()) output") }
         // Without "each" a row reference is already a problem, so there are no columns to read.
-        if dataDriven { spec.rowColumns = spec.referencedColumns() }
+        if dataDriven { spec.rowColumns = spec.referencedColumns(payloadColumns: payloadColumns) }
         // Every referenced column must be in the CSV header before anything is sent.
         if let each, each.kind == .csv, let columns = csvHeader(each, map["each"]!) {
             var reported = Set<String>()
