@@ -8,44 +8,86 @@ import Foundation
 /// its node is finished, so a finished node may be read on another thread while the parser
 /// goes on adding nodes after it (see `YAMLParser.ListStream`).
 package final class Document: @unchecked Sendable {
-    /// 28 bytes: a typed scalar's number or boolean is read again from its text when asked for,
-    /// which is rare, rather than stored in every record.
+    /// 16 bytes, for there are millions: where the node is as byte offsets into the source
+    /// (lines and columns are worked out when asked for, which is when something is reported),
+    /// its text or children, and its kind, style, type and tag packed in the bits the offsets
+    /// and counts leave free (sources are at most `maxSourceSize`). A typed scalar's number or
+    /// boolean is read again from its text when asked for, rather than stored.
     struct Record {
-        var startLine: UInt32
-        var startColumn: UInt32
-        var endLine: UInt32
-        var endColumn: UInt32
+        /// The start offset, and in the top bits the kind and the style.
+        private var startBits: UInt32
+        /// The end offset (exclusive), and in the top bits the value kind and whether the node
+        /// is anchored or an alias.
+        private var endBits: UInt32
         /// Scalars: offset of the text in `text`; containers: offset of the children in `children`.
         var offset: UInt32
-        /// Scalars: text length in bytes; sequences: item count; mappings: pair count.
-        var count: UInt32
-        var kind: Node.Kind
-        var style: ScalarStyle = .plain
-        var value: ValueKind = .string
-        /// The explicit tag plus one (0: none) in the low bits, `aliasFlag` and `anchorFlag`.
-        var flags: UInt8 = 0
+        /// The count, and in the top bits the explicit tag plus one (0: none).
+        private var countBits: UInt32
 
-        static let aliasFlag: UInt8 = 0x80
-        static let anchorFlag: UInt8 = 0x40
+        private static let offsetMask: UInt32 = (1 << 27) - 1
+
+        init(start: Int, end: Int, offset: UInt32, count: UInt32, kind: Node.Kind) {
+            startBits = UInt32(start) | UInt32(kind.rawValue) << 27
+            endBits = UInt32(end) | UInt32(ValueKind.string.rawValue) << 27
+            self.offset = offset
+            countBits = count
+        }
+
+        /// Where the node starts: a byte offset into the source.
+        var start: Int {
+            get { Int(startBits & Self.offsetMask) }
+            set { startBits = startBits & ~Self.offsetMask | UInt32(newValue) }
+        }
+
+        /// Just past where the node ends: a byte offset into the source.
+        var end: Int {
+            get { Int(endBits & Self.offsetMask) }
+            set { endBits = endBits & ~Self.offsetMask | UInt32(newValue) }
+        }
+
+        /// Scalars: text length in bytes; sequences: item count; mappings: pair count.
+        var count: UInt32 {
+            get { countBits & Self.offsetMask }
+            set { countBits = countBits & ~Self.offsetMask | newValue }
+        }
+
+        var kind: Node.Kind { Node.Kind(rawValue: UInt8(startBits >> 27 & 0x3))! }
+
+        var style: ScalarStyle {
+            get { ScalarStyle(rawValue: UInt8(startBits >> 29 & 0x7))! }
+            set { startBits = startBits & ~(0x7 << 29) | UInt32(newValue.rawValue) << 29 }
+        }
+
+        var value: ValueKind {
+            get { ValueKind(rawValue: UInt8(endBits >> 27 & 0x7))! }
+            set { endBits = endBits & ~(0x7 << 27) | UInt32(newValue.rawValue) << 27 }
+        }
 
         /// The explicit tag plus one (0: none).
         var tag: UInt8 {
-            get { flags & 0x0F }
-            set { flags = flags & ~0x0F | newValue }
+            get { UInt8(countBits >> 27 & 0xF) }
+            set { countBits = countBits & ~(0xF << 27) | UInt32(newValue) << 27 }
         }
 
         /// Whether this record is an alias (a copy of the record it refers to, at the alias's place).
         var isAlias: Bool {
-            get { flags & Self.aliasFlag != 0 }
-            set { flags = newValue ? flags | Self.aliasFlag : flags & ~Self.aliasFlag }
+            get { endBits & 1 << 31 != 0 }
+            set { endBits = newValue ? endBits | 1 << 31 : endBits & ~(1 << 31) }
         }
 
         /// Whether this node has an anchor (aliases may repeat it).
         var isAnchored: Bool {
-            get { flags & Self.anchorFlag != 0 }
-            set { flags = newValue ? flags | Self.anchorFlag : flags & ~Self.anchorFlag }
+            get { endBits & 1 << 30 != 0 }
+            set { endBits = newValue ? endBits | 1 << 30 : endBits & ~(1 << 30) }
         }
+
+        /// Whether this node is anchored or an alias.
+        var isShared: Bool { endBits >> 30 != 0 }
     }
+
+    /// The largest source a document can be read from: offsets and text lengths (at most 1.5
+    /// times the source) take 27 bits of a record.
+    static let maxSourceSize = 64 << 20
 
     enum ValueKind: UInt8 { case null, bool, int, float, string }
 
@@ -62,9 +104,13 @@ package final class Document: @unchecked Sendable {
     /// Whether any node is an alias: only then can a value appear in two places.
     package private(set) var hasAliases = false
 
-    /// Empty storage for a source of `sourceSize` bytes holding at most `maxRecords` nodes.
-    init(sourceSize: Int, maxRecords: Int, maxMergedSlots: Int) {
-        storage = Storage(sourceSize: sourceSize, maxRecords: maxRecords, maxMergedSlots: maxMergedSlots)
+    /// The source, whose offsets the records hold (and turn into marks with).
+    let source: SourceFile
+
+    /// Empty storage for `source` holding at most `maxRecords` nodes.
+    init(source: SourceFile, maxRecords: Int, maxMergedSlots: Int) {
+        self.source = source
+        storage = Storage(sourceSize: source.bytes.count, maxRecords: maxRecords, maxMergedSlots: maxMergedSlots)
     }
 
     deinit { storage.deallocate() }

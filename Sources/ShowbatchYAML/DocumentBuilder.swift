@@ -3,11 +3,11 @@ internal import CYAML
 extension YAMLParser {
     struct Frame {
         let kind: Node.Kind
-        let line: UInt32
-        let column: UInt32
+        /// Where the container starts: a byte offset into the source.
+        let start: Int
         let anchor: String?
         /// Where this container's children start in the builder's `pending` list.
-        let start: Int
+        let first: Int
         /// Whether this is the list handed out item by item.
         var streamed = false
         /// Whether this is the list of a `<<` merge key: its aliases count when merged, not here.
@@ -35,6 +35,10 @@ extension YAMLParser {
         var anchors: [String: Int] = [:]
         var root: Int?
         var documents = 0
+        /// Whether libyaml's character positions are byte offsets (an ASCII source).
+        let ascii: Bool
+        /// The last character position turned into a byte offset, to count on from.
+        var cursor = (character: 0, byte: 0)
         /// What aliases and merges have added to the document so far (`Storage.cost`).
         var expansion = 0
 
@@ -43,9 +47,32 @@ extension YAMLParser {
             self.limits = limits
             self.stream = stream
             self.isSecret = isSecret
-            document = Document(sourceSize: source.bytes.count, maxRecords: limits.maxNodes,
+            document = Document(source: source, maxRecords: limits.maxNodes,
                                 maxMergedSlots: 2 * limits.maxExpansion / Int(2 * Document.nodeCost))
             storage = document.storage
+            ascii = source.isASCII
+            cursor = (0, source.contentStart)
+        }
+
+        /// The byte offset of libyaml's character position `character` (counted from the
+        /// source's content start). Positions come in order, mostly forward, so the cursor moves
+        /// about as far as the parser reads.
+        mutating func offset(ofCharacter character: Int) -> Int {
+            if ascii { return min(source.contentStart + character, source.bytes.count) }
+            let bytes = source.bytes
+            var (at, byte) = cursor
+            while at < character && byte < bytes.count {
+                byte += 1
+                while byte < bytes.count && bytes[byte] & 0xC0 == 0x80 { byte += 1 }
+                at += 1
+            }
+            while at > character && byte > source.contentStart {
+                byte -= 1
+                while byte > source.contentStart && bytes[byte] & 0xC0 == 0x80 { byte -= 1 }
+                at -= 1
+            }
+            cursor = (at, byte)
+            return byte
         }
 
         /// Adds a finished record and returns its index.
@@ -61,7 +88,7 @@ extension YAMLParser {
         }
 
         func tooManyNodes(_ record: Document.Record) -> YAMLError {
-            error(Mark(line: Int(record.startLine), column: Int(record.startColumn)), "the document has more than \(limits.maxNodes) nodes")
+            error(source.mark(atOffset: record.start), "the document has more than \(limits.maxNodes) nodes")
         }
 
         /// Counts `cost` more bytes of expansion at `mark`, refusing past the budget.
@@ -125,17 +152,14 @@ extension YAMLParser {
         }
 
         func mark(_ index: Int) -> Mark {
-            let record = storage.record(index)
-            return Mark(line: Int(record.startLine), column: Int(record.startColumn))
+            source.mark(atOffset: storage.record(index).start)
         }
 
         /// Handles one event; returns true at the end of the stream.
         mutating func handle(_ event: inout yaml_event_t) throws(YAMLError) -> Bool {
-            let line = UInt32(truncatingIfNeeded: event.start_mark.line + 1)
-            let column = UInt32(truncatingIfNeeded: event.start_mark.column + 1)
-            let endLine = UInt32(truncatingIfNeeded: event.end_mark.line + 1)
-            let endColumn = UInt32(truncatingIfNeeded: event.end_mark.column + 1)
-            let at = Mark(line: Int(line), column: Int(column))
+            let start = offset(ofCharacter: event.start_mark.index)
+            let end = offset(ofCharacter: event.end_mark.index)
+            let at = Mark(line: event.start_mark.line + 1, column: event.start_mark.column + 1)
             switch event.type {
             case YAML_STREAM_START_EVENT, YAML_DOCUMENT_END_EVENT, YAML_NO_EVENT:
                 return false
@@ -154,10 +178,8 @@ extension YAMLParser {
                 }
                 // The alias is reported where it is used; its content is shared with the anchor.
                 var record = storage.record(anchored)
-                record.startLine = line
-                record.startColumn = column
-                record.endLine = endLine
-                record.endColumn = endColumn
+                record.start = start
+                record.end = end
                 record.isAlias = true
                 record.isAnchored = false
                 // What a merge takes from it is counted when merged, entry by entry.
@@ -169,8 +191,7 @@ extension YAMLParser {
             case YAML_SCALAR_EVENT:
                 let data = event.data.scalar
                 let bytes = UnsafeBufferPointer(start: data.value, count: data.length)
-                var record = Document.Record(startLine: line, startColumn: column, endLine: endLine, endColumn: endColumn,
-                                             offset: UInt32(textCount), count: UInt32(data.length), kind: .scalar)
+                var record = Document.Record(start: start, end: end, offset: UInt32(textCount), count: UInt32(data.length), kind: .scalar)
                 // Cannot overflow: decoded text is at most 1.5 times the source (see `Document.text`).
                 precondition(textCount + data.length <= storage.text.count, "scalar text outgrew its buffer")
                 if data.length > 0 {
@@ -201,25 +222,24 @@ extension YAMLParser {
             case YAML_SEQUENCE_START_EVENT:
                 let data = event.data.sequence_start
                 try checkCollectionTag(string(data.tag), kind: .sequence, at: at)
-                try push(.sequence, line, column, anchor: string(data.anchor))
+                try push(.sequence, start, at, anchor: string(data.anchor))
             case YAML_MAPPING_START_EVENT:
                 let data = event.data.mapping_start
                 try checkCollectionTag(string(data.tag), kind: .mapping, at: at)
-                try push(.mapping, line, column, anchor: string(data.anchor))
+                try push(.mapping, start, at, anchor: string(data.anchor))
             case YAML_SEQUENCE_END_EVENT, YAML_MAPPING_END_EVENT:
                 let frame = stack.removeLast()
-                var record = Document.Record(startLine: frame.line, startColumn: frame.column, endLine: endLine, endColumn: endColumn,
-                                             offset: 0, count: 0, kind: frame.kind)
+                var record = Document.Record(start: frame.start, end: end, offset: 0, count: 0, kind: frame.kind)
                 // The slot before the children holds the container's cost (`Storage.cost`).
                 let costSlot = childCount
                 try appendChild(0, of: record)
                 record.offset = UInt32(childCount)
                 var cost = UInt64(Document.nodeCost) + frame.cost
                 if frame.kind == .sequence {
-                    for child in pending[frame.start...] { try appendChild(Int(child), of: record) }
-                    record.count = UInt32(pending.count - frame.start)
+                    for child in pending[frame.first...] { try appendChild(Int(child), of: record) }
+                    record.count = UInt32(pending.count - frame.first)
                 } else {
-                    let pairs = try appendPairs(from: frame.start, of: record)
+                    let pairs = try appendPairs(from: frame.first, of: record)
                     record.count = UInt32(pairs.count)
                     // Merge keys and what they name are no entries; what they merge is.
                     cost = cost - pairs.mergeCost + pairs.mergedCost
@@ -227,7 +247,7 @@ extension YAMLParser {
                 let saturated = UInt32(min(cost, UInt64(UInt32.max)))
                 _ = storage.setChild(costSlot, saturated)
                 record.isAnchored = frame.anchor != nil
-                pending.removeSubrange(frame.start...)
+                pending.removeSubrange(frame.first...)
                 let index = try append(record)
                 if let anchor = frame.anchor { anchors[anchor] = index }
                 try add(index, cost: saturated)
@@ -295,18 +315,18 @@ extension YAMLParser {
         func isMergeSource() -> Bool {
             guard let frame = stack.last else { return false }
             if frame.mergeList { return true }
-            return frame.kind == .mapping && (pending.count - frame.start) % 2 == 1 && isMergeKey(Int(pending[pending.count - 1]))
+            return frame.kind == .mapping && (pending.count - frame.first) % 2 == 1 && isMergeKey(Int(pending[pending.count - 1]))
         }
 
-        mutating func push(_ kind: Node.Kind, _ line: UInt32, _ column: UInt32, anchor: String?) throws(YAMLError) {
+        mutating func push(_ kind: Node.Kind, _ start: Int, _ at: Mark, anchor: String?) throws(YAMLError) {
             if stack.count >= limits.maxDepth {
-                throw error(Mark(line: Int(line), column: Int(column)), "nesting is deeper than \(limits.maxDepth) levels")
+                throw error(at, "nesting is deeper than \(limits.maxDepth) levels")
             }
-            var frame = Frame(kind: kind, line: line, column: column, anchor: anchor, start: pending.count)
+            var frame = Frame(kind: kind, start: start, anchor: anchor, first: pending.count)
             frame.mergeList = kind == .sequence && isMergeSource()
             // The streamed list is a sequence that is the value of `stream.key` in the root mapping.
             if let stream, kind == .sequence, stack.count == 1, stack[0].kind == .mapping,
-               (pending.count - stack[0].start) % 2 == 1, let key = pending.last,
+               (pending.count - stack[0].first) % 2 == 1, let key = pending.last,
                storage.scalar(at: Int(key), equals: stream.key), storage.record(Int(key)).value == .string {
                 frame.streamed = true
             }

@@ -57,7 +57,7 @@ extension YAMLParser.Builder {
                 // Named only when it plainly is a key: an alias's text may be a secret from elsewhere.
                 let name = String(decoding: identity.text, as: UTF8.self)
                 let shown = !storage.record(key).isAlias && isPlainKeyName(name) ? " \"\(name)\"" : ""
-                throw error(mark(key), "duplicate key\(shown); it is first defined at line \(storage.record(first).startLine)")
+                throw error(mark(key), "duplicate key\(shown); it is first defined at line \(mark(first).line)")
             }
             try appendChild(key, of: mapping)
             try appendChild(value, of: mapping)

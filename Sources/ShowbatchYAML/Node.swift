@@ -101,16 +101,10 @@ package struct Node: Sendable, Equatable {
     }
 
     /// Where the node starts in the source (for an alias: where the alias is written).
-    package var mark: Mark {
-        let record = record
-        return Mark(line: Int(record.startLine), column: Int(record.startColumn))
-    }
+    package var mark: Mark { document.source.mark(atOffset: record.start) }
 
     /// Where the node ends (exclusive).
-    package var end: Mark {
-        let record = record
-        return Mark(line: Int(record.endLine), column: Int(record.endColumn))
-    }
+    package var end: Mark { document.source.mark(atOffset: record.end) }
 
     /// The source range the node covers.
     package var span: SourceSpan { SourceSpan(start: mark, end: end) }
@@ -154,7 +148,7 @@ package struct Node: Sendable, Equatable {
 
     /// Whether this node is anchored or an alias: its content may be reached more than once,
     /// so that work done for it may be kept for the next time (`containerID`).
-    package var isShared: Bool { record.flags & (Document.Record.aliasFlag | Document.Record.anchorFlag) != 0 }
+    package var isShared: Bool { record.isShared }
 
     /// What identifies a sequence's or mapping's children: an alias shares them with the node it
     /// repeats, so work done for one can be reused for the other. Nil for scalars.

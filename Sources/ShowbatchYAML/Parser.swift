@@ -66,6 +66,9 @@ package enum YAMLParser {
     package static func parseDocument(_ source: SourceFile, limits: YAMLLimits = YAMLLimits(), stream: ListStream? = nil,
                                       isSecret: (([YAMLPathStep]) -> Bool)? = nil) throws(YAMLError) -> Document {
         var builder = Builder(source: source, limits: limits, stream: stream, isSecret: isSecret)
+        guard source.bytes.count <= Document.maxSourceSize else {
+            throw builder.error(nil, "the file is larger than \(Document.maxSourceSize >> 20) MiB")
+        }
         switch run(&builder, length: source.bytes.count, stoppingAt: nil) {
         case .finished:
             guard let root = builder.root else { throw builder.error(nil, "the file is empty; expected a YAML mapping") }

@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 
 /// The text of a file being read, kept so that errors can quote the offending line.
@@ -67,6 +68,17 @@ package struct SourceFile: Sendable {
         return lineIndex.start(ofLine: number, in: bytes, from: contentStart)
     }
 
+    /// Whether every byte is ASCII: then characters and bytes are one, and libyaml's character
+    /// positions are byte offsets.
+    var isASCII: Bool { lineIndex.isASCII(bytes) }
+
+    /// The 1-based mark of byte offset `offset` (at most the size of the file), as libyaml
+    /// counts lines and columns. Marks asked for in order on one long line are counted on from
+    /// the one before, so that they cost the distance between them.
+    package func mark(atOffset offset: Int) -> Mark {
+        lineIndex.mark(atOffset: offset, in: bytes, from: contentStart)
+    }
+
     private func end(ofLineAt start: Int) -> Int {
         var end = start
         while end < bytes.count, SourceFile.lineBreak(at: end, in: bytes) == 0 {
@@ -91,43 +103,104 @@ package struct SourceFile: Sendable {
 
     /// The 1-based mark of a byte offset in `bytes`, for errors that libyaml reports by offset only.
     package func mark(ofByteOffset offset: Int) -> Mark {
-        var line = 1
-        var column = 1
-        var index = contentStart
-        let limit = min(offset, bytes.count)
-        while index < limit {
-            let length = SourceFile.lineBreak(at: index, in: bytes)
-            if length > 0 {
-                line += 1
-                column = 1
-                index += length
-                continue
-            }
-            if bytes[index] & 0xC0 != 0x80 { column += 1 }
-            index += 1
-        }
-        return Mark(line: line, column: column)
+        mark(atOffset: min(offset, bytes.count))
     }
 }
 
-/// Line starts of a source, found once on first use.
+/// Line starts of a source, found once on first use, and what marks are worked out with.
 private final class LineIndex: Sendable {
-    private let starts = Mutex<[Int]?>(nil)
+    private struct State {
+        var starts: [UInt32]?
+        var ascii: Bool?
+        /// The mark worked out last, to count on from.
+        var last = (offset: 0, line: 0, column: 0)
+    }
+
+    private let state = Mutex(State())
+
+    func isASCII(_ bytes: [UInt8]) -> Bool {
+        state.withLock { state in LineIndex.ascii(&state, bytes) }
+    }
 
     /// The byte offset where 1-based line `number` starts; nil past the end.
     func start(ofLine number: Int, in bytes: [UInt8], from first: Int) -> Int? {
-        starts.withLock { starts in
-            if starts == nil {
-                var found = [first]
-                var index = first
-                while index < bytes.count {
-                    let length = SourceFile.lineBreak(at: index, in: bytes)
-                    index += max(length, 1)
-                    if length > 0 { found.append(index) }
-                }
-                starts = found
-            }
-            return number <= starts!.count ? starts![number - 1] : nil
+        state.withLock { state in
+            let starts = LineIndex.starts(&state, bytes, from: first)
+            return number <= starts.count ? Int(starts[number - 1]) : nil
         }
+    }
+
+    func mark(atOffset offset: Int, in bytes: [UInt8], from first: Int) -> Mark {
+        state.withLock { state in
+            let starts = LineIndex.starts(&state, bytes, from: first)
+            // The last line that starts at or before the offset.
+            var low = 0, high = starts.count - 1
+            while low < high {
+                let middle = (low + high + 1) / 2
+                if Int(starts[middle]) <= offset { low = middle } else { high = middle - 1 }
+            }
+            let lineStart = Int(starts[low])
+            if LineIndex.ascii(&state, bytes) { return Mark(line: low + 1, column: max(offset - lineStart, 0) + 1) }
+            // Characters from the line's start, or from the last mark when it is before on this line.
+            var index = lineStart, column = 1
+            if state.last.line == low + 1, state.last.offset <= offset, state.last.offset >= lineStart {
+                index = state.last.offset
+                column = state.last.column
+            }
+            while index < offset && index < bytes.count {
+                if bytes[index] & 0xC0 != 0x80 { column += 1 }
+                index += 1
+            }
+            state.last = (offset, low + 1, column)
+            return Mark(line: low + 1, column: column)
+        }
+    }
+
+    private static func ascii(_ state: inout State, _ bytes: [UInt8]) -> Bool {
+        if let ascii = state.ascii { return ascii }
+        // Eight bytes at a time.
+        let ascii = bytes.withUnsafeBytes { raw -> Bool in
+            var index = 0
+            var any: UInt64 = 0
+            while index + 8 <= raw.count {
+                any |= raw.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+                index += 8
+            }
+            while index < raw.count {
+                any |= UInt64(raw[index])
+                index += 1
+            }
+            return any & 0x8080_8080_8080_8080 == 0
+        }
+        state.ascii = ascii
+        return ascii
+    }
+
+    private static func starts(_ state: inout State, _ bytes: [UInt8], from first: Int) -> [UInt32] {
+        if let starts = state.starts { return starts }
+        var found: [UInt32] = [UInt32(first)]
+        let carriageReturn = bytes.withUnsafeBufferPointer { buffer in
+            buffer.baseAddress.map { memchr($0, 0x0D, buffer.count) != nil } ?? false
+        }
+        if ascii(&state, bytes) && !carriageReturn {
+            // Only LF breaks lines: found with memchr.
+            bytes.withUnsafeBufferPointer { buffer in
+                guard let base = buffer.baseAddress else { return }
+                var index = first
+                while index < buffer.count, let hit = memchr(base + index, 0x0A, buffer.count - index) {
+                    index = base.distance(to: hit.assumingMemoryBound(to: UInt8.self)) + 1
+                    found.append(UInt32(index))
+                }
+            }
+        } else {
+            var index = first
+            while index < bytes.count {
+                let length = SourceFile.lineBreak(at: index, in: bytes)
+                index += max(length, 1)
+                if length > 0 { found.append(UInt32(index)) }
+            }
+        }
+        state.starts = found
+        return found
     }
 }

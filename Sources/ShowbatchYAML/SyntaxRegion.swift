@@ -10,8 +10,8 @@ extension YAMLParser.Builder {
         var path: [YAMLPathStep] = []
         var last: (key: Int?, value: Int)?
         for (level, frame) in stack.enumerated() {
-            let end = level + 1 < stack.count ? stack[level + 1].start : pending.count
-            let entries = end - frame.start
+            let end = level + 1 < stack.count ? stack[level + 1].first : pending.count
+            let entries = end - frame.first
             let innermost = level + 1 == stack.count
             switch frame.kind {
             case .sequence:
@@ -34,10 +34,10 @@ extension YAMLParser.Builder {
         }
         let indentation = source.indentation(ofLine: mark.line)
         while let (key, value) = last {
-            let owner = storage.record(key ?? value)
+            let owner = self.mark(key ?? value)
             // A list item's dash is two columns before it; a key's value is indented past the key.
-            let region = key == nil ? Int(owner.startColumn) - 3 : Int(owner.startColumn) - 1
-            guard mark.line > Int(owner.startLine), indentation > region else { break }
+            let region = key == nil ? owner.column - 3 : owner.column - 1
+            guard mark.line > owner.line, indentation > region else { break }
             path.append(key.map { .key(keyText($0)) } ?? .item)
             last = lastEntry(of: value)
         }

@@ -203,6 +203,24 @@ private func keys(_ node: Node?) -> [String]? {
         #expect(failure(text) == "m.yaml:1:8: error: while parsing a flow node: did not find expected node content\n  k: {a: ], b: <redacted>…\n         ^")
     }
 
+    // MARK: Marks
+
+    /// Nodes keep byte offsets and are given marks when asked: lines and columns come out as
+    /// libyaml counts them, in characters, after multi-byte text, CR LF breaks and a BOM alike.
+    @Test(arguments: [false, true])
+    func marksCountCharactersInAnyText(bom: Bool) throws {
+        let text = "é: &a 1\r\nkü: [ü, \"ä\", *a]\r\n日本: {x: ☺}\n"
+        let root = try YAMLParser.parse(SourceFile(name: "m.yaml", bytes: (bom ? [0xEF, 0xBB, 0xBF] : []) + Array(text.utf8)))
+        let list = try #require(root.value(forKey: "kü"))
+        #expect(root.value(forKey: "é")?.mark == Mark(line: 1, column: 4))
+        #expect(list.mark == Mark(line: 2, column: 5))
+        #expect(list.end == Mark(line: 2, column: 17))
+        #expect(list.sequence?.map(\.mark) == [Mark(line: 2, column: 6), Mark(line: 2, column: 9), Mark(line: 2, column: 14)])
+        #expect(list.sequence?[1].end == Mark(line: 2, column: 12))
+        #expect(root.value(forKey: "日本")?.value(forKey: "x")?.mark == Mark(line: 3, column: 9))
+        #expect(root.mapping?.map(\.key.mark) == [Mark(line: 1, column: 1), Mark(line: 2, column: 1), Mark(line: 3, column: 1)])
+    }
+
     // MARK: Where a syntax error is
 
     /// After a syntax error, the path of the value whose lines the error is among, found from

@@ -12,7 +12,6 @@ extension ManifestDecoder {
         let shared = node.isShared ? node.containerID : nil
         if let shared, let known = sharedLabels[shared] { return known }
         var result: [LabelBinding] = []
-        defer { if let shared { sharedLabels[shared] = result } }
         for pair in pairs {
             guard let name = pair.key.scalar?.text else { continue }
             if name.isEmpty {
@@ -25,7 +24,20 @@ extension ManifestDecoder {
             }
             if let binding = label(name, pair.value) { result.append(binding) }
         }
+        // Requests written one after another often bind the same labels: the set of the
+        // request before stands for this one, and is kept once.
+        if ManifestDecoder.same(result, lastLabels) { result = lastLabels } else { lastLabels = result }
+        if let shared { sharedLabels[shared] = result }
         return result
+    }
+
+    /// Whether two label sets read the same (one without files, which have templates of their own).
+    static func same(_ first: [LabelBinding], _ second: [LabelBinding]) -> Bool {
+        first.count == second.count && zip(first, second).allSatisfy { one, other in
+            one.name == other.name && one.path == other.path && one.mask == other.mask && one.file == nil && other.file == nil
+                && one.transforms.count == other.transforms.count
+                && zip(one.transforms, other.transforms).allSatisfy { $0.pattern == $1.pattern && $0.template == $1.template }
+        }
     }
 
     mutating func contentPath(_ node: Node, _ what: @autoclosure () -> String) -> ContentPath? {

@@ -21,6 +21,8 @@ struct ManifestDecoder {
     var sharedPayloads: [SharedPayload: (value: PayloadValue, columns: [String])] = [:]
     /// Label sets decoded already, by their children, for aliases that repeat them.
     var sharedLabels: [Int: [LabelBinding]] = [:]
+    /// The label set decoded last.
+    var lastLabels: [LabelBinding] = []
 
     static let topKeys = ManifestReference.keys(under: "")
     static let requestKeys = ManifestReference.keys(under: "requests")
