@@ -91,8 +91,10 @@ package final class Document: @unchecked Sendable {
 
     enum ValueKind: UInt8 { case null, bool, int, float, string }
 
-    /// What a node costs in the expansion budget besides its text (`Storage.cost`).
-    static let nodeCost: UInt32 = 32
+    /// What a node costs in the expansion budget besides its text (`Storage.cost`): about what
+    /// one costs once decoded (a payload member is a name, a boxed value and a slot of an array,
+    /// 60 to 110 bytes with its record), so that the budget bounds memory, not only time.
+    static let nodeCost: UInt32 = 64
 
     /// Where the nodes are; the parser keeps a copy so that it never touches this object (whose
     /// reference count the decoding thread keeps changing) while it adds nodes.
@@ -191,7 +193,7 @@ package final class Document: @unchecked Sendable {
             return true
         }
 
-        /// What a node costs once expanded: 32 bytes a node and the bytes of its text, every alias
+        /// What a node costs once expanded: `nodeCost` a node and the bytes of its text, every alias
         /// and merged entry counted again (saturating). A container keeps it in the child slot
         /// before its children, which an alias of it shares.
         @inline(__always) func cost(_ record: Record) -> UInt32 {

@@ -17,7 +17,7 @@ package struct YAMLLimits: Sendable {
     /// Most nodes the file may hold as written (an alias is one node).
     package var maxNodes: Int = 20_000_000
     /// Most bytes aliases and `<<` merges may add to the document, each node they repeat counted
-    /// as 32 bytes and its text: what the expansion costs whoever walks or sends the document
+    /// as 64 bytes and its text: what the expansion costs whoever walks or sends the document
     /// (an alias bomb is refused before it costs that, however few nodes it is written with).
     package var maxExpansion: Int = 256 << 20
 
