@@ -114,6 +114,8 @@ private final class LineIndex: Sendable {
         var ascii: Bool?
         /// The mark worked out last, to count on from.
         var last = (offset: 0, line: 0, column: 0)
+        /// The index of the line of the mark worked out last.
+        var hint = 0
     }
 
     private let state = Mutex(State())
@@ -133,12 +135,26 @@ private final class LineIndex: Sendable {
     func mark(atOffset offset: Int, in bytes: [UInt8], from first: Int) -> Mark {
         state.withLock { state in
             let starts = LineIndex.starts(&state, bytes, from: first)
-            // The last line that starts at or before the offset.
+            // The last line that starts at or before the offset: the line of the mark before, or
+            // the one after it, when marks are asked for in order; else a binary search.
             var low = 0, high = starts.count - 1
+            let hint = state.hint
+            if hint < starts.count, Int(starts[hint]) <= offset {
+                if hint + 1 == starts.count || offset < Int(starts[hint + 1]) {
+                    low = hint
+                    high = hint
+                } else if hint + 2 == starts.count || offset < Int(starts[hint + 2]) {
+                    low = hint + 1
+                    high = hint + 1
+                } else {
+                    low = hint
+                }
+            }
             while low < high {
                 let middle = (low + high + 1) / 2
                 if Int(starts[middle]) <= offset { low = middle } else { high = middle - 1 }
             }
+            state.hint = low
             let lineStart = Int(starts[low])
             if LineIndex.ascii(&state, bytes) { return Mark(line: low + 1, column: max(offset - lineStart, 0) + 1) }
             // Characters from the line's start, or from the last mark when it is before on this line.

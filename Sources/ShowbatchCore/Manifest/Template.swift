@@ -88,6 +88,18 @@ package struct Template: Sendable, Equatable {
         return .environment(reference)
     }
 
+    /// The text of a template that is one literal piece; nil for an empty one or one with references.
+    package var literalText: String? {
+        if case .literal(let text) = storage, !text.isEmpty { return text }
+        return nil
+    }
+
+    /// Whether the template has no piece at all (an empty text).
+    package var isEmpty: Bool {
+        if case .literal(let text) = storage { return text.isEmpty }
+        return false
+    }
+
     /// Names of the environment variables referenced.
     package var environmentNames: [String] {
         guard case .parts(let parts) = storage else { return [] }

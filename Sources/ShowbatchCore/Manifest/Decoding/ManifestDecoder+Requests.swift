@@ -28,11 +28,11 @@ extension ManifestDecoder {
     /// Decodes item `number` of the requests list, checking its name against the earlier items'.
     mutating func listedRequest(_ item: Node, number: Int) -> RequestSpec? {
         guard let request = request(item, number: number) else { return nil }
-        if request.each == nil, case .literal(let name)? = request.name.parts.first, request.name.parts.count == 1 {
+        if request.each == nil, let name = request.name.literalText {
             if let line = requestNames[name] {
                 problem(item.value(forKey: "name")?.mark ?? item.mark, "request name \"\(name)\" is used twice; first at line \(line)")
             } else {
-                requestNames[name] = item.mark.line
+                requestNames[name] = request.mark.line
             }
         }
         return request
@@ -51,14 +51,14 @@ extension ManifestDecoder {
         var payloadColumns: [String] = []
         if let nameNode = map["name"] {
             if let name = template(nameNode, "\(context()) name", allowRow: dataDriven) {
-                if name.parts.isEmpty { problem(nameNode.mark, "\(context()) name is empty") }
+                if name.isEmpty { problem(nameNode.mark, "\(context()) name is empty") }
                 spec.name = name
                 if dataDriven { rowColumns.append((name.rowColumns, nameNode.mark)) }
             }
         } else {
             problem(node.mark, "missing required key \"name\" in \(context())")
         }
-        let literalName = spec.name.parts.count == 1 && !spec.name.needsRow ? spec.name.expand(row: nil) : nil
+        let literalName = spec.name.literalText ?? (spec.name.parts.count == 1 && !spec.name.needsRow ? spec.name.expand(row: nil) : nil)
         func label() -> String { literalName.map { "request \"\($0)\"" } ?? context() }
         if let pathNode = map["path"] {
             if let path = template(pathNode, "\(label()) path", allowRow: dataDriven) {
