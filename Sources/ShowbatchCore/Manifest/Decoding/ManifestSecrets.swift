@@ -32,6 +32,25 @@ struct ManifestSecrets {
     private static let valuePaths: Set<String> = known.union(ManifestReference.entries.compactMap { entry in
         entry.path.range(of: ".<name>").map { String(entry.path[..<$0.upperBound]) }
     })
+    /// Every reference path and every path one lies under (cut before a `.` or a `[]`), and
+    /// those cut before a `.` only: what `childPath` looks a key up in, once per key.
+    private static let places: Set<String> = parents(cutAt: [".", "[]"])
+    private static let namedPlaces: Set<String> = parents(cutAt: ["."])
+
+    private static func parents(cutAt separators: [String]) -> Set<String> {
+        var found = known
+        for path in known {
+            for separator in separators {
+                var rest = path[...]
+                while let cut = rest.range(of: separator) {
+                    found.insert(String(path[..<cut.lowerBound]))
+                    rest = rest[cut.upperBound...]
+                }
+            }
+        }
+        return found
+    }
+
     /// Reference paths of lists whose items are plain values (`retry.on`, `mask.ranges`).
     private static let valueLists: Set<String> = Set(ManifestReference.entries.filter { $0.type == "list" }.map(\.path))
         .filter { path in !ManifestReference.entries.contains { $0.path.hasPrefix(path + "[].") } }
@@ -47,7 +66,9 @@ struct ManifestSecrets {
                !walked.insert(Walked(container: container, path: path, inValueList: inValueList)).inserted {
                 return
             }
-            let secret = path.map { path in Self.secretSections.contains { path == $0 || path.hasPrefix($0 + ".") || path.hasPrefix($0 + "[]") } } ?? true
+            // What lies under a secret section is walked without a path, so a path is secret
+            // when it is one of the sections.
+            let secret = path.map(Self.secretSections.contains) ?? true
             switch node.content {
             case .scalar:
                 candidates.append((node, !secret && (inValueList || path.map(Self.valuePaths.contains) == true)))
@@ -126,12 +147,9 @@ struct ManifestSecrets {
     private static func childPath(_ parent: String?, key: String) -> String? {
         guard let parent else { return nil }
         let path = parent.isEmpty ? key : parent + "." + key
-        if known.contains(path) || known.contains(where: { $0.hasPrefix(path + ".") || $0.hasPrefix(path + "[]") }) {
-            return path
-        }
+        if places.contains(path) { return path }
         let named = parent + ".<name>"
-        if known.contains(named) || known.contains(where: { $0.hasPrefix(named + ".") }) { return named }
-        return nil
+        return namedPlaces.contains(named) ? named : nil
     }
 
     /// Whether the value ending at `end` may be shown in a quoted line.
