@@ -106,6 +106,12 @@ package struct Node: Sendable, Equatable {
     /// Where the node ends (exclusive).
     package var end: Mark { document.source.mark(atOffset: record.end) }
 
+    /// The bytes of the source the node covers (for an alias: the alias).
+    package var byteRange: Range<Int> {
+        let record = record
+        return record.start..<max(record.start, record.end)
+    }
+
     /// The source range the node covers.
     package var span: SourceSpan { SourceSpan(start: mark, end: end) }
 

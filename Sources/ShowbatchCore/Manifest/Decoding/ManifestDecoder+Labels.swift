@@ -11,6 +11,11 @@ extension ManifestDecoder {
         }
         let shared = node.isShared ? node.containerID : nil
         if let shared, let known = sharedLabels[shared] { return known }
+        // Requests written one after another often bind the same labels, written the same way:
+        // the set of the request before stands for this one, neither decoded nor kept again.
+        let range = node.byteRange
+        if let last = lastLabels.range, sameText(last, range) { return lastLabels.labels }
+        let problemCount = problems.count
         var result: [LabelBinding] = []
         for pair in pairs {
             guard let name = pair.key.scalar?.text else { continue }
@@ -24,19 +29,19 @@ extension ManifestDecoder {
             }
             if let binding = label(name, pair.value) { result.append(binding) }
         }
-        // Requests written one after another often bind the same labels: the set of the
-        // request before stands for this one, and is kept once.
-        if ManifestDecoder.same(result, lastLabels) { result = lastLabels } else { lastLabels = result }
+        // Text that reads the same decodes the same, unless it has an alias (whose anchor may
+        // have changed) or problems (which are reported where each is written).
+        let clean = problems.count == problemCount && !source.bytes[range].contains(UInt8(ascii: "*"))
+        lastLabels = (clean ? range : nil, result)
         if let shared { sharedLabels[shared] = result }
         return result
     }
 
-    /// Whether two label sets read the same (one without files, which have templates of their own).
-    static func same(_ first: [LabelBinding], _ second: [LabelBinding]) -> Bool {
-        first.count == second.count && zip(first, second).allSatisfy { one, other in
-            one.name == other.name && one.path == other.path && one.mask == other.mask && one.file == nil && other.file == nil
-                && one.transforms.count == other.transforms.count
-                && zip(one.transforms, other.transforms).allSatisfy { $0.pattern == $1.pattern && $0.template == $1.template }
+    /// Whether the source text of two ranges is the same.
+    private func sameText(_ first: Range<Int>, _ second: Range<Int>) -> Bool {
+        guard first.count == second.count else { return false }
+        return source.bytes.withUnsafeBufferPointer { bytes in
+            first.isEmpty || memcmp(bytes.baseAddress! + first.lowerBound, bytes.baseAddress! + second.lowerBound, first.count) == 0
         }
     }
 

@@ -21,8 +21,9 @@ struct ManifestDecoder {
     var sharedPayloads: [SharedPayload: (value: PayloadValue, columns: [String])] = [:]
     /// Label sets decoded already, by their children, for aliases that repeat them.
     var sharedLabels: [Int: [LabelBinding]] = [:]
-    /// The label set decoded last.
-    var lastLabels: [LabelBinding] = []
+    /// The label set decoded last, and where its text is when another written the same way may
+    /// share it (`labels`).
+    var lastLabels: (range: Range<Int>?, labels: [LabelBinding]) = (nil, [])
 
     static let topKeys = ManifestReference.keys(under: "")
     static let requestKeys = ManifestReference.keys(under: "requests")
