@@ -37,6 +37,9 @@ extension YAMLParser {
         var documents = 0
         /// Whether libyaml's character positions are byte offsets (an ASCII source).
         let ascii: Bool
+        /// The source's content start and size, kept here for `offset`, which runs twice an event.
+        let contentStart: Int
+        let byteCount: Int
         /// The last character position turned into a byte offset, to count on from.
         var cursor = (character: 0, byte: 0)
         /// What aliases and merges have added to the document so far (`Storage.cost`).
@@ -51,14 +54,20 @@ extension YAMLParser {
                                 maxMergedSlots: 2 * limits.maxExpansion / Int(2 * Document.nodeCost))
             storage = document.storage
             ascii = source.isASCII
+            contentStart = source.contentStart
+            byteCount = source.bytes.count
             cursor = (0, source.contentStart)
         }
 
         /// The byte offset of libyaml's character position `character` (counted from the
         /// source's content start). Positions come in order, mostly forward, so the cursor moves
         /// about as far as the parser reads.
-        mutating func offset(ofCharacter character: Int) -> Int {
-            if ascii { return min(source.contentStart + character, source.bytes.count) }
+        @inline(__always) mutating func offset(ofCharacter character: Int) -> Int {
+            ascii ? min(contentStart + character, byteCount) : countedOffset(ofCharacter: character)
+        }
+
+        /// `offset` in a source with other characters than ASCII.
+        mutating func countedOffset(ofCharacter character: Int) -> Int {
             let bytes = source.bytes
             var (at, byte) = cursor
             while at < character && byte < bytes.count {

@@ -91,18 +91,20 @@ extension YAMLParser.Builder {
 private struct KeyIdentity {
     /// The text; it lives as long as the document being built.
     let text: UnsafeBufferPointer<UInt8>
-    let record: Document.Record
-    let storage: Document.Storage
+    let index: Int
+    let value: Document.ValueKind
 
     init(_ storage: Document.Storage, _ index: Int) {
-        self.storage = storage
-        record = storage.record(index)
+        let record = storage.record(index)
+        self.index = index
         text = storage.bytes(record)
+        value = record.value
     }
 
     /// The typed value when it is not a string (a string's value is its text).
-    var typed: TypedKey? {
-        switch record.value {
+    func typed(_ storage: Document.Storage) -> TypedKey? {
+        let record = storage.record(index)
+        switch value {
         case .string: return nil
         case .null: return .null
         case .bool: return .bool(storage.bits(record) != 0)
@@ -115,11 +117,14 @@ private struct KeyIdentity {
         }
     }
 
-    func matches(_ other: KeyIdentity) -> Bool {
+    func matches(_ other: KeyIdentity, in storage: Document.Storage) -> Bool {
         // memcmp: a generic element-by-element compare is slow on the way of every key.
-        if text.count == other.text.count && (text.isEmpty || memcmp(text.baseAddress!, other.text.baseAddress!, text.count) == 0) { return true }
-        guard record.value != .string, record.value == other.record.value else { return false }
-        return typed == other.typed
+        if text.count == other.text.count
+            && (text.isEmpty || (text[0] == other.text[0] && memcmp(text.baseAddress!, other.text.baseAddress!, text.count) == 0)) {
+            return true
+        }
+        guard value != .string, value == other.value else { return false }
+        return typed(storage) == other.typed(storage)
     }
 }
 
@@ -146,11 +151,11 @@ private struct SeenKeys {
     func first(_ identity: KeyIdentity, count: Int) -> Int? {
         if let byText {
             if let index = byText[Array(identity.text)] { return index }
-            return identity.typed.flatMap { byValue[$0] }
+            return identity.typed(storage).flatMap { byValue[$0] }
         }
         for pair in 0..<count {
             let key = storage.child(offset + 2 * pair)
-            if KeyIdentity(storage, key).matches(identity) { return key }
+            if KeyIdentity(storage, key).matches(identity, in: storage) { return key }
         }
         return nil
     }
@@ -170,6 +175,6 @@ private struct SeenKeys {
 
     private mutating func add(_ identity: KeyIdentity, index: Int) {
         byText![Array(identity.text)] = index
-        if let typed = identity.typed { byValue[typed] = index }
+        if let typed = identity.typed(storage) { byValue[typed] = index }
     }
 }
