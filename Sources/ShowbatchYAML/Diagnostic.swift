@@ -11,24 +11,38 @@ public struct Diagnostic: Sendable, Hashable, CustomStringConvertible {
     /// The caret's column within the quoted (possibly redacted) line.
     let caretColumn: Int
 
+    /// The most characters of a line an error quotes: a binary or minified file can be one
+    /// enormous line, of which only a readable part is shown.
+    package static let quoteLimit = 160
+
+    /// Whether a diagnostic at `mark` quotes its line: not past the end of the file, and not
+    /// when the caret would fall beyond the part of a long line that is shown.
+    package static func quotesLine(of mark: Mark, in source: SourceFile) -> Bool {
+        guard let window = source.lineWindow(mark.line, limit: quoteLimit) else { return false }
+        return !window.truncated || mark.column < quoteLimit
+    }
+
     /// Creates a diagnostic, quoting the line of `mark` from `source`.
     ///
     /// Parts of the line inside `redacting` spans (header and payload values) are shown as
-    /// `<redacted>`, so that an error never prints a secret even when it points next to one.
+    /// `<redacted>`, so that an error never prints a secret even when it points next to one. Only
+    /// the part of the line that is shown is read and redacted, however long the line.
     package init(source: SourceFile, mark: Mark?, message: String, redacting spans: [SourceSpan] = []) {
         self.file = source.name
         self.message = message
-        guard let mark, let text = source.line(mark.line) else {
-            self.mark = mark
+        self.mark = mark
+        let limit = Diagnostic.quoteLimit
+        guard let mark, let window = source.lineWindow(mark.line, limit: limit), !window.truncated || mark.column < limit else {
             self.sourceLine = nil
             self.caretColumn = mark?.column ?? 1
             return
         }
-        self.mark = mark
-        var scalars = Array(text.unicodeScalars)
+        var scalars = window.scalars
         var caret = mark.column
-        // Replace right to left so earlier columns stay valid.
+        // Replace right to left so earlier columns stay valid; a span running past the shown
+        // part is cut with it.
         let cuts = spans.compactMap { $0.columns(onLine: mark.line, lineLength: scalars.count) }
+            .filter { $0.lowerBound <= scalars.count }
             .sorted { $0.lowerBound > $1.lowerBound }
         var lastStart = Int.max
         for cut in cuts where cut.upperBound <= lastStart {
@@ -41,16 +55,7 @@ public struct Diagnostic: Sendable, Hashable, CustomStringConvertible {
             }
             lastStart = cut.lowerBound
         }
-        // A binary or minified file can be one enormous line: quote only a readable part.
-        let limit = 160
-        if scalars.count > limit {
-            guard caret < limit else {
-                self.sourceLine = nil
-                self.caretColumn = caret
-                return
-            }
-            scalars = Array(scalars.prefix(limit)) + ["…"]
-        }
+        if window.truncated { scalars.append("…") }
         var line = String.UnicodeScalarView()
         line.append(contentsOf: scalars)
         self.sourceLine = String(line)

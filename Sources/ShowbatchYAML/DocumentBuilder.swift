@@ -3,14 +3,17 @@ internal import CYAML
 extension YAMLParser {
     struct Frame {
         let kind: Node.Kind
-        let line: UInt32
-        let column: UInt32
+        /// Where the container starts: a byte offset into the source.
+        let start: Int
         let anchor: String?
         /// Where this container's children start in the builder's `pending` list.
-        let start: Int
-        var size = 1
+        let first: Int
         /// Whether this is the list handed out item by item.
         var streamed = false
+        /// Whether this is the list of a `<<` merge key: its aliases count when merged, not here.
+        var mergeList = false
+        /// What the children added so far cost (`Storage.cost`).
+        var cost: UInt64 = 0
     }
 
     /// Builds a `Document` from libyaml events, node by node, keeping the marks of each.
@@ -18,27 +21,67 @@ extension YAMLParser {
         let source: SourceFile
         let limits: YAMLLimits
         let stream: ListStream?
+        let isSecret: (([YAMLPathStep]) -> Bool)?
         let document: Document
         let storage: Document.Storage
         var recordCount = 0
-        /// Records that repeat an anchored node (an alias's text may be a secret from elsewhere).
-        var aliasRecords: Set<Int> = []
+        /// Whether any node is an alias (its text may be a secret from elsewhere).
+        var hasAliases = false
         var childCount = 0
         var textCount = 0
         /// Children of every open container, innermost last: one list, so containers cost no allocation.
         var pending: [UInt32] = []
         var stack: [Frame] = []
-        var anchors: [String: (index: Int, size: Int)] = [:]
+        var anchors: [String: Int] = [:]
         var root: Int?
         var documents = 0
-        var nodeCount = 0
+        /// Whether libyaml's character positions are byte offsets (an ASCII source).
+        let ascii: Bool
+        /// The source's content start and size, kept here for `offset`, which runs twice an event.
+        let contentStart: Int
+        let byteCount: Int
+        /// The last character position turned into a byte offset, to count on from.
+        var cursor = (character: 0, byte: 0)
+        /// What aliases and merges have added to the document so far (`Storage.cost`).
+        var expansion = 0
 
-        init(source: SourceFile, limits: YAMLLimits, stream: ListStream?) {
+        init(source: SourceFile, limits: YAMLLimits, stream: ListStream?, isSecret: (([YAMLPathStep]) -> Bool)?) {
             self.source = source
             self.limits = limits
             self.stream = stream
-            document = Document(sourceSize: source.bytes.count, maxRecords: limits.maxNodes)
+            self.isSecret = isSecret
+            document = Document(source: source, maxRecords: limits.maxNodes,
+                                maxMergedSlots: 2 * limits.maxExpansion / Int(2 * Document.nodeCost))
             storage = document.storage
+            ascii = source.isASCII
+            contentStart = source.contentStart
+            byteCount = source.bytes.count
+            cursor = (0, source.contentStart)
+        }
+
+        /// The byte offset of libyaml's character position `character` (counted from the
+        /// source's content start). Positions come in order, mostly forward, so the cursor moves
+        /// about as far as the parser reads.
+        @inline(__always) mutating func offset(ofCharacter character: Int) -> Int {
+            ascii ? min(contentStart + character, byteCount) : countedOffset(ofCharacter: character)
+        }
+
+        /// `offset` in a source with other characters than ASCII.
+        mutating func countedOffset(ofCharacter character: Int) -> Int {
+            let bytes = source.bytes
+            var (at, byte) = cursor
+            while at < character && byte < bytes.count {
+                byte += 1
+                while byte < bytes.count && bytes[byte] & 0xC0 == 0x80 { byte += 1 }
+                at += 1
+            }
+            while at > character && byte > source.contentStart {
+                byte -= 1
+                while byte > source.contentStart && bytes[byte] & 0xC0 == 0x80 { byte -= 1 }
+                at -= 1
+            }
+            cursor = (at, byte)
+            return byte
         }
 
         /// Adds a finished record and returns its index.
@@ -54,38 +97,62 @@ extension YAMLParser {
         }
 
         func tooManyNodes(_ record: Document.Record) -> YAMLError {
-            error(Mark(line: Int(record.startLine), column: Int(record.startColumn)),
-                  "the document expands to more than \(limits.maxNodes) nodes (too many aliases?)")
+            error(source.mark(atOffset: record.start), "the document has more than \(limits.maxNodes) nodes")
+        }
+
+        /// Counts `cost` more bytes of expansion at `mark`, refusing past the budget.
+        mutating func expand(by cost: UInt32, at mark: Mark) throws(YAMLError) {
+            expansion += Int(cost)
+            if expansion > limits.maxExpansion {
+                throw error(mark, "aliases and << merges expand the document by more than \(limits.maxExpansion >> 20) MiB (too many aliases?)")
+            }
         }
 
         /// An error found while reading: its line is quoted with every value hidden. Before the
         /// tree exists nothing tells a header or payload value from any other, and those may be
-        /// secrets; messages at this stage never hold a value either.
-        func error(_ mark: Mark?, _ message: String) -> YAMLError {
-            guard let mark else { return YAMLError(diagnostic: Diagnostic(source: source, mark: nil, message: message)) }
-            let hidden = QuoteMask.hiddenSpans(in: source, lines: [mark.line], showValue: { _ in false })
-            return YAMLError(diagnostic: Diagnostic(source: source, mark: mark, message: message, redacting: hidden[mark.line] ?? []))
+        /// secrets; messages at this stage never hold a value either. With `hidingLine`, nothing
+        /// of the line is shown but its indentation.
+        func error(_ mark: Mark?, _ message: String, hidingLine: Bool = false) -> YAMLError {
+            guard let mark, Diagnostic.quotesLine(of: mark, in: source) else {
+                return YAMLError(diagnostic: Diagnostic(source: source, mark: mark, message: message))
+            }
+            var hidden: [SourceSpan]
+            if hidingLine {
+                let indentation = source.indentation(ofLine: mark.line)
+                hidden = [SourceSpan(start: Mark(line: mark.line, column: indentation + 1), end: Mark(line: mark.line + 1, column: 1))]
+            } else {
+                hidden = QuoteMask.hiddenSpans(in: source, lines: [mark.line], showValue: { _ in false })[mark.line] ?? []
+            }
+            return YAMLError(diagnostic: Diagnostic(source: source, mark: mark, message: message, redacting: hidden))
         }
 
-        func syntaxError(_ parser: yaml_parser_t) -> YAMLError {
-            let problem = parser.problem.map { String(cString: $0) } ?? "unknown problem"
-            if parser.error == YAML_READER_ERROR {
-                // Reader errors (bad encoding, control characters) carry only a byte offset.
-                let mark = source.mark(ofByteOffset: parser.problem_offset)
+        func syntaxError(_ syntax: SyntaxProblem) -> YAMLError {
+            let problem = syntax.problem
+            if syntax.isReaderError {
+                // Reader errors (bad encoding, control characters) carry only a byte offset, and
+                // libyaml reads ahead of what it has parsed: the place is found by parsing again
+                // up to the offending byte.
+                let offset = source.contentStart + syntax.offset
+                let mark = source.mark(ofByteOffset: offset)
                 let detail = problem == "control characters are not allowed" || problem.contains("UTF-8")
                     ? "\(problem); the manifest must be UTF-8 text" : problem
-                return error(mark, detail)
+                var secret = false
+                if let isSecret {
+                    var probe = Builder(source: source, limits: limits, stream: nil, isSecret: nil)
+                    _ = YAMLParser.run(&probe, length: offset, stoppingAt: mark)
+                    secret = isSecret(probe.regionPath(at: mark))
+                }
+                return error(mark, detail, hidingLine: secret)
             }
             var message = problem
-            if let context = parser.context.map({ String(cString: $0) }) {
+            if let context = syntax.context {
                 message = "\(context): \(problem)"
             }
             if problem.hasPrefix("found character that cannot start any token"),
-               let line = source.line(Int(parser.problem_mark.line) + 1),
-               line.contains("\t") {
+               let line = source.line(syntax.mark.line), line.contains("\t") {
                 message += " (tabs cannot indent YAML; use spaces)"
             }
-            return error(Mark(line: Int(parser.problem_mark.line) + 1, column: Int(parser.problem_mark.column) + 1), message)
+            return error(syntax.mark, message, hidingLine: isSecret?(regionPath(at: syntax.mark)) ?? false)
         }
 
         func string(_ pointer: UnsafeMutablePointer<yaml_char_t>?) -> String? {
@@ -94,16 +161,14 @@ extension YAMLParser {
         }
 
         func mark(_ index: Int) -> Mark {
-            let record = storage.record(index)
-            return Mark(line: Int(record.startLine), column: Int(record.startColumn))
+            source.mark(atOffset: storage.record(index).start)
         }
 
         /// Handles one event; returns true at the end of the stream.
         mutating func handle(_ event: inout yaml_event_t) throws(YAMLError) -> Bool {
-            let line = UInt32(truncatingIfNeeded: event.start_mark.line + 1)
-            let column = UInt32(truncatingIfNeeded: event.start_mark.column + 1)
-            let endLine = UInt32(truncatingIfNeeded: event.end_mark.line + 1)
-            let endColumn = UInt32(truncatingIfNeeded: event.end_mark.column + 1)
+            let start = offset(ofCharacter: event.start_mark.index)
+            let end = offset(ofCharacter: event.end_mark.index)
+            let at = Mark(line: event.start_mark.line + 1, column: event.start_mark.column + 1)
             switch event.type {
             case YAML_STREAM_START_EVENT, YAML_DOCUMENT_END_EVENT, YAML_NO_EVENT:
                 return false
@@ -112,29 +177,30 @@ extension YAMLParser {
             case YAML_DOCUMENT_START_EVENT:
                 documents += 1
                 if documents > 1 {
-                    throw error(Mark(line: Int(line), column: Int(column)), "a manifest holds one YAML document; a second one starts here")
+                    throw error(at, "a manifest holds one YAML document; a second one starts here")
                 }
                 return false
             case YAML_ALIAS_EVENT:
                 let name = string(event.data.alias.anchor) ?? ""
                 guard let anchored = anchors[name] else {
-                    throw error(Mark(line: Int(line), column: Int(column)),
-                                "an alias refers to no anchor defined before it (a plain value cannot start with *: quote the value if it is not an alias)")
+                    throw error(at, "an alias refers to no anchor defined before it (a plain value cannot start with *: quote the value if it is not an alias)")
                 }
                 // The alias is reported where it is used; its content is shared with the anchor.
-                var record = storage.record(anchored.index)
-                record.startLine = line
-                record.startColumn = column
-                record.endLine = endLine
-                record.endColumn = endColumn
+                var record = storage.record(anchored)
+                record.start = start
+                record.end = end
+                record.isAlias = true
+                record.isAnchored = false
+                // What a merge takes from it is counted when merged, entry by entry.
+                let cost = storage.cost(record)
+                if !isMergeSource() { try expand(by: cost, at: at) }
                 let index = try append(record)
-                aliasRecords.insert(index)
-                try add(index, size: anchored.size)
+                hasAliases = true
+                try add(index, cost: cost)
             case YAML_SCALAR_EVENT:
                 let data = event.data.scalar
                 let bytes = UnsafeBufferPointer(start: data.value, count: data.length)
-                var record = Document.Record(startLine: line, startColumn: column, endLine: endLine, endColumn: endColumn,
-                                             offset: UInt32(textCount), count: UInt32(data.length), kind: .scalar)
+                var record = Document.Record(start: start, end: end, offset: UInt32(textCount), count: UInt32(data.length), kind: .scalar)
                 // Cannot overflow: decoded text is at most 1.5 times the source (see `Document.text`).
                 precondition(textCount + data.length <= storage.text.count, "scalar text outgrew its buffer")
                 if data.length > 0 {
@@ -149,33 +215,51 @@ extension YAMLParser {
                 default: record.style = .plain
                 }
                 if let tagPointer = data.tag {
-                    let tag = try self.tag(String(cString: tagPointer), bytes: bytes, at: Mark(line: Int(line), column: Int(column)))
+                    let tag = try self.tag(String(cString: tagPointer), bytes: bytes, at: at)
                     record.tag = tag.rawValue + 1
-                    set(&record, tag == .nonSpecific || tag == .str ? .string : CoreSchema.resolve(bytes: bytes), as: tag)
+                    set(&record, [.nonSpecific, .str, .merge].contains(tag) ? .string : CoreSchema.resolve(bytes: bytes), as: tag)
                 } else if record.style == .plain && data.plain_implicit == 1 {
-                    set(&record, CoreSchema.resolve(bytes: bytes), as: nil)
+                    let resolved = CoreSchema.resolve(bytes: bytes)
+                    if resolved == .tooLarge { throw tooLargeInteger(at) }
+                    set(&record, resolved, as: nil)
                 }
+                let anchor = string(data.anchor)
+                record.isAnchored = anchor != nil
                 let index = try append(record)
-                if let anchor = string(data.anchor) { anchors[anchor] = (index, 1) }
-                try add(index, size: 1)
+                if let anchor { anchors[anchor] = index }
+                try add(index, cost: Document.nodeCost &+ record.count)
             case YAML_SEQUENCE_START_EVENT:
-                try push(.sequence, line, column, anchor: string(event.data.sequence_start.anchor))
+                let data = event.data.sequence_start
+                try checkCollectionTag(string(data.tag), kind: .sequence, at: at)
+                try push(.sequence, start, at, anchor: string(data.anchor))
             case YAML_MAPPING_START_EVENT:
-                try push(.mapping, line, column, anchor: string(event.data.mapping_start.anchor))
+                let data = event.data.mapping_start
+                try checkCollectionTag(string(data.tag), kind: .mapping, at: at)
+                try push(.mapping, start, at, anchor: string(data.anchor))
             case YAML_SEQUENCE_END_EVENT, YAML_MAPPING_END_EVENT:
                 let frame = stack.removeLast()
-                var record = Document.Record(startLine: frame.line, startColumn: frame.column, endLine: endLine, endColumn: endColumn,
-                                             offset: UInt32(childCount), count: 0, kind: frame.kind)
+                var record = Document.Record(start: frame.start, end: end, offset: 0, count: 0, kind: frame.kind)
+                // The slot before the children holds the container's cost (`Storage.cost`).
+                let costSlot = childCount
+                try appendChild(0, of: record)
+                record.offset = UInt32(childCount)
+                var cost = UInt64(Document.nodeCost) + frame.cost
                 if frame.kind == .sequence {
-                    for child in pending[frame.start...] { try appendChild(Int(child), of: record) }
-                    record.count = UInt32(pending.count - frame.start)
+                    for child in pending[frame.first...] { try appendChild(Int(child), of: record) }
+                    record.count = UInt32(pending.count - frame.first)
                 } else {
-                    record.count = UInt32(try appendPairs(from: frame.start, of: record))
+                    let pairs = try appendPairs(from: frame.first, of: record)
+                    record.count = UInt32(pairs.count)
+                    // Merge keys and what they name are no entries; what they merge is.
+                    cost = cost - pairs.mergeCost + pairs.mergedCost
                 }
-                pending.removeSubrange(frame.start...)
+                let saturated = UInt32(min(cost, UInt64(UInt32.max)))
+                _ = storage.setChild(costSlot, saturated)
+                record.isAnchored = frame.anchor != nil
+                pending.removeSubrange(frame.first...)
                 let index = try append(record)
-                if let anchor = frame.anchor { anchors[anchor] = (index, frame.size) }
-                try add(index, size: frame.size, counted: true)
+                if let anchor = frame.anchor { anchors[anchor] = index }
+                try add(index, cost: saturated)
                 if frame.streamed { stream?.end(Node(document: document, index: index)) }
             default:
                 return false
@@ -189,10 +273,14 @@ extension YAMLParser {
             switch resolved {
             case .null: record.value = .null
             case .bool: record.value = .bool
-            case .int: record.value = tag == .float ? .float : .int
+            case .int, .bigInt, .tooLarge: record.value = tag == .float ? .float : .int
             case .float: record.value = .float
             case .string: record.value = .string
             }
+        }
+
+        func tooLargeInteger(_ mark: Mark) -> YAMLError {
+            error(mark, "the integer does not fit in 64 bits; write it in decimal, or quote it to keep it as text")
         }
 
         /// The explicit tag of a scalar, checked against its text.
@@ -205,43 +293,61 @@ extension YAMLParser {
             case ScalarTag.bool.name: tag = .bool
             case ScalarTag.int.name: tag = .int
             case ScalarTag.float.name: tag = .float
+            case ScalarTag.merge.name:
+                guard bytes.elementsEqual("<<".utf8) else { throw error(mark, "the value cannot be read as !!merge") }
+                return .merge
             default:
                 // The tag is not named: an unquoted value starting with `!` reads as one.
                 throw error(mark, "unsupported tag; expected !!str, !!int, !!float, !!bool or !!null (quote a value that starts with !)")
             }
             let resolved = CoreSchema.resolve(bytes: bytes)
             switch (tag, resolved) {
-            case (.null, .null), (.bool, .bool), (.int, .int), (.float, .float), (.float, .int): return tag
+            case (_, .tooLarge) where tag == .int || tag == .float: throw tooLargeInteger(mark)
+            case (.null, .null), (.bool, .bool), (.int, .int), (.int, .bigInt), (.float, .float), (.float, .int), (.float, .bigInt): return tag
             default:
                 throw error(mark, "the value cannot be read as \(name.replacingPrefix("tag:yaml.org,2002:", with: "!!"))")
             }
         }
 
-        mutating func push(_ kind: Node.Kind, _ line: UInt32, _ column: UInt32, anchor: String?) throws(YAMLError) {
+        /// A list or mapping takes no tag but its own core one (`!!seq`, `!!map`) or `!`: a set, an
+        /// ordered map or a type of another application would be read as something it is not.
+        func checkCollectionTag(_ name: String?, kind: Node.Kind, at mark: Mark) throws(YAMLError) {
+            guard let name, name != "!" else { return }
+            if kind == .sequence && name == "tag:yaml.org,2002:seq" { return }
+            if kind == .mapping && name == "tag:yaml.org,2002:map" { return }
+            throw error(mark, kind == .sequence ? "unsupported tag on a list; expected none or !!seq"
+                                                : "unsupported tag on a mapping; expected none or !!map")
+        }
+
+        /// Whether a node coming now is merged into the mapping it is in: the value of a `<<`
+        /// key, or an item of such a value's list.
+        func isMergeSource() -> Bool {
+            guard let frame = stack.last else { return false }
+            if frame.mergeList { return true }
+            return frame.kind == .mapping && (pending.count - frame.first) % 2 == 1 && isMergeKey(Int(pending[pending.count - 1]))
+        }
+
+        mutating func push(_ kind: Node.Kind, _ start: Int, _ at: Mark, anchor: String?) throws(YAMLError) {
             if stack.count >= limits.maxDepth {
-                throw error(Mark(line: Int(line), column: Int(column)), "nesting is deeper than \(limits.maxDepth) levels")
+                throw error(at, "nesting is deeper than \(limits.maxDepth) levels")
             }
-            var frame = Frame(kind: kind, line: line, column: column, anchor: anchor, start: pending.count)
+            var frame = Frame(kind: kind, start: start, anchor: anchor, first: pending.count)
+            frame.mergeList = kind == .sequence && isMergeSource()
             // The streamed list is a sequence that is the value of `stream.key` in the root mapping.
             if let stream, kind == .sequence, stack.count == 1, stack[0].kind == .mapping,
-               (pending.count - stack[0].start) % 2 == 1, let key = pending.last,
+               (pending.count - stack[0].first) % 2 == 1, let key = pending.last,
                storage.scalar(at: Int(key), equals: stream.key), storage.record(Int(key)).value == .string {
                 frame.streamed = true
             }
             stack.append(frame)
         }
 
-        mutating func add(_ index: Int, size: Int, counted: Bool = false) throws(YAMLError) {
-            // Containers counted their children as they came; scalars and aliases count here.
-            nodeCount += counted ? 1 : size
-            if nodeCount > limits.maxNodes {
-                throw error(mark(index), "the document expands to more than \(limits.maxNodes) nodes (too many aliases?)")
-            }
+        mutating func add(_ index: Int, cost: UInt32) throws(YAMLError) {
             if stack.isEmpty {
                 root = index
             } else {
                 pending.append(UInt32(index))
-                stack[stack.count - 1].size += size
+                stack[stack.count - 1].cost += UInt64(cost)
                 if stack[stack.count - 1].streamed { stream?.item(Node(document: document, index: index)) }
             }
         }

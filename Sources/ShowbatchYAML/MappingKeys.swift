@@ -1,8 +1,13 @@
 // A mapping's keys: duplicates refused, `<<` merges applied.
+import Foundation
+
 extension YAMLParser.Builder {
+    /// Whether record `index` is a `<<` merge key: plain and untagged, or tagged `!!merge`.
     func isMergeKey(_ index: Int) -> Bool {
         let record = storage.record(index)
-        guard record.kind == .scalar, record.count == 2, record.style == .plain, record.tag == 0 else { return false }
+        guard record.kind == .scalar, record.count == 2 else { return false }
+        if record.tag == ScalarTag.merge.rawValue + 1 { return true }
+        guard record.style == .plain, record.tag == 0 else { return false }
         let bytes = storage.bytes(record)
         return bytes[0] == UInt8(ascii: "<") && bytes[1] == UInt8(ascii: "<")
     }
@@ -13,26 +18,31 @@ extension YAMLParser.Builder {
 
     /// Appends the pending key/value list of a mapping to `children`, rejecting duplicates
     /// and applying `<<` merges (explicit keys win over merged ones; earlier merge sources win
-    /// over later ones). Returns the number of pairs.
-    mutating func appendPairs(from start: Int, of mapping: Document.Record) throws(YAMLError) -> Int {
+    /// over later ones). Returns the number of pairs, what the merge keys and their values cost
+    /// and what the entries they merged cost (`Storage.cost`); what is merged counts toward the
+    /// expansion budget, once merged (a key that is already there takes nothing).
+    mutating func appendPairs(from start: Int, of mapping: Document.Record) throws(YAMLError) -> (count: Int, mergeCost: UInt64, mergedCost: UInt64) {
         var seen = SeenKeys(storage: storage, offset: Int(mapping.offset))
-        var merges: [Int] = []
+        var merges: [(source: Int, key: Int)] = []
         var count = 0
+        var mergeCost: UInt64 = 0
+        var mergedCost: UInt64 = 0
         var position = start
         while position + 1 < pending.count {
             let key = Int(pending[position]), value = Int(pending[position + 1])
             position += 2
             if isMergeKey(key) {
                 let source = storage.record(value)
+                mergeCost += UInt64(storage.cost(storage.record(key))) + UInt64(storage.cost(source))
                 switch source.kind {
-                case .mapping: merges.append(value)
+                case .mapping: merges.append((value, key))
                 case .sequence:
                     for slot in Int(source.offset)..<Int(source.offset + source.count) {
                         let item = storage.child(slot)
                         guard storage.record(item).kind == .mapping else {
                             throw error(mark(item), "a << merge list holds mappings only; found \(typeName(item))")
                         }
-                        merges.append(item)
+                        merges.append((item, key))
                     }
                 case .scalar:
                     throw error(mark(value), "<< merges a mapping or a list of mappings; found \(typeName(value))")
@@ -45,109 +55,126 @@ extension YAMLParser.Builder {
             let identity = KeyIdentity(storage, key)
             if let first = seen.first(identity, count: count) {
                 // Named only when it plainly is a key: an alias's text may be a secret from elsewhere.
-                let name = String(decoding: identity.bytes, as: UTF8.self)
-                let shown = !aliasRecords.contains(key) && isPlainKeyName(name) ? " \"\(name)\"" : ""
-                throw error(mark(key), "duplicate key\(shown); it is first defined at line \(storage.record(first).startLine)")
+                let name = String(decoding: identity.text, as: UTF8.self)
+                let shown = !storage.record(key).isAlias && isPlainKeyName(name) ? " \"\(name)\"" : ""
+                throw error(mark(key), "duplicate key\(shown); it is first defined at line \(mark(first).line)")
             }
             try appendChild(key, of: mapping)
             try appendChild(value, of: mapping)
             count += 1
             seen.inserted(identity, index: key, count: count)
         }
-        for source in merges {
+        for (source, mergeKey) in merges {
             let record = storage.record(source)
             for pair in 0..<Int(record.count) {
                 let key = storage.child(Int(record.offset) + 2 * pair), value = storage.child(Int(record.offset) + 2 * pair + 1)
                 guard storage.record(key).kind == .scalar else { continue }
                 let identity = KeyIdentity(storage, key)
                 guard seen.first(identity, count: count) == nil else { continue }
+                let pairCost = storage.cost(storage.record(key)) &+ storage.cost(storage.record(value))
+                try expand(by: pairCost, at: mark(mergeKey))
                 try appendChild(key, of: mapping)
                 try appendChild(value, of: mapping)
                 count += 1
+                mergedCost += UInt64(pairCost)
                 seen.inserted(identity, index: key, count: count)
             }
         }
-        return count
+        return (count, mergeCost, mergedCost)
     }
 }
 
-/// What makes two mapping keys the same: their typed value (`1` and `0x1` are one key; `"1"` and
-/// `1` are two).
+/// What makes two mapping keys the same. A key's text is the name it is sent under in JSON, so
+/// two keys of one text are one key (`1` and `"1"`, `true` and `'true'`); and two keys of one
+/// value under the core schema are one key as YAML says (`1` and `0x1`, `~` and `null`), integers
+/// compared exactly whatever their size and every NaN the same as another.
 private struct KeyIdentity {
-    let value: Document.ValueKind
-    let bits: UInt64
     /// The text; it lives as long as the document being built.
-    let bytes: UnsafeBufferPointer<UInt8>
+    let text: UnsafeBufferPointer<UInt8>
+    let index: Int
+    let value: Document.ValueKind
 
     init(_ storage: Document.Storage, _ index: Int) {
         let record = storage.record(index)
+        self.index = index
+        text = storage.bytes(record)
         value = record.value
-        bits = record.value == .string || record.value == .null ? 0 : storage.bits(record)
-        bytes = storage.bytes(record)
     }
 
-    func matches(_ other: KeyIdentity) -> Bool {
-        guard value == other.value else { return false }
+    /// The typed value when it is not a string (a string's value is its text).
+    func typed(_ storage: Document.Storage) -> TypedKey? {
+        let record = storage.record(index)
         switch value {
-        case .null: return true
-        case .string: return bytes.elementsEqual(other.bytes)
-        case .float: return Double(bitPattern: bits) == Double(bitPattern: other.bits)
-        case .bool, .int: return bits == other.bits
+        case .string: return nil
+        case .null: return .null
+        case .bool: return .bool(storage.bits(record) != 0)
+        case .int:
+            if case .int(let value) = CoreSchema.resolve(bytes: text) { return .int(value) }
+            return .bigInt(CoreSchema.decimalDigits(text) ?? "")
+        case .float:
+            let value = Double(bitPattern: storage.bits(record))
+            return .float(value.isNaN ? Double.nan.bitPattern : value == 0 ? 0 : value.bitPattern)
         }
     }
 
-    /// A hashable form for large mappings.
-    var key: Key {
-        Key(value: value.rawValue, bits: value == .float ? Double(bitPattern: bits).hashKey : bits,
-            text: value == .string ? Array(bytes) : [])
-    }
-
-    struct Key: Hashable {
-        let value: UInt8
-        let bits: UInt64
-        let text: [UInt8]
+    func matches(_ other: KeyIdentity, in storage: Document.Storage) -> Bool {
+        // memcmp: a generic element-by-element compare is slow on the way of every key.
+        if text.count == other.text.count
+            && (text.isEmpty || (text[0] == other.text[0] && memcmp(text.baseAddress!, other.text.baseAddress!, text.count) == 0)) {
+            return true
+        }
+        guard value != .string, value == other.value else { return false }
+        return typed(storage) == other.typed(storage)
     }
 }
 
-private extension Double {
-    /// Equal doubles give equal keys (0.0 and -0.0 are one key, as `==` says).
-    var hashKey: UInt64 { self == 0 ? 0 : bitPattern }
+/// A key's value under the core schema, for keys that are not strings.
+private enum TypedKey: Hashable {
+    case null, bool(Bool), int(Int), bigInt(String), float(UInt64)
 }
 
 /// Keys already in a mapping being built: a scan of its entries for the usual handful (no
-/// allocation), a hash table past that.
+/// allocation), hash tables by text and by value past that.
 private struct SeenKeys {
     let storage: Document.Storage
     /// Where the mapping's entries start in the document's children.
     let offset: Int
-    private var large: [KeyIdentity.Key: Int]?
+    private var byText: [[UInt8]: Int]?
+    private var byValue: [TypedKey: Int] = [:]
 
     init(storage: Document.Storage, offset: Int) {
         self.storage = storage
         self.offset = offset
     }
 
-    /// The record of an equal key among the first `count` entries.
+    /// The record of a key the same as `identity` among the first `count` entries.
     func first(_ identity: KeyIdentity, count: Int) -> Int? {
-        if let large { return large[identity.key] }
+        if let byText {
+            if let index = byText[Array(identity.text)] { return index }
+            return identity.typed(storage).flatMap { byValue[$0] }
+        }
         for pair in 0..<count {
             let key = storage.child(offset + 2 * pair)
-            if KeyIdentity(storage, key).matches(identity) { return key }
+            if KeyIdentity(storage, key).matches(identity, in: storage) { return key }
         }
         return nil
     }
 
     /// Notes that entry `count` (1-based) has just been added with key `index`.
     mutating func inserted(_ identity: KeyIdentity, index: Int, count: Int) {
-        if large != nil {
-            large![identity.key] = index
+        if byText != nil {
+            add(identity, index: index)
         } else if count > 16 {
-            var table: [KeyIdentity.Key: Int] = [:]
+            byText = [:]
             for pair in 0..<count {
                 let key = storage.child(offset + 2 * pair)
-                table[KeyIdentity(storage, key).key] = key
+                add(KeyIdentity(storage, key), index: key)
             }
-            large = table
         }
+    }
+
+    private mutating func add(_ identity: KeyIdentity, index: Int) {
+        byText![Array(identity.text)] = index
+        if let typed = identity.typed(storage) { byValue[typed] = index }
     }
 }

@@ -19,6 +19,15 @@ package struct Node: Sendable, Equatable {
         package var tag: ScalarTag? { node.record.tag == 0 ? nil : ScalarTag(rawValue: node.record.tag - 1) }
         /// The value under the core schema; quoted scalars are always strings.
         package var value: ScalarValue { node.value }
+
+        /// The JSON text of a number, digit for digit as written (`+7` is `7`, `.5` is `0.5`, an
+        /// integer beyond 64 bits keeps every digit); nil for other values and for infinities
+        /// and NaN, which JSON cannot hold.
+        package var jsonNumber: String? {
+            let record = node.record
+            guard record.value == .int || record.value == .float else { return nil }
+            return CoreSchema.jsonNumber(node.document.bytes(record), float: record.value == .float)
+        }
     }
 
     /// One key/value entry of a mapping, in source order.
@@ -92,15 +101,15 @@ package struct Node: Sendable, Equatable {
     }
 
     /// Where the node starts in the source (for an alias: where the alias is written).
-    package var mark: Mark {
-        let record = record
-        return Mark(line: Int(record.startLine), column: Int(record.startColumn))
-    }
+    package var mark: Mark { document.source.mark(atOffset: record.start) }
 
     /// Where the node ends (exclusive).
-    package var end: Mark {
+    package var end: Mark { document.source.mark(atOffset: record.end) }
+
+    /// The bytes of the source the node covers (for an alias: the alias).
+    package var byteRange: Range<Int> {
         let record = record
-        return Mark(line: Int(record.endLine), column: Int(record.endColumn))
+        return record.start..<max(record.start, record.end)
     }
 
     /// The source range the node covers.
@@ -138,6 +147,20 @@ package struct Node: Sendable, Equatable {
         let record = record
         guard record.kind == .scalar else { return nil }
         return UInt64(record.offset) << 32 | UInt64(record.count)
+    }
+
+    /// Whether this node is an alias (`*name`): it repeats the node it refers to, children and all.
+    package var isAlias: Bool { record.isAlias }
+
+    /// Whether this node is anchored or an alias: its content may be reached more than once,
+    /// so that work done for it may be kept for the next time (`containerID`).
+    package var isShared: Bool { record.isShared }
+
+    /// What identifies a sequence's or mapping's children: an alias shares them with the node it
+    /// repeats, so work done for one can be reused for the other. Nil for scalars.
+    package var containerID: Int? {
+        let record = record
+        return record.kind == .scalar ? nil : Int(record.offset)
     }
 
     /// Whether this is a scalar whose text is exactly `string`, compared byte by byte.
@@ -180,7 +203,10 @@ package struct Node: Sendable, Equatable {
         switch record.value {
         case .null: return .null
         case .bool: return .bool(document.storage.bits(record) != 0)
-        case .int: return .int(Int(bitPattern: UInt(document.storage.bits(record))))
+        case .int:
+            let bytes = document.bytes(record)
+            if case .int(let value) = CoreSchema.resolve(bytes: bytes) { return .int(value) }
+            return .bigInt(CoreSchema.decimalDigits(bytes) ?? text)
         case .float: return .float(Double(bitPattern: document.storage.bits(record)))
         case .string: return .string(text)
         }

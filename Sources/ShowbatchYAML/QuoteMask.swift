@@ -8,19 +8,22 @@ internal import CYAML
 /// and whatever libyaml could not read past a syntax error) is hidden. The rule holds whatever
 /// the error is and wherever the line is, because nothing is shown unless it was recognised.
 package enum QuoteMask {
-    /// The hidden spans of `lines` of `source`, by line. `showValue` is asked about each value
-    /// (a scalar that is not a mapping key, or an alias) by the mark just past its end.
+    /// The hidden spans of `lines` of `source`, by line, within the part of each line a
+    /// diagnostic quotes (`Diagnostic.quoteLimit`): the file is not read past it, so that an
+    /// error on a line of megabytes costs no more than one on a short line. `showValue` is asked
+    /// about each value (a scalar that is not a mapping key, or an alias) by the mark just past its end.
     package static func hiddenSpans(in source: SourceFile, lines: Set<Int>, showValue: (Mark) -> Bool) -> [Int: [SourceSpan]] {
         guard !lines.isEmpty else { return [:] }
-        let shown = shownSpans(in: source, lines: lines, showValue: showValue)
+        let limit = Diagnostic.quoteLimit
+        let shown = shownSpans(in: source, lines: lines, columns: limit + 1, showValue: showValue)
         var hidden: [Int: [SourceSpan]] = [:]
         for line in lines {
-            guard let text = source.line(line) else { continue }
-            let scalars = Array(text.unicodeScalars)
+            guard let window = source.lineWindow(line, limit: limit) else { continue }
+            let scalars = window.scalars
             var visible = [Bool](repeating: false, count: scalars.count)
             for span in shown[line] ?? [] {
                 guard let columns = span.columns(onLine: line, lineLength: scalars.count) else { continue }
-                for column in columns where column - 1 < scalars.count { visible[column - 1] = true }
+                for column in columns.clamped(to: 1..<scalars.count + 1) { visible[column - 1] = true }
             }
             // Runs of hidden characters, white space inside a run included, white space around it not.
             var spans: [SourceSpan] = []
@@ -46,16 +49,18 @@ package enum QuoteMask {
 
     private static func isSpace(_ scalar: Unicode.Scalar) -> Bool { scalar == " " || scalar == "\t" }
 
-    /// The spans known safe to show on `lines`, found with libyaml's scanner (its tokens say what
-    /// is a key and what is a value, where a line-based guess could not).
-    private static func shownSpans(in source: SourceFile, lines: Set<Int>, showValue: (Mark) -> Bool) -> [Int: [SourceSpan]] {
+    /// The spans known safe to show on `lines` up to column `columns`, found with libyaml's
+    /// scanner (its tokens say what is a key and what is a value, where a line-based guess could
+    /// not). Scanning stops at the first token past that column on the last line.
+    private static func shownSpans(in source: SourceFile, lines: Set<Int>, columns: Int, showValue: (Mark) -> Bool) -> [Int: [SourceSpan]] {
         var shown: [Int: [SourceSpan]] = [:]
         let lastLine = lines.max() ?? 0
         source.bytes.withUnsafeBufferPointer { buffer in
             var parser = yaml_parser_t()
             guard yaml_parser_initialize(&parser) == 1 else { return }
             defer { yaml_parser_delete(&parser) }
-            yaml_parser_set_input_string(&parser, buffer.baseAddress ?? UnsafePointer(bitPattern: 1)!, buffer.count)
+            let text = UnsafeBufferPointer(rebasing: buffer[source.contentStart...])
+            yaml_parser_set_input_string(&parser, text.baseAddress ?? UnsafePointer(bitPattern: 1)!, text.count)
             yaml_parser_set_encoding(&parser, YAML_UTF8_ENCODING)
             // The token before the one at hand, anchors and tags skipped: a scalar right after a
             // zero-width KEY token is an implicit key (`name:`); an explicit one (`? x`), which a
@@ -70,7 +75,7 @@ package enum QuoteMask {
                 if type == YAML_STREAM_END_TOKEN { return }
                 let start = Mark(line: Int(token.start_mark.line) + 1, column: Int(token.start_mark.column) + 1)
                 let end = Mark(line: Int(token.end_mark.line) + 1, column: Int(token.end_mark.column) + 1)
-                if start.line > lastLine { return }
+                if start.line > lastLine || (start.line == lastLine && start.column > columns) { return }
                 let show: Bool
                 switch type {
                 case YAML_SCALAR_TOKEN:
@@ -88,7 +93,7 @@ package enum QuoteMask {
                 case YAML_ANCHOR_TOKEN, YAML_TAG_TOKEN: show = false
                 default: show = true
                 }
-                if show && start < end {
+                if show && start < end && (start.column <= columns || end.line > start.line) {
                     for line in start.line...end.line where lines.contains(line) {
                         shown[line, default: []].append(SourceSpan(start: start, end: end))
                     }

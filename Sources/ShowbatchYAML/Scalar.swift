@@ -8,6 +8,8 @@ package enum ScalarValue: Sendable, Hashable {
     case null
     case bool(Bool)
     case int(Int)
+    /// An integer beyond 64 bits, as its exact decimal digits (`-` and digits, no leading zeros).
+    case bigInt(String)
     case float(Double)
     case string(String)
 
@@ -16,16 +18,17 @@ package enum ScalarValue: Sendable, Hashable {
         switch self {
         case .null: return "null"
         case .bool: return "a boolean"
-        case .int: return "an integer"
+        case .int, .bigInt: return "an integer"
         case .float: return "a number"
         case .string: return "a string"
         }
     }
 }
 
-/// The explicit tags a scalar may carry; any other tag is rejected while parsing.
+/// The explicit tags a scalar may carry; any other tag is rejected while parsing. `!!merge`
+/// marks a `<<` merge key.
 package enum ScalarTag: UInt8, Sendable {
-    case nonSpecific, str, null, bool, int, float
+    case nonSpecific, str, null, bool, int, float, merge
 
     /// The tag's full name as YAML spells it.
     package var name: String {
@@ -36,6 +39,7 @@ package enum ScalarTag: UInt8, Sendable {
         case .bool: return "tag:yaml.org,2002:bool"
         case .int: return "tag:yaml.org,2002:int"
         case .float: return "tag:yaml.org,2002:float"
+        case .merge: return "tag:yaml.org,2002:merge"
         }
     }
 }

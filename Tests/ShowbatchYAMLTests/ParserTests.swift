@@ -117,9 +117,9 @@ private func value(_ node: Node, _ key: String) -> Node? {
             text += "a\(level): &a\(level) [\(refs)]\n"
         }
         var limits = YAMLLimits()
-        limits.maxNodes = 1_000_000
+        limits.maxExpansion = 1 << 20
         let message = failure(text, limits: limits)
-        #expect(message?.contains("error: the document expands to more than 1000000 nodes (too many aliases?)") == true)
+        #expect(message?.contains("error: aliases and << merges expand the document by more than 1 MiB (too many aliases?)") == true)
     }
 
     @Test func deepNestingIsRefusedWithoutCrashing() {
@@ -128,7 +128,8 @@ private func value(_ node: Node, _ key: String) -> Node? {
         #expect(failure(text) == "m.yaml:1:257: error: nesting is deeper than 256 levels")
     }
 
-    /// Keys are compared by typed value, in small mappings (a scan) and large ones (a hash table).
+    /// Keys are compared by typed value and by text, in small mappings (a scan) and large ones
+    /// (hash tables).
     @Test(arguments: [3, 40])
     func duplicateKeysAreFoundByValue(filler: Int) {
         let prefix = (0..<filler).map { "f\($0): x\n" }.joined()
@@ -138,8 +139,9 @@ private func value(_ node: Node, _ key: String) -> Node? {
         #expect(failure(prefix + "~: a\nnull: b\n")?.hasPrefix("m.yaml:\(line):1: error: duplicate key \"null\"") == true)
         #expect(failure(prefix + "1.0: a\n1.00: b\n")?.hasPrefix("m.yaml:\(line):1: error: duplicate key \"1.00\"") == true)
         #expect(failure(prefix + "k: a\nk: b\n")?.hasPrefix("m.yaml:\(line):1: error: duplicate key \"k\"") == true)
-        // A quoted "1" is a string, a plain 1 an integer: two keys.
-        #expect(failure(prefix + "\"1\": a\n1: b\n") == nil)
+        // A quoted "1" is a string, a plain 1 an integer, but both are sent as the JSON name "1".
+        #expect(failure(prefix + "\"1\": a\n1: b\n")?.hasPrefix("m.yaml:\(line):1: error: duplicate key \"1\"") == true)
+        #expect(failure(prefix + "\"01\": a\n1: b\n") == nil)
     }
 
     @Test func tagsTypeScalars() throws {
@@ -168,7 +170,7 @@ private func value(_ node: Node, _ key: String) -> Node? {
 
     @Test(arguments: [
         ("9223372036854775807", ScalarValue.int(.max)), ("-9223372036854775808", .int(.min)),
-        ("9223372036854775808", .float(9223372036854775808)), ("0x7FFFFFFFFFFFFFFF", .int(.max)),
+        ("9223372036854775808", .bigInt("9223372036854775808")), ("0x7FFFFFFFFFFFFFFF", .int(.max)),
         ("0o777", .int(511)), ("0o8", .string("0o8")), ("0xG", .string("0xG")), ("-", .string("-")),
         ("nul", .string("nul")), ("nulls", .string("nulls")), ("truex", .string("truex")),
     ])

@@ -40,7 +40,7 @@ public enum ManifestLoader {
         let concurrent = source.bytes.count >= threshold ? ConcurrentRequestDecoder(decoder: decoder, bytes: source.bytes) : nil
         let root: Node
         do {
-            root = try YAMLParser.parseDocument(source, stream: concurrent?.stream).root
+            root = try YAMLParser.parseDocument(source, stream: concurrent?.stream, isSecret: ManifestSecrets.isSecret).root
         } catch {
             _ = concurrent?.finish()
             throw ManifestError([error.diagnostic])

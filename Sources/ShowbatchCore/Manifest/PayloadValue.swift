@@ -35,14 +35,4 @@ package indirect enum PayloadValue: Sendable {
             }
         }
     }
-
-    /// Every template in the payload.
-    var templates: [Template] {
-        switch self {
-        case .string(let template): return [template]
-        case .array(let items): return items.flatMap(\.templates)
-        case .object(let members): return members.flatMap(\.value.templates)
-        default: return []
-        }
-    }
 }

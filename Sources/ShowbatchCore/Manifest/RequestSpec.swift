@@ -15,23 +15,56 @@ package struct RequestSpec: Sendable {
     /// Label bindings, in order.
     package var labels: [LabelBinding] = []
     /// The data file for a data-driven request.
-    package var each: DataSource?
+    package var each: DataSource? {
+        get { rare?.each }
+        set { rare = Rare(each: newValue, output: output) }
+    }
     /// This request's own output.
-    package var output: OutputSpec?
+    package var output: OutputSpec? {
+        get { rare?.output }
+        set { rare = Rare(each: each, output: newValue) }
+    }
+    /// What few requests have, kept out of line: a manifest may hold fifty thousand requests,
+    /// and these two would take half of each one's size.
+    private var rare: Rare?
     /// Where the request is written in the manifest.
     package var mark: Mark
 
     /// Every data column the request's templates reference, checked on each row (set by the decoder).
     package var rowColumns: [String] = []
 
-    /// Collects `rowColumns` from the templates.
-    func referencedColumns() -> [String] {
+    /// A request named `name` for `path`, written at `mark`; the decoder fills in the rest.
+    init(name: Template, path: Template, mark: Mark) {
+        self.name = name
+        self.path = path
+        self.mark = mark
+    }
+
+    /// Collects `rowColumns` from the templates, and `payloadColumns`, those of the payload's
+    /// strings (found while decoding it: a payload that aliases repeat is not walked again).
+    func referencedColumns(payloadColumns: [String]) -> [String] {
         var columns: [String] = []
-        for template in [name, path] + headers.map(\.value) + (payload?.templates ?? []) + labels.compactMap(\.file?.template.source) {
+        for template in [name, path] + headers.map(\.value) + labels.compactMap(\.file?.template.source) {
             for column in template.rowColumns where !columns.contains(column) { columns.append(column) }
         }
+        for column in payloadColumns where !columns.contains(column) { columns.append(column) }
         return columns
     }
+}
+
+/// A request's data file and output, which most requests have not.
+private final class Rare: Sendable, CustomStringConvertible {
+    let each: DataSource?
+    let output: OutputSpec?
+
+    init?(each: DataSource?, output: OutputSpec?) {
+        guard each != nil || output != nil else { return nil }
+        self.each = each
+        self.output = output
+    }
+
+    /// Both, as a struct's fields would print.
+    var description: String { "Rare(each: \(String(describing: each)), output: \(String(describing: output)))" }
 }
 
 /// One header with a value template (environment references already resolved).

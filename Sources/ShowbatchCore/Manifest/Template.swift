@@ -10,16 +10,40 @@ package struct Template: Sendable, Equatable {
         case index
     }
 
+    /// The pieces: most values of a manifest are one literal, kept without an array (an
+    /// allocation for each of a large manifest's hundreds of thousands of values).
+    private enum Storage: Sendable, Equatable {
+        /// The whole text, no piece when it is empty.
+        case literal(String)
+        /// Two pieces or more, or one that is not a literal.
+        case parts([Part])
+    }
+
+    private var storage: Storage
+
     /// The pieces in order.
-    package private(set) var parts: [Part]
+    package var parts: [Part] {
+        switch storage {
+        case .literal(let text): return text.isEmpty ? [] : [.literal(text)]
+        case .parts(let parts): return parts
+        }
+    }
+
+    private init(parts: [Part]) { storage = Template.storage(parts) }
+
+    private static func storage(_ parts: [Part]) -> Storage {
+        if parts.isEmpty { return .literal("") }
+        if parts.count == 1, case .literal(let text) = parts[0] { return .literal(text) }
+        return .parts(parts)
+    }
 
     /// A template with no references.
-    package init(literal: String) { parts = literal.isEmpty ? [] : [.literal(literal)] }
+    package init(literal: String) { storage = .literal(literal) }
 
     /// Parses `text`; the error message says what is wrong, never quoting a value.
     package init(parsing text: String) throws(TemplateSyntaxError) {
         if !withUTF8(of: text, { $0.contains(UInt8(ascii: "$")) }) {
-            parts = text.isEmpty ? [] : [.literal(text)]
+            storage = .literal(text)
             return
         }
         var parts: [Part] = []
@@ -46,7 +70,7 @@ package struct Template: Sendable, Equatable {
         }
         literal += rest
         if !literal.isEmpty { parts.append(.literal(literal)) }
-        self.parts = parts
+        storage = Template.storage(parts)
     }
 
     private static func part(_ reference: String) throws(TemplateSyntaxError) -> Part {
@@ -64,32 +88,48 @@ package struct Template: Sendable, Equatable {
         return .environment(reference)
     }
 
+    /// The text of a template that is one literal piece; nil for an empty one or one with references.
+    package var literalText: String? {
+        if case .literal(let text) = storage, !text.isEmpty { return text }
+        return nil
+    }
+
+    /// Whether the template has no piece at all (an empty text).
+    package var isEmpty: Bool {
+        if case .literal(let text) = storage { return text.isEmpty }
+        return false
+    }
+
     /// Names of the environment variables referenced.
     package var environmentNames: [String] {
-        parts.compactMap { if case .environment(let name) = $0 { return name } else { return nil } }
+        guard case .parts(let parts) = storage else { return [] }
+        return parts.compactMap { if case .environment(let name) = $0 { return name } else { return nil } }
     }
 
     /// Names of the data columns referenced.
     package var rowColumns: [String] {
-        parts.compactMap { if case .row(let name) = $0 { return name } else { return nil } }
+        guard case .parts(let parts) = storage else { return [] }
+        return parts.compactMap { if case .row(let name) = $0 { return name } else { return nil } }
     }
 
     /// True when the template needs a data row (`${row.…}` or `${index}`).
     package var needsRow: Bool {
-        parts.contains { if case .literal = $0 { return false } else if case .environment = $0 { return false } else { return true } }
+        guard case .parts(let parts) = storage else { return false }
+        return parts.contains { if case .literal = $0 { return false } else if case .environment = $0 { return false } else { return true } }
     }
 
     /// The column when the whole template is one `${row.COLUMN}` (its value keeps its JSON type).
     package var wholeRowColumn: String? {
-        if parts.count == 1, case .row(let column) = parts[0] { return column }
+        if case .parts(let parts) = storage, parts.count == 1, case .row(let column) = parts[0] { return column }
         return nil
     }
 
     /// Replaces environment references with their values; returns the names that are unset.
     package mutating func resolveEnvironment(_ environment: [String: String]) -> [String] {
-        guard parts.contains(where: { if case .environment = $0 { return true } else { return false } }) else { return [] }
+        guard case .parts(let parts) = storage,
+              parts.contains(where: { if case .environment = $0 { return true } else { return false } }) else { return [] }
         var missing: [String] = []
-        parts = parts.map { part in
+        let resolved = parts.map { part in
             guard case .environment(let name) = part else { return part }
             guard let value = environment[name] else {
                 missing.append(name)
@@ -99,21 +139,21 @@ package struct Template: Sendable, Equatable {
         }
         // Adjacent literals merge so that equal texts compare equal.
         var merged: [Part] = []
-        for part in parts {
+        for part in resolved {
             if case .literal(let text) = part, case .literal(let previous)? = merged.last {
                 merged[merged.count - 1] = .literal(previous + text)
             } else {
                 merged.append(part)
             }
         }
-        parts = merged
+        self = Template(parts: merged)
         return missing
     }
 
     /// The text with row references filled from `row` (a missing column expands to nothing;
     /// runs check columns before expanding).
     package func expand(row: DataRow?) -> String {
-        if parts.count == 1, case .literal(let text) = parts[0] { return text }
+        if case .literal(let text) = storage { return text }
         var out = ""
         forEachPiece(row: row) { out += $0 }
         return out
@@ -125,7 +165,7 @@ package struct Template: Sendable, Equatable {
     /// is encoded whole, so a data row can neither leave its segment, add a query or a fragment,
     /// nor walk up the path with `..`.
     package func expandPath(row: DataRow?) -> String {
-        if parts.count == 1, case .literal(let text) = parts[0] { return text }
+        if case .literal(let text) = storage { return text }
         var out = ""
         for part in parts {
             switch part {
@@ -160,6 +200,10 @@ package struct Template: Sendable, Equatable {
     /// Calls `body` with each piece of the expanded text in order (the same pieces `expand`
     /// joins), for writers that escape as they go.
     func forEachPiece(row: DataRow?, _ body: (String) -> Void) {
+        if case .literal(let text) = storage {
+            if !text.isEmpty { body(text) }
+            return
+        }
         for part in parts {
             switch part {
             case .literal(let text): body(text)

@@ -71,7 +71,7 @@ extension ManifestDecoder {
         }
         let found: String
         switch node.scalar?.value {
-        case .int?, .float?: found = node.text
+        case .int?, .bigInt?, .float?: found = node.text
         case .string?: found = "\"\(node.text)\""
         default: found = node.typeName
         }

@@ -3,11 +3,19 @@ import ShowbatchYAML
 
 // Label bindings: content paths, transforms and masks.
 extension ManifestDecoder {
+    /// The label set of `node`. A set that aliases repeat (requests sharing one) is decoded once.
     mutating func labels(_ node: Node, _ context: @autoclosure () -> String) -> [LabelBinding] {
         guard let pairs = node.mapping else {
             problem(node.mark, "\(context()) labels must be a mapping of label names to content paths; found \(node.typeName)")
             return []
         }
+        let shared = node.isShared ? node.containerID : nil
+        if let shared, let known = sharedLabels[shared] { return known }
+        // Requests written one after another often bind the same labels, written the same way:
+        // the set of the request before stands for this one, neither decoded nor kept again.
+        let range = node.byteRange
+        if let last = lastLabels.range, sameText(last, range) { return lastLabels.labels }
+        let problemCount = problems.count
         var result: [LabelBinding] = []
         for pair in pairs {
             guard let name = pair.key.scalar?.text else { continue }
@@ -21,7 +29,20 @@ extension ManifestDecoder {
             }
             if let binding = label(name, pair.value) { result.append(binding) }
         }
+        // Text that reads the same decodes the same, unless it has an alias (whose anchor may
+        // have changed) or problems (which are reported where each is written).
+        let clean = problems.count == problemCount && !source.bytes[range].contains(UInt8(ascii: "*"))
+        lastLabels = (clean ? range : nil, result)
+        if let shared { sharedLabels[shared] = result }
         return result
+    }
+
+    /// Whether the source text of two ranges is the same.
+    private func sameText(_ first: Range<Int>, _ second: Range<Int>) -> Bool {
+        guard first.count == second.count else { return false }
+        return source.bytes.withUnsafeBufferPointer { bytes in
+            first.isEmpty || memcmp(bytes.baseAddress! + first.lowerBound, bytes.baseAddress! + second.lowerBound, first.count) == 0
+        }
     }
 
     mutating func contentPath(_ node: Node, _ what: @autoclosure () -> String) -> ContentPath? {

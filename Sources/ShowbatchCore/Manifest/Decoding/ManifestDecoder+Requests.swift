@@ -28,11 +28,11 @@ extension ManifestDecoder {
     /// Decodes item `number` of the requests list, checking its name against the earlier items'.
     mutating func listedRequest(_ item: Node, number: Int) -> RequestSpec? {
         guard let request = request(item, number: number) else { return nil }
-        if request.each == nil, case .literal(let name)? = request.name.parts.first, request.name.parts.count == 1 {
+        if request.each == nil, let name = request.name.literalText {
             if let line = requestNames[name] {
                 problem(item.value(forKey: "name")?.mark ?? item.mark, "request name \"\(name)\" is used twice; first at line \(line)")
             } else {
-                requestNames[name] = item.mark.line
+                requestNames[name] = request.mark.line
             }
         }
         return request
@@ -47,22 +47,23 @@ extension ManifestDecoder {
         let dataDriven = map["each"] != nil
         var spec = RequestSpec(name: Template(literal: ""), path: Template(literal: ""), mark: node.mark)
         spec.each = each
-        var rowTemplates: [(Template, Mark)] = []
+        var rowColumns: [(columns: [String], mark: Mark)] = []
+        var payloadColumns: [String] = []
         if let nameNode = map["name"] {
             if let name = template(nameNode, "\(context()) name", allowRow: dataDriven) {
-                if name.parts.isEmpty { problem(nameNode.mark, "\(context()) name is empty") }
+                if name.isEmpty { problem(nameNode.mark, "\(context()) name is empty") }
                 spec.name = name
-                if dataDriven { rowTemplates.append((name, nameNode.mark)) }
+                if dataDriven { rowColumns.append((name.rowColumns, nameNode.mark)) }
             }
         } else {
             problem(node.mark, "missing required key \"name\" in \(context())")
         }
-        let literalName = spec.name.parts.count == 1 && !spec.name.needsRow ? spec.name.expand(row: nil) : nil
+        let literalName = spec.name.literalText ?? (spec.name.parts.count == 1 && !spec.name.needsRow ? spec.name.expand(row: nil) : nil)
         func label() -> String { literalName.map { "request \"\($0)\"" } ?? context() }
         if let pathNode = map["path"] {
             if let path = template(pathNode, "\(label()) path", allowRow: dataDriven) {
                 spec.path = path
-                if dataDriven { rowTemplates.append((path, pathNode.mark)) }
+                if dataDriven { rowColumns.append((path.rowColumns, pathNode.mark)) }
             }
         } else {
             problem(node.mark, "missing required key \"path\" in \(label())")
@@ -76,7 +77,7 @@ extension ManifestDecoder {
         }
         if let headersNode = map["headers"] {
             spec.headers = headers(headersNode, "\(label()) headers", allowRow: dataDriven)
-            if dataDriven { for field in spec.headers { rowTemplates.append((field.value, headersNode.mark)) } }
+            if dataDriven { for field in spec.headers { rowColumns.append((field.value.rowColumns, headersNode.mark)) } }
         }
         if let payloadNode = map["payload"] {
             if payloadNode.mapping == nil {
@@ -84,21 +85,20 @@ extension ManifestDecoder {
             } else if spec.method == .get {
                 problem(payloadNode.mark, "\(label()) uses method get, which cannot carry a payload; use post or remove the payload")
             } else {
-                let payload = self.payload(payloadNode, "\(label()) payload", allowRow: dataDriven)
-                spec.payload = payload
-                if dataDriven { for template in payload.templates { rowTemplates.append((template, payloadNode.mark)) } }
+                spec.payload = payload(payloadNode, "\(label()) payload", allowRow: dataDriven, columns: &payloadColumns)
+                if dataDriven { rowColumns.append((payloadColumns, payloadNode.mark)) }
             }
         }
         if let labelsNode = map["labels"] { spec.labels = labels(labelsNode, label()) }
-        rowTemplates += labelFileTemplates(spec.labels, dataDriven: dataDriven)
+        rowColumns += labelFileTemplates(spec.labels, dataDriven: dataDriven).map { ($0.0.rowColumns, $0.1) }
         if let outputNode = map["output"] { spec.output = output(outputNode, "\(label()) output") }
         // Without "each" a row reference is already a problem, so there are no columns to read.
-        if dataDriven { spec.rowColumns = spec.referencedColumns() }
+        if dataDriven { spec.rowColumns = spec.referencedColumns(payloadColumns: payloadColumns) }
         // Every referenced column must be in the CSV header before anything is sent.
         if let each, each.kind == .csv, let columns = csvHeader(each, map["each"]!) {
             var reported = Set<String>()
-            for (template, mark) in rowTemplates {
-                for column in template.rowColumns where !columns.contains(column) && !reported.contains(column) {
+            for (referenced, mark) in rowColumns {
+                for column in referenced where !columns.contains(column) && !reported.contains(column) {
                     reported.insert(column)
                     var message = "column \"\(column)\" is not in the header of \(each.name)"
                     if let suggestion = closest(column, in: columns) { message += "; did you mean \"\(suggestion)\"?" }
@@ -141,31 +141,55 @@ extension ManifestDecoder {
         }
     }
 
-    mutating func payload(_ node: Node, _ context: @autoclosure () -> String, allowRow: Bool) -> PayloadValue {
+    /// The payload of `node`, adding the data columns its strings use to `columns`. Content an
+    /// alias repeats is decoded once and shared: a payload of aliases costs what is written in
+    /// the file, not what it expands to (problems in it are reported once, where it is written).
+    mutating func payload(_ node: Node, _ context: @autoclosure () -> String, allowRow: Bool, columns: inout [String]) -> PayloadValue {
+        let shared = node.isShared ? node.containerID.map { SharedPayload(container: $0, allowRow: allowRow) } : nil
+        if let shared, let known = sharedPayloads[shared] {
+            for column in known.columns where !columns.contains(column) { columns.append(column) }
+            return known.value
+        }
+        var own: [String] = []
+        let value = payloadValue(node, context(), allowRow: allowRow, columns: &own)
+        if let shared { sharedPayloads[shared] = (value, own) }
+        for column in own where !columns.contains(column) { columns.append(column) }
+        return value
+    }
+
+    private mutating func payloadValue(_ node: Node, _ context: @autoclosure () -> String, allowRow: Bool, columns: inout [String]) -> PayloadValue {
         switch node.content {
         case .mapping(let pairs):
             var members: [(key: String, value: PayloadValue)] = []
+            members.reserveCapacity(pairs.count)
             for pair in pairs {
+                // Keys are sent as written; the parser refused two of one text.
                 guard let key = pair.key.scalar?.text else { continue }
-                members.append((key, payload(pair.value, "\(context()).\(key)", allowRow: allowRow)))
+                members.append((key, payload(pair.value, "\(context()).\(key)", allowRow: allowRow, columns: &columns)))
             }
             return .object(members)
         case .sequence(let items):
-            return .array(items.enumerated().map { payload($0.element, "\(context()).\($0.offset)", allowRow: allowRow) })
+            var values: [PayloadValue] = []
+            values.reserveCapacity(items.count)
+            for (offset, item) in items.enumerated() {
+                values.append(payload(item, "\(context()).\(offset)", allowRow: allowRow, columns: &columns))
+            }
+            return .array(values)
         case .scalar(let scalar):
             switch scalar.value {
             case .null: return .null
             case .bool(let value): return .bool(value)
-            case .int(let value): return .number(String(value))
-            case .float(let value):
-                guard value.isFinite else {
+            case .int, .bigInt, .float:
+                // Digit for digit as written: no number is rounded through a double.
+                guard let number = scalar.jsonNumber else {
                     problem(node.mark, "\(context()) is not a number JSON can hold")
                     return .null
                 }
-                if case .number(let text)? = try? JSONParser.parse(Array(scalar.text.utf8)) { return .number(text) }
-                return .number("\(value)")
+                return .number(number)
             case .string:
-                return .string(template(node, context(), allowRow: allowRow, sensitive: true) ?? Template(literal: ""))
+                let template = template(node, context(), allowRow: allowRow, sensitive: true) ?? Template(literal: "")
+                for column in template.rowColumns where !columns.contains(column) { columns.append(column) }
+                return .string(template)
             }
         }
     }

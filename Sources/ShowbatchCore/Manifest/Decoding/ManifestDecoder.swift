@@ -19,6 +19,13 @@ struct ManifestDecoder {
     var requestNames: [String: Int] = [:]
     /// Compiled transforms by pattern and template: the same label set is often repeated per request.
     var transforms: [String: RegexTransform] = [:]
+    /// Payload content decoded already, for aliases that repeat it.
+    var sharedPayloads: [SharedPayload: (value: PayloadValue, columns: [String])] = [:]
+    /// Label sets decoded already, by their children, for aliases that repeat them.
+    var sharedLabels: [Int: [LabelBinding]] = [:]
+    /// The label set decoded last, and where its text is when another written the same way may
+    /// share it (`labels`).
+    var lastLabels: (range: Range<Int>?, labels: [LabelBinding]) = (nil, [])
 
     static let topKeys = ManifestReference.keys(under: "")
     static let requestKeys = ManifestReference.keys(under: "requests")
@@ -71,7 +78,7 @@ struct ManifestDecoder {
         if node.kind == .scalar {
             switch node.value {
             case .string(let text): return text
-            case .int, .float: return node.text
+            case .int, .bigInt, .float: return node.text
             default: break
             }
         }
@@ -113,11 +120,13 @@ struct ManifestDecoder {
     }
 
     mutating func integer(_ node: Node, _ what: String, _ range: ClosedRange<Int>) -> Int? {
-        if case .int(let value)? = node.scalar?.value {
-            if range.contains(value) { return value }
+        switch node.scalar?.value {
+        case .int(let value)? where range.contains(value): return value
+        case .int?, .bigInt?:
             // The text as written (a secret aliased here is an error of its own, and cleared).
             problem(node.mark, "\(what) must be from \(range.lowerBound) to \(range.upperBound); found \(node.text)")
             return nil
+        default: break
         }
         problem(node.mark, "\(what) must be an integer from \(range.lowerBound) to \(range.upperBound); found \(node.typeName)")
         return nil
@@ -132,7 +141,7 @@ struct ManifestDecoder {
     mutating func duration(_ node: Node, _ what: String) -> Duration? {
         if let scalar = node.scalar {
             switch scalar.value {
-            case .int, .float, .string:
+            case .int, .bigInt, .float, .string:
                 guard let text = resolvingEnvironment(scalar.text, at: node, what) else { return nil }
                 switch Units.parseDuration(text) {
                 case .success(let value): return value
@@ -192,6 +201,12 @@ struct ManifestDecoder {
         if path.hasPrefix("/") || directory == "." { return path }
         return (directory as NSString).appendingPathComponent(path)
     }
+}
+
+/// Payload content an alias may repeat: its children, and whether it may use data rows.
+struct SharedPayload: Hashable {
+    let container: Int
+    let allowRow: Bool
 }
 
 /// A mapping whose keys were checked against the known ones. Mappings are small, so a linear

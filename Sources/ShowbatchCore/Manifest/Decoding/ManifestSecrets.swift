@@ -32,6 +32,25 @@ struct ManifestSecrets {
     private static let valuePaths: Set<String> = known.union(ManifestReference.entries.compactMap { entry in
         entry.path.range(of: ".<name>").map { String(entry.path[..<$0.upperBound]) }
     })
+    /// Every reference path and every path one lies under (cut before a `.` or a `[]`), and
+    /// those cut before a `.` only: what `childPath` looks a key up in, once per key.
+    private static let places: Set<String> = parents(cutAt: [".", "[]"])
+    private static let namedPlaces: Set<String> = parents(cutAt: ["."])
+
+    private static func parents(cutAt separators: [String]) -> Set<String> {
+        var found = known
+        for path in known {
+            for separator in separators {
+                var rest = path[...]
+                while let cut = rest.range(of: separator) {
+                    found.insert(String(path[..<cut.lowerBound]))
+                    rest = rest[cut.upperBound...]
+                }
+            }
+        }
+        return found
+    }
+
     /// Reference paths of lists whose items are plain values (`retry.on`, `mask.ranges`).
     private static let valueLists: Set<String> = Set(ManifestReference.entries.filter { $0.type == "list" }.map(\.path))
         .filter { path in !ManifestReference.entries.contains { $0.path.hasPrefix(path + "[].") } }
@@ -39,8 +58,17 @@ struct ManifestSecrets {
     init(root: Node) {
         var candidates: [(node: Node, shown: Bool)] = []
         var keys: [Node] = []
+        // Content an alias repeats is walked once per place it is reached from: its nodes are the
+        // same nodes each time, so a bomb of aliases costs what is written, not what it expands to.
+        var walked: Set<Walked> = []
         func visit(_ node: Node, path: String?, inValueList: Bool) {
-            let secret = path.map { path in Self.secretSections.contains { path == $0 || path.hasPrefix($0 + ".") || path.hasPrefix($0 + "[]") } } ?? true
+            if node.isAlias, let container = node.containerID,
+               !walked.insert(Walked(container: container, path: path, inValueList: inValueList)).inserted {
+                return
+            }
+            // What lies under a secret section is walked without a path, so a path is secret
+            // when it is one of the sections.
+            let secret = path.map(Self.secretSections.contains) ?? true
             switch node.content {
             case .scalar:
                 candidates.append((node, !secret && (inValueList || path.map(Self.valuePaths.contains) == true)))
@@ -62,7 +90,7 @@ struct ManifestSecrets {
             secretContents.insert(content)
             switch node.value {
             case .string(let text): texts.formUnion(Self.literalParts(text))
-            case .int, .float: texts.insert(node.text)
+            case .int, .bigInt, .float: texts.insert(node.text)
             case .bool, .null: break
             }
         }
@@ -98,16 +126,30 @@ struct ManifestSecrets {
         return parts.map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
     }
 
+    /// Whether the value at `steps` from the root may hold a secret: in a secret section, or
+    /// at a place the reference does not know. After a syntax error, whose line is then not quoted.
+    static func isSecret(_ steps: [YAMLPathStep]) -> Bool {
+        var path = ""
+        for step in steps {
+            switch step {
+            case .item: path += "[]"
+            case .key(let key?):
+                guard let child = childPath(path, key: key) else { return true }
+                path = child
+            case .key(nil): return true
+            }
+            if secretSections.contains(where: { path == $0 || path.hasPrefix($0 + ".") || path.hasPrefix($0 + "[]") }) { return true }
+        }
+        return false
+    }
+
     /// The reference path of `key` under `parent` (nil: a place the reference does not know).
     private static func childPath(_ parent: String?, key: String) -> String? {
         guard let parent else { return nil }
         let path = parent.isEmpty ? key : parent + "." + key
-        if known.contains(path) || known.contains(where: { $0.hasPrefix(path + ".") || $0.hasPrefix(path + "[]") }) {
-            return path
-        }
+        if places.contains(path) { return path }
         let named = parent + ".<name>"
-        if known.contains(named) || known.contains(where: { $0.hasPrefix(named + ".") }) { return named }
-        return nil
+        return namedPlaces.contains(named) ? named : nil
     }
 
     /// Whether the value ending at `end` may be shown in a quoted line.
@@ -115,35 +157,45 @@ struct ManifestSecrets {
 
     /// `message` with every secret text in it replaced by `<redacted>`: any secret of four
     /// characters or more wherever it appears (first, so that a secret holding a quote is found
-    /// whole), then any quoted part that is a secret or a piece of one.
-    func clear(_ message: String) -> String {
-        guard !secretTexts.isEmpty else { return message }
-        var cleared = message
-        for secret in secretTexts where secret.count >= 4 && cleared.contains(secret) {
-            cleared = cleared.replacingOccurrences(of: secret, with: "<redacted>")
+    /// whole), then any quoted part that is a secret or a piece of one. `pieces` remembers what
+    /// was found of each quoted part (messages repeat names).
+    private func clear(_ message: String, index: SecretIndex, pieces: inout [String: Bool]) -> String {
+        var bytes = Array(message.utf8)
+        for range in index.occurrences(in: bytes, minimum: 4).reversed() {
+            bytes.replaceSubrange(range, with: "<redacted>".utf8)
         }
-        var parts = cleared.components(separatedBy: "\"")
+        var parts = String(decoding: bytes, as: UTF8.self).components(separatedBy: "\"")
         // Odd parts are quoted.
-        for index in parts.indices where index % 2 == 1 {
-            let quoted = parts[index]
-            if secretTexts.contains(where: { quoted == $0 || (quoted.count >= 4 && $0.contains(quoted)) }) {
-                parts[index] = "<redacted>"
+        for part in parts.indices where part % 2 == 1 {
+            let quoted = parts[part]
+            let secret: Bool
+            if let known = pieces[quoted] {
+                secret = known
+            } else {
+                secret = index.contains(quoted) || (quoted.count >= 4 && index.containsPiece(quoted))
+                pieces[quoted] = secret
             }
+            if secret { parts[part] = "<redacted>" }
         }
         return parts.joined(separator: "\"")
     }
 
     /// Problems as diagnostics in file order (whatever order the checks ran in): each message
-    /// cleared of secrets, each quoted line showing only what may be shown.
+    /// cleared of secrets, each quoted line showing only what may be shown. The work is in
+    /// proportion to the problems and the part of each line that is quoted, whatever the number
+    /// of secrets or the length of the lines.
     func diagnostics(_ problems: [(mark: Mark, message: String)], source: SourceFile) -> [Diagnostic] {
-        let hidden = QuoteMask.hiddenSpans(in: source, lines: Set(problems.map(\.mark.line)), showValue: mayShow)
+        let index = SecretIndex(secretTexts)
+        var pieces: [String: Bool] = [:]
+        let quoted = Set(problems.map(\.mark).filter { Diagnostic.quotesLine(of: $0, in: source) }.map(\.line))
+        let hidden = QuoteMask.hiddenSpans(in: source, lines: quoted, showValue: mayShow)
         var repeated: [Int: [SourceSpan]] = [:]
-        for line in Set(problems.map(\.mark.line)) {
+        for line in quoted where !index.isEmpty {
             // Only where the line is not hidden already: a cut inside a cut would show the rest.
             let cut = (hidden[line] ?? []).map { span in
                 (span.start.line == line ? span.start.column : 1)..<(span.end.line == line ? span.end.column : Int.max)
             }
-            repeated[line] = secretSpans(onLine: line, of: source).filter { span in
+            repeated[line] = secretSpans(onLine: line, of: source, index: index).filter { span in
                 !cut.contains { $0.overlaps(span.start.column..<span.end.column) }
             }
         }
@@ -151,40 +203,40 @@ struct ManifestSecrets {
             let line = $0.element.mark.line
             // A value quoted in a message keeps no control character: a line break in it could
             // forge a line of output.
-            return Diagnostic(source: source, mark: $0.element.mark, message: TerminalText.escaped(clear($0.element.message)),
+            let message = index.isEmpty ? $0.element.message : clear($0.element.message, index: index, pieces: &pieces)
+            return Diagnostic(source: source, mark: $0.element.mark, message: TerminalText.escaped(message),
                               redacting: (hidden[line] ?? []) + (repeated[line] ?? []))
         }
     }
 
-    /// Where a secret's text is written out again on `line` (a header value copied into a setting
-    /// that is shown): hidden in the quoted line as it is in messages.
-    private func secretSpans(onLine line: Int, of source: SourceFile) -> [SourceSpan] {
-        guard let text = source.line(line) else { return [] }
-        let scalars = Array(text.unicodeScalars)
-        var covered: [Range<Int>] = []
-        for secret in secretTexts where secret.unicodeScalars.count >= 4 {
-            let needle = Array(secret.unicodeScalars)
-            var start = 0
-            while start + needle.count <= scalars.count {
-                if Array(scalars[start..<start + needle.count]) == needle {
-                    covered.append(start..<start + needle.count)
-                    start += needle.count
-                } else {
-                    start += 1
-                }
+    /// Where a secret's text is written out again in the quoted part of `line` (a header value
+    /// copied into a setting that is shown): hidden in the quoted line as it is in messages. A
+    /// secret that starts there and runs past it is found by its first bytes.
+    private func secretSpans(onLine line: Int, of source: SourceFile, index: SecretIndex) -> [SourceSpan] {
+        // Read far enough past the shown part that a secret starting in it is seen whole, or
+        // its first bytes of a long one.
+        guard let window = source.lineWindow(line, limit: Diagnostic.quoteLimit + SecretIndex.longPrefix) else { return [] }
+        // As UTF-8, and the column of each byte.
+        var bytes: [UInt8] = []
+        var columns: [Int] = []
+        for (offset, scalar) in window.scalars.enumerated() {
+            for byte in String(scalar).utf8 {
+                bytes.append(byte)
+                columns.append(offset + 1)
             }
         }
-        // Overlapping finds are joined, so that none is left half shown.
-        var merged: [Range<Int>] = []
-        for range in covered.sorted(by: { $0.lowerBound < $1.lowerBound }) {
-            if let last = merged.last, range.lowerBound <= last.upperBound {
-                merged[merged.count - 1] = last.lowerBound..<max(last.upperBound, range.upperBound)
-            } else {
-                merged.append(range)
-            }
+        columns.append(window.scalars.count + 1)
+        return index.occurrences(in: bytes, minimum: 4, prefixesAtEnd: window.truncated).filter { columns[$0.lowerBound] <= Diagnostic.quoteLimit }.map {
+            SourceSpan(start: Mark(line: line, column: columns[$0.lowerBound]), end: Mark(line: line, column: columns[$0.upperBound]))
         }
-        return merged.map { SourceSpan(start: Mark(line: line, column: $0.lowerBound + 1), end: Mark(line: line, column: $0.upperBound + 1)) }
     }
+}
+
+/// Content reached through an alias, and from where.
+private struct Walked: Hashable {
+    let container: Int
+    let path: String?
+    let inValueList: Bool
 }
 
 extension ManifestDecoder {
