@@ -7,10 +7,9 @@ let strict: [SwiftSetting] = [.treatAllWarnings(as: .error)]
 
 let package = Package(
     name: "showbatch",
+    // Only the tool: the libraries are this package's own (their API is `package`, not public).
     products: [
         .executable(name: "showbatch", targets: ["showbatch"]),
-        .library(name: "ShowbatchCore", targets: ["ShowbatchCore"]),
-        .library(name: "ShowbatchEmulator", targets: ["ShowbatchEmulator"]),
     ],
     targets: [
         // libyaml from the Debian package; only ShowbatchYAML imports it.

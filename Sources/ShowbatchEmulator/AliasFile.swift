@@ -2,9 +2,9 @@ import Foundation
 import ShowbatchCore
 
 /// Reads alias files: CSV `alias,value` with a header line, or a JSON object.
-public enum AliasFile {
+package enum AliasFile {
     /// The alias table in `path`; the error names the file and line, never a value.
-    public static func load(path: String) throws(EmulatorError) -> [String: String] {
+    package static func load(path: String) throws(EmulatorError) -> [String: String] {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw EmulatorError(message: "\(path): cannot be read")
         }

@@ -2,27 +2,27 @@ import Foundation
 import ShowbatchCore
 
 /// Settings of an emulator: what it reveals and which faults it injects.
-public struct EmulatorConfiguration: Sendable {
+package struct EmulatorConfiguration: Sendable {
     /// Port to bind on 127.0.0.1; 0 picks a free one.
-    public var port = 0
+    package var port = 0
     /// Alias → revealed value.
-    public var aliases: [String: String] = [:]
+    package var aliases: [String: String] = [:]
     /// Custom hostname → vault, answered by the hostname check endpoint.
-    public var cnames: [String: String] = [:]
+    package var cnames: [String: String] = [:]
     /// The faults it injects.
-    public var faults = EmulatorFaults()
+    package var faults = EmulatorFaults()
     /// Whether it demands bearer tokens, handing them out at `POST /oauth/token`.
-    public var auth: EmulatorAuth?
+    package var auth: EmulatorAuth?
     /// Largest request head accepted (431 past it).
-    public var maxHeaderBytes = 16 * 1024
+    package var maxHeaderBytes = 16 * 1024
     /// Largest request body accepted (413 past it).
-    public var maxBodyBytes = 8 * 1024 * 1024
+    package var maxBodyBytes = 8 * 1024 * 1024
 
     /// The default configuration: no faults, no aliases.
-    public init() {}
+    package init() {}
 
     /// Aliases revealed when a manifest has no `emulator:` section (those of the samples).
-    public static let sampleAliases: [String: String] = [
+    package static let sampleAliases: [String: String] = [
         "tok_sandbox_abc": "4111111111111111",
         "tok_sandbox_def": "01/2030",
         "tok_sandbox_5FvQ8mGm7Xt1": "4111111111111111",
@@ -33,7 +33,7 @@ public struct EmulatorConfiguration: Sendable {
     ]
 
     /// The configuration a manifest's `emulator:` section asks for (aliases loaded from a file if named).
-    public init(spec: EmulatorSpec?) throws(EmulatorError) {
+    package init(spec: EmulatorSpec?) throws(EmulatorError) {
         self.init()
         guard let spec else {
             aliases = EmulatorConfiguration.sampleAliases
@@ -50,10 +50,10 @@ public struct EmulatorConfiguration: Sendable {
 }
 
 /// A problem starting the emulator or reading its alias file.
-public struct EmulatorError: Error, Sendable, CustomStringConvertible {
+package struct EmulatorError: Error, Sendable, CustomStringConvertible {
     /// What went wrong.
-    public let message: String
+    package let message: String
 
     /// The message.
-    public var description: String { message }
+    package var description: String { message }
 }

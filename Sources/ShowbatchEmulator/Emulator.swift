@@ -10,19 +10,19 @@ import Glibc
 /// It binds 127.0.0.1 only. Each connection is served by its own thread with blocking I/O:
 /// on loopback that is as fast as an event loop for the few hundred connections a run opens,
 /// and injected latency can simply sleep.
-public final class Emulator: Sendable {
+package final class Emulator: Sendable {
     /// Counts of what the emulator answered.
-    public struct Counts: Sendable, Equatable {
+    package struct Counts: Sendable, Equatable {
         /// Requests answered or dropped (hostname checks included).
-        public var requests = 0
+        package var requests = 0
         /// Answers with an injected failure status.
-        public var failed = 0
+        package var failed = 0
         /// Answers 429 from the throttle.
-        public var throttled = 0
+        package var throttled = 0
         /// Connections dropped without an answer.
-        public var dropped = 0
+        package var dropped = 0
         /// Answers whose body is not JSON.
-        public var malformed = 0
+        package var malformed = 0
     }
 
     private struct FaultState {
@@ -42,9 +42,9 @@ public final class Emulator: Sendable {
     private let issued = Mutex<(next: Int, uses: [String: Int?])>((1, [:]))
 
     /// The configuration it serves.
-    public let configuration: EmulatorConfiguration
+    package let configuration: EmulatorConfiguration
     /// The port it listens on.
-    public let port: Int
+    package let port: Int
     private let listener: Int32
     private let state: Mutex<FaultState>
     // Atomics, not a lock: every connection thread counts every request.
@@ -59,17 +59,17 @@ public final class Emulator: Sendable {
     private let stopped = Atomic<Bool>(false)
 
     /// `http://127.0.0.1:PORT`.
-    public var baseURL: String { "http://127.0.0.1:\(port)" }
+    package var baseURL: String { "http://127.0.0.1:\(port)" }
 
     /// What has been answered so far.
-    public var snapshot: Counts {
+    package var snapshot: Counts {
         Counts(requests: requestCount.load(ordering: .relaxed), failed: failedCount.load(ordering: .relaxed),
                throttled: throttledCount.load(ordering: .relaxed), dropped: droppedCount.load(ordering: .relaxed),
                malformed: malformedCount.load(ordering: .relaxed))
     }
 
     /// Binds and listens; call `start()` to accept connections.
-    public init(configuration: EmulatorConfiguration) throws(EmulatorError) {
+    package init(configuration: EmulatorConfiguration) throws(EmulatorError) {
         self.configuration = configuration
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw EmulatorError(message: "cannot create a socket: \(String(cString: strerror(errno)))") }
@@ -102,14 +102,14 @@ public final class Emulator: Sendable {
     }
 
     /// Starts accepting connections on a background thread.
-    public func start() {
+    package func start() {
         let thread = Thread { [self] in acceptLoop() }
         thread.name = "showbatch-emulator-accept"
         thread.start()
     }
 
     /// Stops accepting and closes every open connection.
-    public func stop() {
+    package func stop() {
         guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
         shutdown(listener, Int32(SHUT_RDWR))
         close(listener)

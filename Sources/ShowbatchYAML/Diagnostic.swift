@@ -1,13 +1,13 @@
 /// One problem found in a file, rendered as `file:line:col: error: message`, the line and a caret.
-public struct Diagnostic: Sendable, Hashable, CustomStringConvertible {
+package struct Diagnostic: Sendable, Hashable, CustomStringConvertible {
     /// The file name as given by the user.
-    public let file: String
+    package let file: String
     /// Where the problem is; nil when it concerns the whole file.
-    public let mark: Mark?
+    package let mark: Mark?
     /// What is wrong and what was expected. Never holds a secret value.
-    public let message: String
+    package let message: String
     /// The quoted source line, when the mark points into the file.
-    public let sourceLine: String?
+    package let sourceLine: String?
     /// The caret's column within the quoted (possibly redacted) line.
     let caretColumn: Int
 
@@ -72,7 +72,7 @@ public struct Diagnostic: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// `file:line:col: error: message`, then the quoted line and a caret under the column.
-    public var description: String {
+    package var description: String {
         guard let mark else { return "\(file): error: \(message)" }
         var text = "\(file):\(mark.line):\(mark.column): error: \(message)"
         if let sourceLine {

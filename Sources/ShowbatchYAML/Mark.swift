@@ -1,23 +1,23 @@
 /// A 1-based position in a source file.
-public struct Mark: Sendable, Hashable, Comparable, CustomStringConvertible {
+package struct Mark: Sendable, Hashable, Comparable, CustomStringConvertible {
     /// The 1-based line.
-    public let line: Int
+    package let line: Int
     /// The 1-based column, counted in Unicode scalars as libyaml counts them.
-    public let column: Int
+    package let column: Int
 
     /// Creates a mark from 1-based line and column numbers.
-    public init(line: Int, column: Int) {
+    package init(line: Int, column: Int) {
         self.line = line
         self.column = column
     }
 
     /// Source order: by line, then column.
-    public static func < (lhs: Mark, rhs: Mark) -> Bool {
+    package static func < (lhs: Mark, rhs: Mark) -> Bool {
         (lhs.line, lhs.column) < (rhs.line, rhs.column)
     }
 
     /// `line:column`.
-    public var description: String { "\(line):\(column)" }
+    package var description: String { "\(line):\(column)" }
 }
 
 /// A range of source text between two marks (end exclusive).

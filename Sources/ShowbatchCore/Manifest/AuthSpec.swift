@@ -1,7 +1,7 @@
 /// Where a run's bearer token comes from (the manifest's `auth` section).
-public struct AuthSpec: Sendable, Equatable {
+package struct AuthSpec: Sendable, Equatable {
     /// The source of the token.
-    public enum Source: Sendable, Equatable {
+    package enum Source: Sendable, Equatable {
         /// OAuth 2.0 client credentials (RFC 6749 section 4.4).
         case clientCredentials(ClientCredentials)
         /// A file holding the token, re-read when it changes (a sidecar, a projected token).
@@ -9,23 +9,23 @@ public struct AuthSpec: Sendable, Equatable {
     }
 
     /// What a client-credentials grant needs.
-    public struct ClientCredentials: Sendable, Equatable {
+    package struct ClientCredentials: Sendable, Equatable {
         /// The token endpoint.
-        public var tokenURL: String
+        package var tokenURL: String
         /// The client's id.
-        public var clientID: String
+        package var clientID: String
         /// The client's secret: never printed.
-        public var clientSecret: String
+        package var clientSecret: String
         /// The `scope` asked for, if any.
-        public var scope: String?
+        package var scope: String?
         /// The `audience` asked for, if any.
-        public var audience: String?
+        package var audience: String?
         /// Send the client's id and secret as HTTP Basic (the default, which every server must
         /// support) or in the form body.
-        public var inBody = false
+        package var inBody = false
 
         /// Credentials for `tokenURL`.
-        public init(tokenURL: String, clientID: String, clientSecret: String) {
+        package init(tokenURL: String, clientID: String, clientSecret: String) {
             self.tokenURL = tokenURL
             self.clientID = clientID
             self.clientSecret = clientSecret
@@ -33,12 +33,12 @@ public struct AuthSpec: Sendable, Equatable {
     }
 
     /// The header the token goes in, as `Bearer <token>`.
-    public var header = "Authorization"
+    package var header = "Authorization"
     /// Where tokens come from.
-    public var source: Source
+    package var source: Source
 
     /// A spec with its token from `source`.
-    public init(source: Source) {
+    package init(source: Source) {
         self.source = source
     }
 }

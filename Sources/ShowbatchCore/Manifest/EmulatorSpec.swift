@@ -1,78 +1,78 @@
 /// The `emulator:` section: what `run --emulate` reveals and which faults it injects.
-public struct EmulatorSpec: Sendable, Equatable {
+package struct EmulatorSpec: Sendable, Equatable {
     /// Where the aliases come from.
-    public enum Aliases: Sendable, Equatable {
+    package enum Aliases: Sendable, Equatable {
         case inline([String: String])
         case file(String)
     }
 
     /// The aliases; nil uses the built-in sample aliases.
-    public var aliases: Aliases?
+    package var aliases: Aliases?
     /// The faults.
-    public var faults = EmulatorFaults()
+    package var faults = EmulatorFaults()
     /// Whether it demands tokens (and hands them out), as an OAuth 2.0 server.
-    public var auth: EmulatorAuth?
+    package var auth: EmulatorAuth?
 
     /// No aliases, no faults.
-    public init() {}
+    package init() {}
 }
 
 /// Faults the emulator injects, each drawn from one seeded sequence so a run can be replayed.
-public struct EmulatorFaults: Sendable, Equatable {
+package struct EmulatorFaults: Sendable, Equatable {
     /// Delay of every answer.
-    public var latency: Duration = .zero
+    package var latency: Duration = .zero
     /// Plus or minus this much on the latency.
-    public var jitter: Duration = .zero
+    package var jitter: Duration = .zero
     /// Fraction of requests answered with `failStatus`.
-    public var failRate = 0.0
+    package var failRate = 0.0
     /// Status of injected failures.
-    public var failStatus = 500
+    package var failStatus = 500
     /// Requests per interval before 429 with Retry-After.
-    public var throttle: Rate?
+    package var throttle: Rate?
     /// Fraction of requests whose connection is closed without an answer.
-    public var dropRate = 0.0
+    package var dropRate = 0.0
     /// Fraction of requests answered 200 with a body that is not JSON.
-    public var malformedRate = 0.0
+    package var malformedRate = 0.0
     /// Seed of the fault choices.
-    public var seed: UInt64 = 1
+    package var seed: UInt64 = 1
     /// An outage: after this many requests, every request is answered 503 for `outageFor`.
-    public var outageAfter: Int?
+    package var outageAfter: Int?
     /// How long the outage lasts.
-    public var outageFor: Duration = .zero
+    package var outageFor: Duration = .zero
     /// Paths always answered with `failStatus` (a row that can never succeed).
-    public var failPaths: Set<String> = []
+    package var failPaths: Set<String> = []
     /// Each connection is reset (TCP RST) right after a number of answers drawn from 1…this,
     /// as a load balancer that resets idle keep-alive connections does.
-    public var resetAfter: Int?
+    package var resetAfter: Int?
     /// Each connection is closed without a word (FIN) right after a number of answers drawn from
     /// 1…this, although each answer promised to keep it open.
-    public var closeAfter: Int?
+    package var closeAfter: Int?
 
     /// No faults.
-    public init() {}
+    package init() {}
 }
 
 /// The emulator as an OAuth 2.0 server: it hands out tokens at `POST /oauth/token` and answers
 /// 401 to any other request without a valid one.
-public struct EmulatorAuth: Sendable, Equatable {
+package struct EmulatorAuth: Sendable, Equatable {
     /// The client id it accepts; nil accepts any client.
-    public var clientID: String?
+    package var clientID: String?
     /// The client secret it accepts; nil accepts any.
-    public var clientSecret: String?
+    package var clientSecret: String?
     /// Requests a token is good for before it is refused (401); nil: no limit.
-    public var tokenUses: Int?
+    package var tokenUses: Int?
     /// The `expires_in` it states, in seconds; nil states none.
-    public var expiresIn: Int?
+    package var expiresIn: Int?
     /// After this many requests, every token is refused (401) for `refuseFor`, new ones too, as
     /// while an authentication backend restarts.
-    public var refuseAfter: Int?
+    package var refuseAfter: Int?
     /// How long tokens are refused.
-    public var refuseFor: Duration = .zero
+    package var refuseFor: Duration = .zero
     /// After this many token requests, the token endpoint answers 503 for `unavailableFor`.
-    public var unavailableAfter: Int?
+    package var unavailableAfter: Int?
     /// How long the token endpoint is unavailable.
-    public var unavailableFor: Duration = .zero
+    package var unavailableFor: Duration = .zero
 
     /// Tokens for any client, without limit.
-    public init() {}
+    package init() {}
 }

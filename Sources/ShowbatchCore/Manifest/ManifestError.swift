@@ -1,13 +1,13 @@
 import ShowbatchYAML
 
 /// Errors found in a manifest; `validate` prints them all.
-public struct ManifestError: Error, Sendable, CustomStringConvertible {
+package struct ManifestError: Error, Sendable, CustomStringConvertible {
     /// Every problem, in the order found.
-    public let diagnostics: [Diagnostic]
+    package let diagnostics: [Diagnostic]
 
     /// Wraps problems.
-    public init(_ diagnostics: [Diagnostic]) { self.diagnostics = diagnostics }
+    package init(_ diagnostics: [Diagnostic]) { self.diagnostics = diagnostics }
 
     /// Every diagnostic, one after another.
-    public var description: String { diagnostics.map(\.description).joined(separator: "\n") }
+    package var description: String { diagnostics.map(\.description).joined(separator: "\n") }
 }

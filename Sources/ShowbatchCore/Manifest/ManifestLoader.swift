@@ -2,10 +2,10 @@ import Foundation
 import ShowbatchYAML
 
 /// Reads and validates manifests, collecting every problem it finds.
-public enum ManifestLoader {
+package enum ManifestLoader {
 
     /// Reads `path` (relative to the current folder) and validates it.
-    public static func load(path: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ManifestError) -> Manifest {
+    package static func load(path: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ManifestError) -> Manifest {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
             throw ManifestError([Diagnostic(file: path, message: "no such file")])

@@ -2,15 +2,15 @@ import ShowbatchYAML
 
 /// Something in a manifest that is valid but likely not what was meant: positioned and quoted as
 /// an error is, and cleared of secrets the same way, but it does not stop the manifest loading.
-public struct ManifestWarning: Sendable, CustomStringConvertible {
+package struct ManifestWarning: Sendable, CustomStringConvertible {
     /// The position, message and quoted line.
-    public let diagnostic: Diagnostic
+    package let diagnostic: Diagnostic
 
     /// Wraps a rendered diagnostic.
-    public init(_ diagnostic: Diagnostic) { self.diagnostic = diagnostic }
+    package init(_ diagnostic: Diagnostic) { self.diagnostic = diagnostic }
 
     /// `file:line:col: warning: message`, then the quoted line and a caret.
-    public var description: String {
+    package var description: String {
         // The diagnostic renders itself as an error; only the word differs.
         let text = diagnostic.description
         let prefix = position + ": error: "
@@ -19,7 +19,7 @@ public struct ManifestWarning: Sendable, CustomStringConvertible {
     }
 
     /// `file:line:col: message` on one line, for a log event.
-    public var line: String { position + ": " + diagnostic.message }
+    package var line: String { position + ": " + diagnostic.message }
 
     private var position: String {
         guard let mark = diagnostic.mark else { return diagnostic.file }

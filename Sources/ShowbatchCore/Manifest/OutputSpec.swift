@@ -2,11 +2,11 @@ import Foundation
 import ShowbatchYAML
 
 /// Output file formats.
-public enum OutputFormat: String, Sendable, CaseIterable {
+package enum OutputFormat: String, Sendable, CaseIterable {
     case csv, json, jsonl
 
     /// The format an output path's extension implies, if any (`.gz` is looked through).
-    public static func fromExtension(_ path: String) -> OutputFormat? {
+    package static func fromExtension(_ path: String) -> OutputFormat? {
         let path = isGzipPath(path) ? String(path.dropLast(3)) : path
         switch (path as NSString).pathExtension.lowercased() {
         case "csv": return .csv
@@ -17,72 +17,72 @@ public enum OutputFormat: String, Sendable, CaseIterable {
     }
 
     /// The path ends in `.gz`.
-    public static func isGzipPath(_ path: String) -> Bool { path.lowercased().hasSuffix(".gz") }
+    package static func isGzipPath(_ path: String) -> Bool { path.lowercased().hasSuffix(".gz") }
 }
 
 /// Where and how rows are written.
-public struct OutputSpec: Sendable, Equatable {
+package struct OutputSpec: Sendable, Equatable {
     /// Equal when they write the same bytes to the same place (where the columns were written aside).
-    public static func == (lhs: OutputSpec, rhs: OutputSpec) -> Bool {
+    package static func == (lhs: OutputSpec, rhs: OutputSpec) -> Bool {
         lhs.path == rhs.path && lhs.format == rhs.format && lhs.csv == rhs.csv && lhs.columns == rhs.columns
             && lhs.rejects == rhs.rejects && lhs.rejectPartial == rhs.rejectPartial && lhs.compress == rhs.compress
     }
 
     /// The path, resolved against the manifest's folder; may hold `{shard}`.
-    public var path: String
+    package var path: String
     /// The format, when given explicitly.
-    public var format: OutputFormat?
+    package var format: OutputFormat?
     /// How CSV is written.
-    public var csv = CSVDialect()
+    package var csv = CSVDialect()
     /// The columns in order; nil for the default (the fixed columns, then every label).
-    public var columns: [OutputColumn]?
+    package var columns: [OutputColumn]?
     /// Where failed rows go instead of this file (resolved like `path`), if anywhere.
-    public var rejects: String?
+    package var rejects: String?
     /// Partial rows go to `rejects` too.
-    public var rejectPartial = false
+    package var rejectPartial = false
     /// Compress with gzip; nil: when the path ends in `.gz`.
-    public var compress: Bool?
+    package var compress: Bool?
     /// Where each item of `columns` is in the manifest, for errors found once the labels are known.
     package var columnMarks: [Mark] = []
     /// Where the `columns` key is, for the warning about failed rows written blank.
     package var columnsKeyMark: Mark?
 
     /// Creates an output spec.
-    public init(path: String, format: OutputFormat? = nil, escapeFormulas: Bool = false) {
+    package init(path: String, format: OutputFormat? = nil, escapeFormulas: Bool = false) {
         self.path = path
         self.format = format
         self.csv.escapeFormulas = escapeFormulas
     }
 
     /// Defuse formulas in CSV cells.
-    public var escapeFormulas: Bool {
+    package var escapeFormulas: Bool {
         get { csv.escapeFormulas }
         set { csv.escapeFormulas = newValue }
     }
 
     /// The format: explicit, else from the extension, else CSV.
-    public var resolvedFormat: OutputFormat { format ?? OutputFormat.fromExtension(path) ?? .csv }
+    package var resolvedFormat: OutputFormat { format ?? OutputFormat.fromExtension(path) ?? .csv }
 }
 
 /// How CSV is written (`output.csv`).
-public struct CSVDialect: Sendable, Equatable {
+package struct CSVDialect: Sendable, Equatable {
     /// The byte between cells: `,` `;` tab or `|`.
-    public var delimiter = UInt8(ascii: ",")
+    package var delimiter = UInt8(ascii: ",")
     /// End lines with CR LF instead of LF.
-    public var crlf = false
+    package var crlf = false
     /// Write the header line.
-    public var header = true
+    package var header = true
     /// Quote every cell, not only those that need it.
-    public var quoteAll = false
+    package var quoteAll = false
     /// Defuse cells a spreadsheet would run as a formula (plain numbers are left alone).
-    public var escapeFormulas = false
+    package var escapeFormulas = false
 
     /// The default dialect: comma, LF, header, minimal quoting, no formula escaping.
-    public init() {}
+    package init() {}
 }
 
 /// One column of `output.columns`.
-public enum OutputColumn: Sendable, Equatable {
+package enum OutputColumn: Sendable, Equatable {
     /// A fixed column (`request`, `status`, …), under `name`.
     case fixed(ResultColumn, name: String)
     /// A label's value, under `name`.
@@ -91,7 +91,7 @@ public enum OutputColumn: Sendable, Equatable {
     case template([ColumnPart], name: String)
 
     /// The column's name in the header (CSV) or as the key (JSON).
-    public var name: String {
+    package var name: String {
         switch self {
         case .fixed(_, let name), .label(_, let name), .template(_, let name): return name
         }
@@ -99,7 +99,7 @@ public enum OutputColumn: Sendable, Equatable {
 }
 
 /// A piece of a column template.
-public enum ColumnPart: Sendable, Equatable {
+package enum ColumnPart: Sendable, Equatable {
     /// Text as written (environment references already resolved).
     case literal(String)
     /// A data-row column's value (empty when the row lacks it).

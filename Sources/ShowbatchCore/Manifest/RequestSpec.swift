@@ -87,7 +87,7 @@ package struct HeaderField: Sendable {
 }
 
 /// HTTP methods a request may use.
-public enum HTTPMethod: String, Sendable, CaseIterable {
+package enum HTTPMethod: String, Sendable, CaseIterable {
     case get = "GET", post = "POST", put = "PUT", patch = "PATCH", delete = "DELETE"
 }
 

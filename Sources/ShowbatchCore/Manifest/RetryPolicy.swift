@@ -1,34 +1,34 @@
 /// What failures are retried.
-public struct RetryPolicy: Sendable, Equatable {
+package struct RetryPolicy: Sendable, Equatable {
     /// Total attempts per request.
-    public var attempts = 3
+    package var attempts = 3
     /// Base of the capped exponential backoff.
-    public var backoff: Duration = .milliseconds(200)
+    package var backoff: Duration = .milliseconds(200)
     /// Cap of the backoff.
-    public var maxBackoff: Duration = .seconds(10)
+    package var maxBackoff: Duration = .seconds(10)
     /// HTTP statuses that are retried.
-    public var statuses: Set<Int> = [429, 502, 503, 504]
+    package var statuses: Set<Int> = [429, 502, 503, 504]
     /// Whether network failures are retried.
-    public var network = true
+    package var network = true
     /// Whether timeouts are retried.
-    public var timeout = true
+    package var timeout = true
 
     /// The default policy.
-    public init() {}
+    package init() {}
 }
 
 /// When a run stops or pauses because the failure is not the rows' (the manifest's `circuit`).
-public struct CircuitPolicy: Sendable, Equatable {
+package struct CircuitPolicy: Sendable, Equatable {
     /// Failed rows in a row that stop the run (rows that could not be sent aside); 0: never.
-    public var failedRows = 25
+    package var failedRows = 25
     /// Transient failures in a row (network, timeout, retried 5xx) that pause sending while one
     /// request probes the endpoint; 0: never.
-    public var outageAfter = 3
+    package var outageAfter = 3
     /// The longest pause before the run stops.
-    public var maxPause: Duration = .seconds(300)
+    package var maxPause: Duration = .seconds(300)
 
     /// The default policy.
-    public init() {}
+    package init() {}
 }
 
 extension RetryPolicy {

@@ -1,25 +1,25 @@
 /// One result row: exactly one per work item.
-public struct ResultRow: Sendable, Equatable {
+package struct ResultRow: Sendable, Equatable {
     /// The work item's ordinal.
-    public var ordinal: Int
+    package var ordinal: Int
     /// The expanded request name.
-    public var request: String
+    package var request: String
     /// ok, partial or failed.
-    public var status: RowStatus
+    package var status: RowStatus
     /// The last attempt's HTTP status.
-    public var httpStatus: Int?
+    package var httpStatus: Int?
     /// Attempts made.
-    public var attempts: Int
+    package var attempts: Int
     /// Label values after transform and mask; nil when missing.
-    public var labels: [(name: String, value: String?)]
+    package var labels: [(name: String, value: String?)]
     /// Errors, in order.
-    public var errors: [RowError]
+    package var errors: [RowError]
     /// Text the feed made from the data row for the output's template columns and rejects
     /// (`output.columns`, `output.rejects`); never sent.
-    public var extras: [String] = []
+    package var extras: [String] = []
 
     /// Creates a row.
-    public init(ordinal: Int, request: String, status: RowStatus, httpStatus: Int?, attempts: Int,
+    package init(ordinal: Int, request: String, status: RowStatus, httpStatus: Int?, attempts: Int,
                 labels: [(name: String, value: String?)], errors: [RowError]) {
         self.ordinal = ordinal
         self.request = request
@@ -31,7 +31,7 @@ public struct ResultRow: Sendable, Equatable {
     }
 
     /// Rows are equal when every field is (labels compared in order).
-    public static func == (lhs: ResultRow, rhs: ResultRow) -> Bool {
+    package static func == (lhs: ResultRow, rhs: ResultRow) -> Bool {
         lhs.ordinal == rhs.ordinal && lhs.request == rhs.request && lhs.status == rhs.status
             && lhs.httpStatus == rhs.httpStatus && lhs.attempts == rhs.attempts && lhs.errors == rhs.errors
             && lhs.labels.map(\.name) == rhs.labels.map(\.name) && lhs.labels.map(\.value) == rhs.labels.map(\.value)
@@ -39,38 +39,38 @@ public struct ResultRow: Sendable, Equatable {
     }
 
     /// The value of a label, if present.
-    public func value(of label: String) -> String? {
+    package func value(of label: String) -> String? {
         labels.first { $0.name == label }?.value ?? nil
     }
 }
 
 /// The status of a result row.
-public enum RowStatus: String, Sendable {
+package enum RowStatus: String, Sendable {
     case ok, partial, failed
 }
 
 /// One error of a result row.
-public struct RowError: Sendable, Equatable {
+package struct RowError: Sendable, Equatable {
     /// The code.
-    public var code: ErrorCode
+    package var code: ErrorCode
     /// The label it concerns, for 1403 to 1407.
-    public var label: String?
+    package var label: String?
     /// A message that names paths and statuses, never values.
-    public var message: String
+    package var message: String
 
     /// Creates an error.
-    public init(code: ErrorCode, label: String?, message: String) {
+    package init(code: ErrorCode, label: String?, message: String) {
         self.code = code
         self.label = label
         self.message = message
     }
 
     /// `CODE kind: message`, as the CSV `error` column shows it.
-    public var text: String { "\(code.rawValue) \(code.kind): \(message)" }
+    package var text: String { "\(code.rawValue) \(code.kind): \(message)" }
 }
 
 /// Error codes of result rows (Show SDK codes where one exists).
-public enum ErrorCode: Int, Sendable, CaseIterable {
+package enum ErrorCode: Int, Sendable, CaseIterable {
     case unexpectedResponseType = 1400
     case unexpectedResponseDataFormat = 1401
     case responseInvalidJSON = 1402
@@ -93,7 +93,7 @@ public enum ErrorCode: Int, Sendable, CaseIterable {
     case timeout = 1502
 
     /// The kind word written next to the code.
-    public var kind: String {
+    package var kind: String {
         switch self {
         case .unexpectedResponseType: return "unexpected_response_type"
         case .unexpectedResponseDataFormat: return "unexpected_response_data_format"
@@ -115,11 +115,11 @@ public enum ErrorCode: Int, Sendable, CaseIterable {
 
 /// The fixed result columns, named once: outputs write them before the labels, and no label may
 /// take one of their names.
-public enum ResultColumn: String, Sendable, CaseIterable {
+package enum ResultColumn: String, Sendable, CaseIterable {
     case request, status
     case httpStatus = "http_status"
     case attempts, error
 
     /// The column names in output order.
-    public static let names = allCases.map(\.rawValue)
+    package static let names = allCases.map(\.rawValue)
 }

@@ -7,16 +7,16 @@ import Glibc
 
 /// What `showbatch merge` is asked to do: put the outputs of a manifest run in `shards` shards
 /// back together.
-public struct MergeOptions: Sendable, Equatable {
+package struct MergeOptions: Sendable, Equatable {
     /// How many shards the manifest was run in (`--shards N`, the N of `--shard I/N`).
-    public var shards: Int
+    package var shards: Int
     /// `--output PATH`, when the shards were run with it.
-    public var output: String?
+    package var output: String?
     /// `--format`, when the shards were run with it.
-    public var format: OutputFormat?
+    package var format: OutputFormat?
 
     /// Options for a manifest run in `shards` shards.
-    public init(shards: Int, output: String? = nil, format: OutputFormat? = nil) {
+    package init(shards: Int, output: String? = nil, format: OutputFormat? = nil) {
         self.shards = shards
         self.output = output
         self.format = format
@@ -24,22 +24,22 @@ public struct MergeOptions: Sendable, Equatable {
 }
 
 /// One unsharded output of a merge.
-public struct MergedOutput: Sendable, Equatable {
+package struct MergedOutput: Sendable, Equatable {
     /// The file, as an unsharded run names it.
-    public var path: String
+    package var path: String
     /// Rows in it.
-    public var rows: Int
+    package var rows: Int
     /// True when its only shard is the file itself (one shard and no `{shard}` in the path): it
     /// was checked and left as it is.
-    public var unchanged: Bool
+    package var unchanged: Bool
 }
 
 /// What a merge did.
-public struct MergeSummary: Sendable, Equatable {
+package struct MergeSummary: Sendable, Equatable {
     /// The outputs written (or found whole), in the order an unsharded run lists them.
-    public var outputs: [MergedOutput] = []
+    package var outputs: [MergedOutput] = []
     /// The merge was interrupted: nothing was written.
-    public var interrupted = false
+    package var interrupted = false
 }
 
 /// `showbatch merge`: writes the unsharded outputs of a manifest from the files of its N shards,
@@ -53,10 +53,10 @@ public struct MergeSummary: Sendable, Equatable {
 /// it should. Outputs are written as a run writes them: to `<path>.partial` (0600, never through a
 /// link), synced, and renamed into place only once every output is complete, replacing what was
 /// there. A refusal or an interrupt leaves no file behind.
-public enum ShardMerge {
+package enum ShardMerge {
     /// Merges the shard outputs of `manifest`. `isCancelled` is asked now and then; when it says
     /// true, the merge stops and writes nothing.
-    public static func merge(manifest: Manifest, options: MergeOptions,
+    package static func merge(manifest: Manifest, options: MergeOptions,
                              isCancelled: @Sendable () -> Bool = { false }) throws(RunError) -> MergeSummary {
         let plan = try MergePlan(manifest: manifest, options: options)
         try plan.check()

@@ -7,16 +7,16 @@ internal import CCurl
 /// The group is `job="showbatch"` with the metrics' own `manifest` and `shard` labels (an unsharded
 /// run's shard is empty, which Prometheus reads as no label), so the pushed series are the
 /// `--metrics` series, and the shards of one Indexed Job do not replace each other's.
-public enum MetricsPush {
+package enum MetricsPush {
     /// The `job` label of every push.
-    public static let job = "showbatch"
+    package static let job = "showbatch"
     /// How long one request may take, and how many are made before the push is given up.
     static let timeout: Duration = .seconds(3)
     static let attempts = 3
 
     /// Why `url` cannot be used as a Pushgateway's address, or nil. A URL that may hold a secret
     /// (user info, a query) is refused without being quoted.
-    public static func problem(with url: String) -> String? {
+    package static func problem(with url: String) -> String? {
         let example = "such as http://pushgateway:9091"
         if url.contains("@") {
             return "--metrics-push must not hold a user or password (what is in a URL ends up in logs and process lists): give the Pushgateway's address only, \(example)"
@@ -99,7 +99,7 @@ extension RunReport {
     /// (HTTP PUT). A run that did not succeed keeps the group's last success time, read from the
     /// Pushgateway first. Each request has a few seconds and the push is tried up to three times;
     /// the error names the cause, never a value (nothing secret is sent: the metrics hold none).
-    public func pushMetrics(to url: String) throws(RunError) {
+    package func pushMetrics(to url: String) throws(RunError) {
         let groupURL = MetricsPush.groupURL(base: url, manifest: manifest, shard: shard)
         var previous: String?
         if exitCode != .ok {

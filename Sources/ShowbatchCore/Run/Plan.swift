@@ -1,45 +1,45 @@
 /// What `plan` prints: the base URL and each request, with header values redacted. Sends nothing.
-public struct Plan: Sendable {
+package struct Plan: Sendable {
     /// One planned request.
-    public struct Entry: Sendable {
+    package struct Entry: Sendable {
         /// The expanded name.
-        public var name: String
+        package var name: String
         /// The method.
-        public var method: String
+        package var method: String
         /// The URL (empty when it could not be built).
-        public var url: String
+        package var url: String
         /// Header names (values are never shown).
-        public var headerNames: [String]
+        package var headerNames: [String]
         /// Why the work item cannot be sent, if it cannot.
-        public var problem: String?
+        package var problem: String?
     }
 
     /// A data-driven request's summary.
-    public struct DataSummary: Sendable {
+    package struct DataSummary: Sendable {
         /// The request's position in the manifest (1-based).
-        public var request: Int
+        package var request: Int
         /// The data file as the manifest names it.
-        public var file: String
+        package var file: String
         /// Rows in the file.
-        public var rows: Int
+        package var rows: Int
     }
 
     /// How many rows of a data file are listed before the count.
-    public static let rowsShown = 3
+    package static let rowsShown = 3
 
     /// The base URL requests go to.
-    public var baseURL: String
+    package var baseURL: String
     /// A note about the custom hostname, when there is one.
-    public var hostnameNote: String?
+    package var hostnameNote: String?
     /// Listed requests (the first rows of data-driven ones).
-    public var entries: [Entry] = []
+    package var entries: [Entry] = []
     /// Data files and their row counts.
-    public var data: [DataSummary] = []
+    package var data: [DataSummary] = []
     /// Output files.
-    public var outputs: [String] = []
+    package var outputs: [String] = []
 
     /// Builds the plan of `manifest` without any network call.
-    public init(manifest: Manifest) {
+    package init(manifest: Manifest) {
         if let hostname = manifest.hostname {
             baseURL = "https://\(hostname)"
             if manifest.hostnameIsChecked {
@@ -78,7 +78,7 @@ public struct Plan: Sendable {
     }
 
     /// The plan as text: `base_url: URL`, then `METHOD URL name` per request.
-    public var text: String {
+    package var text: String {
         var lines = ["base_url: \(baseURL)"]
         for entry in entries {
             if let problem = entry.problem {
@@ -100,7 +100,7 @@ public struct Plan: Sendable {
     }
 
     /// The plan as one JSON object.
-    public var json: String {
+    package var json: String {
         var members: [JSONMember] = [JSONMember("base_url", .string(baseURL))]
         if let hostnameNote { members.append(JSONMember("note", .string(hostnameNote))) }
         members.append(JSONMember("requests", .array(entries.map { entry in

@@ -1,7 +1,7 @@
 import ShowbatchYAML
 
 /// A problem a run cannot get past: bad options (exit 2) or a runtime failure (exit 3).
-public enum RunError: Error, Sendable, CustomStringConvertible {
+package enum RunError: Error, Sendable, CustomStringConvertible {
     /// The run cannot start as asked; nothing was sent.
     case usage(String)
     /// The run cannot start because of a place in the manifest (rendered with file, line, column
@@ -14,7 +14,7 @@ public enum RunError: Error, Sendable, CustomStringConvertible {
     case sideFile(String)
 
     /// The message a person reads (a manifest problem with its quoted line).
-    public var description: String {
+    package var description: String {
         switch self {
         case .usage(let message), .runtime(let message), .sideFile(let message): return message
         case .manifest(let diagnostic): return diagnostic.description
@@ -25,14 +25,14 @@ public enum RunError: Error, Sendable, CustomStringConvertible {
 /// Why a run stops early: the failure is not the rows' (a refused token, a certificate that is not
 /// trusted, an endpoint that stays down). A stopped run keeps its outputs `.partial` and its
 /// journals for `--resume`, and exits 4.
-public struct RunStop: Error, Sendable, Equatable, CustomStringConvertible {
+package struct RunStop: Error, Sendable, Equatable, CustomStringConvertible {
     /// The reason, in one line.
-    public let reason: String
+    package let reason: String
 
     init(_ reason: String) {
         self.reason = reason
     }
 
     /// The reason.
-    public var description: String { reason }
+    package var description: String { reason }
 }

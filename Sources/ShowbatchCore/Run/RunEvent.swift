@@ -1,5 +1,5 @@
 /// Something a run reports while it goes; the executable decides how to print it.
-public enum RunEvent: Sendable {
+package enum RunEvent: Sendable {
     /// The run is about to send: what it will write, and how many rows when known.
     case started(RunStart)
     /// Something an operator may want to know that is not a problem (the hostname check's
@@ -14,40 +14,40 @@ public enum RunEvent: Sendable {
 }
 
 /// One attempt, as `--verbose` shows it.
-public struct AttemptRecord: Sendable {
+package struct AttemptRecord: Sendable {
     /// The request name.
-    public var request: String
+    package var request: String
     /// The method.
-    public var method: String
+    package var method: String
     /// The URL.
-    public var url: String
+    package var url: String
     /// 1-based attempt number.
-    public var attempt: Int
+    package var attempt: Int
     /// The HTTP status, when one arrived.
-    public var status: Int?
+    package var status: Int?
     /// The failure kind, when none arrived.
-    public var failure: String?
+    package var failure: String?
     /// How long the attempt took.
-    public var duration: Duration
+    package var duration: Duration
 }
 
 /// Progress of a run.
-public struct RunProgress: Sendable {
+package struct RunProgress: Sendable {
     /// Rows written.
-    public var done: Int
+    package var done: Int
     /// Rows the run will write, when known.
-    public var total: Int?
+    package var total: Int?
     /// Failed rows so far.
-    public var failed: Int
+    package var failed: Int
     /// Time since the run started.
-    public var elapsed: Duration
+    package var elapsed: Duration
     /// Ok rows so far.
-    public var ok = 0
+    package var ok = 0
     /// Attempts beyond the first so far.
-    public var retries = 0
+    package var retries = 0
 
     /// Progress of `done` rows (`total` expected), `failed` of them failed, after `elapsed`.
-    public init(done: Int, total: Int?, failed: Int, elapsed: Duration, ok: Int = 0, retries: Int = 0) {
+    package init(done: Int, total: Int?, failed: Int, elapsed: Duration, ok: Int = 0, retries: Int = 0) {
         self.done = done
         self.total = total
         self.failed = failed
@@ -58,19 +58,19 @@ public struct RunProgress: Sendable {
 }
 
 /// What a run is about to do, for its first log line.
-public struct RunStart: Sendable {
+package struct RunStart: Sendable {
     /// The manifest's path.
-    public var manifest: String
+    package var manifest: String
     /// The outputs, `-` for standard output.
-    public var outputs: [String]
+    package var outputs: [String]
     /// The rows this run will write (its shard's), when known.
-    public var rows: Int?
+    package var rows: Int?
     /// `I/N` when sharded.
-    public var shard: String?
+    package var shard: String?
     /// fresh, resume or retry_failed.
-    public var mode: String
+    package var mode: String
     /// Where requests go (the vault URL, a custom hostname, a satellite or the emulator).
-    public var baseURL: String
+    package var baseURL: String
     /// The rate limit this process keeps (a shard's share of the manifest's), if any.
-    public var rateLimit: Rate?
+    package var rateLimit: Rate?
 }

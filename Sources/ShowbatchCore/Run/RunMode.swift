@@ -1,6 +1,6 @@
 /// What a run does with what an earlier run of the same outputs left: decided once, from the
 /// flags, and named the same in the journal, the logs and the outputs' handling.
-public enum RunMode: String, Sendable {
+package enum RunMode: String, Sendable {
     /// Start over: `.partial` files and journals are replaced.
     case fresh
     /// `--resume`: go on from each output's last checkpoint.
@@ -11,5 +11,5 @@ public enum RunMode: String, Sendable {
 
 extension RunOptions {
     /// The mode the flags ask for.
-    public var mode: RunMode { retryFailed ? .retryFailed : resume ? .resume : .fresh }
+    package var mode: RunMode { retryFailed ? .retryFailed : resume ? .resume : .fresh }
 }

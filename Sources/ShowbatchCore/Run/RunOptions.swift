@@ -1,59 +1,59 @@
 /// Options of one run; flags beat manifest values.
-public struct RunOptions: Sendable, Equatable {
+package struct RunOptions: Sendable, Equatable {
     /// `--output PATH` (relative to the current folder), or `-` for standard output.
-    public var output: String?
+    package var output: String?
     /// `--format`.
-    public var format: OutputFormat?
+    package var format: OutputFormat?
     /// `--concurrency`.
-    public var concurrency: Int?
+    package var concurrency: Int?
     /// `--connections`: most connections per host.
-    public var connections: Int?
+    package var connections: Int?
     /// `--rate`.
-    public var rate: Rate?
+    package var rate: Rate?
     /// `--timeout`.
-    public var timeout: Duration?
+    package var timeout: Duration?
     /// `--fail-fast`: stop at the first failed row.
-    public var failFast = false
+    package var failFast = false
     /// `--resume`: go on from each output's last checkpoint.
-    public var resume = false
+    package var resume = false
     /// `--resume=auto`: go on from a journal when one matches this run and is recent
     /// (`resume_max_age`); else start afresh, removing what the stale run left.
-    public var resumeAuto = false
+    package var resumeAuto = false
     /// `--retry-failed`: send the failed rows of finished outputs again, keeping every other row.
-    public var retryFailed = false
+    package var retryFailed = false
     /// `--shard`.
-    public var shard: Shard?
+    package var shard: Shard?
     /// `--limit N`: send only the first N work items (of this shard): a canary.
-    public var limit: Int?
+    package var limit: Int?
     /// `--strict-hostname`: a failed hostname check is exit 3.
-    public var strictHostname = false
+    package var strictHostname = false
     /// `--progress`.
-    public var progress: ProgressMode = .auto
+    package var progress: ProgressMode = .auto
     /// `--log-format`.
-    public var logFormat: LogFormat = .text
+    package var logFormat: LogFormat = .text
     /// `--quiet`: no summary, only errors.
-    public var quiet = false
+    package var quiet = false
     /// `--verbose`: a line per attempt (method, URL, status, duration).
-    public var verbose = false
+    package var verbose = false
     /// `--transport`: which HTTP client sends the requests.
-    public var transport: TransportKind?
+    package var transport: TransportKind?
     /// Send every request here instead (the emulator of `--emulate`).
-    public var baseURLOverride: String?
+    package var baseURLOverride: String?
     /// Fetch tokens here instead (the emulator's token endpoint under `--emulate`).
-    public var tokenURLOverride: String?
+    package var tokenURLOverride: String?
     /// Someone may be watching (stderr is a terminal): a custom hostname check that cannot be
     /// made then falls back to the vault URL with a warning, as the Show SDKs do; unattended,
     /// it stops the run unless the manifest sets `hostname_fallback`.
-    public var interactive = false
+    package var interactive = false
     /// Files the command writes besides the outputs (`--metrics`, `--report`), by flag: a run
     /// refuses to start when one of them is an input or a file of an output.
-    public var sideFiles: [String: String] = [:]
+    package var sideFiles: [String: String] = [:]
     /// Names the run in every JSON log line, the metrics and the report (the command sets a new
     /// one for each run).
-    public var runID: String?
+    package var runID: String?
 
     /// 16 random hex digits.
-    public static func newRunID() -> String {
+    package static func newRunID() -> String {
         var generator = SystemRandomNumberGenerator()
         let value = generator.next() as UInt64
         let hex = String(value, radix: 16)
@@ -61,16 +61,16 @@ public struct RunOptions: Sendable, Equatable {
     }
 
     /// Default options.
-    public init() {}
+    package init() {}
 }
 
 /// How progress is shown on stderr.
-public enum ProgressMode: String, Sendable, CaseIterable {
+package enum ProgressMode: String, Sendable, CaseIterable {
     case auto, always, never
 }
 
 /// The HTTP clients showbatch can send with.
-public enum TransportKind: String, Sendable, CaseIterable {
+package enum TransportKind: String, Sendable, CaseIterable {
     /// libcurl's multi interface on one event-loop thread (the default: measured faster).
     case curl
     /// FoundationNetworking's URLSession.
@@ -78,6 +78,6 @@ public enum TransportKind: String, Sendable, CaseIterable {
 }
 
 /// How log lines are written on stderr.
-public enum LogFormat: String, Sendable, CaseIterable {
+package enum LogFormat: String, Sendable, CaseIterable {
     case text, json
 }

@@ -2,26 +2,26 @@ import Foundation
 
 /// What a run did, for the machines that watch it: the `--report` JSON document and the
 /// `--metrics` Prometheus text file. Never holds a revealed, header or payload value.
-public struct RunReport: Sendable {
+package struct RunReport: Sendable {
     /// The run's id (as in its JSON log lines).
-    public var runID: String
+    package var runID: String
     /// The manifest's path.
-    public var manifest: String
+    package var manifest: String
     /// `I/N` when sharded.
-    public var shard: String?
+    package var shard: String?
     /// When the run started and ended.
-    public var started: Date
+    package var started: Date
     /// When the run ended.
-    public var ended: Date
+    package var ended: Date
     /// The process's exit code.
-    public var exitCode: ExitCode
+    package var exitCode: ExitCode
     /// The summary, when the run got as far as sending.
-    public var summary: RunSummary?
+    package var summary: RunSummary?
     /// The error that ended the run before or instead of a summary (exit 2 or 3).
-    public var error: String?
+    package var error: String?
 
     /// A report of a run.
-    public init(runID: String, manifest: String, shard: String?, started: Date, ended: Date, exitCode: ExitCode,
+    package init(runID: String, manifest: String, shard: String?, started: Date, ended: Date, exitCode: ExitCode,
                 summary: RunSummary?, error: String?) {
         self.runID = runID
         self.manifest = manifest
@@ -34,7 +34,7 @@ public struct RunReport: Sendable {
     }
 
     /// ok, rows_failed, stopped, interrupted, invalid or error: the exit code in a word.
-    public var outcome: String {
+    package var outcome: String {
         switch exitCode {
         case .ok: return "ok"
         case .rowsFailed: return "rows_failed"
@@ -46,7 +46,7 @@ public struct RunReport: Sendable {
     }
 
     /// The report as one JSON document (`--report`).
-    public var json: String {
+    package var json: String {
         let summary = summary ?? RunSummary()
         func number(_ value: Int) -> JSONValue { .number(String(value)) }
         var members: [JSONMember] = [
@@ -93,7 +93,7 @@ public struct RunReport: Sendable {
     /// The metrics in the Prometheus text format, for node_exporter's textfile collector
     /// (`--metrics`). `previous` is the file this replaces: its last success time is kept when
     /// this run did not succeed.
-    public func prometheus(previous: String?) -> String {
+    package func prometheus(previous: String?) -> String {
         let summary = summary ?? RunSummary()
         var labels = "manifest=\"\(Self.escapeLabel(manifest))\""
         if let shard { labels += ",shard=\"\(Self.escapeLabel(shard))\"" }
@@ -143,9 +143,9 @@ public struct RunReport: Sendable {
 }
 
 /// Times in log lines and reports.
-public enum Timestamp {
+package enum Timestamp {
     /// `date` in RFC 3339, UTC, to the millisecond: `2026-12-01T07:55:01.123Z`.
-    public static func rfc3339(_ date: Date = Date()) -> String {
+    package static func rfc3339(_ date: Date = Date()) -> String {
         let interval = date.timeIntervalSince1970
         var seconds = time_t(interval.rounded(.down))
         let millis = min(999, Int(((interval - Double(seconds)) * 1000).rounded(.down)))
@@ -162,7 +162,7 @@ extension RunReport {
     /// manifest is read: the shape of a path, one file named twice, the manifest itself (a
     /// manifest that cannot be read still gets its metrics, which must never replace it). The run
     /// checks them against its other inputs and its outputs (`OutputPlanner.check`).
-    public static func sideFileProblem(_ sideFiles: [(flag: String, path: String)], manifest: String) -> String? {
+    package static func sideFileProblem(_ sideFiles: [(flag: String, path: String)], manifest: String) -> String? {
         for (index, (flag, path)) in sideFiles.enumerated() {
             if path.isEmpty || path.hasSuffix("/") { return "\(flag) needs the path of a file; got \"\(path)\"" }
             if sameFile(path, manifest) { return "\(flag) \(path) is the manifest; give it a path of its own" }
@@ -180,13 +180,13 @@ extension RunReport {
     }
 
     /// Writes the report (`--report`) at `path`, at once.
-    public func writeReport(to path: String) throws(RunError) {
+    package func writeReport(to path: String) throws(RunError) {
         try PrivateFile.replaceAtomically(path, with: Array(json.utf8), mode: 0o644)
     }
 
     /// Writes the metrics (`--metrics`) at `path`, at once, keeping the last success time of the
     /// file it replaces.
-    public func writeMetrics(to path: String) throws(RunError) {
+    package func writeMetrics(to path: String) throws(RunError) {
         try PrivateFile.replaceAtomically(path, with: Array(prometheus(previous: PrivateFile.readText(path)).utf8), mode: 0o644)
     }
 }

@@ -1,45 +1,45 @@
 /// The outcome of a run.
-public struct RunSummary: Sendable {
+package struct RunSummary: Sendable {
     /// Rows written.
-    public var rows = 0
+    package var rows = 0
     /// Rows with status ok.
-    public var ok = 0
+    package var ok = 0
     /// Rows with status partial.
-    public var partial = 0
+    package var partial = 0
     /// Rows with status failed.
-    public var failed = 0
+    package var failed = 0
     /// Attempts beyond the first, over all rows.
-    public var retries = 0
+    package var retries = 0
     /// Rows taken from the journal instead of being sent.
-    public var replayed = 0
+    package var replayed = 0
     /// Work items not sent because `--fail-fast` stopped the run.
-    public var skipped = 0
+    package var skipped = 0
     /// Wall time.
-    public var elapsed: Duration = .zero
+    package var elapsed: Duration = .zero
     /// Output files written (or "-").
-    public var outputs: [String] = []
+    package var outputs: [String] = []
     /// True when SIGINT/SIGTERM stopped the run: outputs were not renamed into place.
-    public var interrupted = false
+    package var interrupted = false
     /// Why the circuit breaker stopped the run (outputs left `.partial`, journals kept), if it did.
-    public var stopReason: String?
+    package var stopReason: String?
     /// The rows written by this run (not those from a journal) by error code and HTTP status.
-    public var tally = RowTally()
+    package var tally = RowTally()
 
     /// Requests per second over the run.
-    public var rate: Double { elapsed.seconds > 0 ? Double(rows) / elapsed.seconds : 0 }
+    package var rate: Double { elapsed.seconds > 0 ? Double(rows) / elapsed.seconds : 0 }
 }
 
 /// Rows counted by what went wrong and what was answered, for logs, metrics and reports.
-public struct RowTally: Sendable, Equatable {
+package struct RowTally: Sendable, Equatable {
     /// Rows holding each error code (a row with two codes counts under both, once each).
-    public var byErrorCode: [ErrorCode: Int] = [:]
+    package var byErrorCode: [ErrorCode: Int] = [:]
     /// Rows by the HTTP status of their last attempt; rows that got no answer are not here.
-    public var byHTTPStatus: [Int: Int] = [:]
+    package var byHTTPStatus: [Int: Int] = [:]
     /// Rows whose last attempt got no HTTP answer (network, timeout, TLS) or that were never sent.
-    public var withoutAnswer = 0
+    package var withoutAnswer = 0
 
     /// No rows.
-    public init() {}
+    package init() {}
 
     /// Counts `row`.
     mutating func add(_ row: ResultRow) {

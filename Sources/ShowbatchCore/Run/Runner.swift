@@ -1,7 +1,7 @@
 import Foundation
 
 /// Sends a manifest's requests and writes one row per work item, in order.
-public struct Runner: Sendable {
+package struct Runner: Sendable {
     let manifest: Manifest
     let options: RunOptions
     let transport: any Transport
@@ -14,7 +14,7 @@ public struct Runner: Sendable {
     var onPark: (@Sendable (Int) -> Void)?
 
     /// A runner for `manifest`; a URLSession transport is made when none is given.
-    public init(manifest: Manifest, options: RunOptions, transport: (any Transport)? = nil,
+    package init(manifest: Manifest, options: RunOptions, transport: (any Transport)? = nil,
                 environment: [String: String] = ProcessInfo.processInfo.environment,
                 events: @escaping @Sendable (RunEvent) -> Void = { _ in }) {
         self.manifest = manifest
@@ -34,7 +34,7 @@ public struct Runner: Sendable {
 
     /// Runs to the end (or to an interrupt), writing every output. What it says (events, a stop
     /// reason, an error) holds none of the run's secrets.
-    public func run() async throws(RunError) -> RunSummary {
+    package func run() async throws(RunError) -> RunSummary {
         do {
             var summary = try await runUnredacted()
             summary.stopReason = summary.stopReason.map(redactor.redact)

@@ -1,21 +1,21 @@
 import Foundation
 
 /// Which part of the work a process takes: work items whose ordinal mod `count` is `index`.
-public struct Shard: Sendable, Equatable {
+package struct Shard: Sendable, Equatable {
     /// This shard, 0-based.
-    public let index: Int
+    package let index: Int
     /// The number of shards.
-    public let count: Int
+    package let count: Int
 
     /// Creates a shard.
-    public init(index: Int, count: Int) {
+    package init(index: Int, count: Int) {
         self.index = index
         self.count = count
     }
 
     /// Parses `I/N` or `auto/N` (`JOB_COMPLETION_INDEX` of a Kubernetes Indexed Job); the
     /// error message names what was expected.
-    public static func parse(_ text: String, environment: [String: String]) -> Result<Shard, ShardParseError> {
+    package static func parse(_ text: String, environment: [String: String]) -> Result<Shard, ShardParseError> {
         let parts = text.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count == 2, let count = Int(parts[1]), count >= 1 else {
             return .failure(ShardParseError(message: "--shard must be I/N or auto/N with N ≥ 1, such as 0/4; got \"\(text)\""))
@@ -42,10 +42,10 @@ public struct Shard: Sendable, Equatable {
     }
 
     /// Whether this shard takes the work item with `ordinal`.
-    public func takes(_ ordinal: Int) -> Bool { ordinal % count == index }
+    package func takes(_ ordinal: Int) -> Bool { ordinal % count == index }
 
     /// The output path for this shard: `{shard}` replaced, else `-shard-I` before the extension.
-    public func path(_ path: String) -> String {
+    package func path(_ path: String) -> String {
         if path.contains("{shard}") { return path.replacingOccurrences(of: "{shard}", with: String(index)) }
         guard count > 1 else { return path }
         let slash = path.lastIndex(of: "/").map { path.index(after: $0) } ?? path.startIndex
@@ -58,7 +58,7 @@ public struct Shard: Sendable, Equatable {
 }
 
 /// A `--shard` value that is not valid.
-public struct ShardParseError: Error, Sendable {
+package struct ShardParseError: Error, Sendable {
     /// What was expected.
-    public let message: String
+    package let message: String
 }

@@ -6,8 +6,9 @@ import Foundation
 /// Handing over element by element would cost a lock and a wakeup per element; the run's feed,
 /// writer and the concurrent request decoder each pass tens of thousands of elements a second.
 /// The producer waits while the queue is full, so a slow consumer holds it back instead of
-/// memory growing.
-final class BatchQueue<Element>: @unchecked Sendable {
+/// memory growing. Elements cross threads, so they are `Sendable`; the queue's own state is
+/// guarded by its condition (hence `@unchecked`).
+final class BatchQueue<Element: Sendable>: @unchecked Sendable {
     /// What `take` found.
     enum Taken: Equatable {
         /// Elements were moved into the batch.

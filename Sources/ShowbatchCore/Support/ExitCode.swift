@@ -1,5 +1,5 @@
 /// How a showbatch command ends: the exit codes of SPEC section 4. Every error type carries its own.
-public enum ExitCode: Int32, Sendable, CaseIterable {
+package enum ExitCode: Int32, Sendable, CaseIterable {
     /// Every row ok (or a command that is not a run succeeded).
     case ok = 0
     /// Some rows partial or failed, or `--fail-fast` stopped the run; outputs were written.
@@ -18,7 +18,7 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
 
 extension RunError {
     /// The exit code a run ending with this error has.
-    public var exitCode: ExitCode {
+    package var exitCode: ExitCode {
         switch self {
         case .usage, .manifest, .sideFile: return .usage
         case .runtime: return .runtime
@@ -28,12 +28,12 @@ extension RunError {
 
 extension ManifestError {
     /// An invalid manifest is a usage error: nothing was sent.
-    public var exitCode: ExitCode { .usage }
+    package var exitCode: ExitCode { .usage }
 }
 
 extension RunSummary {
     /// The exit code of a run that ended with this summary.
-    public var exitCode: ExitCode {
+    package var exitCode: ExitCode {
         if interrupted { return .interrupted }
         if stopReason != nil { return .stopped }
         return ok == rows && skipped == 0 ? .ok : .rowsFailed

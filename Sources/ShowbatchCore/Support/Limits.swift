@@ -1,11 +1,11 @@
 /// Sizes showbatch refuses to go past, named once.
-public enum Limits {
+package enum Limits {
     /// The largest response body read (SPEC 7); a larger one is the row error 1401.
-    public static let responseBody = 16 << 20
+    package static let responseBody = 16 << 20
     /// The longest record of a data file (a CSV record or a JSON line): one longer is a failed
     /// row (1490) and ends the reading of that file, since nothing in it marks where the next
     /// record would start.
-    public static let dataRecord = 16 << 20
+    package static let dataRecord = 16 << 20
     /// The largest manifest read (a generated 50,000-request manifest is about 10 MB).
-    public static let manifestFile = 64 << 20
+    package static let manifestFile = 64 << 20
 }

@@ -87,28 +87,28 @@ package enum Units {
 }
 
 /// Requests per interval, across a whole run.
-public struct Rate: Sendable, Equatable {
+package struct Rate: Sendable, Equatable {
     /// How many requests may start per interval.
-    public let count: Int
+    package let count: Int
     /// The interval.
-    public let per: Duration
+    package let per: Duration
 
     /// Creates a rate.
-    public init(count: Int, per: Duration) {
+    package init(count: Int, per: Duration) {
         self.count = count
         self.per = per
     }
 
     /// The interval between two requests.
-    public var spacing: Duration { per / count }
+    package var spacing: Duration { per / count }
 
     /// A share of this rate: one of `parts` processes keeping the rate together.
-    public func share(of parts: Int) -> Rate { Rate(count: count, per: per * parts) }
+    package func share(of parts: Int) -> Rate { Rate(count: count, per: per * parts) }
 }
 
 extension Units {
     /// A rate as written in a manifest (`50/s`), or as a count per interval (`50/8s`).
-    public static func rateText(_ rate: Rate) -> String {
+    package static func rateText(_ rate: Rate) -> String {
         switch rate.per {
         case .seconds(1): return "\(rate.count)/s"
         case .seconds(60): return "\(rate.count)/m"

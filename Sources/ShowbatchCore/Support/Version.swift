@@ -1,2 +1,2 @@
 /// The version reported by `--version` and the `vgs-client` header.
-public let showbatchVersion = "0.1.0"
+package let showbatchVersion = "0.1.0"

@@ -1,22 +1,22 @@
 import Foundation
 
 /// A request ready to send: URL, headers and body built from the manifest and a data row.
-public struct PreparedRequest: Sendable {
+package struct PreparedRequest: Sendable {
     /// The expanded request name.
-    public var name: String
+    package var name: String
     /// The method.
-    public var method: HTTPMethod
+    package var method: HTTPMethod
     /// The full URL.
-    public var url: String
+    package var url: String
     /// Headers in send order (values are secrets: never print them).
-    public var headers: [(name: String, value: String)]
+    package var headers: [(name: String, value: String)]
     /// The JSON body, when the request has a payload.
-    public var body: [UInt8]?
+    package var body: [UInt8]?
     /// True when every row of the request sends these same headers (none comes from the row),
     /// so a transport may keep what it builds from them for the next request.
-    public var fixedHeaders = false
+    package var fixedHeaders = false
     /// Text made from the data row for the output's template and rejects columns; never sent.
-    public var extras: [String] = []
+    package var extras: [String] = []
     /// Where each binary label of the answer is written (nil for a text label); empty when the
     /// request has none.
     var labelFiles: [LabelFileTarget?] = []

@@ -1,5 +1,5 @@
 /// Sends one HTTP request. Kept narrow so that another transport can stand in.
-public protocol Transport: Sendable {
+package protocol Transport: Sendable {
     /// Sends `request`, giving up after `timeout`.
     func send(_ request: PreparedRequest, timeout: Duration) async -> TransportResult
 
@@ -10,11 +10,11 @@ public protocol Transport: Sendable {
 
 extension Transport {
     /// No executor of its own: tasks run on the shared pool.
-    public var executor: (any TaskExecutor)? { nil }
+    package var executor: (any TaskExecutor)? { nil }
 }
 
 /// What one attempt came back with.
-public enum TransportResult: Sendable {
+package enum TransportResult: Sendable {
     /// An HTTP answer; header names are lower-cased. The curl transport keeps only the header the
     /// engine reads (`retry-after`).
     case response(status: Int, headers: [String: String], body: [UInt8])
@@ -23,7 +23,7 @@ public enum TransportResult: Sendable {
 }
 
 /// Why an attempt has no usable answer.
-public enum TransportFailure: Error, Sendable, Equatable {
+package enum TransportFailure: Error, Sendable, Equatable {
     /// Connect, reset, DNS or TLS failure, described without any request data.
     case network(String)
     /// No complete answer within the per-attempt timeout.

@@ -5,13 +5,13 @@ import FoundationNetworking
 #endif
 
 /// The transport on FoundationNetworking's URLSession: one session per run.
-public final class URLSessionTransport: Transport, @unchecked Sendable {
+package final class URLSessionTransport: Transport, @unchecked Sendable {
     // URLSession is thread-safe; the class holds only immutable state.
     private let session: URLSession
     private let maxBodyBytes: Int
 
     /// A session allowing `maxConnections` connections per host, refusing bodies over `maxBodyBytes`.
-    public init(maxConnections: Int, maxBodyBytes: Int = Limits.responseBody) {
+    package init(maxConnections: Int, maxBodyBytes: Int = Limits.responseBody) {
         let configuration = URLSessionConfiguration.ephemeral
         // The default of 6 would queue requests past it until they time out.
         configuration.httpMaximumConnectionsPerHost = max(maxConnections, 6)
@@ -29,7 +29,7 @@ public final class URLSessionTransport: Transport, @unchecked Sendable {
     deinit { session.finishTasksAndInvalidate() }
 
     /// Sends one request on the run's session, ending it at `timeout` whatever the server does.
-    public func send(_ prepared: PreparedRequest, timeout: Duration) async -> TransportResult {
+    package func send(_ prepared: PreparedRequest, timeout: Duration) async -> TransportResult {
         guard let url = URL(string: prepared.url) else { return .failure(.network("invalid URL")) }
         var request = URLRequest(url: url)
         request.httpMethod = prepared.method.rawValue

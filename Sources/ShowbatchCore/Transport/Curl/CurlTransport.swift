@@ -9,23 +9,23 @@ import Synchronization
 /// the loop thread between transfers, as `curl --parallel` does all its work on one thread. A
 /// request then goes from task to transfer and back without waking another thread, and the
 /// other core is left to the rest of the machine (on a small box, often the server itself).
-public final class CurlTransport: Transport, Sendable {
+package final class CurlTransport: Transport, Sendable {
     private let loop: CurlLoop
 
     /// The loop thread, as an executor for the run's tasks.
-    public var executor: (any TaskExecutor)? { loop }
+    package var executor: (any TaskExecutor)? { loop }
 
     /// A transport allowing `maxConnections` connections per host, refusing bodies over
     /// `maxBodyBytes`, verifying TLS as `tls` says. Over HTTP/2 requests wait for a connection
     /// they can share rather than opening one each, as `curl --parallel` does.
-    public init(maxConnections: Int, maxBodyBytes: Int = Limits.responseBody, tls: TLSSettings = TLSSettings()) {
+    package init(maxConnections: Int, maxBodyBytes: Int = Limits.responseBody, tls: TLSSettings = TLSSettings()) {
         loop = CurlLoop(maxConnections: max(1, maxConnections), maxBodyBytes: maxBodyBytes, tls: tls)
     }
 
     deinit { loop.stop() }
 
     /// Hands the request to the loop and waits for its result; a cancelled task ends the transfer.
-    public func send(_ request: PreparedRequest, timeout: Duration) async -> TransportResult {
+    package func send(_ request: PreparedRequest, timeout: Duration) async -> TransportResult {
         let transfer = CurlTransfer(request: request, timeout: timeout)
         return await withTaskCancellationHandler {
             // Unchecked: the loop resumes each transfer's continuation exactly once (in `finish`,
