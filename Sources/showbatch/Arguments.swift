@@ -105,6 +105,12 @@ enum ArgumentParser {
             arguments.options.resumeAuto = text == "auto"
         },
         Flag("--retry-failed", "send the failed rows of a finished run again, keeping the rest") { $0.options.retryFailed = true },
+        Flag("--max-failed", "N|P%", "rows not ok (failed or partial) the run may end with and still exit 0") { (arguments, text) throws(UsageError) in
+            guard let allowance = FailureAllowance.parse(text) else {
+                throw UsageError(message: "--max-failed must be a number of rows (25) or a percentage of the run's rows (0.1%); got \"\(text)\"", command: "run")
+            }
+            arguments.options.maxFailed = allowance
+        },
         Flag("--limit", "N", "send only the first N work items (of this shard): a canary run") { (arguments, text) throws(UsageError) in
             arguments.options.limit = try FlagValue.integer(text, "--limit", 1...Int.max, command: "run")
         },

@@ -167,6 +167,9 @@ final class EventPrinter: Sendable {
                 JSONMember("ok", .number(String(summary.ok))), JSONMember("partial", .number(String(summary.partial))),
                 JSONMember("failed", .number(String(summary.failed))), JSONMember("retries", .number(String(summary.retries))),
                 JSONMember("replayed", .number(String(summary.replayed))), JSONMember("skipped", .number(String(summary.skipped))),
+                JSONMember("unfinished", .number(String(summary.unfinished))),
+                JSONMember("resent_after_401", .number(String(summary.resentAfter401))),
+                JSONMember("token_renewals", .number(String(summary.tokenRenewals))),
                 JSONMember("elapsed_s", .number(String(format: "%.3f", summary.elapsed.seconds))),
                 JSONMember("requests_per_s", .number(String(format: "%.1f", summary.rate))),
                 JSONMember("interrupted", .bool(summary.interrupted)),
@@ -180,6 +183,9 @@ final class EventPrinter: Sendable {
         text += "\(summary.retries) retries; \(Units.text(summary.elapsed)), \(String(format: "%.1f", summary.rate)) requests/s"
         if summary.replayed > 0 { text += "; \(summary.replayed) from the journal" }
         if summary.skipped > 0 { text += "; \(summary.skipped) not sent\(summary.stopReason == nil ? " (--fail-fast)" : "")" }
+        if summary.withinAllowance, let allowance = summary.allowance {
+            text += "; \(summary.rows - summary.ok) not ok, within max_failed (\(allowance.text))"
+        }
         if let reason = summary.stopReason {
             text += "; stopped: \(reason); \(summary.outputs.isEmpty ? "nothing was written" : "outputs left as .partial, rerun with --resume once that is fixed")"
         } else if summary.interrupted && summary.outputs.isEmpty {

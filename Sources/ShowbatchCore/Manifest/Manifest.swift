@@ -48,6 +48,8 @@ package struct Manifest: Sendable {
     /// Whether a hostname check that could not be made falls back to the vault URL even when no
     /// one is watching (a run not on a terminal otherwise stops).
     package var hostnameFallback = false
+    /// Rows not ok a run may end with and still exit 0 (`max_failed`).
+    package var maxFailed: FailureAllowance?
     /// How old a journal may be for `--resume=auto` to go on from it (`resume_max_age`).
     package var resumeMaxAge: Duration = .seconds(12 * 3600)
     /// Where rows go when neither `--output` nor the request says.

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// How a job ended.
 enum JobOutcome: Sendable {
@@ -9,6 +10,12 @@ enum JobOutcome: Sendable {
     /// The run must stop: the failure is not the row's (a certificate, credentials, an endpoint
     /// that stays down). The row is not written; a resumed run sends it.
     case stop(RunStop)
+}
+
+/// What the attempts of a run count, for its summary, metrics and report.
+final class AttemptCounts: Sendable {
+    /// Requests sent again because an answer refused their token (401).
+    let resentAfter401 = Atomic<Int>(0)
 }
 
 /// Everything an attempt needs, shared by the tasks of a run.
@@ -25,6 +32,8 @@ struct AttemptContext: Sendable {
     var reveal = RevealTiming(failFast: false)
     /// The circuit breaker's pause (an outage, refused fresh tokens).
     var pause: CircuitPause?
+    /// What the attempts of a run count.
+    var counts: AttemptCounts?
 
     /// Sends with retries; a 2xx answer comes back as `reveal` says (revealed now, or as it is for
     /// the writer).
@@ -137,6 +146,7 @@ struct AttemptContext: Sendable {
                 }
                 renewals += 1
                 attempt -= 1
+                counts?.resentAfter401.add(1, ordering: .relaxed)
                 continue
             case .response(let status, let headers, _):
                 if !(canRetry && policy.statuses.contains(status)) {

@@ -39,6 +39,10 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
     struct Outcome {
         /// True when rows were left unwritten behind a request that never finished.
         var gap: Bool
+        /// Work items handed out whose rows were not handed to the writer (their request was
+        /// under way when the run stopped, or they were held or waited behind one): `--resume`
+        /// sends them.
+        var unfinished = 0
         /// Why the run stopped early (the circuit breaker), if it did.
         var stopReason: RunStop?
         var stopped: Bool
@@ -260,8 +264,8 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
         }
         let rest = outbox
         outbox = []
-        return (rest, Outcome(gap: !pending.isEmpty || !held.isEmpty, stopReason: stopReason, stopped: stopped,
-                              exhausted: exhausted, writeError: writeError))
+        return (rest, Outcome(gap: !pending.isEmpty || !held.isEmpty, unfinished: nextSequence - nextToWrite, stopReason: stopReason,
+                              stopped: stopped, exhausted: exhausted, writeError: writeError))
     }
 
     /// Moves the rows whose turn has come to the outbox, and hands them over when due.

@@ -23,6 +23,8 @@ package struct RunOptions: Sendable, Equatable {
     package var retryFailed = false
     /// `--shard`.
     package var shard: Shard?
+    /// `--max-failed`: rows not ok the run may end with and still exit 0; beats `max_failed`.
+    package var maxFailed: FailureAllowance?
     /// `--limit N`: send only the first N work items (of this shard): a canary.
     package var limit: Int?
     /// `--strict-hostname`: a failed hostname check is exit 3.

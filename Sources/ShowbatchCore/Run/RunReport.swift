@@ -64,6 +64,10 @@ package struct RunReport: Sendable {
             JSONMember("retries", number(summary.retries)),
             JSONMember("replayed", number(summary.replayed)),
             JSONMember("skipped", number(summary.skipped)),
+            JSONMember("unfinished", number(summary.unfinished)),
+            JSONMember("resent_after_401", number(summary.resentAfter401)),
+            JSONMember("token_renewals", number(summary.tokenRenewals)),
+            JSONMember("max_failed", summary.allowance.map { .string($0.text) } ?? .null),
             JSONMember("elapsed_s", .number(String(format: "%.3f", summary.elapsed.seconds))),
             JSONMember("requests_per_s", .number(String(format: "%.1f", summary.rate))),
         ]
@@ -116,13 +120,18 @@ package struct RunReport: Sendable {
                summary.tally.byHTTPStatus.sorted { $0.key < $1.key }.map { ("status=\"\($0.key)\"", String($0.value)) })
         metric("showbatch_rows_without_answer", "Rows the last run sent whose last attempt got no HTTP answer.", [("", String(summary.tally.withoutAnswer))])
         metric("showbatch_retries", "Attempts beyond the first in the last run.", [("", String(summary.retries))])
+        metric("showbatch_rows_unfinished", "Work items whose request was under way when the last run stopped or was interrupted (not written; --resume sends them).",
+               [("", String(summary.unfinished))])
+        metric("showbatch_requests_resent_after_401", "Requests the last run sent again because an answer refused their token.",
+               [("", String(summary.resentAfter401))])
+        metric("showbatch_token_renewals", "Access tokens the last run fetched again.", [("", String(summary.tokenRenewals))])
         metric("showbatch_run_duration_seconds", "Wall time of the last run.", [("", String(format: "%.3f", summary.elapsed.seconds))])
         metric("showbatch_run_exit_code", "Exit code of the last run (0 ok, 1 rows failed, 2 invalid, 3 error, 4 stopped, 130 interrupted).",
                [("", String(exitCode.rawValue))])
         metric("showbatch_last_run_timestamp_seconds", "When the last run ended (Unix time).", [("", Self.seconds(ended))])
         let lastSuccess = exitCode == .ok ? Self.seconds(ended) : previous.flatMap(Self.lastSuccess)
         if let lastSuccess {
-            metric("showbatch_last_success_timestamp_seconds", "When a run last ended with every row ok (Unix time).", [("", lastSuccess)])
+            metric("showbatch_last_success_timestamp_seconds", "When a run last ended with exit 0 (every row ok, or within max_failed) (Unix time).", [("", lastSuccess)])
         }
         return text
     }

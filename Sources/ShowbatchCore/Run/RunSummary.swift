@@ -1,3 +1,38 @@
+/// How many rows that are not ok (failed or partial) a run may end with and still exit 0:
+/// `max_failed` or `--max-failed`, a count (`25`) or a share of the run's rows (`0.1%`).
+package enum FailureAllowance: Sendable, Equatable {
+    case count(Int)
+    /// A percentage, 0…100.
+    case percent(Double)
+
+    /// Parses `25` or `0.1%`; nil when it is neither.
+    package static func parse(_ text: String) -> FailureAllowance? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        if trimmed.hasSuffix("%") {
+            guard let value = Double(trimmed.dropLast()), value.isFinite, (0...100).contains(value) else { return nil }
+            return .percent(value)
+        }
+        guard let count = Int(trimmed), count >= 0 else { return nil }
+        return .count(count)
+    }
+
+    /// The rows allowed out of `rows`.
+    package func rows(of rows: Int) -> Int {
+        switch self {
+        case .count(let count): return count
+        case .percent(let value): return Int((Double(rows) * value / 100).rounded(.down))
+        }
+    }
+
+    /// As written: `25` or `0.1%`.
+    package var text: String {
+        switch self {
+        case .count(let count): return String(count)
+        case .percent(let value): return (value == value.rounded() ? String(Int(value)) : String(value)) + "%"
+        }
+    }
+}
+
 /// The outcome of a run.
 package struct RunSummary: Sendable {
     /// Rows written.
@@ -24,6 +59,21 @@ package struct RunSummary: Sendable {
     package var stopReason: String?
     /// The rows written by this run (not those from a journal) by error code and HTTP status.
     package var tally = RowTally()
+    /// Rows not ok the run may end with and still exit 0 (`max_failed`).
+    package var allowance: FailureAllowance?
+    /// Requests sent again because an answer refused their token (401).
+    package var resentAfter401 = 0
+    /// Access tokens fetched again (renewals), the first one not counted.
+    package var tokenRenewals = 0
+    /// Work items whose request was under way when the run stopped or was interrupted: not
+    /// written, sent again by `--resume`.
+    package var unfinished = 0
+
+    /// True when the rows not ok are within `allowance` (and there are some).
+    package var withinAllowance: Bool {
+        guard let allowance, skipped == 0, ok < rows else { return false }
+        return rows - ok <= allowance.rows(of: rows)
+    }
 
     /// Requests per second over the run.
     package var rate: Double { elapsed.seconds > 0 ? Double(rows) / elapsed.seconds : 0 }

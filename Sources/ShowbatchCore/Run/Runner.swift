@@ -38,6 +38,7 @@ package struct Runner: Sendable {
         do {
             var summary = try await runUnredacted()
             summary.stopReason = summary.stopReason.map(redactor.redact)
+            summary.allowance = options.maxFailed ?? manifest.maxFailed
             return summary
         } catch {
             throw redactor.redact(error)
@@ -143,6 +144,8 @@ package struct Runner: Sendable {
                                      limiter: limiter, events: events, verbose: options.verbose)
         context.credentials = credentials
         context.reveal = RevealTiming(failFast: options.failFast)
+        let counts = AttemptCounts()
+        context.counts = counts
         let pause = CircuitPause(settings: CircuitPause.settings(manifest.circuit, concurrency: concurrency), seed: pauseSeed, events: events)
         context.pause = pause
         defer { pause.shutDown() }
@@ -184,6 +187,9 @@ package struct Runner: Sendable {
         summary.retries = written.retries
         summary.replayed = outputs.carried.rows
         summary.tally = written.tally
+        summary.unfinished = outcome.unfinished
+        summary.resentAfter401 = counts.resentAfter401.load(ordering: .relaxed)
+        summary.tokenRenewals = credentials?.renewals ?? 0
         let writeError = outcome.writeError ?? written.error
         // Rows after a gap (a cancelled request) stay unwritten: order is never broken.
         let stoppedEarly = outcome.stopped && !outcome.exhausted && !Task.isCancelled && writeError == nil

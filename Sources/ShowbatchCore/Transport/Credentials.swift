@@ -165,6 +165,9 @@ final class Credentials: Sendable {
         random = Mutex(SeededGenerator(seed: seed))
     }
 
+    /// Tokens fetched again after the first.
+    var renewals: Int { state.withLock { max(0, $0.generation - 1) } }
+
     /// Notes that an answer other than 401 came back with `token`: its generation works.
     func accepted(_ token: Token) {
         state.withLock { $0.accepted(token) }

@@ -5,7 +5,7 @@ import Testing
 @Suite struct ManifestReferenceTests {
     @Test(arguments: [
         ("", ["version", "vault", "environment", "data_region", "route_id", "hostname", "hostname_check", "hostname_fallback",
-              "satellite_port", "headers", "concurrency", "rate_limit", "timeout", "transport", "connections", "tls", "auth", "circuit",
+              "satellite_port", "headers", "concurrency", "rate_limit", "max_failed", "resume_max_age", "timeout", "transport", "connections", "tls", "auth", "circuit",
               "retry", "output", "emulator", "requests"]),
         ("requests", ["name", "path", "method", "headers", "payload", "labels", "each", "output"]),
         ("retry", ["attempts", "backoff", "max_backoff", "on"]),
@@ -69,6 +69,8 @@ import Testing
             "requests[].labels.<name>.mask.symbol": mask.symbol.map(String.init) ?? "",
             "requests[].labels.<name>.expect.luhn": String(LabelExpectation().luhn),
             "hostname_fallback": String(manifest.hostnameFallback),
+            "max_failed": manifest.maxFailed?.text ?? "0",
+            "resume_max_age": "\(Int(manifest.resumeMaxAge.seconds / 3600))h",
             "circuit.failed_rows": String(manifest.circuit.failedRows),
             "circuit.outage_after": String(manifest.circuit.outageAfter),
             "circuit.max_pause": Units.text(manifest.circuit.maxPause),

@@ -27,6 +27,18 @@ extension ManifestDecoder {
         if let node = top["circuit"] { manifest.circuit = circuit(node) }
         if let node = top["auth"] { manifest.auth = auth(node) }
         if let node = top["hostname_fallback"], let value = bool(node, "hostname_fallback") { manifest.hostnameFallback = value }
+        if let node = top["resume_max_age"], let value = duration(node, "resume_max_age") { manifest.resumeMaxAge = value }
+        if let node = top["max_failed"] {
+            if let text = node.scalar.flatMap({ _ in scalarText(node, "max_failed") }) {
+                if let allowance = FailureAllowance.parse(text) {
+                    manifest.maxFailed = allowance
+                } else {
+                    problem(node.mark, "max_failed must be a number of rows (25) or a percentage of the run's rows (0.1%); found \"\(text)\"")
+                }
+            } else if node.scalar == nil {
+                problem(node.mark, "max_failed must be a number of rows (25) or a percentage of the run's rows (0.1%); found \(node.typeName)")
+            }
+        }
         if let node = top["transport"], let value = text(node, "transport") {
             if let kind = TransportKind(rawValue: value.lowercased()) {
                 manifest.transport = kind
