@@ -134,7 +134,7 @@ m = re.fullmatch(r"auto/(\d+)", shard_args[shard_args.index("--shard") + 1])
 n = int(m.group(1)) if m else None
 check(sj.get("completionMode") == "Indexed" and sj.get("completions") == n and sj.get("parallelism") == n,
       f"Indexed Job: completions {sj.get('completions')}, parallelism {sj.get('parallelism')}, --shard auto/{n}")
-check(shard_args[:2] == ["run", "/config/manifest.yaml"] and "--resume" in shard_args and shard_args[-2:] == ["--log-format", "json"],
+check(shard_args[:2] == ["run", "/config/manifest.yaml"] and "--resume=auto" in shard_args and shard_args[-2:] == ["--log-format", "json"],
       "shard command: showbatch " + " ".join(shard_args))
 codes = {}
 for rule in sj["podFailurePolicy"]["rules"]:
