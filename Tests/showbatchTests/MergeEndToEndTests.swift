@@ -149,13 +149,40 @@ private func runShards(_ work: Workspace, _ shards: Int, manifest: String = "m.y
         #expect(try await plain(path) == expected)
     }
 
-    @Test func anOutputWithRejectsIsRefused() async throws {
+    /// Outputs with a rejects file merge into both files, each in work-item order, byte for byte
+    /// what the unsharded run writes: failed rows (and with reject_partial, partial rows) in the
+    /// rejects file, the rest in the output; the shards' journals say which went where.
+    @Test(arguments: ["output: {path: out/r.csv, rejects: out/rejects.csv}",
+                      "output: {path: out/r.csv, rejects: out/rejects.csv, reject_partial: true}",
+                      "output: {path: out/r.jsonl, rejects: out/rejects.jsonl, reject_partial: true}",
+                      "output: {path: out/r.csv.gz, rejects: out/rejects.csv.gz}"], [2, 3])
+    func anOutputWithRejectsMergesBothFiles(output: String, shards: Int) async throws {
         let work = mergeWorkspace("csv")
         defer { work.remove() }
-        work.write("m.yaml", mergeManifest("csv").replacingOccurrences(of: "output: {path: out/r.csv}", with: "output: {path: out/r.csv, rejects: out/rejects.csv}"))
-        let merged = try await showbatch(["merge", "m.yaml", "--shards", "2"], in: work.path)
-        #expect(merged.status == 2)
-        #expect(merged.stderr == "showbatch: error: cannot merge out/r.csv: its rows are split with its rejects file (output.rejects), which a merge cannot put back in order; run it unsharded, or merge with rejects removed from the manifest\n")
+        // The own output's failed row (its data row has no alias) goes to a rejects file of its own.
+        work.write("m.yaml", mergeManifest("csv").replacingOccurrences(of: "output: {path: out/r.csv}", with: output)
+            .replacingOccurrences(of: "output: {path: out/own.csv}", with: "output: {path: out/own.csv, rejects: out/own-rejects.csv}"))
+        let paths = (output.contains("jsonl") ? ["out/r.jsonl", "out/rejects.jsonl"]
+            : output.contains(".gz") ? ["out/r.csv.gz", "out/rejects.csv.gz"] : ["out/r.csv", "out/rejects.csv"]) + ["out/own.csv", "out/own-rejects.csv"]
+        func plain(_ name: String) async throws -> String? {
+            guard name.hasSuffix(".gz") else { return work.read(name) }
+            let result = try await showbatch(["-c", "gzip -dc \(name)"], in: work.path, shell: true)
+            return result.status == 0 ? result.stdout : nil
+        }
+        let whole = try await showbatch(["run", "m.yaml", "--emulate", "--quiet"], in: work.path)
+        #expect(whole.status == 1, "\(whole.stderr)")
+        var expected: [String] = []
+        for path in paths { expected.append(try #require(try await plain(path))) }
+        // The unsharded run's rejects files hold rows: the test is not of empty ones.
+        #expect(expected[3].split(separator: "\n").count == 2)
+        if output.contains("reject_partial") { #expect(expected[1].split(separator: "\n").count > 1) }
+        try FileManager.default.removeItem(atPath: work.path + "/out")
+        try await runShards(work, shards)
+        let merged = try await showbatch(["merge", "m.yaml", "--shards", "\(shards)"], in: work.path)
+        #expect(merged.status == 0, "\(merged.stderr)")
+        for (path, want) in zip(paths, expected) {
+            #expect(try await plain(path) == want, "\(path)")
+        }
     }
 
     @Test func aMissingShardIsRefusedAndNothingIsWritten() async throws {

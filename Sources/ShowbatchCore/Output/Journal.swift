@@ -75,6 +75,8 @@ final class Journal {
     private(set) var failedRows: [FailedRow] = []
     /// Size and hash of the output, when the run that wrote it finished.
     private(set) var ended: (size: Int, hash: UInt64)?
+    /// Rows other than failed ones the rejects file holds so far (read back, and noted since).
+    private(set) var rejectedCount = 0
     /// Failed rows of a rewrite, held until `rewrite` (retry runs write no checkpoints).
     private var pendingFailed: [FailedRow] = []
     /// Rows that failed again in the rewrite `prepareRewrite` wrote.
@@ -207,6 +209,7 @@ final class Journal {
             return
         }
         failedRows = contents.failedRows
+        rejectedCount = contents.rejectedRows.count
         lastCheckpoint = contents.lastCheckpoint
         ended = contents.ended
         writer = JournalCodec.Writer(chain: contents.chain)
@@ -253,6 +256,13 @@ final class Journal {
             return
         }
         writer.encode(.failed(row), into: &buffer)
+    }
+
+    /// Notes that a row other than a failed one went to the rejects file; written with the next
+    /// checkpoint.
+    func recordRejected(_ ordinal: Int) {
+        rejectedCount += 1
+        writer.encode(.rejected(ordinal), into: &buffer)
     }
 
     /// Records that the output is written (and on disk) up to `checkpoint`, and syncs.

@@ -4,6 +4,8 @@ enum JournalRecord: Equatable {
     case identity(Journal.Identity)
     /// Where a failed row's bytes are.
     case failed(Journal.FailedRow)
+    /// A row that is not failed went to the rejects file (`reject_partial`): merge needs to know.
+    case rejected(Int)
     /// How far the output is written, and on disk.
     case checkpoint(Journal.Checkpoint)
     /// The run finished: the output's size and hash.
@@ -64,6 +66,9 @@ enum JournalCodec {
                         writer.string(identity.format)
                         writer.key("columns")
                         writer.array { writer in for column in identity.columns { writer.string(column) } }
+                    case .rejected(let ordinal):
+                        writer.key("rejected")
+                        writer.integer(ordinal)
                     case .failed(let row):
                         writer.key("failed")
                         writer.array { writer in
@@ -124,6 +129,8 @@ enum JournalCodec {
         var identity: Journal.Identity
         /// The failed rows the last checkpoint covers.
         var failedRows: [Journal.FailedRow] = []
+        /// The other rows the rejects file holds (partial ones), by ordinal, that it covers.
+        var rejectedRows: [Int] = []
         var lastCheckpoint: Journal.Checkpoint?
         /// The output's size and hash, when its run finished.
         var ended: (size: Int, hash: UInt64)?
@@ -150,6 +157,9 @@ enum JournalCodec {
         var contents = Contents(identity: identity, length: first.end + 1, chain: fnv1a(bytes[...first.end]))
         var chain = contents.chain
         var pending: [Journal.FailedRow] = []
+        var pendingRejected: [Int] = []
+        /// The last ordinal a failed or rejected record named: they come in work-item order.
+        var lastNamed = -1
         var previous: Journal.Checkpoint?
         for (number, line) in lines.enumerated().dropFirst() {
             let place = "its line \(number + 1)"
@@ -174,7 +184,17 @@ enum JournalCodec {
                 if let previous, row.ordinal <= previous.ordinal {
                     throw JournalProblem(reason: "\(place) names a failed row its last checkpoint had already counted")
                 }
+                guard row.ordinal > lastNamed else {
+                    throw JournalProblem(reason: "\(place) is out of order: a failed row must come after the one before it, in the file and in the work")
+                }
+                lastNamed = row.ordinal
                 pending.append(row)
+            case ["rejected"]:
+                guard let ordinal = integer(value["rejected"]), ordinal > lastNamed, ordinal > (previous?.ordinal ?? -1) else {
+                    throw JournalProblem(reason: "\(place) is not a rejected-row record in work-item order")
+                }
+                lastNamed = ordinal
+                pendingRejected.append(ordinal)
             case ["checkpoint", "chain"], ["end", "chain"]:
                 guard case .string(let text)? = value["chain"], UInt64(text, radix: 16) == chain else {
                     throw JournalProblem(reason: "\(place) does not match the records before it (they were edited, dropped or moved since)")
@@ -184,7 +204,7 @@ enum JournalCodec {
                           let hash = UInt64(hashText, radix: 16), value["end"].map({ if case .object(let m) = $0 { return m.count } else { return 0 } }) == 2 else {
                         throw JournalProblem(reason: "\(place) is not an end record")
                     }
-                    guard let last = previous, pending.isEmpty, last.offset == size, last.hash == hash else {
+                    guard let last = previous, pending.isEmpty, pendingRejected.isEmpty, last.offset == size, last.hash == hash else {
                         throw JournalProblem(reason: "\(place) ends the output elsewhere than its last checkpoint")
                     }
                     contents.ended = (size, hash)
@@ -196,6 +216,8 @@ enum JournalCodec {
                                    lastFailed: pending.last ?? contents.failedRows.last, place)
                     contents.failedRows += pending
                     pending = []
+                    contents.rejectedRows += pendingRejected
+                    pendingRejected = []
                     previous = checkpoint
                     contents.lastCheckpoint = checkpoint
                 }

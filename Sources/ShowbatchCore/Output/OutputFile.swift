@@ -186,14 +186,15 @@ final class OutputFile {
     /// Where the next byte goes.
     var offset: Int { flushed + buffer.count }
 
-    /// Appends a row; returns where its bytes are (a JSON row without its separator).
+    /// Appends a row; returns where its bytes are (a JSON row without its separator), and
+    /// whether they went to the rejects file.
     @discardableResult
-    func write(_ row: ResultRow) throws(RunError) -> (start: Int, end: Int) {
+    func write(_ row: ResultRow) throws(RunError) -> (start: Int, end: Int, rejected: Bool) {
         if let rejects, row.status == .failed || (rejectPartial && row.status == .partial) {
             let span = try rejects.write(row)
             counts.count(row.status)
             lastOrdinal = max(lastOrdinal, row.ordinal)
-            return span
+            return (span.start, span.end, true)
         }
         if splice != nil { try copyOld(upTo: row.ordinal) }
         if format == .json && splice == nil { buffer.append(contentsOf: (ownRows == 0 ? "\n" : ",\n").utf8) }
@@ -209,7 +210,7 @@ final class OutputFile {
         counts.count(row.status)
         lastOrdinal = max(lastOrdinal, row.ordinal)
         if buffer.count >= 1 << 16 { try flush() }
-        return (start, end)
+        return (start, end, false)
     }
 
     /// Copies the old output up to the failed row `ordinal`, whose span is then skipped.

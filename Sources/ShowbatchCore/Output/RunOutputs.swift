@@ -227,7 +227,11 @@ final class RunOutputs {
         guard let file = files[index] else { return }
         let span = try file.write(row)
         guard let journal = journals[index] else { return }
-        if row.status == .failed { journal.recordFailed(Journal.FailedRow(ordinal: row.ordinal, start: span.start, end: span.end)) }
+        if row.status == .failed {
+            journal.recordFailed(Journal.FailedRow(ordinal: row.ordinal, start: span.start, end: span.end))
+        } else if span.rejected {
+            journal.recordRejected(row.ordinal)
+        }
         sinceCheckpoint[index] += 1
         let now = coarseMilliseconds()
         if sinceCheckpoint[index] >= Self.checkpointRows || now - lastCheckpoint[index] >= Self.checkpointInterval {
@@ -255,7 +259,7 @@ final class RunOutputs {
             let journal = journals[index]
             guard let file else {
                 // An output finished by an earlier run: its journal goes if nothing in it failed.
-                if let journal, mode == .resume, let checkpoint = journal.lastCheckpoint, checkpoint.counts.failed == 0 {
+                if let journal, mode == .resume, let checkpoint = journal.lastCheckpoint, checkpoint.counts.failed == 0, journal.rejectedCount == 0 {
                     journal.remove()
                 } else {
                     journal?.close()
@@ -270,7 +274,8 @@ final class RunOutputs {
                     if !complete.contains(index) { try journal?.end(checkpoint) }
                     try file.commit()
                     try writeShardIdentity(index, checkpoint)
-                    if checkpoint.counts.failed == 0 { journal?.remove() } else { journal?.close() }
+                    // Kept for --retry-failed, and for merge to know which rows the rejects file holds.
+                    if checkpoint.counts.failed == 0 && (journal?.rejectedCount ?? 0) == 0 { journal?.remove() } else { journal?.close() }
                 case .retryFailed:
                     try journal?.prepareRewrite(checkpoint)
                     try file.commit()

@@ -75,22 +75,27 @@ package enum ShardMerge {
         }
         do throws(RunError) {
             for output in plan.outputs {
-                var fd: Int32 = -1
-                if !output.unchanged {
-                    let partial = SideFile.partial.of(output.target.path)
-                    fd = try PrivateFile.create(partial, for: output.target.path)
-                    partials.append((fd, partial))
+                // An output and, with rejects, its rejects file: written together.
+                var fds: [Int32] = []
+                for path in output.target.paths {
+                    guard !output.unchanged else {
+                        fds.append(-1)
+                        continue
+                    }
+                    let partial = SideFile.partial.of(path)
+                    fds.append(try PrivateFile.create(partial, for: path))
+                    partials.append((fds.last!, partial))
                 }
-                guard let rows = try plan.merge(output, into: fd, isCancelled: isCancelled) else {
+                guard let rows = try plan.merge(output, into: fds[0], rejectsInto: fds.count > 1 ? fds[1] : -1, isCancelled: isCancelled) else {
                     discard()
                     return MergeSummary(outputs: [], interrupted: true)
                 }
-                if fd >= 0 {
+                for (fd, path) in zip(fds, output.target.paths) where fd >= 0 {
                     guard fdatasync(fd) == 0 else {
-                        throw RunError.runtime("cannot write \(output.target.path).partial: \(describeErrno(errno))")
+                        throw RunError.runtime("cannot write \(SideFile.partial.of(path)): \(describeErrno(errno))")
                     }
                     close(fd)
-                    partials[partials.count - 1].fd = -1
+                    if let at = partials.firstIndex(where: { $0.fd == fd }) { partials[at].fd = -1 }
                 }
                 summary.outputs.append(MergedOutput(path: output.target.path, rows: rows, unchanged: output.unchanged))
             }
@@ -99,15 +104,16 @@ package enum ShardMerge {
             throw error
         }
         // Every output is complete: only now does any of them replace a file.
-        for (index, output) in plan.outputs.enumerated() where !output.unchanged {
-            let partial = SideFile.partial.of(output.target.path)
-            guard rename(partial, output.target.path) == 0 else {
+        let written = plan.outputs.filter { !$0.unchanged }.flatMap(\.target.paths)
+        for (index, path) in written.enumerated() {
+            let partial = SideFile.partial.of(path)
+            guard rename(partial, path) == 0 else {
                 let reason = describeErrno(errno)
-                for later in plan.outputs[index...] where !later.unchanged { unlink(SideFile.partial.of(later.target.path)) }
-                throw RunError.runtime("cannot rename \(partial) to \(output.target.path): \(reason)")
+                for later in written[index...] { unlink(SideFile.partial.of(later)) }
+                throw RunError.runtime("cannot rename \(partial) to \(path): \(reason)")
             }
             // A journal of an earlier unsharded run describes the file this one replaced.
-            for stale in [SideFile.journal.of(output.target.path), SideFile.journalNext.of(output.target.path)] {
+            for stale in [SideFile.journal.of(path), SideFile.journalNext.of(path)] {
                 if case .regular = PrivateFile.inspect(stale) { unlink(stale) }
             }
         }
@@ -178,11 +184,6 @@ private struct MergePlan {
             try OutputPlanner(manifest: manifest, output: options.output, format: options.format, shard: shard)
         }
         let whole = try planned(nil)
-        // A rejects file holds some rows of its output, which only the run knew: neither file
-        // alone says which work item each of its rows is.
-        if let target = whole.targets.first(where: { $0.rejects != nil }) {
-            throw RunError.usage("cannot merge \(target.path): its rows are split with its rejects file (output.rejects), which a merge cannot put back in order; run it unsharded, or merge with rejects removed from the manifest")
-        }
         var files = Array(repeating: [String](), count: whole.targets.count)
         var shardTargets = Array(repeating: [OutputTarget](), count: whole.targets.count)
         for index in 0..<options.shards {
@@ -215,12 +216,15 @@ private struct MergePlan {
         for output in outputs where !output.unchanged {
             for (index, file) in output.shards.enumerated() {
                 inputs.append(RunInput(what: "the file of shard \(index)/\(shards) of \(output.target.path)", path: file))
+                if let rejects = output.shardTargets[index].rejects {
+                    inputs.append(RunInput(what: "the rejects file of shard \(index)/\(shards) of \(output.target.path)", path: rejects.path))
+                }
             }
         }
         let identities = inputs.compactMap { input in PrivateFile.identity(input.path).map { (input.what, $0) } }
         let canonical = Dictionary(inputs.map { (PrivateFile.canonical($0.path), $0.what) }, uniquingKeysWith: { first, _ in first })
         for output in outputs where !output.unchanged {
-            let path = output.target.path
+          for path in output.target.paths {
             for file in [path, SideFile.partial.of(path)] {
                 if let input = canonical[PrivateFile.canonical(file)] {
                     throw RunError.usage("cannot merge \(path): writing it would write \(file), which is \(input)")
@@ -236,6 +240,7 @@ private struct MergePlan {
                 }
             }
             if let refusal = PrivateFile.refusal(SideFile.partial.of(path)) { throw RunError.runtime("cannot merge \(path): \(refusal)") }
+          }
         }
         var dataHash: String?
         for output in outputs {
@@ -281,6 +286,16 @@ private struct MergePlan {
             }
             guard Journal.outputMatches(file, size: identity.size, hash: identity.hash) else {
                 throw RunError.usage("\(cannot) changed since its run wrote it (it does not match its identity \(SideFile.identity.of(file)))")
+            }
+            // Its rejects file, which its run finished with it.
+            if let rejects = output.shardTargets[index].rejects {
+                let side = rejects.path
+                guard case .regular = PrivateFile.inspect(side), PrivateFile.inspect(SideFile.partial.of(side)) == .none else {
+                    throw RunError.usage("\(cannot) is not finished: its rejects file \(side) is \(PrivateFile.inspect(side) == .none ? "missing" : PrivateFile.refusal(side) ?? "not finished (its .partial is there)")")
+                }
+                guard let mark = identity.rejects, Journal.outputMatches(side, size: mark.size, hash: mark.hash) else {
+                    throw RunError.usage("\(cannot) is not whole: its rejects file \(side) does not match its identity \(SideFile.identity.of(file))")
+                }
             }
         }
         if PrivateFile.inspect(SideFile.journalNext.of(file)) != .none {
@@ -332,48 +347,104 @@ private struct MergePlan {
 
     /// Writes `output`'s rows to `fd` (or, for an unchanged output, only reads them) and returns
     /// how many there are; nil when cancelled.
-    func merge(_ output: Output, into fd: Int32, isCancelled: () -> Bool) throws(RunError) -> Int? {
+    func merge(_ output: Output, into fd: Int32, rejectsInto rejectsFD: Int32, isCancelled: () -> Bool) throws(RunError) -> Int? {
+        let main = try MergedFile(plan: self, output: output, path: output.target.path, layout: output.target.layout,
+                                  shardPaths: output.shards, fd: fd)
+        var side: MergedFile?
+        var rejected: [Set<Int>] = []
+        if let rejects = output.target.rejects {
+            side = try MergedFile(plan: self, output: output, path: rejects.path, layout: rejects.layout,
+                                  shardPaths: output.shardTargets.map { $0.rejects?.path ?? "" }, fd: rejectsFD)
+            // Which work items each shard sent to its rejects file only its run knew: its journal says.
+            rejected = try output.shards.indices.map { index throws(RunError) in try rejectedRows(of: output, shard: index) }
+        }
+        let preparer = RequestPreparer(manifest: manifest, baseURL: "https://merge.invalid")
+        for item in WorkItemSequence(manifest: manifest) {
+            if item.ordinal & 1023 == 0 && isCancelled() { return nil }
+            guard byRequest[item.requestIndex] == output.index else { continue }
+            let shard = item.ordinal % shards
+            let name: String
+            switch preparer.prepare(item) {
+            case .success(let request): name = request.name
+            case .failure(let failure): name = failure.name
+            }
+            let file = side != nil && rejected[shard].contains(item.ordinal) ? side! : main
+            try file.take(from: shard, item: item, name: name)
+        }
+        try main.finish()
+        try side?.finish()
+        return main.rows
+    }
+
+    /// The work items shard `index` of `output` sent to its rejects file: its failed and rejected
+    /// rows, as its journal (kept while its rejects file holds rows) records them.
+    private func rejectedRows(of output: Output, shard index: Int) throws(RunError) -> Set<Int> {
+        let journal = SideFile.journal.of(output.shards[index])
+        guard PrivateFile.inspect(journal) != .none else { return [] }
+        guard let file = try? FileDescriptor.openOwn(journal), let bytes = try? file.readAll(limit: Int.max),
+              let contents = try? JournalCodec.read(bytes), contents.ended != nil else {
+            throw RunError.usage("\(cannot(output, output.shards[index], index)) cannot be checked: its journal \(journal) cannot be read or is not finished")
+        }
+        return Set(contents.failedRows.map(\.ordinal)).union(contents.rejectedRows)
+    }
+
+    /// How many rows `shard`'s files of `output` should hold in all.
+    func expectedRows(_ output: Output, shard: Int) -> Int {
+        var count = 0
+        for item in WorkItemSequence(manifest: manifest)
+        where byRequest[item.requestIndex] == output.index && item.ordinal % shards == shard {
+            count += 1
+        }
+        return count
+    }
+}
+
+/// One file a merge writes (an output, or its rejects file) from the files of the shards: their
+/// heads checked and the head written, rows taken one at a time from the shard a work item belongs
+/// to and checked to be of its request, written as a run writes them (JSON separators, gzip
+/// members every 4,096 rows), and at the end every shard file checked to be used up.
+private final class MergedFile {
+    let path: String
+    private let plan: MergePlan
+    private let output: MergePlan.Output
+    private let layout: OutputLayout
+    private let shardPaths: [String]
+    private let sources: [ShardRows]
+    /// -1: the output is only checked (its one shard is the output itself).
+    private let fd: Int32
+    private var out: [UInt8] = []
+    private let gzip: GzipMembers?
+    private var compressed: [UInt8] = []
+    private var rowsInMember = 0
+    private(set) var rows = 0
+    private var row: [UInt8] = []
+    private var expected: [UInt8] = []
+    /// Where the request's name is in a row, if the columns have it.
+    private let requestColumn: Int?
+    private let requestKey: String?
+    /// The output's rows are split with a rejects file: a shard file holds some of its work items.
+    private var split: Bool { output.target.rejects != nil }
+
+    init(plan: MergePlan, output: MergePlan.Output, path: String, layout: OutputLayout, shardPaths: [String], fd: Int32) throws(RunError) {
+        self.plan = plan
+        self.output = output
+        self.path = path
+        self.layout = layout
+        self.shardPaths = shardPaths
+        self.fd = fd
+        gzip = layout.gzip ? GzipMembers() : nil
+        requestColumn = layout.sources.firstIndex(of: .fixed(.request))
+        requestKey = requestColumn.map { layout.custom ? layout.names[$0] : ResultColumn.request.rawValue }
         var sources: [ShardRows] = []
-        for (index, file) in output.shards.enumerated() {
-            guard let source = ShardRows(path: file, format: output.target.layout.format, gzip: output.target.layout.gzip) else {
-                throw RunError.runtime("\(cannot(output, output.shards[index], index)) cannot be opened for reading")
+        for (index, file) in shardPaths.enumerated() {
+            guard let source = ShardRows(path: file, format: layout.format, gzip: layout.gzip) else {
+                throw RunError.runtime("\(plan.cannot(output, file, index)) cannot be opened for reading")
             }
             sources.append(source)
         }
-        func malformed(_ index: Int, _ problem: ShardRows.Malformed) -> RunError {
-            .usage("\(cannot(output, output.shards[index], index)) is not a showbatch \(output.target.layout.format.rawValue.uppercased()) output: \(problem.reason)")
-        }
-        func notOfThisManifest(_ index: Int, _ reason: String) -> RunError {
-            .usage("\(cannot(output, output.shards[index], index)) is not of this manifest: \(reason); was it written by another manifest, or did a data file change since?")
-        }
-        var out: [UInt8] = []
+        self.sources = sources
         out.reserveCapacity(1 << 20)
-        // A gzip output is written as a run writes one: members, here one per 4,096 rows.
-        let gzip = output.target.layout.gzip ? GzipMembers() : nil
-        var compressed: [UInt8] = []
-        var rowsInMember = 0
-        func flush(endingMember: Bool = false) throws(RunError) {
-            guard fd >= 0 else {
-                out.removeAll(keepingCapacity: true)
-                return
-            }
-            if let gzip {
-                gzip.compress(out, endMember: endingMember, into: &compressed)
-                out.removeAll(keepingCapacity: true)
-                swap(&out, &compressed)
-            }
-            guard !out.isEmpty else { return }
-            if let code = out.withUnsafeBytes({ PrivateFile.writeAll(fd, $0) }) {
-                throw RunError.runtime("cannot write \(output.target.path).partial: \(describeErrno(code))")
-            }
-            out.removeAll(keepingCapacity: true)
-        }
-
         // The head: the header this manifest writes, which every CSV shard must start with.
-        let layout = output.target.layout
-        // Where the request's name is in a row, if the columns have it.
-        let requestColumn = layout.sources.firstIndex(of: .fixed(.request))
-        let requestKey = requestColumn.map { layout.custom ? layout.names[$0] : ResultColumn.request.rawValue }
         switch layout.format {
         case .csv:
             let header = RowEncoding.csvHeader(layout)
@@ -387,83 +458,90 @@ private struct MergePlan {
             for (index, source) in sources.enumerated() {
                 do { _ = try source.head() } catch { throw malformed(index, error) }
             }
-            if output.target.layout.format == .json { out.append(UInt8(ascii: "[")) }
+            if layout.format == .json { out.append(UInt8(ascii: "[")) }
         }
+    }
 
-        let preparer = RequestPreparer(manifest: manifest, baseURL: "https://merge.invalid")
-        var rows = 0
-        var row: [UInt8] = []
-        var expected: [UInt8] = []
-        for item in WorkItemSequence(manifest: manifest) {
-            if item.ordinal & 1023 == 0 && isCancelled() { return nil }
-            guard byRequest[item.requestIndex] == output.index else { continue }
-            let shard = item.ordinal % shards
-            let source = sources[shard]
-            row.removeAll(keepingCapacity: true)
-            let found: Bool
-            do { found = try source.next(into: &row) } catch { throw malformed(shard, error) }
-            guard found else {
-                throw notOfThisManifest(shard, "it holds \(source.rows) row\(source.rows == 1 ? "" : "s"), and this manifest has \(expectedRows(output, shard: shard)) for it")
+    private func malformed(_ index: Int, _ problem: ShardRows.Malformed) -> RunError {
+        .usage("\(plan.cannot(output, shardPaths[index], index)) is not a showbatch \(layout.format.rawValue.uppercased()) output: \(problem.reason)")
+    }
+
+    private func notOfThisManifest(_ index: Int, _ reason: String) -> RunError {
+        .usage("\(plan.cannot(output, shardPaths[index], index)) is not of this manifest: \(reason); was it written by another manifest, or did a data file change since?")
+    }
+
+    /// Takes the next row of `shard`'s file for `item`, whose request's name is `name`.
+    func take(from shard: Int, item: WorkItem, name: String) throws(RunError) {
+        let source = sources[shard]
+        row.removeAll(keepingCapacity: true)
+        let found: Bool
+        do { found = try source.next(into: &row) } catch { throw malformed(shard, error) }
+        guard found else {
+            throw notOfThisManifest(shard, "it holds \(source.rows) row\(source.rows == 1 ? "" : "s"), and this manifest has \(split ? "more" : String(plan.expectedRows(output, shard: shard))) for it\(split ? " (\(plan.expectedRows(output, shard: shard)) with its rejects file's)" : "")")
+        }
+        // Which request a row is of, compared without printing either name.
+        let matches: Bool
+        if layout.format == .csv {
+            expected.removeAll(keepingCapacity: true)
+            RowEncoding.appendCSVCell(name, layout.csv, to: &expected)
+            matches = requestColumn.map {
+                ShardRows.csvCell(row[...], column: $0, delimiter: layout.csv.delimiter)?.elementsEqual(expected) == true
+            } ?? true
+        } else {
+            guard let value = try? JSONParser.parse(row), case .object = value else {
+                throw malformed(shard, ShardRows.Malformed(reason: "its row \(source.rows) is not a JSON object"))
             }
-            let name: String
-            switch preparer.prepare(item) {
-            case .success(let request): name = request.name
-            case .failure(let failure): name = failure.name
-            }
-            // Which request a row is of, compared without printing either name.
-            let matches: Bool
-            if output.target.layout.format == .csv {
-                expected.removeAll(keepingCapacity: true)
-                RowEncoding.appendCSVCell(name, layout.csv, to: &expected)
-                matches = requestColumn.map {
-                    ShardRows.csvCell(row[...], column: $0, delimiter: layout.csv.delimiter)?.elementsEqual(expected) == true
-                } ?? true
+            if let requestKey {
+                if case .string(let written)? = value[requestKey] { matches = written == name } else { matches = false }
             } else {
-                guard let value = try? JSONParser.parse(row), case .object = value else {
-                    throw malformed(shard, ShardRows.Malformed(reason: "its row \(source.rows) is not a JSON object"))
-                }
-                if let requestKey {
-                    if case .string(let written)? = value[requestKey] { matches = written == name } else { matches = false }
-                } else {
-                    matches = true
-                }
-            }
-            guard matches else {
-                throw notOfThisManifest(shard, "its row \(source.rows) is not of the request this manifest has at that place (request \(item.requestIndex + 1), work item \(item.ordinal) counting from 0)")
-            }
-            if output.target.layout.format == .json { out.append(contentsOf: (rows == 0 ? "\n" : ",\n").utf8) }
-            out.append(contentsOf: row)
-            rows += 1
-            rowsInMember += 1
-            if gzip != nil && rowsInMember == 4096 {
-                try flush(endingMember: true)
-                rowsInMember = 0
-            } else if out.count >= 1 << 20 {
-                try flush()
+                matches = true
             }
         }
+        guard matches else {
+            throw notOfThisManifest(shard, "its row \(source.rows) is not of the request this manifest has at that place (request \(item.requestIndex + 1), work item \(item.ordinal) counting from 0)")
+        }
+        if layout.format == .json { out.append(contentsOf: (rows == 0 ? "\n" : ",\n").utf8) }
+        out.append(contentsOf: row)
+        rows += 1
+        rowsInMember += 1
+        if gzip != nil && rowsInMember == 4096 {
+            try flush(endingMember: true)
+            rowsInMember = 0
+        } else if out.count >= 1 << 20 {
+            try flush()
+        }
+    }
+
+    /// Checks that every shard file is used up, and writes the end.
+    func finish() throws(RunError) {
         for (index, source) in sources.enumerated() {
             row.removeAll(keepingCapacity: true)
             let more: Bool
             do { more = try source.next(into: &row) } catch { throw malformed(index, error) }
             if more {
                 let total = source.rows + source.countRest()
-                throw notOfThisManifest(index, "it holds \(total) rows, and this manifest has \(expectedRows(output, shard: index)) for it")
+                throw notOfThisManifest(index, "it holds \(total) rows, and this manifest has \(split ? "fewer" : String(plan.expectedRows(output, shard: index))) for it\(split ? " (\(plan.expectedRows(output, shard: index)) with its rejects file's)" : "")")
             }
             do { try source.finish() } catch { throw malformed(index, error) }
         }
-        if output.target.layout.format == .json { out.append(contentsOf: (rows == 0 ? "]\n" : "\n]\n").utf8) }
+        if layout.format == .json { out.append(contentsOf: (rows == 0 ? "]\n" : "\n]\n").utf8) }
         try flush(endingMember: true)
-        return rows
     }
 
-    /// How many rows `shard`'s file of `output` should hold.
-    private func expectedRows(_ output: Output, shard: Int) -> Int {
-        var count = 0
-        for item in WorkItemSequence(manifest: manifest)
-        where byRequest[item.requestIndex] == output.index && item.ordinal % shards == shard {
-            count += 1
+    private func flush(endingMember: Bool = false) throws(RunError) {
+        guard fd >= 0 else {
+            out.removeAll(keepingCapacity: true)
+            return
         }
-        return count
+        if let gzip {
+            gzip.compress(out, endMember: endingMember, into: &compressed)
+            out.removeAll(keepingCapacity: true)
+            swap(&out, &compressed)
+        }
+        guard !out.isEmpty else { return }
+        if let code = out.withUnsafeBytes({ PrivateFile.writeAll(fd, $0) }) {
+            throw RunError.runtime("cannot write \(SideFile.partial.of(path)): \(describeErrno(code))")
+        }
+        out.removeAll(keepingCapacity: true)
     }
 }
