@@ -74,7 +74,7 @@ enum CLI {
     static func merge(_ arguments: MergeArguments) -> ExitCode {
         let manifest: Manifest
         do {
-            manifest = try ManifestLoader.load(path: arguments.manifest)
+            manifest = try ManifestLoader.load(path: arguments.manifest, use: .merge)
         } catch {
             Console.err(TerminalText.escapedLines(error.description) + "\n")
             return error.exitCode

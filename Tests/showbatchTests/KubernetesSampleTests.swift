@@ -233,8 +233,17 @@ private func jobSpec(_ object: KubernetesObject) -> Node? {
             let pod = try await showbatch(local(shardArguments) + ["--emulate"], in: work.path, environment: podEnvironment)
             #expect(pod.status == 0, "shard \(index): \(pod.stderr)")
         }
-        let mergeArguments = (mergeJob.at("template.spec.containers")?.items.first?.at("args")?.items ?? []).map(\.text)
-        let merged = try await showbatch(local(mergeArguments), in: work.path, environment: environment)
+        let mergeContainer = mergeJob.at("template.spec.containers")?.items.first
+        let mergeArguments = (mergeContainer?.at("args")?.items ?? []).map(\.text)
+        // The merge pod's own environment, which holds no Secret: merge sends nothing.
+        var mergeEnvironment: [String: String] = [:]
+        for variable in mergeContainer?.at("env")?.items ?? [] {
+            let name = try #require(variable.at("name")?.text)
+            let value = try #require(variable.at("value")?.text, "\(name) in the merge pod comes from somewhere other than a value")
+            mergeEnvironment[name] = value
+        }
+        #expect(mergeEnvironment["REVEAL_TOKEN"] == nil)
+        let merged = try await showbatch(local(mergeArguments), in: work.path, environment: mergeEnvironment)
         #expect(merged.status == 0, "\(merged.stderr)")
         // Emulator data only: comparing the bytes in the expectation prints nothing secret.
         #expect(FileManager.default.contents(atPath: work.path + "/out/customers-revealed.csv") == expected)

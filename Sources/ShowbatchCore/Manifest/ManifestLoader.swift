@@ -1,11 +1,21 @@
 import Foundation
 import ShowbatchYAML
 
+/// What a manifest is loaded for.
+package enum ManifestUse: Sendable {
+    /// Validating, planning or running: everything a run needs must be there.
+    case reveal
+    /// Merging shards' files: nothing is sent, so the values only sending uses (header, payload
+    /// and auth secrets, TLS and emulator files) may be absent where the merge runs.
+    case merge
+}
+
 /// Reads and validates manifests, collecting every problem it finds.
 package enum ManifestLoader {
 
     /// Reads `path` (relative to the current folder) and validates it.
-    package static func load(path: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ManifestError) -> Manifest {
+    package static func load(path: String, environment: [String: String] = ProcessInfo.processInfo.environment,
+                             use: ManifestUse = .reveal) throws(ManifestError) -> Manifest {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
             throw ManifestError([Diagnostic(file: path, message: "no such file")])
@@ -17,26 +27,31 @@ package enum ManifestLoader {
         if size > Limits.manifestFile {
             throw ManifestError([Diagnostic(file: path, message: "is \(size >> 20) MiB; manifests are limited to \(Limits.manifestFile >> 20) MiB")])
         }
-        guard let bytes = readWholeFile(path, limit: Limits.manifestFile) else {
-            throw ManifestError([Diagnostic(file: path, message: "cannot be read")])
+        let bytes: [UInt8]
+        do {
+            bytes = try readWholeFile(path, limit: Limits.manifestFile)
+        } catch {
+            throw ManifestError([Diagnostic(file: path, message: "cannot be read: \(error.reason)")])
         }
         let directory = (path as NSString).deletingLastPathComponent
-        return try load(source: SourceFile(name: path, bytes: bytes), directory: directory.isEmpty ? "." : directory, environment: environment)
+        return try load(source: SourceFile(name: path, bytes: bytes), directory: directory.isEmpty ? "." : directory,
+                        environment: environment, use: use)
     }
 
     /// Manifests from this size up decode their requests on a second thread while parsing.
     static let concurrentDecodingThreshold = 1 << 20
 
     /// Validates manifest text; relative paths are resolved against `directory`.
-    package static func load(source: SourceFile, directory: String, environment: [String: String]) throws(ManifestError) -> Manifest {
-        try load(source: source, directory: directory, environment: environment, concurrentFrom: concurrentDecodingThreshold)
+    package static func load(source: SourceFile, directory: String, environment: [String: String],
+                             use: ManifestUse = .reveal) throws(ManifestError) -> Manifest {
+        try load(source: source, directory: directory, environment: environment, use: use, concurrentFrom: concurrentDecodingThreshold)
     }
 
     /// Validates manifest text, decoding requests concurrently when the source has at least
     /// `concurrentFrom` bytes (tests force either way; the results are the same).
-    static func load(source: SourceFile, directory: String, environment: [String: String],
+    static func load(source: SourceFile, directory: String, environment: [String: String], use: ManifestUse = .reveal,
                      concurrentFrom threshold: Int) throws(ManifestError) -> Manifest {
-        var decoder = ManifestDecoder(source: source, directory: directory, environment: environment)
+        var decoder = ManifestDecoder(source: source, directory: directory, environment: environment, use: use)
         let concurrent = source.bytes.count >= threshold ? ConcurrentRequestDecoder(decoder: decoder, bytes: source.bytes) : nil
         let root: Node
         do {
@@ -60,29 +75,27 @@ package enum ManifestLoader {
 
 /// The bytes of a file of at most `limit` bytes, read straight into an array: no `Data` and no
 /// copy of a manifest that can be tens of megabytes.
-func readWholeFile(_ path: String, limit: Int) -> [UInt8]? {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { return nil }
-    defer { close(fd) }
-    var info = stat()
-    guard fstat(fd, &info) == 0 else { return nil }
-    // One byte more than the size shows a file that grew while being read; it is read again whole.
-    let capacity = min(limit, Int(info.st_size)) + 1
-    var failed = false
-    let bytes = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
-        count = 0
-        while count < capacity {
-            let read = Glibc.read(fd, buffer.baseAddress! + count, capacity - count)
-            if read < 0 && errno == EINTR { continue }
-            if read < 0 { failed = true }
-            if read <= 0 { break }
+func readWholeFile(_ path: String, limit: Int) throws(FileReadError) -> [UInt8] {
+    let file = try FileDescriptor.openInput(path)
+    // One byte more than the size shows a file that grew while being read; it is read on to the limit.
+    let size = file.stamp()?.size ?? 0
+    var bytes = [UInt8](repeating: 0, count: min(limit, size) + 1)
+    var count = 0
+    while count < bytes.count {
+        let read = try file.read(into: &bytes, from: count)
+        if read == 0 { break }
+        count += read
+    }
+    // It grew: read on in chunks until the end or the limit.
+    while count == bytes.count {
+        guard count <= limit else { throw FileReadError(path: path, reason: "it is over \(limit) bytes") }
+        bytes += repeatElement(0, count: 1 << 16)
+        while count < bytes.count {
+            let read = try file.read(into: &bytes, from: count)
+            if read == 0 { break }
             count += read
         }
     }
-    if failed { return nil }
-    if bytes.count == capacity {
-        guard let data = FileManager.default.contents(atPath: path), data.count <= limit else { return nil }
-        return Array(data)
-    }
+    bytes.removeSubrange(count...)
     return bytes
 }

@@ -63,6 +63,23 @@ final class FileDescriptor {
         return file
     }
 
+    /// Why a manifest's file or folder cannot be read, in the system's words; nil when it can.
+    /// Opening it is the check (`access` would answer for the real user, not the one running).
+    static func unreadable(_ path: String, folder: Bool = false) -> String? {
+        if folder {
+            let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            guard fd >= 0 else { return errno == ENOTDIR ? "it is not a folder" : describeErrno(errno) }
+            close(fd)
+            return nil
+        }
+        do {
+            _ = try openInput(path)
+            return nil
+        } catch {
+            return error.reason
+        }
+    }
+
     private func requireRegular() throws(FileReadError) {
         var info = stat()
         guard fstat(raw, &info) == 0 else { throw FileReadError(path: path, reason: describeErrno(errno)) }

@@ -163,7 +163,7 @@ private let minimal = "vault: tnt1\nrequests:\n  - {name: a, path: /post}\n"
         ("vault: tnt1\nrequests:\n  - {name: a, path: /p, payload: {card: \"${SECRET_CARD}\"}}\n",
          "m.yaml:3:41: error: environment variable SECRET_CARD is not set (used in request \"a\" payload.card)\n    - {name: a, path: /p, payload: {card: <redacted>}}\n                                          ^"),
         ("vault: tnt1\nrequests:\n  - {name: a, path: /p, each: {csv: nothere.csv}}\n",
-         "m.yaml:3:37: error: data file \"nothere.csv\" does not exist or cannot be read\n    - {name: a, path: /p, each: {csv: nothere.csv}}\n                                      ^"),
+         "m.yaml:3:37: error: data file \"nothere.csv\" cannot be read: No such file or directory\n    - {name: a, path: /p, each: {csv: nothere.csv}}\n                                      ^"),
         ("vault: tnt1\nrequests:\n  - {name: a, path: /p, each: {csv: a.csv, jsonl: b.jsonl}}\n",
          "m.yaml:3:31: error: request 1 each takes one of csv or jsonl, not both\n    - {name: a, path: /p, each: {csv: a.csv, jsonl: b.jsonl}}\n                                ^"),
         ("vault: tnt1\nemulator: {fail_rate: 2}\nrequests: [{name: a, path: /p}]\n",

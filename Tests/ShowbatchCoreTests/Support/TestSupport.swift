@@ -29,20 +29,23 @@ struct TempDir {
 }
 
 /// Loads manifest text named `m.yaml` in `dir`.
-func loadManifest(_ text: String, in dir: TempDir? = nil, environment: [String: String] = [:]) throws(ManifestError) -> Manifest {
+func loadManifest(_ text: String, in dir: TempDir? = nil, environment: [String: String] = [:],
+                  use: ManifestUse = .reveal) throws(ManifestError) -> Manifest {
     let folder = dir ?? TempDir()
     defer { if dir == nil { folder.remove() } }
     let path = folder.file("m.yaml", text)
-    return try ManifestLoader.load(path: path, environment: environment)
+    return try ManifestLoader.load(path: path, environment: environment, use: use)
 }
 
 /// The rendered errors of manifest text, with the temp folder's path shortened to `m.yaml`.
-func manifestErrors(_ text: String, environment: [String: String] = [:], files: [String: String] = [:]) -> String {
+func manifestErrors(_ text: String, environment: [String: String] = [:], files: [String: String] = [:],
+                    folders: [String] = [], use: ManifestUse = .reveal) -> String {
     let dir = TempDir()
     defer { dir.remove() }
     for (name, content) in files { _ = dir.file(name, content) }
+    for name in folders { try! FileManager.default.createDirectory(atPath: dir.path + "/" + name, withIntermediateDirectories: true) }
     do {
-        _ = try loadManifest(text, in: dir, environment: environment)
+        _ = try loadManifest(text, in: dir, environment: environment, use: use)
         return ""
     } catch {
         return error.description.replacingOccurrences(of: dir.path + "/", with: "")

@@ -121,10 +121,8 @@ extension ManifestDecoder {
         let key = pair.key.text
         guard let path = text(pair.value, "\(context()) each.\(key)") else { return nil }
         let resolved = resolve(path)
-        var isDirectory: ObjCBool = false
-        if !FileManager.default.fileExists(atPath: resolved, isDirectory: &isDirectory) || isDirectory.boolValue
-            || !FileManager.default.isReadableFile(atPath: resolved) {
-            problem(pair.value.mark, "data file \"\(path)\" does not exist or cannot be read")
+        if let reason = FileDescriptor.unreadable(resolved) {
+            problem(pair.value.mark, "data file \"\(path)\" cannot be read: \(reason)")
             return nil
         }
         return DataSource(kind: key == "csv" ? .csv : .jsonl, path: resolved, name: path)

@@ -23,9 +23,11 @@ extension ManifestDecoder {
         if let node = top["connections"], let value = integer(node, "connections", 1...1024) {
             manifest.connections = value
         }
+        optionalEnvironment = use == .merge
         if let node = top["tls"] { manifest.tls = tls(node) }
-        if let node = top["circuit"] { manifest.circuit = circuit(node) }
         if let node = top["auth"] { manifest.auth = auth(node) }
+        optionalEnvironment = false
+        if let node = top["circuit"] { manifest.circuit = circuit(node) }
         if let node = top["hostname_fallback"], let value = bool(node, "hostname_fallback") { manifest.hostnameFallback = value }
         if let node = top["resume_max_age"], let value = duration(node, "resume_max_age") { manifest.resumeMaxAge = value }
         if let node = top["max_failed"] {
@@ -122,10 +124,10 @@ extension ManifestDecoder {
         func file(_ key: String, folder: Bool = false) -> String? {
             guard let node = map[key], let path = text(node, "tls.\(key)") else { return nil }
             let resolved = resolve(path)
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: resolved, isDirectory: &isDirectory), isDirectory.boolValue == folder,
-                  FileManager.default.isReadableFile(atPath: resolved) else {
-                problem(node.mark, "tls.\(key) \"\(path)\" is not a readable \(folder ? "folder" : "file")")
+            // A merge sends nothing: the files may be mounted only where the shards run.
+            if use == .merge { return resolved }
+            if let reason = FileDescriptor.unreadable(resolved, folder: folder) {
+                problem(node.mark, "tls.\(key) \"\(path)\" cannot be read: \(reason)")
                 return nil
             }
             return resolved
@@ -194,8 +196,9 @@ extension ManifestDecoder {
                 spec.aliases = .inline(table)
             } else if case .string = aliases.scalar?.value, let path = scalarText(aliases, "emulator.aliases") {
                 let resolved = resolve(path)
-                if !FileManager.default.isReadableFile(atPath: resolved) {
-                    problem(aliases.mark, "emulator.aliases file \"\(path)\" does not exist or cannot be read")
+                if use != .merge, let reason = FileDescriptor.unreadable(resolved) {
+                    // Not named: the path sits where aliases and their values go, which are never shown.
+                    problem(aliases.mark, "emulator.aliases file cannot be read: \(reason)")
                 }
                 spec.aliases = .file(resolved)
             } else {

@@ -8,7 +8,9 @@ extension ManifestDecoder {
     mutating func template(_ node: Node, _ what: @autoclosure () -> String, allowRow: Bool, sensitive: Bool = false) -> Template? {
         guard let raw = rawText(node, what()) else { return nil }
         guard var template = parseTemplate(raw, at: node, what(), sensitive: sensitive) else { return nil }
-        for name in template.resolveEnvironment(environment) {
+        let unset = template.resolveEnvironment(environment)
+        // Header and payload values only go out with requests, which a merge never sends.
+        for name in unset where !(sensitive && use == .merge) {
             problem(node.mark, "environment variable \(name) is not set (used in \(what()))")
         }
         if !allowRow {

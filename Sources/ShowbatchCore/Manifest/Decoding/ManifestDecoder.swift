@@ -6,6 +6,11 @@ struct ManifestDecoder {
     let source: SourceFile
     let directory: String
     let environment: [String: String]
+    /// What the manifest is loaded for: a merge sends nothing, so it needs no secret.
+    let use: ManifestUse
+    /// Set while decoding what only sending needs (auth, tls): in a merge an unset variable
+    /// there leaves the value out instead of failing.
+    var optionalEnvironment = false
     /// Problems found, rendered only at the end: most manifests have none, and rendering needs
     /// the spans of every secret, which a valid manifest never has to find.
     var problems: [(mark: Mark, message: String)] = []
@@ -30,10 +35,11 @@ struct ManifestDecoder {
     static let topKeys = ManifestReference.keys(under: "")
     static let requestKeys = ManifestReference.keys(under: "requests")
 
-    init(source: SourceFile, directory: String, environment: [String: String]) {
+    init(source: SourceFile, directory: String, environment: [String: String], use: ManifestUse = .reveal) {
         self.source = source
         self.directory = directory
         self.environment = environment
+        self.use = use
     }
 
     mutating func problem(_ mark: Mark, _ message: String) {
@@ -104,6 +110,7 @@ struct ManifestDecoder {
         guard raw.utf8.contains(UInt8(ascii: "$")) else { return raw }
         guard var template = parseTemplate(raw, at: node, what()) else { return nil }
         let unset = template.resolveEnvironment(environment)
+        if optionalEnvironment && !unset.isEmpty { return nil }
         for name in unset { problem(node.mark, "environment variable \(name) is not set (used in \(what()))") }
         if template.needsRow {
             problem(node.mark, "\(what()) cannot use ${row.…} or ${index}; only request names, paths, headers and payloads can")
