@@ -153,6 +153,10 @@ extension FailurePathTests {
         #expect(summary.stopReason == nil && summary.ok == 2_000 && summary.exitCode == .ok)
         #expect(fixture.log.all.contains { $0.contains("a freshly renewed access token was refused (HTTP 401): sending is paused") })
         #expect(fixture.log.all.contains("warning: the access token is accepted again: sending goes on"))
+        // The window is counted: requests refused were sent again, tokens fetched again. (How many
+        // depends on timing: the requests in flight as the window opens.)
+        #expect(summary.resentAfter401 > 0)
+        #expect(summary.tokenRenewals > 0)
         expectAllOK(fixture.read("r.csv"), count: 2_000)
     }
 
