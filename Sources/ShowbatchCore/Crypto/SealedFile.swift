@@ -159,6 +159,44 @@ package final class SealedWriter {
         return SealedWriter(fd: fd, keys: reader.keys, name: name, counter: UInt32(reader.chunkCount), offset: offset)
     }
 
+    /// Continues the sealed file at `fd` after its first `plaintextCount` bytes of plaintext, which
+    /// must end at a chunk boundary (a checkpoint counts plaintext; the chunks' lengths, which
+    /// authenticate, say where it is in the file): every chunk before it is authenticated and its
+    /// plaintext handed to `visit`, in order, and the file is cut back to it. A last chunk after
+    /// it (a file finished, but not yet put in place) is cut off too, to be written again.
+    package static func resume(fd: Int32, key: DataKey, name: String, plaintextCount: Int,
+                               visit: (UnsafeRawBufferPointer) -> Void = { _ in }) throws(CryptoError) -> SealedWriter {
+        let reader = try SealedReader(fd: fd, key: key, name: name)
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
+            throw CryptoError(.io, "cannot read \(name): \(describeErrno(errno))")
+        }
+        var plaintext = 0
+        while plaintext < plaintextCount {
+            if reader.offset >= Int(info.st_size) {
+                throw CryptoError(.sealedFile, "\(name) holds \(plaintext) bytes, fewer than its checkpoint's \(plaintextCount) (it was cut short)")
+            }
+            // A limit past any offset: a chunk is read whole, and nothing after a last one is probed.
+            guard let chunk = try reader.readChunk(limit: Int.max) else { break }
+            if chunk.last && plaintext + chunk.plaintext.count < plaintextCount {
+                reader.wipe()
+                throw CryptoError(.sealedFile, "\(name) ends (its last chunk) before its checkpoint: it holds \(plaintext + chunk.plaintext.count) bytes, not \(plaintextCount)")
+            }
+            guard plaintext + chunk.plaintext.count <= plaintextCount else {
+                reader.wipe()
+                throw CryptoError(.sealedFile, "\(name): its checkpoint (\(plaintextCount) bytes) is not at the end of a chunk (the checkpoint and the file disagree)")
+            }
+            visit(chunk.plaintext)
+            plaintext += chunk.plaintext.count
+        }
+        reader.wipe()
+        let offset = reader.offset
+        guard ftruncate(fd, off_t(offset)) == 0, lseek(fd, off_t(offset), SEEK_SET) >= 0 else {
+            throw CryptoError(.io, "cannot cut \(name) back to its checkpoint: \(describeErrno(errno))")
+        }
+        return SealedWriter(fd: fd, keys: reader.keys, name: name, counter: UInt32(reader.chunkCount), offset: offset)
+    }
+
     /// Seals `plaintext` as the next chunk (chunks, past 1 MiB); the offset after it. Nothing is
     /// written for no bytes.
     @discardableResult

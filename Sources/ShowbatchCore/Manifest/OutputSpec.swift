@@ -5,9 +5,11 @@ import ShowbatchYAML
 package enum OutputFormat: String, Sendable, CaseIterable {
     case csv, json, jsonl
 
-    /// The format an output path's extension implies, if any (`.gz` is looked through).
+    /// The format an output path's extension implies, if any (`.pgp`, `.gpg`, `.asc`, then
+    /// `.gz`, are looked through: `rows.jsonl.gz.pgp` is gzip-compressed JSON Lines).
     package static func fromExtension(_ path: String) -> OutputFormat? {
-        let path = isGzipPath(path) ? String(path.dropLast(3)) : path
+        var path = withoutOpenPGPExtension(path)
+        if isGzipPath(path) { path = String(path.dropLast(3)) }
         switch (path as NSString).pathExtension.lowercased() {
         case "csv": return .csv
         case "json": return .json
@@ -16,8 +18,63 @@ package enum OutputFormat: String, Sendable, CaseIterable {
         }
     }
 
-    /// The path ends in `.gz`.
-    package static func isGzipPath(_ path: String) -> Bool { path.lowercased().hasSuffix(".gz") }
+    /// The path ends in `.gz` (before an OpenPGP extension, if it has one).
+    package static func isGzipPath(_ path: String) -> Bool { withoutOpenPGPExtension(path).lowercased().hasSuffix(".gz") }
+
+    /// Extensions of an OpenPGP message: what an encrypted output's path ends in.
+    package static let openPGPExtensions = [".pgp", ".gpg", ".asc"]
+
+    /// The path ends in `.pgp`, `.gpg` or `.asc` (after a name).
+    package static func isOpenPGPPath(_ path: String) -> Bool {
+        path.utf8.count > 4 && endsLikeOpenPGP(path)
+    }
+
+    /// The text ends in `.pgp`, `.gpg` or `.asc`.
+    package static func endsLikeOpenPGP(_ text: String) -> Bool {
+        let lower = text.lowercased()
+        return openPGPExtensions.contains { lower.hasSuffix($0) }
+    }
+
+    /// `path` without its OpenPGP extension.
+    package static func withoutOpenPGPExtension(_ path: String) -> String {
+        isOpenPGPPath(path) ? String(path.dropLast(4)) : path
+    }
+}
+
+/// `output.encrypt`: the output is written for its recipients only, as one OpenPGP message, and
+/// sealed on disk while the run lasts.
+package struct EncryptSpec: Sendable, Equatable, CustomStringConvertible {
+    /// The recipients' public key files; any one of them decrypts.
+    package var recipients: [RecipientFile]
+    /// Wraps the data key in the journal, so an interrupted run can be resumed and shards merged.
+    package var stateKey: StateKey?
+    /// ASCII-armored output instead of binary OpenPGP.
+    package var armor = false
+    /// Where `encrypt` is in the manifest, for errors found later.
+    package var mark: Mark
+
+    package init(recipients: [RecipientFile], stateKey: StateKey? = nil, armor: Bool = false, mark: Mark) {
+        self.recipients = recipients
+        self.stateKey = stateKey
+        self.armor = armor
+        self.mark = mark
+    }
+
+    /// Equal when they encrypt to the same keys the same way (a state key compared in constant time).
+    package static func == (lhs: EncryptSpec, rhs: EncryptSpec) -> Bool {
+        let keys: Bool
+        switch (lhs.stateKey, rhs.stateKey) {
+        case (nil, nil): keys = true
+        case (let left?, let right?): keys = left.secret.matches(right.secret)
+        default: keys = false
+        }
+        return lhs.recipients == rhs.recipients && lhs.armor == rhs.armor && keys
+    }
+
+    /// Never the state key.
+    package var description: String {
+        "EncryptSpec(recipients: \(recipients.map(\.name)), stateKey: \(stateKey == nil ? "none" : "hidden"), armor: \(armor))"
+    }
 }
 
 /// Where and how rows are written.
@@ -26,6 +83,7 @@ package struct OutputSpec: Sendable, Equatable {
     package static func == (lhs: OutputSpec, rhs: OutputSpec) -> Bool {
         lhs.path == rhs.path && lhs.format == rhs.format && lhs.csv == rhs.csv && lhs.columns == rhs.columns
             && lhs.rejects == rhs.rejects && lhs.rejectPartial == rhs.rejectPartial && lhs.compress == rhs.compress
+            && lhs.encrypt == rhs.encrypt
     }
 
     /// The path, resolved against the manifest's folder; may hold `{shard}`.
@@ -42,6 +100,8 @@ package struct OutputSpec: Sendable, Equatable {
     package var rejectPartial = false
     /// Compress with gzip; nil: when the path ends in `.gz`.
     package var compress: Bool?
+    /// Encrypt to OpenPGP recipients (`output.encrypt`).
+    package var encrypt: EncryptSpec?
     /// Where each item of `columns` is in the manifest, for errors found once the labels are known.
     package var columnMarks: [Mark] = []
     /// Where the `columns` key is, for the warning about failed rows written blank.

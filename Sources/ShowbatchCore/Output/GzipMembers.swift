@@ -62,7 +62,7 @@ final class GunzipReader {
         let reason: String
     }
 
-    private let fd: Int32
+    private let source: StoredBytes
     private var stream = z_stream()
     private var input = [UInt8](repeating: 0, count: 1 << 16)
     private var inputStart = 0
@@ -71,13 +71,9 @@ final class GunzipReader {
     /// Between members: the last one ended and no byte of another has been read.
     private var betweenMembers = true
 
-    /// Compressed bytes still to be read; nil: to the end of the file.
-    private var left: Int?
-
-    /// Reads the gzip file open at `fd` (not closed here), or its first `limit` bytes.
-    init(fd: Int32, limit: Int? = nil) {
-        self.fd = fd
-        left = limit
+    /// Reads the gzip bytes `source` gives (a file, or a sealed file's plaintext).
+    init(source: StoredBytes) {
+        self.source = source
         // 15 window bits + 16: gzip only.
         let status = inflateInit2_(&stream, 15 + 16, zlibVersion(), Int32(MemoryLayout<z_stream>.size))
         precondition(status == Z_OK, "inflateInit2 failed: \(status)")
@@ -89,15 +85,15 @@ final class GunzipReader {
     func read(into buffer: UnsafeMutableRawBufferPointer) throws(Failure) -> Int {
         while true {
             if inputStart == inputEnd && !fileEnded {
-                var count: Int
+                let count: Int
                 do {
-                    count = try FileDescriptor(borrowing: fd, path: "").read(into: &input)
+                    count = try input.withUnsafeMutableBytes { bytes in
+                        try Result { () throws(StoredBytes.Failure) -> Int in try source.read(into: bytes) }.get()
+                    }
+                } catch let failure as StoredBytes.Failure {
+                    throw Failure(reason: failure.reason)
                 } catch {
-                    throw Failure(reason: "it cannot be read: \(error.reason)")
-                }
-                if let remaining = left {
-                    count = min(count, remaining)
-                    left = remaining - count
+                    throw Failure(reason: "it cannot be read")
                 }
                 inputStart = 0
                 inputEnd = count

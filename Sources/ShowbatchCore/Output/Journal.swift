@@ -52,6 +52,20 @@ final class Journal {
         }
     }
 
+    /// How an encrypted output's data key is kept in its journal.
+    enum StoredKey: Equatable {
+        /// Wrapped under the state key (`KeyWrap`).
+        case wrapped(String)
+        /// Not at all: it lived in the memory of the run that wrote the output (no state key).
+        case memoryOnly
+    }
+
+    /// An encrypted output's journal: the data key its sealed files are written under is made
+    /// (and wrapped under `stateKey`, when there is one) or taken back from the journal.
+    struct Sealing {
+        var stateKey: StateKey?
+    }
+
     /// Where a failed row's bytes are in the output (a JSON row without its separator).
     struct FailedRow: Equatable {
         var ordinal: Int
@@ -84,15 +98,22 @@ final class Journal {
     private let mode: RunMode
     /// With `--resume=auto`: why the journal found was not gone on from (and was started afresh).
     private(set) var discarded: String?
+    /// An encrypted output's sealing, and its data key once made or unwrapped.
+    private let sealing: Sealing?
+    private(set) var dataKey: DataKey?
+    /// The data key as the journal holds it (for a shard's identity).
+    private(set) var storedKey: StoredKey?
 
     /// Opens and locks the journal of `output`. The lock keeps a second run off the same output
     /// (an overlapping cron job) for as long as this one runs.
     /// With `staleAfter` (`--resume=auto`), a journal that cannot be gone on from (another run's,
     /// one that cannot be trusted, or one last written longer ago than that) is started afresh
     /// instead of refused, and `discarded` says why.
-    init(output: String, identity: Identity, mode: RunMode, staleAfter: Duration? = nil, waiting: () -> Void = {}) throws(RunError) {
+    init(output: String, identity: Identity, mode: RunMode, staleAfter: Duration? = nil, sealing: Sealing? = nil,
+         waiting: () -> Void = {}) throws(RunError) {
         self.output = output
         self.identity = identity
+        self.sealing = mode == .retryFailed ? nil : sealing
         self.mode = mode
         path = SideFile.journal.of(output)
         fd = try Journal.lock(path, output: output, create: mode != .retryFailed, waiting: waiting)
@@ -189,7 +210,41 @@ final class Journal {
         ended = nil
         writer = JournalCodec.Writer()
         writer.encode(.identity(identity), into: &buffer)
+        if let sealing {
+            let key = DataKey.random()
+            let stored: StoredKey = sealing.stateKey.map { .wrapped(KeyWrap.wrap(key, under: $0, context: wrapContext)) } ?? .memoryOnly
+            writer.encode(.dataKey(stored), into: &buffer)
+            dataKey = key
+            storedKey = stored
+        }
         try writeBuffer(sync: true)
+    }
+
+    /// What a wrapped data key is bound to: this output.
+    private var wrapContext: [UInt8] { Array("showbatch output \(identity.output)".utf8) }
+
+    /// The data key a journal read back holds; a refusal when it cannot be had.
+    private func unwrapKey(_ contents: JournalCodec.Contents) throws(Refusal) -> DataKey? {
+        guard let sealing else { return nil }
+        switch contents.dataKey {
+        case nil:
+            guard contents.lastCheckpoint == nil else { throw Refusal(reason: "cannot be trusted: it has no data key record") }
+            return nil
+        case .memoryOnly?:
+            guard contents.lastCheckpoint == nil else {
+                throw Refusal(reason: "holds no data key: the run that wrote \(output) kept it in memory only (output.encrypt has no state_key), so its sealed rows cannot be read")
+            }
+            return nil
+        case .wrapped(let text)?:
+            guard let stateKey = sealing.stateKey else {
+                throw Refusal(reason: "holds its data key wrapped under a state key, and output.encrypt has no state_key now")
+            }
+            do {
+                return try KeyWrap.unwrap(text, under: stateKey, context: wrapContext)
+            } catch {
+                throw Refusal(reason: "cannot be used: \(error.message)")
+            }
+        }
     }
 
     /// Reads an existing journal: checks it (`JournalCodec`) and its identity, and keeps its failed
@@ -207,6 +262,16 @@ final class Journal {
             if keepTail { throw RunError.usage("the journal \(path) is empty: there are no failed rows to send again") }
             try start()
             return
+        }
+        if sealing != nil {
+            // `readChecked` refused a key that cannot be had; none at all means nothing was
+            // sealed under one yet, and the output starts afresh.
+            guard let key = try? unwrapKey(contents) else {
+                try start()
+                return
+            }
+            dataKey = key
+            storedKey = contents.dataKey
         }
         failedRows = contents.failedRows
         rejectedCount = contents.rejectedRows.count
@@ -246,6 +311,7 @@ final class Journal {
         if let contents, let difference = JournalCodec.difference(contents.identity, from: identity) {
             throw Refusal(reason: "does not match this run: \(difference)")
         }
+        if let contents { _ = try unwrapKey(contents) }
         return contents
     }
 
@@ -347,14 +413,26 @@ final class Journal {
         }
     }
 
-    /// Whether `path` is a regular file of `size` bytes whose FNV-1a hash is `hash`.
-    static func outputMatches(_ path: String, size: Int, hash: UInt64) -> Bool {
-        guard let file = try? FileDescriptor.openOwn(path) else { return false }
+    /// Whether `path` is a regular file of `size` bytes whose FNV-1a hash is `hash`; with `key`, a
+    /// whole sealed file whose plaintext is those bytes.
+    static func outputMatches(_ path: String, size: Int, hash: UInt64, key: DataKey? = nil) -> Bool {
+        guard let file = try? FileDescriptor.openOwn(path), let bytes = try? StoredBytes(fd: file.raw, path: path, key: key, limit: nil) else {
+            return false
+        }
+        defer { bytes.wipe() }
         var total = 0
         var value = fnvOffsetBasis
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        defer { chunk.withUnsafeMutableBytes { wipe($0) } }
         while true {
-            guard let count = try? file.read(into: &chunk) else { return false }
+            let count: Int
+            do {
+                count = try chunk.withUnsafeMutableBytes { buffer in
+                    try Result { () throws(StoredBytes.Failure) -> Int in try bytes.read(into: buffer) }.get()
+                }
+            } catch {
+                return false
+            }
             if count == 0 { break }
             value = fnv1a(chunk[0..<count], seed: value)
             total += count

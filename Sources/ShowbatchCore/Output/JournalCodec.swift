@@ -2,6 +2,9 @@
 enum JournalRecord: Equatable {
     /// What the journal is valid for; always the first line.
     case identity(Journal.Identity)
+    /// An encrypted output's data key, wrapped under the state key (or kept in memory only);
+    /// the second line when there is one.
+    case dataKey(Journal.StoredKey)
     /// Where a failed row's bytes are.
     case failed(Journal.FailedRow)
     /// A row that is not failed went to the rejects file (`reject_partial`): merge needs to know.
@@ -66,6 +69,12 @@ enum JournalCodec {
                         writer.string(identity.format)
                         writer.key("columns")
                         writer.array { writer in for column in identity.columns { writer.string(column) } }
+                    case .dataKey(let stored):
+                        writer.key("data_key")
+                        switch stored {
+                        case .wrapped(let text): writer.string(text)
+                        case .memoryOnly: writer.null()
+                        }
                     case .rejected(let ordinal):
                         writer.key("rejected")
                         writer.integer(ordinal)
@@ -127,6 +136,8 @@ enum JournalCodec {
     /// What a journal says, once read and checked.
     struct Contents {
         var identity: Journal.Identity
+        /// An encrypted output's data key, as stored.
+        var dataKey: Journal.StoredKey?
         /// The failed rows the last checkpoint covers.
         var failedRows: [Journal.FailedRow] = []
         /// The other rows the rejects file holds (partial ones), by ordinal, that it covers.
@@ -169,6 +180,16 @@ enum JournalCodec {
             }
             let keys = members.map(\.key)
             switch keys {
+            case ["data_key"]:
+                guard number == 1 else { throw JournalProblem(reason: "\(place) is a data key record, which only its line 2 may be") }
+                switch value["data_key"] {
+                case .string(let text)?: contents.dataKey = .wrapped(text)
+                case .null?: contents.dataKey = .memoryOnly
+                default: throw JournalProblem(reason: "\(place) is not a data key record")
+                }
+                // Part of the identity: where a resumed run appends comes after it.
+                contents.length = line.end + 1
+                contents.chain = fnv1a(bytes[line.start...line.end], seed: chain)
             case ["failed"]:
                 guard case .array(let items)? = value["failed"], items.count == 3, let numbers = integers(items) else {
                     throw JournalProblem(reason: "\(place) is not a failed-row record")

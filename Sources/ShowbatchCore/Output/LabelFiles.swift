@@ -34,6 +34,8 @@ final class LabelFileWriter {
     private let inputs: [(what: String, device: UInt64, inode: UInt64)]
     /// Folders written in since the last sync, by output and path below the output's folder.
     private var dirty: Set<DirtyFolder> = []
+    /// By target: an encrypted output's encryptor, which its label files are written through.
+    private let encryptors: [OpenPGPEncryptor?]
 
     private struct DirtyFolder: Hashable {
         let target: Int
@@ -43,7 +45,8 @@ final class LabelFileWriter {
     /// A writer for the outputs at `outputs` (by target; "-" is standard output, which has no
     /// folder), protecting the run's `inputs`, every output's files and `others` (rejects files,
     /// `--metrics`, `--report`).
-    init(inputs: [RunInput], outputs: [String], others: [String] = []) {
+    init(inputs: [RunInput], outputs: [String], others: [String] = [], encryptors: [OpenPGPEncryptor?] = []) {
+        self.encryptors = encryptors
         var protected: [String: String] = [:]
         var identities: [(String, UInt64, UInt64)] = []
         for input in inputs {
@@ -203,7 +206,20 @@ final class LabelFileWriter {
         }
         // The umask may have taken bits away; the mode is exactly 0600.
         fchmod(out, 0o600)
-        var code = file.bytes.withUnsafeBytes { PrivateFile.writeAll(out, $0) }
+        var code: Int32?
+        if target < encryptors.count, let encryptor = encryptors[target] {
+            // An encrypted output's label files are OpenPGP messages too: the bytes go to gpg
+            // through a pipe, never to disk in the clear.
+            do {
+                try encryptor.encrypt(from: BytesSource(file.bytes), to: out)
+            } catch {
+                Glibc.close(out)
+                unlinkat(fd, temporary, 0)
+                throw RunError.runtime("cannot encrypt the label file \(folder.path)/\(file.path) for \(folder.output): \((error as? CryptoError)?.message ?? "\(error)")")
+            }
+        } else {
+            code = file.bytes.withUnsafeBytes { PrivateFile.writeAll(out, $0) }
+        }
         if code == nil && fsync(out) != 0 { code = errno }
         Glibc.close(out)
         if code == nil && renameat(fd, temporary, fd, name) != 0 { code = errno }
@@ -216,5 +232,23 @@ final class LabelFileWriter {
         // Bounded: folders are synced now and then even if no checkpoint comes.
         if dirty.count >= 4096 { try sync() }
         return nil
+    }
+}
+
+/// Bytes in memory as the plaintext of an OpenPGP message.
+private final class BytesSource: PlaintextSource {
+    private let bytes: [UInt8]
+    private var position = 0
+
+    init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        let count = min(buffer.count, bytes.count - position)
+        guard count > 0 else { return 0 }
+        bytes.withUnsafeBytes { source in
+            buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: source[position..<(position + count)]))
+        }
+        position += count
+        return count
     }
 }

@@ -20,13 +20,14 @@ struct OutputCheck {
     /// Checks `checkpoint` and the failed rows it covers against the output `target` (its
     /// `.partial` file being resumed, or the finished file being rewritten: `path`), read up to
     /// the checkpoint's offset, and, with rejects, the rejects file (`rejectsPath`) up to its own.
-    func verify(_ checkpoint: Journal.Checkpoint, failed: [Journal.FailedRow], path: String, rejectsPath: String?,
+    /// `key` unseals the files of an encrypted output.
+    func verify(_ checkpoint: Journal.Checkpoint, failed: [Journal.FailedRow], path: String, rejectsPath: String?, key: DataKey? = nil,
                 of output: OutputTarget, journal: String) throws(RunError) {
         func untrusted(_ reason: String) -> RunError {
             .usage("the journal \(journal) cannot be trusted: \(reason); remove it to start over")
         }
         let items = ordinals()
-        var own = try Rows(path, layout: output.layout, limit: checkpoint.offset, journal: journal)
+        var own = try Rows(path, layout: output.layout, key: key, limit: checkpoint.offset, journal: journal)
         var statuses = RowCounts()
         var failedLeft = failed[...]
         let split = output.rejects != nil
@@ -65,7 +66,7 @@ struct OutputCheck {
         var statusesKnown = own.hasStatus
         if let rejects = output.rejects, let rejectsPath {
             let mark = checkpoint.rejects ?? (offset: 0, hash: fnvOffsetBasis, rows: 0)
-            var side = try Rows(rejectsPath, layout: rejects.layout, limit: mark.offset, journal: journal)
+            var side = try Rows(rejectsPath, layout: rejects.layout, key: key, limit: mark.offset, journal: journal)
             while let row = try side.next() {
                 if let status = row.status { statuses.count(status) }
             }
@@ -123,8 +124,14 @@ struct OutputCheck {
         private let statusKey: String?
         private var bytes: [UInt8] = []
 
-        init(_ path: String, layout: OutputLayout, limit: Int, journal: String) throws(RunError) {
-            guard let reader = ShardRows(path: path, format: layout.format, gzip: layout.gzip, limit: limit) else {
+        init(_ path: String, layout: OutputLayout, key: DataKey?, limit: Int, journal: String) throws(RunError) {
+            let opened: ShardRows?
+            do {
+                opened = try ShardRows(path: path, format: layout.format, gzip: layout.gzip, key: key, limit: limit)
+            } catch {
+                throw RunError.usage("the journal \(journal) cannot be trusted: \(path) is not what it says was written (\(error.reason)); remove it to start over")
+            }
+            guard let reader = opened else {
                 throw RunError.runtime("cannot read \(path) to check it against its journal \(journal)")
             }
             self.reader = reader

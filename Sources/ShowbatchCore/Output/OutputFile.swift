@@ -54,6 +54,21 @@ final class OutputFile {
     private let gzip: GzipMembers?
     private var compressed: [UInt8] = []
     private var closed = false
+    /// An encrypted output's: the `.partial` is sealed under its data key, and how the finished
+    /// file is put in place.
+    private let sealing: Sealing?
+    private var sealer: SealedWriter?
+
+    /// How an encrypted output is kept while written and put in place when finished.
+    struct Sealing {
+        /// The output's data key (its journal keeps it, wrapped, or not at all).
+        let key: DataKey
+        /// Makes the OpenPGP message the output becomes; nil for a shard's file, which stays
+        /// sealed for `merge`.
+        let encryptor: OpenPGPEncryptor?
+        /// Asked while the message is made: an interrupt leaves the sealed file for `--resume`.
+        let isCancelled: () -> Bool
+    }
 
     /// The output a `--retry-failed` run rewrites: its bytes are copied, and the rows of the
     /// failed spans replaced by the rows sent again.
@@ -66,12 +81,13 @@ final class OutputFile {
         var cursor = 0
     }
 
-    private init(path: String, layout: OutputLayout, fd: Int32, partialPath: String?) {
+    private init(path: String, layout: OutputLayout, fd: Int32, partialPath: String?, sealing: Sealing? = nil) {
         self.path = path
         self.layout = layout
         gzip = layout.gzip ? GzipMembers() : nil
         self.fd = fd
         self.partialPath = partialPath
+        self.sealing = sealing
         buffer.reserveCapacity(1 << 16)
     }
 
@@ -82,11 +98,19 @@ final class OutputFile {
         return file
     }
 
-    /// A new `<path>.partial`, replacing one an earlier run left.
-    static func create(path: String, layout: OutputLayout) throws(RunError) -> OutputFile {
+    /// A new `<path>.partial`, replacing one an earlier run left; sealed with `sealing`.
+    static func create(path: String, layout: OutputLayout, sealing: Sealing? = nil) throws(RunError) -> OutputFile {
         let partial = SideFile.partial.of(path)
         let fd = try PrivateFile.create(partial, for: path)
-        let file = OutputFile(path: path, layout: layout, fd: fd, partialPath: partial)
+        let file = OutputFile(path: path, layout: layout, fd: fd, partialPath: partial, sealing: sealing)
+        if let sealing {
+            do {
+                file.sealer = try SealedWriter.create(fd: fd, key: sealing.key, name: partial)
+            } catch {
+                file.closeFiles()
+                throw RunError.runtime("\(error.message); the journal \(path).journal is kept, so the run can go on with --resume once that is fixed")
+            }
+        }
         file.writeHead()
         return file
     }
@@ -94,9 +118,10 @@ final class OutputFile {
     /// The `<path>.partial` of an interrupted run, cut back to `checkpoint`, where the run goes on;
     /// nil when there is no partial file any more.
     static func resume(path: String, layout: OutputLayout,
-                       from checkpoint: Journal.Checkpoint) throws(RunError) -> OutputFile? {
+                       from checkpoint: Journal.Checkpoint, sealing: Sealing? = nil) throws(RunError) -> OutputFile? {
         let partial = SideFile.partial.of(path)
         guard let fd = try PrivateFile.openExisting(partial, for: path) else { return nil }
+        if let sealing { return try resumeSealed(path: path, partial: partial, fd: fd, layout: layout, from: checkpoint, sealing: sealing) }
         let size = lseek(fd, 0, SEEK_END)
         guard size >= checkpoint.offset else {
             close(fd)
@@ -134,6 +159,34 @@ final class OutputFile {
             throw RunError.runtime("cannot cut \(partial) back to its last checkpoint: \(reason)")
         }
         let file = OutputFile(path: path, layout: layout, fd: fd, partialPath: partial)
+        file.flushed = checkpoint.offset
+        file.hash = checkpoint.hash
+        file.counts = checkpoint.counts
+        file.lastOrdinal = checkpoint.ordinal
+        file.ownRows = checkpoint.ownRows ?? checkpoint.counts.rows
+        return file
+    }
+
+    /// A sealed `.partial` cut back to `checkpoint`: every chunk before it authenticates, and the
+    /// plaintext they hold is what the journal counted.
+    private static func resumeSealed(path: String, partial: String, fd: Int32, layout: OutputLayout,
+                                     from checkpoint: Journal.Checkpoint, sealing: Sealing) throws(RunError) -> OutputFile {
+        var hash = fnvOffsetBasis
+        let sealer: SealedWriter
+        do {
+            sealer = try SealedWriter.resume(fd: fd, key: sealing.key, name: partial, plaintextCount: checkpoint.offset) { chunk in
+                hash = fnv1a(chunk, seed: hash)
+            }
+        } catch {
+            close(fd)
+            throw RunError.runtime("\(error.message); remove \(path).journal and \(partial) to start over")
+        }
+        guard hash == checkpoint.hash else {
+            close(fd)
+            throw RunError.runtime("\(partial) is not what its journal says was written (its first \(checkpoint.offset) bytes changed since); remove \(path).journal and \(partial) to start over")
+        }
+        let file = OutputFile(path: path, layout: layout, fd: fd, partialPath: partial, sealing: sealing)
+        file.sealer = sealer
         file.flushed = checkpoint.offset
         file.hash = checkpoint.hash
         file.counts = checkpoint.counts
@@ -266,9 +319,20 @@ final class OutputFile {
     /// Writes `bytes` to the file, counts and hashes them, and empties them.
     private func hand(_ bytes: inout [UInt8]) throws(RunError) {
         guard !bytes.isEmpty else { return }
-        let failure = bytes.withUnsafeBytes { PrivateFile.writeAll(fd, $0) }
-        if let failure { throw writeError(failure) }
-        hash = fnv1a(bytes, seed: hash)
+        // Hashed first (sealing wipes the bytes), counted once written.
+        let hashed = fnv1a(bytes, seed: hash)
+        if let sealer {
+            do {
+                try sealer.append(bytes)
+            } catch {
+                throw RunError.runtime("\(error.message); the journal \(path).journal is kept, so the run can go on with --resume once that is fixed")
+            }
+            // The plaintext has been sealed: it need not stay in memory.
+            bytes.withUnsafeMutableBytes { wipe($0) }
+        } else if let failure = bytes.withUnsafeBytes({ PrivateFile.writeAll(fd, $0) }) {
+            throw writeError(failure)
+        }
+        hash = hashed
         flushed += bytes.count
         bytes.removeAll(keepingCapacity: true)
     }
@@ -299,10 +363,27 @@ final class OutputFile {
         try sync()
     }
 
-    /// Closes the file and renames it into place.
+    /// Closes the file and puts it in place: renamed or, encrypted, made into an OpenPGP message.
     func commit() throws(RunError) {
         try rejects?.commit()
         guard let partialPath, !closed else { return }
+        if let sealer, let sealing {
+            // The last chunk ends the sealed file (a resumed one had it cut off).
+            if !sealer.isFinished {
+                do {
+                    try sealer.finish()
+                } catch {
+                    throw RunError.runtime("\(error.message); the journal \(path).journal is kept, so the run can go on with --resume once that is fixed")
+                }
+                guard fdatasync(fd) == 0 else { throw writeError(errno) }
+            }
+            if let encryptor = sealing.encryptor {
+                try OpenPGPPublisher.publish(sealed: fd, partial: partialPath, key: sealing.key, to: path, encryptor: encryptor,
+                                             isCancelled: sealing.isCancelled)
+                closeFiles()
+                return
+            }
+        }
         closeFiles()
         guard rename(partialPath, path) == 0 else {
             throw RunError.runtime("cannot rename \(partialPath) to \(path): \(describeErrno(errno))")
@@ -316,7 +397,7 @@ final class OutputFile {
         closeFiles()
     }
 
-    private func closeFiles() {
+    fileprivate func closeFiles() {
         guard !closed else { return }
         closed = true
         if partialPath != nil { close(fd) }

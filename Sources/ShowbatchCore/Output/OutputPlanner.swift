@@ -11,6 +11,9 @@ enum SideFile: String, CaseIterable {
     case journalNext = ".journal.next"
     /// A finished shard's identity, which `merge` checks (`ShardIdentity`).
     case identity = ".identity"
+    /// An encrypted output's OpenPGP message as it is being made from the sealed `.partial`,
+    /// renamed into place when whole.
+    case encrypting = ".encrypting"
 
     /// This side file of `output`.
     func of(_ output: String) -> String { output + rawValue }
@@ -27,6 +30,11 @@ struct OutputTarget {
     var rejects: (path: String, layout: OutputLayout)?
     /// Partial rows go to `rejects` too.
     var rejectPartial = false
+    /// The output is encrypted (`output.encrypt`): sealed while written, then an OpenPGP message
+    /// (a shard's file stays sealed, for `merge`).
+    var encrypt: EncryptSpec?
+    /// A shard of an encrypted output: its files stay sealed (`.sealed`), for `merge` to read.
+    var sealedShard = false
 
     /// The target's files: the output, then its rejects file.
     var paths: [String] { [path] + (rejects.map { [$0.path] } ?? []) }
@@ -83,7 +91,8 @@ struct OutputPlanner {
         return Journal.Identity(manifest: String(manifest.rowIdentity, radix: 16), data: String(dataHash, radix: 16),
                                 shard: shard.map { "\($0.index)/\($0.count)" } ?? "", output: target.path,
                                 format: target.layout.format.rawValue,
-                                columns: target.layout.signature + rejects + (limit.map { ["limit:\($0)"] } ?? []))
+                                columns: target.layout.signature + rejects + (limit.map { ["limit:\($0)"] } ?? [])
+                                    + (target.encrypt != nil ? ["encrypted"] : []))
     }
 
     /// Whether any output is standard output.
@@ -91,14 +100,21 @@ struct OutputPlanner {
 
     /// The writer of binary labels' files, when a request has one; `others` are further files of
     /// the run it must not replace (`--metrics`, `--report`).
-    func labelFileWriter(others: [String] = []) -> LabelFileWriter? {
+    /// An encrypted target's label files are made into OpenPGP messages by its encryptor.
+    func labelFileWriter(others: [String] = [], encryptors: [Int: OpenPGPEncryptor] = [:]) -> LabelFileWriter? {
         guard manifest.requests.contains(where: { $0.labels.contains { $0.file != nil } }) else { return nil }
-        return LabelFileWriter(inputs: inputs, outputs: targets.map(\.path), others: targets.compactMap { $0.rejects?.path } + others)
+        return LabelFileWriter(inputs: inputs, outputs: targets.map(\.path), others: targets.compactMap { $0.rejects?.path } + others,
+                               encryptors: targets.indices.map { encryptors[$0] })
     }
 
     private static func plan(_ manifest: Manifest, output: String?, format explicitFormat: OutputFormat?, shard: Shard?) throws(RunError)
         -> (targets: [OutputTarget], byRequest: [Int], extras: [[[ColumnPart]]]) {
-        func shardPath(_ path: String) -> String { path == "-" ? path : (shard?.path(path) ?? path) }
+        func shardPath(_ path: String, encrypted: Bool = false) -> String {
+            guard path != "-", let shard else { return path }
+            // A shard of an encrypted output is sealed, not an OpenPGP message: named so.
+            guard encrypted else { return shard.path(path) }
+            return shard.path(OutputFormat.withoutOpenPGPExtension(path)) + ".sealed"
+        }
         var targets: [OutputTarget] = []
         var specs: [OutputSpec] = []
         var byRequest: [Int] = []
@@ -115,15 +131,18 @@ struct OutputPlanner {
             }
             var spec = manifest.output ?? OutputSpec(path: path)
             spec.path = path
+            if spec.encrypt != nil && (path == "-" || !OutputFormat.isOpenPGPPath(path)) {
+                throw RunError.usage("the output is encrypted (output.encrypt): give --output a file ending in .pgp, .gpg or .asc\(path == "-" ? "; standard output is never written encrypted" : "")")
+            }
             specs.append(spec)
-            targets.append(OutputTarget(path: shardPath(path), layout: .standard(format: format, labels: [], csv: spec.csv)))
+            targets.append(OutputTarget(path: shardPath(path, encrypted: spec.encrypt != nil), layout: .standard(format: format, labels: [], csv: spec.csv)))
             byRequest = Array(repeating: 0, count: manifest.requests.count)
         } else {
             for (index, request) in manifest.requests.enumerated() {
                 guard let spec = request.output ?? manifest.output else {
                     throw RunError.manifest(manifest.diagnostic(at: request.mark, "request \(index + 1) has no output: give --output PATH, or add output: to the manifest or the request"))
                 }
-                let path = shardPath(spec.path)
+                let path = shardPath(spec.path, encrypted: spec.encrypt != nil)
                 let format = explicitFormat ?? spec.resolvedFormat
                 // Two spellings of one file are one output.
                 if let existing = targets.firstIndex(where: { $0.path == path || PrivateFile.canonical($0.path) == PrivateFile.canonical(path) }) {
@@ -173,9 +192,12 @@ struct OutputPlanner {
             } else {
                 targets[index].layout = .standard(format: format, labels: labels[index], csv: spec.csv)
             }
-            targets[index].layout.gzip = !targets[index].isStandardOutput && (spec.compress ?? OutputFormat.isGzipPath(targets[index].path))
+            // The path as written says gzip (a shard's `.sealed` name would hide it).
+            targets[index].layout.gzip = !targets[index].isStandardOutput && (spec.compress ?? OutputFormat.isGzipPath(spec.path))
+            targets[index].encrypt = spec.encrypt
+            targets[index].sealedShard = spec.encrypt != nil && shard != nil
             guard let rejects = spec.rejects, !targets[index].isStandardOutput else { continue }
-            let rejectsPath = shardPath(rejects)
+            let rejectsPath = shardPath(rejects, encrypted: spec.encrypt != nil)
             var rowColumns: [String] = []
             for (request, target) in zip(manifest.requests, byRequest) where target == index {
                 for column in try dataColumns(of: request) where !rowColumns.contains(column) { rowColumns.append(column) }
@@ -187,7 +209,7 @@ struct OutputPlanner {
             let sources = ResultColumn.allCases.map(OutputLayout.Source.fixed) + rowColumns.indices.map { .extra(first + $0) }
             let rejectsFormat = OutputFormat.fromExtension(rejects) ?? format
             var rejectsLayout = OutputLayout(format: rejectsFormat, sources: sources, names: names, csv: spec.csv, custom: true)
-            rejectsLayout.gzip = spec.compress ?? OutputFormat.isGzipPath(rejectsPath)
+            rejectsLayout.gzip = spec.compress ?? OutputFormat.isGzipPath(rejects)
             targets[index].rejects = (rejectsPath, rejectsLayout)
             targets[index].rejectPartial = spec.rejectPartial
         }

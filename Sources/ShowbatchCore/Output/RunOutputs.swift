@@ -62,9 +62,12 @@ final class RunOutputs {
     /// With `staleAfter` (`--resume=auto`), what cannot be gone on from (a journal of another
     /// run, one that cannot be trusted or is older than that, a `.partial` file gone or changed)
     /// is removed and the output started afresh, `note` saying what was discarded and why.
+    /// Encrypted targets are sealed under their journal's data key and, when `encryptors` has
+    /// one for them, made into an OpenPGP message at the end (`isCancelled` is asked meanwhile).
     init(targets: [OutputTarget], identity: (OutputTarget) -> Journal.Identity, mode: RunMode, sharded: Bool = false,
          staleAfter: Duration? = nil, note: (String) -> Void = { _ in },
-         check: (Int) -> OutputCheck, waitingForLock: (String) -> Void = { _ in }) throws(RunError) {
+         check: (Int) -> OutputCheck, waitingForLock: (String) -> Void = { _ in },
+         encryptors: [Int: OpenPGPEncryptor] = [:], isCancelled: @escaping () -> Bool = { false }) throws(RunError) {
         self.mode = mode
         var files: [OutputFile?] = []
         var journals: [Journal?] = []
@@ -86,15 +89,26 @@ final class RunOutputs {
                     journals.append(nil)
                     continue
                 }
+                if mode == .retryFailed && target.encrypt != nil {
+                    throw RunError.usage("--retry-failed cannot rewrite \(target.path): it is encrypted to its recipients, and showbatch cannot read it back; run without --retry-failed to write it again")
+                }
                 journals.append(try Journal(output: target.path, identity: identity(target), mode: mode,
-                                            staleAfter: mode == .resume ? staleAfter : nil, waiting: { waitingForLock(target.path) }))
+                                            staleAfter: mode == .resume ? staleAfter : nil,
+                                            sealing: target.encrypt.map { Journal.Sealing(stateKey: $0.stateKey) },
+                                            waiting: { waitingForLock(target.path) }))
             }
             for (index, target) in targets.enumerated() {
+                /// How the target's files are sealed: under its journal's data key.
+                func sealing() -> OutputFile.Sealing? {
+                    guard target.encrypt != nil, let key = journals[index]?.dataKey else { return nil }
+                    return OutputFile.Sealing(key: key, encryptor: encryptors[index], isCancelled: isCancelled)
+                }
                 func create() throws(RunError) -> OutputFile {
-                    let file = try OutputFile.create(path: target.path, layout: target.layout)
+                    let file = try OutputFile.create(path: target.path, layout: target.layout, sealing: sealing())
                     if let rejects = target.rejects {
                         do {
-                            file.attachRejects(try OutputFile.create(path: rejects.path, layout: rejects.layout), partial: target.rejectPartial)
+                            file.attachRejects(try OutputFile.create(path: rejects.path, layout: rejects.layout, sealing: sealing()),
+                                               partial: target.rejectPartial)
                         } catch {
                             file.abandon()
                             throw error
@@ -136,7 +150,8 @@ final class RunOutputs {
                         break
                     }
                     do throws(RunError) {
-                        let resumed = try RunOutputs.resume(target, index: index, journal: journal, checkpoint: checkpoint, check: check(index))
+                        let resumed = try RunOutputs.resume(target, index: index, journal: journal, checkpoint: checkpoint, check: check(index),
+                                                            sealing: sealing())
                         files.append(resumed)
                         if resumed != nil && journal.ended != nil { complete.insert(index) }
                         skips.append(journal.ended != nil ? .all : .through(checkpoint.ordinal))
@@ -193,8 +208,8 @@ final class RunOutputs {
     /// The output of `target` as an interrupted run left it, cut back to `checkpoint` and checked
     /// against its journal; nil when the run finished it (and renamed it) already.
     private static func resume(_ target: OutputTarget, index: Int, journal: Journal, checkpoint: Journal.Checkpoint,
-                               check: OutputCheck) throws(RunError) -> OutputFile? {
-        guard let resumed = try OutputFile.resume(path: target.path, layout: target.layout, from: checkpoint) else {
+                               check: OutputCheck, sealing: OutputFile.Sealing?) throws(RunError) -> OutputFile? {
+        guard let resumed = try OutputFile.resume(path: target.path, layout: target.layout, from: checkpoint, sealing: sealing) else {
             if journal.ended != nil, case .regular = PrivateFile.inspect(target.path) {
                 // Finished and renamed already: nothing is left to do for this output.
                 return nil
@@ -203,12 +218,12 @@ final class RunOutputs {
         }
         do throws(RunError) {
             try check.verify(checkpoint, failed: journal.failedRows, path: SideFile.partial.of(target.path),
-                             rejectsPath: target.rejects.map { SideFile.partial.of($0.path) }, of: target, journal: journal.path)
+                             rejectsPath: target.rejects.map { SideFile.partial.of($0.path) }, key: sealing?.key, of: target, journal: journal.path)
             if let rejects = target.rejects {
                 let mark = checkpoint.rejects ?? (0, fnvOffsetBasis, 0)
                 guard let side = try OutputFile.resume(path: rejects.path, layout: rejects.layout,
                                                        from: Journal.Checkpoint(ordinal: -1, offset: mark.offset, counts: RowCounts(), hash: mark.hash,
-                                                                                ownRows: mark.rows)) else {
+                                                                                ownRows: mark.rows), sealing: sealing) else {
                     throw RunError.runtime("\(SideFile.partial.of(rejects.path)) is gone, so the run cannot go on from its journal; run without --resume to start over")
                 }
                 resumed.attachRejects(side, partial: target.rejectPartial)
@@ -295,7 +310,9 @@ final class RunOutputs {
     /// A shard's finished output says what it is, beside it, while its journal is still held.
     private func writeShardIdentity(_ index: Int, _ checkpoint: Journal.Checkpoint) throws(RunError) {
         guard let run = shardIdentities[index], let file = files[index] else { return }
-        try ShardIdentity(run: run, checkpoint: checkpoint).write(beside: file.path)
+        var wrapped: String?
+        if case .wrapped(let text)? = journals[index]?.storedKey { wrapped = text }
+        try ShardIdentity(run: run, checkpoint: checkpoint, wrappedKey: wrapped).write(beside: file.path)
     }
 
     /// Leaves every output as `.partial`, its journal holding a last checkpoint of what could be

@@ -11,27 +11,34 @@ struct ShardIdentity: Equatable {
     var size: Int
     var hash: UInt64
     var rejects: (size: Int, hash: UInt64, rows: Int)?
+    /// A shard of an encrypted output: the data key its files are sealed under, wrapped under the
+    /// state key (as its journal held it). Size and hash are then the plaintext's.
+    var wrappedKey: String?
 
     static func == (lhs: ShardIdentity, rhs: ShardIdentity) -> Bool {
         lhs.run == rhs.run && lhs.rows == rhs.rows && lhs.size == rhs.size && lhs.hash == rhs.hash
             && lhs.rejects?.size == rhs.rejects?.size && lhs.rejects?.hash == rhs.rejects?.hash && lhs.rejects?.rows == rhs.rejects?.rows
+            && lhs.wrappedKey == rhs.wrappedKey
     }
 
     /// The identity of an output finished at `checkpoint`.
-    init(run: Journal.Identity, checkpoint: Journal.Checkpoint) {
+    init(run: Journal.Identity, checkpoint: Journal.Checkpoint, wrappedKey: String? = nil) {
         self.run = run
         rows = checkpoint.ownRows ?? checkpoint.counts.rows
         size = checkpoint.offset
         hash = checkpoint.hash
         rejects = checkpoint.rejects.map { ($0.offset, $0.hash, $0.rows) }
+        self.wrappedKey = wrappedKey
     }
 
-    private init(run: Journal.Identity, rows: Int, size: Int, hash: UInt64, rejects: (size: Int, hash: UInt64, rows: Int)?) {
+    private init(run: Journal.Identity, rows: Int, size: Int, hash: UInt64, rejects: (size: Int, hash: UInt64, rows: Int)?,
+                 wrappedKey: String?) {
         self.run = run
         self.rows = rows
         self.size = size
         self.hash = hash
         self.rejects = rejects
+        self.wrappedKey = wrappedKey
     }
 
     /// Writes it beside `output` at once (a reader sees the old one or the new one), mode 0600,
@@ -60,6 +67,10 @@ struct ShardIdentity: Equatable {
                 writer.integer(size)
                 writer.key("hash")
                 writer.string(String(hash, radix: 16))
+                if let wrappedKey {
+                    writer.key("data_key")
+                    writer.string(wrappedKey)
+                }
                 if let rejects {
                     writer.key("rejects")
                     writer.object { writer in
@@ -107,7 +118,12 @@ struct ShardIdentity: Equatable {
             }
             rejects = (size, hash, rows)
         }
+        var wrappedKey: String?
+        if let key = value["data_key"] {
+            guard case .string(let text) = key else { return .failure(JournalProblem(reason: "\(path) is not a whole shard identity")) }
+            wrappedKey = text
+        }
         let run = Journal.Identity(manifest: manifest, data: data, shard: shard, output: out, format: format, columns: columns)
-        return .success(ShardIdentity(run: run, rows: rows, size: size, hash: hash, rejects: rejects))
+        return .success(ShardIdentity(run: run, rows: rows, size: size, hash: hash, rejects: rejects, wrappedKey: wrappedKey))
     }
 }

@@ -57,9 +57,21 @@ package enum ShardMerge {
     /// Merges the shard outputs of `manifest`. `isCancelled` is asked now and then; when it says
     /// true, the merge stops and writes nothing.
     package static func merge(manifest: Manifest, options: MergeOptions,
-                             isCancelled: @Sendable () -> Bool = { false }) throws(RunError) -> MergeSummary {
-        let plan = try MergePlan(manifest: manifest, options: options)
+                             isCancelled: @escaping @Sendable () -> Bool = { false }) throws(RunError) -> MergeSummary {
+        var plan = try MergePlan(manifest: manifest, options: options)
         try plan.check()
+        // An encrypted output's merged file is sealed under a key of the merge's own (in memory
+        // only) while it is written, then made into an OpenPGP message.
+        var encryptors: [Int: OpenPGPEncryptor] = [:]
+        for output in plan.outputs {
+            guard let spec = output.target.encrypt else { continue }
+            do {
+                encryptors[output.index] = try OpenPGPEncryptor(recipients: spec.recipients, armor: spec.armor)
+            } catch {
+                throw RunError.usage("cannot merge \(output.target.path): \(error.message)")
+            }
+        }
+        let mergeKey = DataKey.random()
         var lock: [Int32] = []
         defer { lock.forEach { close($0) } }
         for output in plan.outputs where !output.unchanged {
@@ -86,13 +98,28 @@ package enum ShardMerge {
                     fds.append(try PrivateFile.create(partial, for: path))
                     partials.append((fds.last!, partial))
                 }
-                guard let rows = try plan.merge(output, into: fds[0], rejectsInto: fds.count > 1 ? fds[1] : -1, isCancelled: isCancelled) else {
+                let encryptor = encryptors[output.index]
+                guard let rows = try plan.merge(output, into: fds[0], rejectsInto: fds.count > 1 ? fds[1] : -1,
+                                                sealedUnder: encryptor == nil ? nil : mergeKey, isCancelled: isCancelled) else {
                     discard()
                     return MergeSummary(outputs: [], interrupted: true)
                 }
                 for (fd, path) in zip(fds, output.target.paths) where fd >= 0 {
                     guard fdatasync(fd) == 0 else {
                         throw RunError.runtime("cannot write \(SideFile.partial.of(path)): \(describeErrno(errno))")
+                    }
+                    if let encryptor {
+                        do throws(RunError) {
+                            try OpenPGPPublisher.makeMessage(sealed: fd, partial: SideFile.partial.of(path), key: mergeKey, for: path,
+                                                             encryptor: encryptor, isCancelled: isCancelled)
+                        } catch {
+                            if isCancelled() {
+                                discard()
+                                return MergeSummary(outputs: [], interrupted: true)
+                            }
+                            throw error
+                        }
+                        partials.append((-1, SideFile.encrypting.of(path)))
                     }
                     close(fd)
                     if let at = partials.firstIndex(where: { $0.fd == fd }) { partials[at].fd = -1 }
@@ -104,14 +131,20 @@ package enum ShardMerge {
             throw error
         }
         // Every output is complete: only now does any of them replace a file.
-        let written = plan.outputs.filter { !$0.unchanged }.flatMap(\.target.paths)
-        for (index, path) in written.enumerated() {
+        let written = plan.outputs.filter { !$0.unchanged }.flatMap { output in output.target.paths.map { ($0, output.target.encrypt != nil) } }
+        for (index, (path, encrypted)) in written.enumerated() {
             let partial = SideFile.partial.of(path)
-            guard rename(partial, path) == 0 else {
+            // An encrypted output's message is in place of its sealed file.
+            let finished = encrypted ? SideFile.encrypting.of(path) : partial
+            guard rename(finished, path) == 0 else {
                 let reason = describeErrno(errno)
-                for later in written[index...] { unlink(SideFile.partial.of(later)) }
-                throw RunError.runtime("cannot rename \(partial) to \(path): \(reason)")
+                for (later, _) in written[index...] {
+                    unlink(SideFile.partial.of(later))
+                    unlink(SideFile.encrypting.of(later))
+                }
+                throw RunError.runtime("cannot rename \(finished) to \(path): \(reason)")
             }
+            if encrypted { unlink(partial) }
             // A journal of an earlier unsharded run describes the file this one replaced.
             for stale in [SideFile.journal.of(path), SideFile.journalNext.of(path)] {
                 if case .regular = PrivateFile.inspect(stale) { unlink(stale) }
@@ -160,13 +193,15 @@ private struct MergePlan {
         let shardTargets: [OutputTarget]
         /// The only shard is the output itself.
         let unchanged: Bool
+        /// The data key each shard's files are sealed under (an encrypted output), from its identity.
+        var keys: [DataKey?]
     }
 
     let manifest: Manifest
     /// N.
     let shards: Int
     /// In the order an unsharded run lists them.
-    let outputs: [Output]
+    private(set) var outputs: [Output]
     /// The output of each request.
     let byRequest: [Int]
     /// The files a run of the manifest reads.
@@ -203,7 +238,8 @@ private struct MergePlan {
         byRequest = whole.byRequest
         outputs = whole.targets.enumerated().map { index, target in
             Output(index: index, target: target, shards: files[index], shardTargets: shardTargets[index],
-                   unchanged: files[index].count == 1 && PrivateFile.canonical(files[index][0]) == PrivateFile.canonical(target.path))
+                   unchanged: files[index].count == 1 && PrivateFile.canonical(files[index][0]) == PrivateFile.canonical(target.path),
+                   keys: Array(repeating: nil, count: files[index].count))
         }
     }
 
@@ -211,7 +247,7 @@ private struct MergePlan {
 
     /// Refuses outputs that cannot be written (a link, a folder, an input, a shard file) and shard
     /// files that are missing, unfinished or whose journal says they are of another run.
-    func check() throws(RunError) {
+    mutating func check() throws(RunError) {
         var inputs = self.inputs
         for output in outputs where !output.unchanged {
             for (index, file) in output.shards.enumerated() {
@@ -243,9 +279,13 @@ private struct MergePlan {
           }
         }
         var dataHash: String?
-        for output in outputs {
+        for position in outputs.indices {
+            let output = outputs[position]
+            if output.target.encrypt != nil && output.target.encrypt?.stateKey == nil {
+                throw RunError.usage("cannot merge \(output.target.path): its shards' files are sealed, and output.encrypt has no state_key to read them with (the one they were run with)")
+            }
             for (index, file) in output.shards.enumerated() {
-                try checkShard(file, index: index, of: output, dataHash: &dataHash)
+                outputs[position].keys[index] = try checkShard(file, index: index, of: output, dataHash: &dataHash)
             }
         }
     }
@@ -255,8 +295,10 @@ private struct MergePlan {
         "cannot merge \(output.target.path): its shard \(index)/\(shards), \(file),"
     }
 
-    private func checkShard(_ file: String, index: Int, of output: Output, dataHash: inout String?) throws(RunError) {
+    /// Checks one shard file; the data key it is sealed under, for an encrypted output.
+    private func checkShard(_ file: String, index: Int, of output: Output, dataHash: inout String?) throws(RunError) -> DataKey? {
         let cannot = cannot(output, file, index)
+        var key: DataKey?
         // An interrupted first run leaves only the `.partial`: that is a shard not finished yet.
         if PrivateFile.inspect(SideFile.partial.of(file)) != .none {
             throw RunError.usage("\(cannot) is not finished: \(file).partial is there (its run is still going, or was interrupted: finish it with --resume)")
@@ -284,7 +326,17 @@ private struct MergePlan {
             if let difference = JournalCodec.difference(identity.run, from: expected) {
                 throw RunError.usage("\(cannot) is not of this manifest: its identity \(SideFile.identity.of(file)) says \(difference)")
             }
-            guard Journal.outputMatches(file, size: identity.size, hash: identity.hash) else {
+            if let stateKey = output.target.encrypt?.stateKey {
+                guard let wrapped = identity.wrappedKey else {
+                    throw RunError.usage("\(cannot) cannot be read: its identity \(SideFile.identity.of(file)) holds no data key")
+                }
+                do {
+                    key = try KeyWrap.unwrap(wrapped, under: stateKey, context: Array("showbatch output \(identity.run.output)".utf8))
+                } catch {
+                    throw RunError.usage("\(cannot) cannot be read: \(error.message)")
+                }
+            }
+            guard Journal.outputMatches(file, size: identity.size, hash: identity.hash, key: key) else {
                 throw RunError.usage("\(cannot) changed since its run wrote it (it does not match its identity \(SideFile.identity.of(file)))")
             }
             // Its rejects file, which its run finished with it.
@@ -293,7 +345,7 @@ private struct MergePlan {
                 guard case .regular = PrivateFile.inspect(side), PrivateFile.inspect(SideFile.partial.of(side)) == .none else {
                     throw RunError.usage("\(cannot) is not finished: its rejects file \(side) is \(PrivateFile.inspect(side) == .none ? "missing" : PrivateFile.refusal(side) ?? "not finished (its .partial is there)")")
                 }
-                guard let mark = identity.rejects, Journal.outputMatches(side, size: mark.size, hash: mark.hash) else {
+                guard let mark = identity.rejects, Journal.outputMatches(side, size: mark.size, hash: mark.hash, key: key) else {
                     throw RunError.usage("\(cannot) is not whole: its rejects file \(side) does not match its identity \(SideFile.identity.of(file))")
                 }
             }
@@ -302,7 +354,7 @@ private struct MergePlan {
             throw RunError.usage("\(cannot) is not finished: a --retry-failed run of it was cut short (\(file).journal.next is beside it); run it with --retry-failed again")
         }
         let journal = SideFile.journal.of(file)
-        guard PrivateFile.inspect(journal) != .none else { return }
+        guard PrivateFile.inspect(journal) != .none else { return key }
         // A finished run keeps its journal when rows failed (for --retry-failed): the file is
         // finished when the journal ends and says what the file holds.
         guard let fd = PrivateFile.openForReading(journal) else {
@@ -338,23 +390,26 @@ private struct MergePlan {
         guard let ended = contents.ended else {
             throw RunError.usage("\(cannot) is not finished: its journal \(journal) has no end (finish its run with --resume)")
         }
-        guard Journal.outputMatches(file, size: ended.size, hash: ended.hash) else {
+        guard Journal.outputMatches(file, size: ended.size, hash: ended.hash, key: key) else {
             throw RunError.usage("\(cannot) changed since its run wrote it (it does not match its journal \(journal))")
         }
+        return key
     }
 
     // MARK: Merging
 
     /// Writes `output`'s rows to `fd` (or, for an unchanged output, only reads them) and returns
     /// how many there are; nil when cancelled.
-    func merge(_ output: Output, into fd: Int32, rejectsInto rejectsFD: Int32, isCancelled: () -> Bool) throws(RunError) -> Int? {
+    /// With `key`, the files written are sealed under it.
+    func merge(_ output: Output, into fd: Int32, rejectsInto rejectsFD: Int32, sealedUnder key: DataKey?,
+               isCancelled: () -> Bool) throws(RunError) -> Int? {
         let main = try MergedFile(plan: self, output: output, path: output.target.path, layout: output.target.layout,
-                                  shardPaths: output.shards, fd: fd)
+                                  shardPaths: output.shards, fd: fd, key: key)
         var side: MergedFile?
         var rejected: [Set<Int>] = []
         if let rejects = output.target.rejects {
             side = try MergedFile(plan: self, output: output, path: rejects.path, layout: rejects.layout,
-                                  shardPaths: output.shardTargets.map { $0.rejects?.path ?? "" }, fd: rejectsFD)
+                                  shardPaths: output.shardTargets.map { $0.rejects?.path ?? "" }, fd: rejectsFD, key: key)
             // Which work items each shard sent to its rejects file only its run knew: its journal says.
             rejected = try output.shards.indices.map { index throws(RunError) in try rejectedRows(of: output, shard: index) }
         }
@@ -415,6 +470,8 @@ private final class MergedFile {
     private var out: [UInt8] = []
     private let gzip: GzipMembers?
     private var compressed: [UInt8] = []
+    /// An encrypted output's: its `.partial` is sealed.
+    private let sealer: SealedWriter?
     private var rowsInMember = 0
     private(set) var rows = 0
     private var row: [UInt8] = []
@@ -425,7 +482,17 @@ private final class MergedFile {
     /// The output's rows are split with a rejects file: a shard file holds some of its work items.
     private var split: Bool { output.target.rejects != nil }
 
-    init(plan: MergePlan, output: MergePlan.Output, path: String, layout: OutputLayout, shardPaths: [String], fd: Int32) throws(RunError) {
+    init(plan: MergePlan, output: MergePlan.Output, path: String, layout: OutputLayout, shardPaths: [String], fd: Int32,
+         key: DataKey?) throws(RunError) {
+        if let key, fd >= 0 {
+            do {
+                sealer = try SealedWriter.create(fd: fd, key: key, name: SideFile.partial.of(path))
+            } catch {
+                throw RunError.runtime(error.message)
+            }
+        } else {
+            sealer = nil
+        }
         self.plan = plan
         self.output = output
         self.path = path
@@ -437,7 +504,13 @@ private final class MergedFile {
         requestKey = requestColumn.map { layout.custom ? layout.names[$0] : ResultColumn.request.rawValue }
         var sources: [ShardRows] = []
         for (index, file) in shardPaths.enumerated() {
-            guard let source = ShardRows(path: file, format: layout.format, gzip: layout.gzip) else {
+            let opened: ShardRows?
+            do {
+                opened = try ShardRows(path: file, format: layout.format, gzip: layout.gzip, key: output.keys[index])
+            } catch {
+                throw RunError.usage("\(plan.cannot(output, file, index)) cannot be read: \(error.reason)")
+            }
+            guard let source = opened else {
                 throw RunError.runtime("\(plan.cannot(output, file, index)) cannot be opened for reading")
             }
             sources.append(source)
@@ -526,6 +599,11 @@ private final class MergedFile {
         }
         if layout.format == .json { out.append(contentsOf: (rows == 0 ? "]\n" : "\n]\n").utf8) }
         try flush(endingMember: true)
+        do {
+            try sealer?.finish()
+        } catch {
+            throw RunError.runtime(error.message)
+        }
     }
 
     private func flush(endingMember: Bool = false) throws(RunError) {
@@ -539,7 +617,14 @@ private final class MergedFile {
             swap(&out, &compressed)
         }
         guard !out.isEmpty else { return }
-        if let code = out.withUnsafeBytes({ PrivateFile.writeAll(fd, $0) }) {
+        if let sealer {
+            do {
+                try sealer.append(out)
+            } catch {
+                throw RunError.runtime(error.message)
+            }
+            out.withUnsafeMutableBytes { wipe($0) }
+        } else if let code = out.withUnsafeBytes({ PrivateFile.writeAll(fd, $0) }) {
             throw RunError.runtime("cannot write \(SideFile.partial.of(path)): \(describeErrno(code))")
         }
         out.removeAll(keepingCapacity: true)

@@ -40,30 +40,40 @@ final class ShardRows {
     private(set) var lastSpan = (start: 0, end: 0)
     /// The plain-byte position of `buffer[0]`.
     private var base = 0
-    /// Bytes of the file read at most (compressed bytes for gzip); nil: to its end.
-    private var left: Int?
     /// The file is read up to a checkpoint: a JSON row there has no separator after it yet.
     private let cutAtCheckpoint: Bool
 
+    /// The file's bytes (a sealed file's plaintext).
+    private let stored: StoredBytes
     /// Decompresses a `.gz` shard.
     private let gunzip: GunzipReader?
 
     /// Opens `path` for reading, never through a link; nil when there is no regular file. With
-    /// `gzip`, rows are read from the file's decompressed bytes. With `limit`, only the file's
-    /// first `limit` bytes are read, as written up to a checkpoint.
-    init?(path: String, format: OutputFormat, gzip: Bool = false, limit: Int? = nil) {
+    /// `key`, the file is sealed and its plaintext is read. With `gzip`, rows are read from the
+    /// decompressed bytes. With `limit`, only the first `limit` bytes are read (before
+    /// decompression), as written up to a checkpoint.
+    init?(path: String, format: OutputFormat, gzip: Bool = false, key: DataKey? = nil, limit: Int? = nil) throws(Malformed) {
         guard let fd = PrivateFile.openForReading(path) else { return nil }
         // Reads block: a regular file never makes them wait long.
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
         self.fd = fd
-        gunzip = gzip ? GunzipReader(fd: fd, limit: limit) : nil
-        left = gzip ? nil : limit
+        do {
+            stored = try StoredBytes(fd: fd, path: path, key: key, limit: limit)
+        } catch {
+            close(fd)
+            throw Malformed(reason: error.reason)
+        }
+        gunzip = gzip ? GunzipReader(source: stored) : nil
         cutAtCheckpoint = limit != nil
         self.path = path
         self.format = format
     }
 
-    deinit { close(fd) }
+    deinit {
+        stored.wipe()
+        buffer.withUnsafeMutableBytes { wipe($0) }
+        close(fd)
+    }
 
     /// Reads what comes before the first row: the CSV header record (returned, line ending
     /// included), or JSON's opening `[` (nothing returned); nothing for JSON Lines.
@@ -172,18 +182,12 @@ final class ShardRows {
             if count == 0 { atEnd = true }
             return count > 0
         }
+        let result = buffer.withUnsafeMutableBytes { bytes in Result { () throws(StoredBytes.Failure) -> Int in try stored.read(into: bytes) } }
         let count: Int
-        do {
-            let wanted = min(buffer.count, left ?? buffer.count)
-            count = wanted == 0 ? 0 : try FileDescriptor(borrowing: fd, path: path).read(into: &buffer, from: buffer.count - wanted)
-            if count > 0 && wanted < buffer.count {
-                // Read at the buffer's end: move it to the front.
-                buffer.replaceSubrange(0..<count, with: buffer[(buffer.count - wanted)..<(buffer.count - wanted + count)])
-            }
-        } catch {
-            throw Malformed(reason: "it cannot be read: \(error.reason)")
+        switch result {
+        case .success(let value): count = value
+        case .failure(let failure): throw Malformed(reason: failure.reason)
         }
-        if let remaining = left { left = remaining - count }
         start = 0
         end = count
         if count == 0 { atEnd = true }

@@ -56,6 +56,7 @@ package struct Runner: Sendable {
             throw RunError.usage("\(options.resume ? "--resume" : "--retry-failed") needs file outputs; standard output is not resumable")
         }
         try plan.check(sideFiles: options.sideFiles)
+        let encryptors = try makeEncryptors(targets)
         var summary = RunSummary()
         let baseURL: String
         switch try await resolveBaseURL() {
@@ -103,7 +104,7 @@ package struct Runner: Sendable {
                 OutputCheck(manifest: manifest, target: index, byRequest: plan.byRequest, shard: options.shard)
             }, waitingForLock: { path in
                 events(.note("the journal of \(path) is locked by another process: waiting up to 5 s for it"))
-            })
+            }, encryptors: encryptors.filter { !targets[$0.key].sealedShard }, isCancelled: { Task.isCancelled })
         } catch {
             // Interrupted while waiting for a journal's lock: nothing was opened or sent.
             guard Task.isCancelled else { throw error }
@@ -112,11 +113,18 @@ package struct Runner: Sendable {
             return summary
         }
         do {
-            summary = try await send(outputs: outputs, plan: plan, baseURL: baseURL, start: start, credentials: credentials)
+            summary = try await send(outputs: outputs, plan: plan, baseURL: baseURL, start: start, credentials: credentials,
+                                     encryptors: encryptors)
             if summary.interrupted || summary.stopReason != nil {
                 outputs.abandon()
             } else {
-                try outputs.commit()
+                do {
+                    try outputs.commit()
+                } catch where Task.isCancelled {
+                    // Interrupted while an encrypted output was being made: its sealed file and
+                    // journal are kept, and --resume finishes it.
+                    summary.interrupted = true
+                }
             }
         } catch {
             outputs.abandon()
@@ -126,9 +134,28 @@ package struct Runner: Sendable {
         return summary
     }
 
+    /// The GnuPG encryptor of each encrypted target, its recipients' keys loaded (they were
+    /// checked when the manifest was, and are again now). A shard of an encrypted output stays
+    /// sealed for `merge`, which needs the state key to read it.
+    private func makeEncryptors(_ targets: [OutputTarget]) throws(RunError) -> [Int: OpenPGPEncryptor] {
+        var encryptors: [Int: OpenPGPEncryptor] = [:]
+        for (index, target) in targets.enumerated() {
+            guard let spec = target.encrypt else { continue }
+            if target.sealedShard && spec.stateKey == nil {
+                throw RunError.manifest(manifest.diagnostic(at: spec.mark, "an encrypted output run in shards needs encrypt.state_key: merge reads the shards' sealed files with it"))
+            }
+            do {
+                encryptors[index] = try OpenPGPEncryptor(recipients: spec.recipients, armor: spec.armor)
+            } catch {
+                throw RunError.usage("cannot encrypt \(target.path): \(error.message)")
+            }
+        }
+        return encryptors
+    }
+
     /// Sends every work item and writes its row; interrupted runs come back marked so.
     private func send(outputs: RunOutputs, plan: OutputPlanner, baseURL: String, start: ContinuousClock.Instant,
-                      credentials: Credentials?) async throws(RunError) -> RunSummary {
+                      credentials: Credentials?, encryptors: [Int: OpenPGPEncryptor]) async throws(RunError) -> RunSummary {
         let paths = plan.targets.map(\.path)
         // Counted for a progress bar or JSON logs (reading a data file twice costs a little).
         let total = options.progress == .never && options.logFormat == .text ? nil : countWorkItems()
@@ -151,7 +178,7 @@ package struct Runner: Sendable {
         defer { pause.shutDown() }
         let feed = RequestFeed(manifest: manifest, baseURL: baseURL, shard: options.shard, limit: options.limit, byRequest: plan.byRequest,
                                extras: plan.extras, skips: outputs.skips)
-        let writer = RowWriter(outputs: outputs, labelFiles: plan.labelFileWriter(others: options.sideFiles.values.sorted()),
+        let writer = RowWriter(outputs: outputs, labelFiles: plan.labelFileWriter(others: options.sideFiles.values.sorted(), encryptors: encryptors),
                                carried: outputs.carried)
         let dispatch = RunDispatch(manifest: manifest, feed: feed, writer: writer, byRequest: plan.byRequest,
                                    failFast: options.failFast, window: window, failureLimit: manifest.circuit.failedRows,

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ShowbatchCore
+import ShowbatchYAML
 
 @Suite struct ManifestReferenceTests {
     @Test(arguments: [
@@ -9,7 +10,7 @@ import Testing
               "retry", "output", "emulator", "requests"]),
         ("requests", ["name", "path", "method", "headers", "payload", "labels", "each", "output"]),
         ("retry", ["attempts", "backoff", "max_backoff", "on"]),
-        ("output", ["path", "format", "columns", "rejects", "compress", "reject_partial", "csv"]),
+        ("output", ["path", "format", "columns", "rejects", "compress", "reject_partial", "encrypt", "csv"]),
         ("output.csv", ["delimiter", "line_ending", "header", "quote", "escape_formulas"]),
         ("requests[].labels.<name>", ["path", "transform", "mask", "decode", "file", "max_bytes", "expect"]),
         ("requests[].labels.<name>.expect", ["pattern", "luhn"]),
@@ -76,6 +77,7 @@ import Testing
             "circuit.max_pause": Units.text(manifest.circuit.maxPause),
             "auth.client_auth": credentials.inBody ? "body" : "basic",
             "auth.header": auth.header,
+            "output.encrypt.armor": String(EncryptSpec(recipients: [], mark: Mark(line: 1, column: 1)).armor),
         ]
         let stated = ManifestReference.entries.filter { $0.defaultValue != "—" && $0.defaultValue != "required" }
         for entry in stated {

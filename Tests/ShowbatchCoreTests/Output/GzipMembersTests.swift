@@ -19,7 +19,7 @@ private func gunzip(_ bytes: [UInt8], pieces size: Int = 7) throws(GunzipReader.
         close(fd)
         unlink(path)
     }
-    let reader = GunzipReader(fd: fd)
+    let reader = GunzipReader(source: try! StoredBytes(fd: fd, path: path, key: nil, limit: nil))
     var out: [UInt8] = []
     var buffer = [UInt8](repeating: 0, count: size)
     while true {

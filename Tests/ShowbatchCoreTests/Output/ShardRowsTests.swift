@@ -9,7 +9,7 @@ import Testing
         let path = FileManager.default.temporaryDirectory.path + "/showbatch-shardrows-" + UUID().uuidString
         try Data(text.utf8).write(to: URL(fileURLWithPath: path))
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let source = try #require(ShardRows(path: path, format: format))
+        let source = try #require(try ShardRows(path: path, format: format))
         let head = try source.head()
         var rows: [String] = []
         var row: [UInt8] = []

@@ -5,6 +5,7 @@ import ShowbatchYAML
 extension ManifestDecoder {
     static let outputKeys = ManifestReference.keys(under: "output")
     static let csvKeys = ManifestReference.keys(under: "output.csv")
+    static let encryptKeys = ManifestReference.keys(under: "output.encrypt")
 
     mutating func output(_ node: Node, _ context: @autoclosure () -> String) -> OutputSpec? {
         guard let map = fields(node, context(), known: Self.outputKeys) else { return nil }
@@ -55,6 +56,63 @@ extension ManifestDecoder {
             }
             spec.rejectPartial = value
         }
+        if let encryptNode = map["encrypt"] {
+            spec.encrypt = encrypt(encryptNode, context())
+        }
+        // A file named like an OpenPGP message holds one, and an encrypted output is named so:
+        // neither a plaintext `cards.csv.pgp` nor an encrypted `cards.csv` is ever written.
+        let encrypted = map["encrypt"] != nil
+        if OutputFormat.isOpenPGPPath(path) != encrypted {
+            problem(pathNode.mark, encrypted
+                    ? "\(context()).path must end in .pgp, .gpg or .asc: the output is encrypted (\(context()).encrypt)"
+                    : "\(context()).path ends in .\((path as NSString).pathExtension) but the output is not encrypted; add \(context()).encrypt with the recipients, or name the file for what it holds")
+        }
+        if let rejectsNode = map["rejects"], let rejects = spec.rejects, OutputFormat.isOpenPGPPath(rejects) != encrypted {
+            problem(rejectsNode.mark, encrypted
+                    ? "\(context()).rejects must end in .pgp, .gpg or .asc: rejected rows are encrypted with the output"
+                    : "\(context()).rejects ends in .\((rejects as NSString).pathExtension) but the output is not encrypted")
+        }
+        return spec
+    }
+
+    /// `output.encrypt`: recipients checked now (a readable public key that can encrypt, each),
+    /// the state key parsed (never shown).
+    private mutating func encrypt(_ node: Node, _ context: String) -> EncryptSpec? {
+        guard let map = fields(node, "\(context).encrypt", known: Self.encryptKeys) else { return nil }
+        var recipients: [RecipientFile] = []
+        var marks: [Mark] = []
+        if let list = map["recipients"] {
+            if let items = list.sequence {
+                if items.isEmpty { problem(list.mark, "\(context).encrypt.recipients is empty; list the public key file of at least one recipient") }
+                for (index, item) in items.enumerated() {
+                    guard let path = text(item, "\(context).encrypt.recipients[\(index)]") else { continue }
+                    recipients.append(RecipientFile(path: resolve(path), name: path))
+                    marks.append(item.mark)
+                }
+            } else {
+                problem(list.mark, "\(context).encrypt.recipients must be a list of public key files; found \(list.typeName)")
+            }
+        } else {
+            problem(node.mark, "missing required key \"recipients\" in \(context).encrypt")
+        }
+        let cacheKey = recipients.map(\.path).joined(separator: "\u{0}")
+        let found: [RecipientProblem]
+        if let known = checkedRecipients[cacheKey] {
+            found = known
+        } else {
+            found = recipients.isEmpty ? [] : OpenPGPEncryptor.validate(recipients)
+            checkedRecipients[cacheKey] = found
+        }
+        for problem in found { self.problem(marks[problem.index], "\(context).encrypt.recipients[\(problem.index)]: \(problem.error.message)") }
+        var spec = EncryptSpec(recipients: recipients, mark: node.mark)
+        if let keyNode = map["state_key"], let text = text(keyNode, "\(context).encrypt.state_key") {
+            do {
+                spec.stateKey = try StateKey(parsing: text)
+            } catch {
+                problem(keyNode.mark, "\(context).encrypt.state_key: \(error.message)")
+            }
+        }
+        if let armorNode = map["armor"], let value = bool(armorNode, "\(context).encrypt.armor") { spec.armor = value }
         return spec
     }
 
@@ -196,6 +254,24 @@ extension ManifestDecoder {
             check(&output, "requests[\(index)].output.columns", labels: labels(writingTo: true, request: index))
             warnOfBlankFailedRows(output)
             manifest.requests[index].output = output
+        }
+    }
+
+    /// A binary label's files are encrypted when the output they are written beside is, and are
+    /// then named like OpenPGP messages (and only then): the template's last text says so.
+    mutating func checkLabelFiles(_ manifest: Manifest) {
+        for request in manifest.requests {
+            let encrypted = (request.output ?? manifest.output)?.encrypt != nil
+            for label in request.labels {
+                guard let file = label.file else { continue }
+                var ending = ""
+                if case .literal(let text)? = file.template.source.parts.last { ending = text }
+                if OutputFormat.endsLikeOpenPGP(ending) != encrypted {
+                    problem(file.mark, encrypted
+                            ? "label \"\(label.name)\" file must end in .pgp, .gpg or .asc: its output is encrypted (output.encrypt), and so are its label files"
+                            : "label \"\(label.name)\" file ends like an OpenPGP message, but its output is not encrypted; add output.encrypt, or name the files for what they hold")
+                }
+            }
         }
     }
 

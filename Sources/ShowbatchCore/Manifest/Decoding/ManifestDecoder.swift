@@ -22,6 +22,9 @@ struct ManifestDecoder {
     var contentHash: UInt64?
     /// Names of the requests decoded so far, with their lines.
     var requestNames: [String: Int] = [:]
+    /// Recipient lists checked already (by their paths), with what was found: outputs repeated
+    /// through an alias are checked once.
+    var checkedRecipients: [String: [RecipientProblem]] = [:]
     /// Compiled transforms by pattern and template: the same label set is often repeated per request.
     var transforms: [String: RegexTransform] = [:]
     /// Payload content decoded already, for aliases that repeat it.
@@ -187,6 +190,7 @@ struct ManifestDecoder {
         if let node = top["requests"] {
             manifest.requests = requests(node)
             checkColumns(&manifest)
+            checkLabelFiles(manifest)
         } else {
             problem(root.mark, "missing required key \"requests\" in the manifest")
         }

@@ -1,0 +1,77 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Puts an encrypted output in place: its sealed `.partial` is unsealed chunk by chunk straight
+/// into GnuPG, whose OpenPGP message goes to `<path>.encrypting` (created 0600, never through a
+/// link), is synced and renamed to `path`; the sealed file is then removed. No plaintext byte
+/// touches the disk: it goes from the sealed file's chunks, each authenticated first, through a
+/// pipe to gpg.
+enum OpenPGPPublisher {
+    /// Publishes the finished sealed file open at `fd` (named `partial`, sealed under `key`) as
+    /// `path`, encrypted by `encryptor`. `isCancelled` is asked between chunks: a cancelled
+    /// publication removes its `.encrypting` file and leaves the sealed one, to be finished by
+    /// `--resume`.
+    static func publish(sealed fd: Int32, partial: String, key: DataKey, to path: String,
+                        encryptor: OpenPGPEncryptor, isCancelled: @escaping () -> Bool) throws(RunError) {
+        try makeMessage(sealed: fd, partial: partial, key: key, for: path, encryptor: encryptor, isCancelled: isCancelled)
+        try place(path, partial: partial)
+    }
+
+    /// Makes `<path>.encrypting`, the OpenPGP message of the sealed file open at `fd`, and syncs
+    /// it; on failure it is removed, and the sealed file kept.
+    static func makeMessage(sealed fd: Int32, partial: String, key: DataKey, for path: String,
+                            encryptor: OpenPGPEncryptor, isCancelled: @escaping () -> Bool) throws(RunError) {
+        let temporary = SideFile.encrypting.of(path)
+        let out = try PrivateFile.create(temporary, for: path)
+        let source: CancellableSource
+        do {
+            source = CancellableSource(reader: try SealedReader(fd: fd, key: key, name: partial), isCancelled: isCancelled)
+        } catch {
+            close(out)
+            unlink(temporary)
+            throw RunError.runtime("cannot encrypt \(path): \(error.message)")
+        }
+        defer { source.reader.wipe() }
+        do {
+            try encryptor.encrypt(from: source, to: out)
+            guard fdatasync(out) == 0 else { throw CryptoError(.io, "cannot write \(temporary): \(describeErrno(errno))") }
+        } catch {
+            close(out)
+            unlink(temporary)
+            if error is Cancelled { throw RunError.runtime("interrupted while encrypting \(path): \(partial) is kept, and --resume finishes it") }
+            throw RunError.runtime("cannot encrypt \(path): \((error as? CryptoError)?.message ?? "\(error)"); \(partial) is kept, and --resume finishes it")
+        }
+        close(out)
+    }
+
+    /// Renames `<path>.encrypting` to `path` and removes the sealed file it was made from.
+    static func place(_ path: String, partial: String) throws(RunError) {
+        let temporary = SideFile.encrypting.of(path)
+        guard rename(temporary, path) == 0 else {
+            let reason = describeErrno(errno)
+            unlink(temporary)
+            throw RunError.runtime("cannot rename \(temporary) to \(path): \(reason)")
+        }
+        unlink(partial)
+    }
+
+    /// The publication was cancelled (SIGINT, SIGTERM).
+    struct Cancelled: Error {}
+
+    /// A sealed file's plaintext, read until the publication is cancelled.
+    private final class CancellableSource: PlaintextSource {
+        let reader: SealedReader
+        let isCancelled: () -> Bool
+
+        init(reader: SealedReader, isCancelled: @escaping () -> Bool) {
+            self.reader = reader
+            self.isCancelled = isCancelled
+        }
+
+        func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+            if isCancelled() { throw Cancelled() }
+            return try reader.read(into: buffer)
+        }
+    }
+}
