@@ -49,9 +49,11 @@ let package = Package(
         .target(name: "ShowbatchEmulator", dependencies: ["ShowbatchCore"], swiftSettings: strict),
         .executableTarget(name: "showbatch", dependencies: ["ShowbatchCore", "ShowbatchYAML", "ShowbatchEmulator"], swiftSettings: strict),
         .testTarget(name: "ShowbatchYAMLTests", dependencies: ["ShowbatchYAML"], swiftSettings: strict),
-        .testTarget(name: "ShowbatchCoreTests", dependencies: ["ShowbatchCore", "ShowbatchEmulator"], swiftSettings: strict),
+        // What more than one test target uses: OpenPGP keys made with the real gpg.
+        .target(name: "TestSupport", path: "Tests/Support", swiftSettings: strict),
+        .testTarget(name: "ShowbatchCoreTests", dependencies: ["ShowbatchCore", "ShowbatchEmulator", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "ShowbatchEmulatorTests", dependencies: ["ShowbatchEmulator"], swiftSettings: strict),
-        .testTarget(name: "showbatchTests", dependencies: ["showbatch", "ShowbatchCore", "ShowbatchEmulator"], swiftSettings: strict),
+        .testTarget(name: "showbatchTests", dependencies: ["showbatch", "ShowbatchCore", "ShowbatchEmulator", "TestSupport"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -159,6 +159,27 @@ out="$(in_root /opt/showbatch-check/showbatch run /opt/showbatch-check/sample.ya
     || fail "showbatch run --emulate exited $?"
 check_rows "$out"
 ok "run took $(elapsed "$t") (revealed values are not printed here)"
+
+# Encrypted exports need gpg (gnupg) and GPGME at run time: the same sample, its output
+# encrypted to a key made here, must decrypt (outside the root, with the secret key) to the
+# rows just printed.
+gnupghome="$(mktemp -d)"
+gpg_here() { gpg --homedir "$gnupghome" --batch --quiet --pinentry-mode loopback --passphrase '' "$@"; }
+gpg_here --quick-gen-key "showbatch bundle check <check@example.test>" future-default default 1d
+gpg_here --armor --export check@example.test > "$dest/recipient.asc"
+sed 's|^  path: out/nightly-cards.csv$|  path: /opt/showbatch-check/out/nightly-cards.csv.pgp\n  encrypt: {recipients: [/opt/showbatch-check/recipient.asc]}|' \
+    "$sample" > "$dest/encrypted.yaml"
+grep -q 'encrypt:' "$dest/encrypted.yaml" || fail "the encrypted sample was not made (the sample's output path changed?)"
+rm -rf "$dest/out" && install -d -m 0777 "$dest/out"
+chmod a+r "$dest/recipient.asc" "$dest/encrypted.yaml"
+in_root /opt/showbatch-check/showbatch run /opt/showbatch-check/encrypted.yaml --emulate --quiet \
+    || { gpgconf --homedir "$gnupghome" --kill all; rm -rf "$gnupghome"; fail "showbatch run of the encrypted sample exited $?"; }
+decrypted="$(gpg_here --decrypt "$dest/out/nightly-cards.csv.pgp")" || fail "gpg could not decrypt the encrypted sample's output"
+gpgconf --homedir "$gnupghome" --kill all
+rm -rf "$gnupghome"
+[ "$decrypted" = "$out" ] || fail "the encrypted sample's output does not decrypt to the rows of the plain run"
+[ -z "$(find "$dest/out" -type f ! -name nightly-cards.csv.pgp)" ] || fail "the encrypted run left files beside its output: $(ls "$dest/out")"
+ok "an encrypted export (output.encrypt) runs in the root and decrypts to the same rows"
 unmount_proc
 
 # --- 3. podman ---------------------------------------------------------------------------------

@@ -5,12 +5,13 @@ import Testing
 import ShowbatchEmulator
 
 /// Starts showbatch without waiting for it; stdout and stderr go to files in `directory`.
-private func launch(_ arguments: [String], in directory: String, stdin: FileHandle? = nil) throws -> Process {
+func launch(_ arguments: [String], in directory: String, stdin: FileHandle? = nil,
+            environment given: [String: String] = ProcessInfo.processInfo.environment) throws -> Process {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: binary)
     process.arguments = arguments
     process.currentDirectoryURL = URL(fileURLWithPath: directory)
-    var environment = ProcessInfo.processInfo.environment
+    var environment = given
     environment.removeValue(forKey: "JOB_COMPLETION_INDEX")
     process.environment = environment
     _ = FileManager.default.createFile(atPath: directory + "/.stdout", contents: nil)

@@ -145,7 +145,10 @@ package struct Runner: Sendable {
                 throw RunError.manifest(manifest.diagnostic(at: spec.mark, "an encrypted output run in shards needs encrypt.state_key: merge reads the shards' sealed files with it"))
             }
             do {
-                encryptors[index] = try OpenPGPEncryptor(recipients: spec.recipients, armor: spec.armor)
+                let encryptor = try OpenPGPEncryptor(recipients: spec.recipients, armor: spec.armor)
+                encryptors[index] = encryptor
+                // Said in the log: a recipient's key file swapped for another shows here.
+                events(.note("\(target.path) is encrypted to \(encryptor.fingerprints.joined(separator: ", "))\(target.sealedShard ? " (its shard file stays sealed until merge)" : "")"))
             } catch {
                 throw RunError.usage("cannot encrypt \(target.path): \(error.message)")
             }

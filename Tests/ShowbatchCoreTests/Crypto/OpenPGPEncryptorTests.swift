@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ShowbatchCore
+import TestSupport
 
 /// Bytes handed out in pieces of seeded random sizes (never more than asked for), as rows come.
 final class PiecesSource: PlaintextSource {

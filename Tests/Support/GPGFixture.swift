@@ -1,41 +1,40 @@
 import Foundation
 import Synchronization
-@testable import ShowbatchCore
 
 /// OpenPGP keys made once per test run with the real gpg (ed25519/cv25519, no passphrase), their
 /// public keys exported to files, and decryption with their secret keys. Two GnuPG homes: the
 /// main one holds Alice's secret key and every odd key; Bob's holds only his, so a message both
 /// can decrypt is shown to be decryptable by each. gpg-agent is stopped after every use, and the
 /// homes are removed when the test process exits.
-final class GPGFixture: Sendable {
+package final class GPGFixture: Sendable {
     /// A key made for the tests: its fingerprint and its exported public key file.
-    struct Key: Sendable {
-        let fingerprint: String
-        let file: String
+    package struct Key: Sendable {
+        package let fingerprint: String
+        package let file: String
     }
 
-    static let shared = GPGFixture()
+    package static let shared = GPGFixture()
 
     /// Where the key files are.
-    let folder: String
+    package let folder: String
     private let mainHome: String
     private let bobHome: String
-    let alice: Key
-    let bob: Key
+    package let alice: Key
+    package let bob: Key
     /// ed25519, signing only: no encryption subkey.
-    let signOnly: Key
+    package let signOnly: Key
     /// Made on 2020-01-01, expired on 2020-01-02.
-    let expired: Key
+    package let expired: Key
     /// A valid signing key whose only encryption subkey expired on 2020-01-02.
-    let expiredSubkey: Key
+    package let expiredSubkey: Key
     /// Revoked with the revocation certificate gpg made along with it.
-    let revoked: Key
+    package let revoked: Key
     /// Alice's key and Bob's in one file.
-    let twoKeys: String
+    package let twoKeys: String
     /// Alice's secret key, armored.
-    let aliceSecret: String
+    package let aliceSecret: String
     /// Alice's public key, binary.
-    let aliceBinary: String
+    package let aliceBinary: String
     /// Serializes decryption: each starts gpg-agent in a home, and stops it after.
     private let agentLock = Mutex(())
 
@@ -91,11 +90,11 @@ final class GPGFixture: Sendable {
     }
 
     /// Whose secret key decrypts.
-    enum Holder { case alice, bob }
+    package enum Holder: Sendable { case alice, bob }
 
     /// The plaintext of the OpenPGP message in `file`, decrypted by `holder`'s secret key; nil
     /// when gpg cannot decrypt it.
-    func decrypt(_ file: String, as holder: Holder = .alice) -> [UInt8]? {
+    package func decrypt(_ file: String, as holder: Holder = .alice) -> [UInt8]? {
         let home = holder == .alice ? mainHome : bobHome
         return agentLock.withLock { _ in
             defer { GPGFixture.stopAgent(home) }
@@ -105,7 +104,7 @@ final class GPGFixture: Sendable {
     }
 
     /// The key ids gpg lists as recipients of the message in `file` (no key needed).
-    func recipientKeyIDs(_ file: String) -> Set<String> {
+    package func recipientKeyIDs(_ file: String) -> Set<String> {
         let result = GPGFixture.gpg(mainHome, ["--list-packets", "--list-only", file], check: false)
         let text = String(decoding: result.output, as: UTF8.self)
         var ids: Set<String> = []
@@ -118,7 +117,7 @@ final class GPGFixture: Sendable {
     }
 
     /// The id of `fingerprint`'s encryption subkey.
-    func encryptionSubkeyID(of fingerprint: String) -> String {
+    package func encryptionSubkeyID(of fingerprint: String) -> String {
         let result = GPGFixture.gpg(mainHome, ["--with-colons", "--list-keys", fingerprint])
         let line = String(decoding: result.output, as: UTF8.self).split(separator: "\n").first { $0.hasPrefix("sub:") }!
         return String(line.split(separator: ":", omittingEmptySubsequences: false)[4])
@@ -126,7 +125,7 @@ final class GPGFixture: Sendable {
 
     /// Runs gpg in batch mode without a passphrase; its standard output and exit status.
     @discardableResult
-    static func gpg(_ home: String, _ arguments: [String], check: Bool = true) -> (status: Int32, output: [UInt8]) {
+    package static func gpg(_ home: String, _ arguments: [String], check: Bool = true) -> (status: Int32, output: [UInt8]) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/gpg")
         process.arguments = ["--homedir", home, "--batch", "--yes", "--quiet", "--pinentry-mode", "loopback", "--passphrase", ""] + arguments
@@ -140,7 +139,7 @@ final class GPGFixture: Sendable {
         return (process.terminationStatus, [UInt8](bytes))
     }
 
-    static func stopAgent(_ home: String) {
+    package static func stopAgent(_ home: String) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/gpgconf")
         process.arguments = ["--homedir", home, "--kill", "all"]
@@ -165,7 +164,7 @@ final class GPGFixture: Sendable {
 
 /// Whether a process runs whose command line mentions `text` (a GnuPG home: a daemon left
 /// running for it).
-func processMentions(_ text: String) -> Bool {
+package func processMentions(_ text: String) -> Bool {
     let own = String(getpid())
     for entry in (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? [] where entry.allSatisfy(\.isNumber) && entry != own {
         guard let data = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline") else { continue }

@@ -1,0 +1,94 @@
+import Foundation
+import Testing
+@testable import ShowbatchCore
+import TestSupport
+
+/// `output.encrypt` as `validate` sees it: recipients that cannot be encrypted to, a state key
+/// that is not 32 bytes, and names that do not say what a file holds are positioned errors; the
+/// state key is never shown.
+@Suite struct EncryptManifestTests {
+    /// The fixture's key files, as files of the manifest's folder.
+    private var keyFiles: [String: String] {
+        let keys = GPGFixture.shared
+        var files: [String: String] = [:]
+        for (name, path) in [("alice.asc", keys.alice.file), ("sign-only.asc", keys.signOnly.file), ("expired.asc", keys.expired.file),
+                             ("secret.asc", keys.aliceSecret)] {
+            files["keys/" + name] = try? String(contentsOfFile: path, encoding: .utf8)
+        }
+        return files
+    }
+
+    private let key = "c3RhdGUga2V5IG9mIGV4YWN0bHkgMzIgYnl0ZXMgISE="
+
+    @Test func aValidSectionDecodes() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        for (name, text) in keyFiles { _ = dir.file(name, text) }
+        let manifest = try loadManifest("""
+            vault: tnt1
+            output: {path: out/cards.csv.pgp, encrypt: {recipients: [keys/alice.asc], state_key: "${K}", armor: true}}
+            requests: [{name: a, path: /p}]
+            """, in: dir, environment: ["K": key])
+        let spec = try #require(manifest.output?.encrypt)
+        #expect(spec.recipients == [RecipientFile(path: dir.path + "/keys/alice.asc", name: "keys/alice.asc")])
+        #expect(spec.armor && spec.stateKey != nil)
+        #expect("\(spec)" == "EncryptSpec(recipients: [\"keys/alice.asc\"], stateKey: hidden, armor: true)")
+        #expect(manifest.output?.resolvedFormat == .csv)
+    }
+
+    @Test(arguments: [
+        ("out/rows.jsonl.gz.pgp", OutputFormat.jsonl, true), ("out/rows.json.asc", .json, false), ("OUT/R.CSV.GPG", .csv, false),
+    ])
+    func theFormatComesFromTheExtensionBeforeTheMessages(path: String, format: OutputFormat, gzip: Bool) {
+        #expect(OutputFormat.fromExtension(path) == format)
+        #expect(OutputFormat.isGzipPath(path) == gzip)
+        #expect(OutputFormat.isOpenPGPPath(path))
+    }
+
+    @Test func everyProblemIsPositioned() {
+        let fingerprints = GPGFixture.shared
+        let text = """
+            vault: tnt1
+            output:
+              path: out/cards.csv
+              rejects: out/bad.csv
+              encrypt:
+                recipients: [keys/alice.asc, keys/sign-only.asc, keys/secret.asc, keys/missing.asc]
+                state_key: "${K}"
+            requests:
+              - name: a
+                path: /p
+                labels: {doc: {path: json.doc, decode: base64, file: "docs/${row.id}.pdf"}}
+                each: {csv: d.csv}
+              - name: b
+                path: /p
+                output: {path: out/plain.csv.gpg}
+
+            """
+        let errors = manifestErrors(text, environment: ["K": "c2hvcnQ="], files: keyFiles.merging(["d.csv": "id\n1\n"]) { $1 })
+        #expect(errors.split(separator: "\n").filter { $0.hasPrefix("m.yaml") } == [
+            "m.yaml:3:9: error: output.path must end in .pgp, .gpg or .asc: the output is encrypted (output.encrypt)",
+            "m.yaml:4:12: error: output.rejects must end in .pgp, .gpg or .asc: rejected rows are encrypted with the output",
+            "m.yaml:6:34: error: output.encrypt.recipients[1]: keys/sign-only.asc: the key \(fingerprints.signOnly.fingerprint) cannot encrypt: it has no encryption subkey (a signing-only key?)",
+            "m.yaml:6:54: error: output.encrypt.recipients[2]: keys/secret.asc holds a secret key: give the recipient's public key only (gpg --armor --export)",
+            "m.yaml:6:71: error: output.encrypt.recipients[3]: keys/missing.asc cannot be read: No such file or directory",
+            "m.yaml:7:16: error: output.encrypt.state_key: the state key is 5 bytes long, not 32 bytes; make one with `openssl rand -base64 32`",
+            "m.yaml:11:58: error: label \"doc\" file must end in .pgp, .gpg or .asc: its output is encrypted (output.encrypt), and so are its label files",
+            "m.yaml:15:20: error: request \"b\" output.path ends in .gpg but the output is not encrypted; add request \"b\" output.encrypt with the recipients, or name the file for what it holds",
+        ])
+        // The state key's line is quoted without it.
+        #expect(errors.contains("      state_key: <redacted>\n"))
+        #expect(!errors.contains("c2hvcnQ"))
+    }
+
+    @Test(arguments: [
+        ("encrypt: {state_key: x}", "m.yaml:2:40: error: missing required key \"recipients\" in output.encrypt"),
+        ("encrypt: {recipients: []}", "m.yaml:2:53: error: output.encrypt.recipients is empty; list the public key file of at least one recipient"),
+        ("encrypt: {recipients: keys/alice.asc}", "m.yaml:2:53: error: output.encrypt.recipients must be a list of public key files; found a string"),
+        ("encrypt: {recipients: [keys/alice.asc], armour: true}", "m.yaml:2:71: error: unknown key \"armour\" in output.encrypt; did you mean \"armor\"?"),
+    ])
+    func aSectionThatIsNotOne(section: String, expected: String) {
+        let errors = manifestErrors("vault: tnt1\noutput: {path: out/c.csv.pgp, \(section)}\nrequests: [{name: a, path: /p}]\n", files: keyFiles)
+        #expect(errors.split(separator: "\n").first.map(String.init) == expected)
+    }
+}

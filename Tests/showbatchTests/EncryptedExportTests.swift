@@ -1,0 +1,288 @@
+import Foundation
+import Testing
+@testable import ShowbatchCore
+import TestSupport
+
+/// The cards the emulator reveals in these tests: none may be found in the clear in any file.
+private let cards = ["4000000000000000", "4111111111111111", "4222222222222222"]
+
+/// A run over `rows` data rows; every 13th row is malformed (a failed row) and `tok_3` has no
+/// value (a partial row). `output` is the output section, `{path}` and `{encrypt}` filled in.
+private func exportManifest(output: String, rows: Int = 120, latency: String = "0ms", labelFile: Bool = false) -> String {
+    """
+    vault: tnt1
+    concurrency: 4
+    \(output)
+    emulator: {aliases: {tok_0: "4000000000000000", tok_1: "4111111111111111", tok_2: "4222222222222222", tok_doc: "\(Data("scan of 4111111111111111".utf8).base64EncodedString())"}, latency: \(latency)}
+    retry: {attempts: 1}
+    requests:
+      - name: "r${row.id}"
+        each: {csv: d.csv}
+        path: /post
+        payload: {c: "${row.alias}", id: "${row.id}", doc: tok_doc}
+        labels:
+          c: json.c
+          last4: {path: json.c, mask: {ranges: [[0, 11]]}}
+          id: json.id\(labelFile ? "\n      doc: {path: json.doc, decode: base64, file: \"docs/${row.id}.txt.pgp\"}" : "")
+    """
+}
+
+private func rows(_ count: Int) -> String {
+    "id,alias\n" + (0..<count).map { $0 % 13 == 5 ? "\($0)" : "\($0),tok_\($0 % 4)" }.joined(separator: "\n") + "\n"
+}
+
+/// Every file under `folder` (recursively) that holds a card in the clear, or in a gzip stream
+/// (as much of it as can be decompressed).
+private func filesWithCards(_ folder: String) -> [String] {
+    var found: [String] = []
+    guard let walker = FileManager.default.enumerator(atPath: folder) else { return [] }
+    for case let name as String in walker {
+        guard let data = FileManager.default.contents(atPath: folder + "/" + name) else { continue }
+        var text = String(decoding: data, as: UTF8.self)
+        if data.starts(with: [0x1F, 0x8B]) { text += String(decoding: gunzipped(Array(data), partly: true) ?? [], as: UTF8.self) }
+        if cards.contains(where: text.contains) { found.append(name) }
+    }
+    return found
+}
+
+/// Whether the OpenPGP message in `file` decrypts to `expected` (compared here, so that a failure
+/// prints no card); with `gunzip`, the decompressed bytes of both are compared (gzip members end
+/// at checkpoints, which come with time, so only the content is the same from run to run).
+private func decrypts(_ file: String, to expected: [UInt8]?, gunzip: Bool = false) -> Bool {
+    guard let plain = GPGFixture.shared.decrypt(file), let expected else { return false }
+    return gunzip ? gunzipped(plain) == gunzipped(expected) : plain == expected
+}
+
+/// `gzip -dc` of `bytes`; `partly`: what it gives before an error (a stream cut short).
+private func gunzipped(_ bytes: [UInt8], partly: Bool = false) -> [UInt8]? {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/bin/gzip")
+    process.arguments = ["-dc"]
+    let input = Pipe(), output = Pipe()
+    process.standardInput = input
+    process.standardOutput = output
+    guard (try? process.run()) != nil else { return nil }
+    let writer = Thread {
+        try? input.fileHandleForWriting.write(contentsOf: Data(bytes))
+        try? input.fileHandleForWriting.close()
+    }
+    writer.start()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return process.terminationStatus == 0 || partly ? Array(data) : nil
+}
+
+/// An encrypt section to the test's recipient, with the state key from the environment.
+private func encrypt(stateKey: Bool = true, armor: Bool = false, recipients: [String] = [GPGFixture.shared.alice.file]) -> String {
+    "encrypt: {recipients: [\(recipients.map { "\"\($0)\"" }.joined(separator: ", "))]\(stateKey ? ", state_key: \"${SHOWBATCH_STATE_KEY}\"" : "")\(armor ? ", armor: true" : "")}"
+}
+
+private let stateKeyEnvironment = ["SHOWBATCH_STATE_KEY": Data((0..<32).map { UInt8($0 * 7 % 256) }).base64EncodedString()]
+
+/// Encrypted exports (`output.encrypt`): the file is one OpenPGP message that the real gpg
+/// decrypts to exactly the bytes an unencrypted run writes, and no card is ever on disk in the
+/// clear, not while the run lasts, not after a kill, not in a shard.
+@Suite(.serialized) struct EncryptedExportTests {
+    /// The unencrypted run's files, read and removed.
+    private func plainRun(_ work: Workspace, _ output: String, files: [String], rows count: Int = 120, labelFile: Bool = false) async throws -> [[UInt8]?] {
+        work.write("plain.yaml", exportManifest(output: output, rows: count, labelFile: labelFile))
+        let plain = try await showbatch(["run", "plain.yaml", "--emulate", "--quiet"], in: work.path)
+        #expect(plain.status == 1, "\(plain.stderr)")
+        defer { try? FileManager.default.removeItem(atPath: work.path + "/out") }
+        return files.map { name in FileManager.default.contents(atPath: work.path + "/" + name).map { Array($0) } }
+    }
+
+    @Test(arguments: [
+        ("output: {path: out/r.csv, csv: {delimiter: \";\", line_ending: crlf}}", ["out/r.csv"]),
+        ("output: {path: out/r.json}", ["out/r.json"]),
+        ("output: {path: out/r.jsonl, columns: [request, status, c, {row_id: \"${row.id}\"}]}", ["out/r.jsonl"]),
+        ("output: {path: out/r.jsonl.gz}", ["out/r.jsonl.gz"]),
+        ("output: {path: out/r.csv, rejects: out/rejects.csv, reject_partial: true}", ["out/r.csv", "out/rejects.csv"]),
+    ])
+    func anEncryptedOutputDecryptsToTheUnencryptedRunsBytes(output: String, files: [String]) async throws {
+        let work = Workspace(["d.csv": rows(120)])
+        defer { work.remove() }
+        let expected = try await plainRun(work, output, files: files)
+        // The same output encrypted: each file named .pgp, the rejects file too.
+        var encrypted = output.replacingOccurrences(of: "}", with: ", \(encrypt())}", options: .backwards, range: output.range(of: "}", options: .backwards))
+        for file in files { encrypted = encrypted.replacingOccurrences(of: file.dropFirst(4) + ",", with: file.dropFirst(4) + ".pgp,") }
+        encrypted = encrypted.replacingOccurrences(of: "rejects.csv,", with: "rejects.csv.pgp,")
+        work.write("m.yaml", exportManifest(output: encrypted))
+        let run = try await showbatch(["run", "m.yaml", "--emulate", "--quiet"], in: work.path, environment: stateKeyEnvironment)
+        #expect(run.status == 1, "\(run.stderr)")
+        for (file, bytes) in zip(files, expected) {
+            #expect(decrypts(work.path + "/" + file + ".pgp", to: bytes, gunzip: file.hasSuffix(".gz")), "\(file)")
+        }
+        #expect(filesWithCards(work.path + "/out").isEmpty)
+        // What is left: the messages and, rows having failed, the journal.
+        let left = try FileManager.default.contentsOfDirectory(atPath: work.path + "/out").sorted()
+        #expect(left == (files.map { String($0.dropFirst(4)) + ".pgp" } + [String(files[0].dropFirst(4)) + ".pgp.journal"]).sorted())
+    }
+
+    /// Armored, to two recipients: either decrypts.
+    @Test func anArmoredOutputToTwoRecipients() async throws {
+        let work = Workspace(["d.csv": rows(40)])
+        defer { work.remove() }
+        let expected = try await plainRun(work, "output: {path: out/r.csv}", files: ["out/r.csv"])
+        let keys = GPGFixture.shared
+        work.write("m.yaml", exportManifest(output: "output: {path: out/r.csv.asc, \(encrypt(stateKey: false, armor: true, recipients: [keys.alice.file, keys.bob.file]))}"))
+        let run = try await showbatch(["run", "m.yaml", "--emulate", "--quiet"], in: work.path)
+        #expect(run.status == 1, "\(run.stderr)")
+        #expect(work.read("out/r.csv.asc")?.hasPrefix("-----BEGIN PGP MESSAGE-----\n") == true)
+        let alice = keys.decrypt(work.path + "/out/r.csv.asc", as: .alice) == expected[0]
+        let bob = keys.decrypt(work.path + "/out/r.csv.asc", as: .bob) == expected[0]
+        #expect(alice && bob)
+    }
+
+    /// A binary label's files beside an encrypted output are OpenPGP messages of their bytes.
+    @Test func labelFilesAreEncryptedToo() async throws {
+        let work = Workspace(["d.csv": rows(20)])
+        defer { work.remove() }
+        let plainOutput = "output: {path: out/r.csv}"
+        work.write("plain.yaml", exportManifest(output: plainOutput, labelFile: true).replacingOccurrences(of: ".txt.pgp", with: ".txt"))
+        let plain = try await showbatch(["run", "plain.yaml", "--emulate", "--quiet"], in: work.path)
+        #expect(plain.status == 1, "\(plain.stderr)")
+        let document = try #require(work.read("out/docs/1.txt"))
+        let plainRows = try #require(work.read("out/r.csv"))
+        try FileManager.default.removeItem(atPath: work.path + "/out")
+        work.write("m.yaml", exportManifest(output: "output: {path: out/r.csv.pgp, \(encrypt())}", labelFile: true))
+        let run = try await showbatch(["run", "m.yaml", "--emulate", "--quiet"], in: work.path, environment: stateKeyEnvironment)
+        #expect(run.status == 1, "\(run.stderr)")
+        #expect(decrypts(work.path + "/out/docs/1.txt.pgp", to: Array(document.utf8)))
+        #expect(decrypts(work.path + "/out/r.csv.pgp", to: Array(plainRows.replacingOccurrences(of: ".txt", with: ".txt.pgp").utf8)))
+        #expect(filesWithCards(work.path + "/out").isEmpty)
+        #expect(!work.exists("out/docs/1.txt"))
+    }
+
+    /// Shards of an encrypted output stay sealed (no OpenPGP message a processor could be sent
+    /// by mistake); merge unseals them in work-item order into one message, rejects too.
+    @Test(arguments: [1, 3])
+    func shardsMergeIntoOneMessage(shards: Int) async throws {
+        let work = Workspace(["d.csv": rows(90)])
+        defer { work.remove() }
+        let output = "output: {path: out/r.csv, rejects: out/bad.jsonl}"
+        let expected = try await plainRun(work, output, files: ["out/r.csv", "out/bad.jsonl"], rows: 90)
+        work.write("m.yaml", exportManifest(output: "output: {path: out/r.csv.pgp, rejects: out/bad.jsonl.pgp, \(encrypt())}", rows: 90))
+        for index in 0..<shards {
+            let shard = try await showbatch(["run", "m.yaml", "--emulate", "--quiet", "--shard", "\(index)/\(shards)"], in: work.path,
+                                            environment: stateKeyEnvironment)
+            #expect(shard.status == 1, "\(shard.stderr)")
+        }
+        let names = try FileManager.default.contentsOfDirectory(atPath: work.path + "/out").sorted()
+        let stem = shards == 1 ? "" : "-shard-0"
+        #expect(names.contains("r\(stem).csv.sealed") && names.contains("bad\(stem).jsonl.sealed") && names.contains("r\(stem).csv.sealed.identity"))
+        #expect(!names.contains { $0.hasSuffix(".pgp") })
+        #expect(filesWithCards(work.path + "/out").isEmpty)
+        // Without the state key the shards cannot be read.
+        let refused = try await showbatch(["merge", "m.yaml", "--shards", "\(shards)"], in: work.path,
+                                          environment: ["SHOWBATCH_STATE_KEY": Data(repeating: 1, count: 32).base64EncodedString()])
+        #expect(refused.status == 2)
+        #expect(refused.stderr.contains("cannot be read: the state key does not unwrap the data key"))
+        let merged = try await showbatch(["merge", "m.yaml", "--shards", "\(shards)"], in: work.path, environment: stateKeyEnvironment)
+        #expect(merged.status == 0, "\(merged.stderr)")
+        #expect(decrypts(work.path + "/out/r.csv.pgp", to: expected[0]))
+        #expect(decrypts(work.path + "/out/bad.jsonl.pgp", to: expected[1]))
+        #expect(filesWithCards(work.path + "/out").isEmpty)
+    }
+
+    /// Killed (SIGKILL) at seeded moments: no card is in the clear in any file at that moment,
+    /// and `--resume` (with the state key) ends with the bytes of a run never stopped. Without
+    /// a state key, `--resume=auto` says in one line that it starts over, and ends the same.
+    @Test(arguments: [(true, "out/r.json"), (false, "out/r.csv.gz")])
+    func killedAtSeededMomentsNoCardIsInTheClear(stateKey: Bool, output: String) async throws {
+        let count = 2_000
+        let work = Workspace(["d.csv": rows(count)])
+        defer { work.remove() }
+        let expected = try await plainRun(work, "output: {path: \(output), rejects: out/bad.csv}", files: [output, "out/bad.csv"], rows: count)
+        work.write("m.yaml", exportManifest(output: "output: {path: \(output).pgp, rejects: out/bad.csv.pgp, \(encrypt(stateKey: stateKey))}",
+                                            rows: count, latency: "4ms"))
+        var random = SeededGenerator(seed: stateKey ? 22 : 23)
+        let resume = stateKey ? "--resume" : "--resume=auto"
+        for round in 0..<3 {
+            var environment = ProcessInfo.processInfo.environment
+            environment.merge(stateKeyEnvironment) { $1 }
+            let process = try launch(["run", "m.yaml", "--emulate", "--quiet"] + (round > 0 ? [resume] : []), in: work.path, environment: environment)
+            let wait = UInt32(random.unit() * 300_000)
+            let journal = work.path + "/" + output + ".pgp.journal"
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                Thread {
+                    // A seeded while after the run's first checkpoint: it has rows to lose.
+                    while process.isRunning && !((try? String(contentsOfFile: journal, encoding: .utf8))?.contains("checkpoint") ?? false) {
+                        usleep(1_000)
+                    }
+                    usleep(wait)
+                    kill(process.processIdentifier, SIGKILL)
+                    done.resume()
+                }.start()
+            }
+            await exited(process)
+            #expect(process.terminationReason == .uncaughtSignal, "round \(round) ended on its own")
+            #expect(filesWithCards(work.path + "/out").isEmpty, "round \(round)")
+        }
+        let resumed = try await showbatch(["run", "m.yaml", "--emulate", resume, "--log-format", "json"], in: work.path, environment: stateKeyEnvironment)
+        #expect(resumed.status == 1, "\(resumed.stderr)")
+        let notes = resumed.stderr.split(separator: "\n").filter { $0.contains("\"event\":\"note\"") && $0.contains("started afresh") }
+        if stateKey {
+            #expect(notes.isEmpty)
+        } else {
+            #expect(notes.count == 1)
+            #expect(notes.first?.contains("its journal holds no data key: the run that wrote \(output).pgp kept it in memory only (output.encrypt has no state_key), so its sealed rows cannot be read") == true)
+        }
+        #expect(decrypts(work.path + "/" + output + ".pgp", to: expected[0], gunzip: output.hasSuffix(".gz")))
+        #expect(decrypts(work.path + "/out/bad.csv.pgp", to: expected[1]))
+        #expect(filesWithCards(work.path + "/out").isEmpty)
+    }
+
+    /// A sealed `.partial` changed after a kill (a chunk flipped) is never finished as if whole:
+    /// `--resume` refuses it, naming the chunk.
+    @Test func aTamperedSealedChunkIsRefused() async throws {
+        let work = Workspace(["d.csv": rows(2_000), "m.yaml": exportManifest(output: "output: {path: out/r.csv.pgp, \(encrypt())}", rows: 2_000, latency: "4ms")])
+        defer { work.remove() }
+        var environment = ProcessInfo.processInfo.environment
+        environment.merge(stateKeyEnvironment) { $1 }
+        let process = try launch(["run", "m.yaml", "--emulate", "--quiet"], in: work.path, environment: environment)
+        let journal = work.path + "/out/r.csv.pgp.journal"
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            Thread {
+                // Killed once a checkpoint has been written.
+                while process.isRunning && !((try? String(contentsOfFile: journal, encoding: .utf8))?.contains("checkpoint") ?? false) { usleep(1_000) }
+                kill(process.processIdentifier, SIGKILL)
+                done.resume()
+            }.start()
+        }
+        await exited(process)
+        let partial = work.path + "/out/r.csv.pgp.partial"
+        var bytes = try #require(FileManager.default.contents(atPath: partial))
+        // A byte of the first chunk's ciphertext (after the 60-byte header and its 16-byte head).
+        bytes[80] ^= 0x01
+        try bytes.write(to: URL(fileURLWithPath: partial))
+        let resumed = try await showbatch(["run", "m.yaml", "--emulate", "--quiet", "--resume"], in: work.path, environment: stateKeyEnvironment)
+        #expect(resumed.status == 3)
+        #expect(resumed.stderr.hasPrefix("showbatch: error: out/r.csv.pgp.partial: chunk 1 at byte 60 does not authenticate (it was changed or damaged); remove out/r.csv.pgp.journal and out/r.csv.pgp.partial to start over\n"))
+        let auto = try await showbatch(["run", "m.yaml", "--emulate", "--quiet", "--resume=auto"], in: work.path, environment: stateKeyEnvironment)
+        #expect(auto.status == 1, "\(auto.stderr)")
+        #expect(GPGFixture.shared.decrypt(work.path + "/out/r.csv.pgp") != nil)
+    }
+
+    /// What cannot be encrypted is refused before anything is sent: --output to standard output or
+    /// a name that is not a message's, --retry-failed, shards without a state key.
+    @Test func whatCannotBeEncryptedIsRefused() async throws {
+        let work = Workspace(["d.csv": rows(30), "m.yaml": exportManifest(output: "output: {path: out/r.csv.pgp, \(encrypt(stateKey: false))}", rows: 30)])
+        defer { work.remove() }
+        let cases: [([String], Int32, String)] = [
+            (["--output", "-"], 2, "showbatch: error: the output is encrypted (output.encrypt): give --output a file ending in .pgp, .gpg or .asc; standard output is never written encrypted\n"),
+            (["--output", "out/x.csv"], 2, "showbatch: error: the output is encrypted (output.encrypt): give --output a file ending in .pgp, .gpg or .asc\n"),
+            (["--shard", "0/2"], 2, "m.yaml:3:40: error: an encrypted output run in shards needs encrypt.state_key: merge reads the shards' sealed files with it\n"),
+        ]
+        for (flags, status, message) in cases {
+            let result = try await showbatch(["run", "m.yaml", "--emulate", "--quiet"] + flags, in: work.path)
+            #expect(result.status == status, "\(flags)")
+            #expect(result.stderr.hasPrefix(message), "\(flags): \(result.stderr)")
+        }
+        let run = try await showbatch(["run", "m.yaml", "--emulate", "--quiet"], in: work.path)
+        #expect(run.status == 1)
+        let retry = try await showbatch(["run", "m.yaml", "--emulate", "--quiet", "--retry-failed"], in: work.path)
+        #expect(retry.status == 2)
+        #expect(retry.stderr.hasPrefix("showbatch: error: --retry-failed cannot rewrite out/r.csv.pgp: it is encrypted to its recipients, and showbatch cannot read it back; run without --retry-failed to write it again\n"))
+    }
+}
