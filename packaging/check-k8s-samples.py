@@ -13,6 +13,7 @@
    the ConfigMap passes `showbatch validate`, with its /data paths pointed at samples/data.
 Prints each check; exits 1 on the first failed group.
 """
+import base64
 import os
 import re
 import shutil
@@ -188,10 +189,15 @@ for where, pod in pod_specs():
         for e in c.get("env", []):
             if e["name"] == "REVEAL_TOKEN":
                 check("secretKeyRef" in e.get("valueFrom", {}), f"{where} {c['name']}: REVEAL_TOKEN from a Secret")
+        for e in c.get("env", []):
+            if e["name"] == "SHOWBATCH_STATE_KEY":
+                check(e.get("valueFrom", {}).get("secretKeyRef", {}).get("name") == "showbatch-state",
+                      f"{where} {c['name']}: SHOWBATCH_STATE_KEY from the Secret showbatch-state")
     for v in pod.get("volumes", []):
         if "configMap" in v:
             keys = [i["key"] for i in v["configMap"].get("items", [])]
-            check(keys == ["manifest.yaml"], f"{where}: the ConfigMap volume holds only the manifest ({keys})")
+            expected_keys = {"showbatch-nightly": ["manifest.yaml"], "showbatch-recipients": ["processor.asc"]}.get(v["configMap"]["name"])
+            check(keys == expected_keys, f"{where}: the ConfigMap volume {v['configMap']['name']} holds {keys}")
 cm_keys = list(objects[("ConfigMap", "showbatch-nightly")][1]["data"])
 check(cm_keys == ["manifest.yaml"], f"ConfigMap showbatch-nightly holds {cm_keys} (the data file is on the volume)")
 finish_group()
@@ -205,11 +211,14 @@ else:
     with tempfile.TemporaryDirectory() as tmp:
         os.makedirs(os.path.join(tmp, "in"))
         shutil.copy(os.path.join(ROOT, "samples", "data", "customers.csv"), os.path.join(tmp, "in", "customers.csv"))
-        text = objects[("ConfigMap", "showbatch-nightly")][1]["data"]["manifest.yaml"].replace("/data/", tmp + "/")
+        text = objects[("ConfigMap", "showbatch-nightly")][1]["data"]["manifest.yaml"].replace("/data/", tmp + "/").replace("/keys/", tmp + "/keys/")
         path = os.path.join(tmp, "manifest.yaml")
         with open(path, "w") as fh:
             fh.write(text)
-        env = dict(os.environ, REVEAL_TOKEN="not-a-real-token")
+        os.makedirs(os.path.join(tmp, "keys"))
+        with open(os.path.join(tmp, "keys", "processor.asc"), "w") as fh:
+            fh.write(objects[("ConfigMap", "showbatch-recipients")][1]["data"]["processor.asc"])
+        env = dict(os.environ, REVEAL_TOKEN="not-a-real-token", SHOWBATCH_STATE_KEY=base64.b64encode(os.urandom(32)).decode())
         res = subprocess.run([binary, "validate", path], env=env, capture_output=True, text=True)
         check(res.returncode == 0, f"showbatch validate (data paths under a temporary folder): exit {res.returncode} {res.stdout.strip()} {res.stderr.strip()}")
 finish_group()

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 import ShowbatchYAML
 @testable import showbatch
 
@@ -99,7 +100,8 @@ private func jobSpec(_ object: KubernetesObject) -> Node? {
         }
         let names = Set(objects.map { "\($0.kind)/\($0.name)" })
         for required in ["ConfigMap/showbatch-nightly", "ServiceAccount/showbatch", "CronJob/showbatch-shards",
-                         "CronJob/showbatch-merge", "PersistentVolumeClaim/showbatch-data", "Secret/showbatch-reveal"] {
+                         "CronJob/showbatch-merge", "PersistentVolumeClaim/showbatch-data", "Secret/showbatch-reveal",
+                         "ConfigMap/showbatch-recipients", "Secret/showbatch-state"] {
             #expect(names.contains(required), "\(required)")
         }
         #expect(names.count == objects.count, "no object is declared twice")
@@ -213,16 +215,21 @@ private func jobSpec(_ object: KubernetesObject) -> Node? {
         let work = Workspace()
         defer { work.remove() }
         let text = try #require(config.at("data")?.value(forKey: "manifest.yaml")?.text)
-        work.write("config/manifest.yaml", text.replacingOccurrences(of: "/data/", with: work.path + "/"))
+        // The recipient is the test's key, whose secret key decrypts what the pods write.
+        work.write("config/manifest.yaml", text.replacingOccurrences(of: "/data/", with: work.path + "/")
+            .replacingOccurrences(of: "/keys/", with: work.path + "/keys/"))
+        work.write("keys/processor.asc", try String(contentsOfFile: GPGFixture.shared.alice.file, encoding: .utf8))
         work.write("in/customers.csv", try String(contentsOfFile: repository + "/samples/data/customers.csv", encoding: .utf8))
-        let environment = ["REVEAL_TOKEN": "not-a-real-token"]
+        // What the Secrets hold, by name and key.
+        let secrets = ["showbatch-reveal/token": "not-a-real-token", "showbatch-state/state_key": Data(repeating: 7, count: 32).base64EncodedString()]
+        let environment = ["REVEAL_TOKEN": secrets["showbatch-reveal/token"]!, "SHOWBATCH_STATE_KEY": secrets["showbatch-state/state_key"]!]
         func local(_ arguments: [String]) -> [String] {
             arguments.map { $0 == "/config/manifest.yaml" ? work.path + "/config/manifest.yaml" : $0 }
         }
 
         let whole = try await showbatch(["run", work.path + "/config/manifest.yaml", "--emulate", "--quiet"], in: work.path, environment: environment)
         #expect(whole.status == 0, "\(whole.stderr)")
-        let expected = try #require(FileManager.default.contents(atPath: work.path + "/out/customers-revealed.csv"))
+        let expected = try #require(GPGFixture.shared.decrypt(work.path + "/out/customers-revealed.csv.pgp"))
         try FileManager.default.removeItem(atPath: work.path + "/out")
 
         let shardArguments = (shardJob.at("template.spec.containers")?.items.first?.at("args")?.items ?? []).map(\.text)
@@ -235,17 +242,24 @@ private func jobSpec(_ object: KubernetesObject) -> Node? {
         }
         let mergeContainer = mergeJob.at("template.spec.containers")?.items.first
         let mergeArguments = (mergeContainer?.at("args")?.items ?? []).map(\.text)
-        // The merge pod's own environment, which holds no Secret: merge sends nothing.
+        // The merge pod's own environment: the state key, and not the reveal token (merge sends nothing).
         var mergeEnvironment: [String: String] = [:]
         for variable in mergeContainer?.at("env")?.items ?? [] {
             let name = try #require(variable.at("name")?.text)
-            let value = try #require(variable.at("value")?.text, "\(name) in the merge pod comes from somewhere other than a value")
-            mergeEnvironment[name] = value
+            if let reference = variable.at("valueFrom.secretKeyRef") {
+                let secret = "\(reference.at("name")?.text ?? "")/\(reference.at("key")?.text ?? "")"
+                let value: String = try #require(secrets[secret], "\(name) in the merge pod comes from \(secret), which the sample does not declare")
+                mergeEnvironment[name] = value
+            } else {
+                let value: String = try #require(variable.at("value")?.text, "\(name) in the merge pod comes from neither a value nor a Secret")
+                mergeEnvironment[name] = value
+            }
         }
         #expect(mergeEnvironment["REVEAL_TOKEN"] == nil)
         let merged = try await showbatch(local(mergeArguments), in: work.path, environment: mergeEnvironment)
         #expect(merged.status == 0, "\(merged.stderr)")
-        // Emulator data only: comparing the bytes in the expectation prints nothing secret.
-        #expect(FileManager.default.contents(atPath: work.path + "/out/customers-revealed.csv") == expected)
+        // Compared here, so that a failure prints no revealed value.
+        let same = GPGFixture.shared.decrypt(work.path + "/out/customers-revealed.csv.pgp") == expected
+        #expect(same)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -15,8 +16,18 @@ private func sampleManifest(_ work: Workspace, emulator: String = "") throws -> 
     let block = config.components(separatedBy: "  manifest.yaml: |\n")[1]
     let lines = block.split(separator: "\n", omittingEmptySubsequences: false).prefix { $0.hasPrefix("    ") || $0.isEmpty }
     var text = lines.map { String($0.dropFirst(min(4, $0.count))) }.joined(separator: "\n")
-    text = text.replacingOccurrences(of: "/data/", with: work.path + "/")
+    text = text.replacingOccurrences(of: "/data/", with: work.path + "/").replacingOccurrences(of: "/keys/", with: work.path + "/keys/")
+    // The output is encrypted to the processor's key: here, the test's, whose secret key decrypts.
+    work.write("keys/processor.asc", try String(contentsOfFile: GPGFixture.shared.alice.file, encoding: .utf8))
     return text + (emulator.isEmpty ? "" : "\nemulator: \(emulator)\n")
+}
+
+/// The environment of the sample's pods: the reveal token and the state key.
+private let podEnvironment = ["REVEAL_TOKEN": "not-a-real-token", "SHOWBATCH_STATE_KEY": Data(repeating: 9, count: 32).base64EncodedString()]
+
+/// The rows of the sample's encrypted output in `work`, decrypted.
+private func decrypted(_ work: Workspace, _ output: String) -> String? {
+    GPGFixture.shared.decrypt(work.path + "/" + output).map { String(decoding: $0, as: UTF8.self) }
 }
 
 /// A night's data: `count` customers whose ids start at `first`, cards from the sample aliases.
@@ -38,9 +49,9 @@ private func expectedFile(for data: String) async throws -> String {
     defer { scratch.remove() }
     scratch.write("manifest.yaml", try sampleManifest(scratch))
     scratch.write("in/customers.csv", data)
-    let run = try await showbatch(["run", "manifest.yaml", "--emulate", "--quiet"], in: scratch.path, environment: ["REVEAL_TOKEN": "t"])
+    let run = try await showbatch(["run", "manifest.yaml", "--emulate", "--quiet"], in: scratch.path, environment: podEnvironment)
     #expect(run.status == 0, "\(run.stderr)")
-    return try #require(scratch.read("out/customers-revealed.csv"))
+    return try #require(decrypted(scratch, "out/customers-revealed.csv.pgp"))
 }
 
 /// A year of nights in a few: every night the sample's command, new data most nights, and no
@@ -50,8 +61,8 @@ private func expectedFile(for data: String) async throws -> String {
     @Test(.timeLimit(.minutes(3))) func consecutiveNightsNeedNoOneBetweenThem() async throws {
         let work = Workspace()
         defer { work.remove() }
-        let environment = ["REVEAL_TOKEN": "not-a-real-token"]
-        let output = "out/customers-revealed.csv"
+        let environment = podEnvironment
+        let output = "out/customers-revealed.csv.pgp"
         func night(_ data: String, emulator: String = "") async throws -> Execution {
             work.write("manifest.yaml", try sampleManifest(work, emulator: emulator))
             work.write("in/customers.csv", data)
@@ -59,13 +70,16 @@ private func expectedFile(for data: String) async throws -> String {
         }
         func events(_ run: Execution, _ name: String) -> [String] {
             run.stderr.split(separator: "\n").filter { $0.contains("\"event\":\"\(name)\"") }.map(String.init)
+                // Every night says which key its output is encrypted to.
+                .filter { !$0.contains(" is encrypted to \(GPGFixture.shared.alice.fingerprint)") }
         }
 
         // Night 1: all well.
         let first = try customers(first: 1000, count: 60)
         let one = try await night(first)
         #expect(one.status == 0, "\(one.stderr)")
-        #expect(work.read(output) == (try await expectedFile(for: first)))
+        let night1Matches = decrypted(work, output) == (try await expectedFile(for: first))
+        #expect(night1Matches, "night 1's file is not the clean run's (compared here: a failure prints no row)")
         #expect(events(one, "warning").isEmpty && events(one, "note").isEmpty, "a normal night warns of nothing")
 
         // Night 2: new data, and the endpoint fails a few rows: exit 1, the file written with
@@ -73,11 +87,12 @@ private func expectedFile(for data: String) async throws -> String {
         let second = try customers(first: 2000, count: 60)
         let two = try await night(second, emulator: "{fail_rate: 0.1, fail_status: 400, seed: 2}")
         #expect(two.status == 1, "\(two.stderr)")
-        let written = try #require(work.read(output)).split(separator: "\n")
+        let written = try #require(decrypted(work, output)).split(separator: "\n")
         let expectedTwo = try await expectedFile(for: second).split(separator: "\n")
         #expect(written.count == expectedTwo.count)
         for (got, want) in zip(written, expectedTwo) where got != want {
-            #expect(got.contains(",failed,400,"), "a row that differs from the clean night is not a failed one")
+            let isFailed = got.contains(",failed,400,")
+            #expect(isFailed, "a row that differs from the clean night is not a failed one")
         }
         #expect(work.exists(output + ".journal"))
 
@@ -111,7 +126,8 @@ private func expectedFile(for data: String) async throws -> String {
         let fourth = try customers(first: 4000, count: 80)
         let four = try await night(fourth)
         #expect(four.status == 0, "\(four.stderr)")
-        #expect(work.read(output) == (try await expectedFile(for: fourth)))
+        let night4Matches = decrypted(work, output) == (try await expectedFile(for: fourth))
+        #expect(night4Matches, "night 4's file is not the clean run's (compared here: a failure prints no row)")
         let discarded = events(four, "note").filter { $0.contains("is started afresh, what an earlier run left of it discarded") }
         #expect(discarded.count == 1 && discarded[0].contains("the content of a data file changed since"), "\(events(four, "note"))")
         #expect(!work.exists(output + ".partial") && !work.exists(output + ".journal"))
@@ -134,7 +150,8 @@ private func expectedFile(for data: String) async throws -> String {
         #expect(utimensat(AT_FDCWD, journal, &times, 0) == 0)
         let six = try await night(fifth)
         #expect(six.status == 0, "\(six.stderr)")
-        #expect(work.read(output) == (try await expectedFile(for: fifth)))
+        let night6Matches = decrypted(work, output) == (try await expectedFile(for: fifth))
+        #expect(night6Matches, "night 6's file is not the clean run's (compared here: a failure prints no row)")
         let stale = events(six, "note").filter { $0.contains("is started afresh") }
         #expect(stale.count == 1 && stale[0].contains("more than resume_max_age (43200s)"), "\(events(six, "note"))")
 
@@ -142,7 +159,8 @@ private func expectedFile(for data: String) async throws -> String {
         let seventh = try customers(first: 7000, count: 60)
         let seven = try await night(seventh)
         #expect(seven.status == 0 && events(seven, "warning").isEmpty && events(seven, "note").isEmpty, "\(seven.stderr)")
-        #expect(work.read(output) == (try await expectedFile(for: seventh)))
+        let night7Matches = decrypted(work, output) == (try await expectedFile(for: seventh))
+        #expect(night7Matches, "night 7's file is not the clean run's (compared here: a failure prints no row)")
     }
 
     /// Rows not ok within --max-failed (or max_failed) exit 0, still written and counted; past it, 1.
