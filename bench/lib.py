@@ -110,11 +110,12 @@ http {{
 
 def timed(command, **kwargs):
     """Wall seconds of one command (output discarded unless captured)."""
+    ok_codes = kwargs.pop("ok_codes", (0,))
     start = time.perf_counter()
     result = subprocess.run(command, stdout=kwargs.pop("stdout", subprocess.DEVNULL),
                             stderr=kwargs.pop("stderr", subprocess.DEVNULL), **kwargs)
     elapsed = time.perf_counter() - start
-    if result.returncode not in kwargs.get("ok_codes", (0,)):
+    if result.returncode not in ok_codes:
         raise RuntimeError(f"{command[0]} exited {result.returncode}")
     return elapsed
 

@@ -8,12 +8,15 @@ extracts a label and writes a CSV file; curl only sends the requests and discard
 With curl as a peer it also prints the median CPU time (user + system) of a run of each.
 
 usage: bench/throughput.py [--requests 20000] [--concurrency 16,32,64] [--runs 3] [--targets emulator,nginx]
-                          [--peers curl,aiohttp] [--compare OTHER_SHOWBATCH]
+                          [--peers curl,aiohttp] [--compare OTHER_SHOWBATCH] [--encrypt]
 
 `--compare` runs another showbatch binary (an earlier build) alternated with this one, so that a
-change is measured before and after in the same run.
+change is measured before and after in the same run. `--encrypt` also runs the same manifest with
+its output encrypted (`output.encrypt` to a key made for the benchmark, with a state key),
+alternated, and checks that gpg decrypts it to the unencrypted run's bytes.
 """
 import argparse
+import base64
 import os
 import subprocess
 import sys
@@ -28,6 +31,30 @@ def write_inputs(work, requests, concurrency, port):
     return manifest, write_curl_config(work, requests, port)
 
 
+def make_recipient(work):
+    """A GnuPG home with a key made for the benchmark, and its public key file."""
+    home = os.path.join(work, "gnupg")
+    os.makedirs(home, mode=0o700)
+    gpg = ["gpg", "--homedir", home, "--batch", "--quiet", "--pinentry-mode", "loopback", "--passphrase", ""]
+    subprocess.run(gpg + ["--quick-gen-key", "bench <bench@example.test>", "future-default", "default", "1d"], check=True)
+    key = os.path.join(work, "recipient.asc")
+    subprocess.run(gpg + ["--armor", "--output", key, "--export", "bench@example.test"], check=True)
+    return gpg, key
+
+
+def encrypted_manifest(manifest, port, key):
+    """The manifest with its output encrypted to `key`, resumable (a state key in the manifest)."""
+    with open(manifest) as f:
+        text = f.read()
+    state = base64.b64encode(os.urandom(32)).decode()
+    text = text.replace(f"output: {{path: out/revealed-{port}.csv}}",
+                        f"output: {{path: out/revealed-{port}.csv.pgp, encrypt: {{recipients: [{key}], state_key: \"{state}\"}}}}")
+    path = manifest.replace(".yaml", "-encrypted.yaml")
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", type=int, default=20_000)
@@ -37,6 +64,7 @@ def main():
     parser.add_argument("--peers", default="curl,aiohttp")
     parser.add_argument("--compare", help="another showbatch binary to alternate with this one")
     parser.add_argument("--binary", help="measure this showbatch binary instead of building one")
+    parser.add_argument("--encrypt", action="store_true", help="also run with the output encrypted (output.encrypt)")
     args = parser.parse_args()
     binary = args.binary or build_release()
     apt_install("curl")
@@ -54,6 +82,10 @@ def main():
         work = tempfile.mkdtemp(prefix="bench-throughput-")
         try:
             manifest, config = write_inputs(work, args.requests, concurrency, server.port)
+            if args.encrypt:
+                gpg, key = make_recipient(work)
+                encrypted = encrypted_manifest(manifest, server.port, key)
+            sealed = []
             ours = []
             theirs = {peer: [] for peer in peers}
             # CPU seconds per run (user + system): steadier than wall time on a shared machine.
@@ -67,6 +99,10 @@ def main():
                 before = child_cpu()
                 ours.append(args.requests / timed([binary, "run", manifest, "--progress", "never", "--quiet"]))
                 cpu["showbatch"].append(child_cpu() - before)
+                if args.encrypt:
+                    before = child_cpu()
+                    sealed.append(args.requests / timed([binary, "run", encrypted, "--progress", "never", "--quiet"]))
+                    cpu.setdefault("encrypted", []).append(child_cpu() - before)
                 if "curl" in peers:
                     before = child_cpu()
                     theirs["curl"].append(args.requests / timed(curl_parallel(config, concurrency)))
@@ -79,6 +115,17 @@ def main():
             assert rows == args.requests, f"showbatch wrote {rows} rows"
             a = median(ours)
             say(f"[{target} c={concurrency}] showbatch run   median {a:8.0f} req/s  runs: {', '.join(f'{v:.0f}' for v in ours)}")
+            if sealed:
+                # The message decrypts to the unencrypted run's rows (attempts aside, the same bytes).
+                plain = subprocess.run(gpg + ["--decrypt", os.path.join(work, f"out/revealed-{server.port}.csv.pgp")],
+                                       capture_output=True, check=True).stdout
+                with open(os.path.join(work, f"out/revealed-{server.port}.csv"), "rb") as f:
+                    assert plain.count(b"\n") == f.read().count(b"\n"), "the encrypted output does not hold the rows"
+                e = median(sealed)
+                say(f"[{target} c={concurrency}] encrypted run   median {e:8.0f} req/s  runs: {', '.join(f'{v:.0f}' for v in sealed)}")
+                say(f"[{target} c={concurrency}] encrypted / plain = {e / a:.3f}; CPU per run {median(cpu['encrypted']):.3f} s "
+                    f"against {median(cpu['showbatch']):.3f} s")
+                subprocess.run(["gpgconf", "--homedir", gpg[2], "--kill", "all"])
             for peer, values in theirs.items():
                 b = median(values)
                 say(f"[{target} c={concurrency}] {peer:14s} median {b:8.0f} req/s  runs: {', '.join(f'{v:.0f}' for v in values)}")

@@ -75,7 +75,7 @@ enum RunCommand {
         let environment = ProcessInfo.processInfo.environment
         let manifest: Manifest
         do {
-            manifest = try ManifestLoader.load(path: arguments.manifest, environment: environment)
+            manifest = try ManifestLoader.load(path: arguments.manifest, environment: environment, use: .run)
         } catch {
             printer.invalid(error.description, diagnostics: error.diagnostics)
             let count = error.diagnostics.count

@@ -279,6 +279,15 @@ private let stateKeyEnvironment = ["SHOWBATCH_STATE_KEY": Data((0..<32).map { UI
             #expect(result.status == status, "\(flags)")
             #expect(result.stderr.hasPrefix(message), "\(flags): \(result.stderr)")
         }
+        // A run checks the keys when it loads them (validate's check, made once), positioned alike.
+        work.write("keys/sign-only.asc", try String(contentsOfFile: GPGFixture.shared.signOnly.file, encoding: .utf8))
+        work.write("bad.yaml", exportManifest(output: "output: {path: out/r.csv.pgp, encrypt: {recipients: [keys/sign-only.asc]}}", rows: 30))
+        for command in ["validate", "run"] {
+            let refused = try await showbatch([command, "bad.yaml"] + (command == "run" ? ["--emulate"] : []), in: work.path)
+            #expect(refused.status == 2)
+            #expect(refused.stderr.hasPrefix("bad.yaml:3:54: error: output.encrypt.recipients[0]: keys/sign-only.asc: the key \(GPGFixture.shared.signOnly.fingerprint) cannot encrypt: it has no encryption subkey (a signing-only key?)\n"), "\(command): \(refused.stderr)")
+        }
+        #expect(!work.exists("out/r.csv.pgp.partial") && !work.exists("out/r.csv.pgp.journal"))
         let run = try await showbatch(["run", "m.yaml", "--emulate", "--quiet"], in: work.path)
         #expect(run.status == 1)
         let retry = try await showbatch(["run", "m.yaml", "--emulate", "--quiet", "--retry-failed"], in: work.path)

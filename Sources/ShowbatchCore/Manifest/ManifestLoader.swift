@@ -3,8 +3,11 @@ import ShowbatchYAML
 
 /// What a manifest is loaded for.
 package enum ManifestUse: Sendable {
-    /// Validating, planning or running: everything a run needs must be there.
+    /// Validating or planning: everything a run needs must be there.
     case reveal
+    /// Running: as `reveal`, but the recipients' keys are checked when the run loads them (once,
+    /// not twice: each check runs gpg), positioned all the same.
+    case run
     /// Merging shards' files: nothing is sent, so the values only sending uses (header, payload
     /// and auth secrets, TLS and emulator files) may be absent where the merge runs.
     case merge

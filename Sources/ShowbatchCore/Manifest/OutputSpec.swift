@@ -52,6 +52,15 @@ package struct EncryptSpec: Sendable, Equatable, CustomStringConvertible {
     package var armor = false
     /// Where `encrypt` is in the manifest, for errors found later.
     package var mark: Mark
+    /// Where each recipient is, for a key the run finds it cannot encrypt to.
+    package var recipientMarks: [Mark] = []
+    /// Which output section it is in (`output`, `request "a" output`), for messages.
+    package var context = "output"
+
+    /// A recipient's problem, as `validate` and a run say it.
+    static func recipientProblem(_ problem: RecipientProblem, context: String) -> String {
+        "\(context).encrypt.recipients[\(problem.index)]: \(problem.error.message)"
+    }
 
     package init(recipients: [RecipientFile], stateKey: StateKey? = nil, armor: Bool = false, mark: Mark) {
         self.recipients = recipients

@@ -150,6 +150,12 @@ package struct Runner: Sendable {
                 // Said in the log: a recipient's key file swapped for another shows here.
                 events(.note("\(target.path) is encrypted to \(encryptor.fingerprints.joined(separator: ", "))\(target.sealedShard ? " (its shard file stays sealed until merge)" : "")"))
             } catch {
+                // The manifest was loaded for a run, its keys not checked yet: the refusal is
+                // positioned as validate positions it.
+                if let problem = OpenPGPEncryptor.validate(spec.recipients).first, problem.index < spec.recipientMarks.count {
+                    throw RunError.manifest(manifest.diagnostic(at: spec.recipientMarks[problem.index],
+                                                                EncryptSpec.recipientProblem(problem, context: spec.context)))
+                }
                 throw RunError.usage("cannot encrypt \(target.path): \(error.message)")
             }
         }

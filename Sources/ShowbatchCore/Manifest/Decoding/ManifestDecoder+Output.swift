@@ -97,14 +97,18 @@ extension ManifestDecoder {
         }
         let cacheKey = recipients.map(\.path).joined(separator: "\u{0}")
         let found: [RecipientProblem]
-        if let known = checkedRecipients[cacheKey] {
+        if use == .run {
+            found = []
+        } else if let known = checkedRecipients[cacheKey] {
             found = known
         } else {
             found = recipients.isEmpty ? [] : OpenPGPEncryptor.validate(recipients)
             checkedRecipients[cacheKey] = found
         }
-        for problem in found { self.problem(marks[problem.index], "\(context).encrypt.recipients[\(problem.index)]: \(problem.error.message)") }
+        for problem in found { self.problem(marks[problem.index], EncryptSpec.recipientProblem(problem, context: context)) }
         var spec = EncryptSpec(recipients: recipients, mark: node.mark)
+        spec.recipientMarks = marks
+        spec.context = context
         if let keyNode = map["state_key"], let text = text(keyNode, "\(context).encrypt.state_key") {
             do {
                 spec.stateKey = try StateKey(parsing: text)
