@@ -297,6 +297,24 @@ else
     out="$("${run[@]}" -v "$repo/$sample:/config/manifest.yaml:ro" "$rimage" \
         run /config/manifest.yaml --emulate --output - --quiet)" || fail "podman run ... run --emulate"
     check_rows "$out"
+    # An encrypted export in the image (its gnupg runs GPGME's gpg; GnuPG's private home goes to
+    # /tmp, the tmpfs of a read-only container): the key from a read-only mount, the message on the
+    # volume, decrypted here to the rows just printed.
+    gnupghome="$(mktemp -d)"
+    gpg_here() { gpg --homedir "$gnupghome" --batch --quiet --pinentry-mode loopback --passphrase '' "$@"; }
+    gpg_here --quick-gen-key "showbatch image check <check@example.test>" future-default default 1d
+    keys="$work/keys" && rm -rf "$keys" && mkdir -p "$keys"
+    gpg_here --armor --export check@example.test > "$keys/processor.asc"
+    sed 's|^  path: out/nightly-cards.csv$|  path: /data/nightly-cards.csv.pgp\n  encrypt: {recipients: [/keys/processor.asc]}|' "$sample" > "$keys/manifest.yaml"
+    chmod -R a+rX "$keys"
+    rm -rf "$vol" && install -d -o 10001 -g 10001 "$vol"
+    "${run[@]}" -v "$keys:/keys:ro" -v "$keys/manifest.yaml:/config/manifest.yaml:ro" -v "$vol:/data" "$rimage" \
+        run /config/manifest.yaml --emulate --quiet || fail "podman run ... an encrypted export exited $?"
+    decrypted="$(gpg_here --decrypt "$vol/nightly-cards.csv.pgp")" || fail "gpg could not decrypt the image's encrypted export"
+    gpgconf --homedir "$gnupghome" --kill all
+    rm -rf "$gnupghome"
+    [ "$decrypted" = "$out" ] || fail "the image's encrypted export does not decrypt to the plain run's rows"
+    ok "an encrypted export runs in the image (read-only, no network) and decrypts to the same rows"
     ok "user $(podman image inspect --format '{{.Config.User}}' "$rimage"), workdir $(podman image inspect --format '{{.Config.WorkingDir}}' "$rimage"), entrypoint $(podman image inspect --format '{{json .Config.Entrypoint}}' "$rimage"), labels: $(podman image inspect --format '{{range $k, $v := .Labels}}{{$k}} {{end}}' "$rimage" | tr ' ' '\n' | grep -c '^org.opencontainers') OCI"
     n_slim="$(podman run --rm "${runtime[@]}" --network none --entrypoint dpkg-query "$slim" -W | wc -l)"
     n_img="$("${run[@]}" --entrypoint dpkg-query "$rimage" -W | wc -l)"

@@ -28,10 +28,24 @@ package enum RunError: Error, Sendable, CustomStringConvertible {
 package struct RunStop: Error, Sendable, Equatable, CustomStringConvertible {
     /// The reason, in one line.
     package let reason: String
+    /// The run was interrupted (SIGINT, SIGTERM) while waiting for this: an interrupt, not a stop.
+    package let byInterrupt: Bool
 
     init(_ reason: String) {
         self.reason = reason
+        byInterrupt = false
     }
+
+    private init(interruptedWhile doing: String) {
+        reason = "interrupted while \(doing)"
+        byInterrupt = true
+    }
+
+    /// An interrupt that reached a wait: the run ends as interrupted (130), not stopped.
+    static func interrupted(while doing: String) -> RunStop { RunStop(interruptedWhile: doing) }
+
+    /// The interrupt of a token fetch.
+    static let interruptedFetchingToken = RunStop.interrupted(while: "fetching an access token")
 
     /// The reason.
     package var description: String { reason }

@@ -76,7 +76,7 @@ package struct Runner: Sendable {
         let credentials = makeCredentials()
         if let credentials, case .failure(let stop) = await credentials.current() {
             summary.outputs = []
-            if Task.isCancelled { summary.interrupted = true } else { summary.stopReason = stop.reason }
+            if Task.isCancelled || stop.byInterrupt { summary.interrupted = true } else { summary.stopReason = stop.reason }
             return summary
         }
         let dataHash = targets.contains { $0.path != "-" } ? try manifest.dataHash() : 0
@@ -235,8 +235,10 @@ package struct Runner: Sendable {
         events(.progress(RunProgress(done: summary.rows, total: total, failed: summary.failed, elapsed: summary.elapsed,
                                      ok: summary.ok, retries: summary.retries)))
         if let writeError { throw writeError }
-        summary.stopReason = outcome.stopReason?.reason
-        summary.interrupted = summary.stopReason == nil && (Task.isCancelled || outcome.gap)
+        // A wait that an interrupt ended (a token fetch) says so as a stop: it is an interrupt.
+        let interruptedStop = outcome.stopReason?.byInterrupt == true
+        summary.stopReason = interruptedStop ? nil : outcome.stopReason?.reason
+        summary.interrupted = summary.stopReason == nil && (Task.isCancelled || outcome.gap || interruptedStop)
         return summary
     }
 

@@ -63,7 +63,7 @@ struct CredentialState<Waiter>: ~Copyable {
     /// Parks `waiter` until the fetch under way reports; nil when parked, else what it would
     /// have been told (the fetch ended, or the run is cancelled, meanwhile).
     mutating func park(_ waiter: Waiter) -> Result<Token, RunStop>? {
-        if cancelled { return .failure(RunStop("interrupted while fetching an access token")) }
+        if cancelled { return .failure(RunStop.interruptedFetchingToken) }
         guard fetching else {
             if let failure { return .failure(failure) }
             if let token { return .success(token) }
@@ -211,13 +211,13 @@ final class Credentials: Sendable {
             await withUnsafeContinuation { continuation in
                 let cancelled = Task.isCancelled
                 let ready = state.withLock { state -> Result<Token, RunStop>? in
-                    cancelled ? .failure(RunStop("interrupted while fetching an access token")) : state.park(continuation)
+                    cancelled ? .failure(RunStop.interruptedFetchingToken) : state.park(continuation)
                 }
                 if let ready { continuation.resume(returning: ready) }
             }
         } onCancel: {
             let waiters = state.withLock { $0.cancel() }
-            waiters.forEach { $0.resume(returning: .failure(RunStop("interrupted while fetching an access token"))) }
+            waiters.forEach { $0.resume(returning: .failure(RunStop.interruptedFetchingToken)) }
         }
     }
 
@@ -231,7 +231,11 @@ final class Credentials: Sendable {
             let result: FetchResult
             switch spec.source {
             case .clientCredentials(let credentials): result = await requestToken(credentials)
-            case .tokenFile(let path): result = readTokenFile(path, previous: old)
+            // After one wait for the file to change, its token is tried again as it is: a window
+            // of 401s (an authentication backend restarting) ends without the file changing, and
+            // a token that is really refused then pauses sending (a probe each time) until
+            // circuit.max_pause, as renewed client credentials do.
+            case .tokenFile(let path): result = readTokenFile(path, previous: tries == 1 ? old : nil)
             }
             switch result {
             case .token(let value, let lifetime):
@@ -239,7 +243,7 @@ final class Credentials: Sendable {
                 return .success((value, lifetime))
             case .refused(let reason): return .failure(RunStop(reason))
             case .unavailable(let problem, let retryAfter):
-                if Task.isCancelled { return .failure(RunStop("interrupted while fetching an access token")) }
+                if Task.isCancelled { return .failure(RunStop.interruptedFetchingToken) }
                 let elapsed = ContinuousClock.now - started
                 guard elapsed < maxPause else {
                     return .failure(RunStop("\(problem), for \(Units.text(maxPause)) (circuit.max_pause)"))
@@ -249,7 +253,7 @@ final class Credentials: Sendable {
                 let delay = min(retryAfter ?? drawn, maxPause - elapsed)
                 events(.note("\(problem); asking again in \(Units.text(delay))"))
                 do { try await Task.sleep(for: delay) } catch {
-                    return .failure(RunStop("interrupted while fetching an access token"))
+                    return .failure(RunStop.interruptedFetchingToken)
                 }
             }
         }

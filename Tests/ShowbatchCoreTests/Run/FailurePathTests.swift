@@ -187,6 +187,41 @@ extension FailurePathTests {
     }
 }
 
+extension FailurePathTests {
+    /// SIGTERM while tokens are being renewed mid-run (the token endpoint down, every worker
+    /// waiting for the one fetch): the run ends interrupted (130, journal kept), never stopped (4).
+    @Test(.timeLimit(.minutes(1))) func anInterruptDuringARenewalIsAnInterrupt() async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let manifest = try fixture.manifest("""
+        vault: tnt1
+        concurrency: 16
+        retry: {attempts: 1}
+        auth: {token_url: "http://127.0.0.1:1/oauth/token", client_id: showbatch, client_secret: "${SECRET}"}
+        output: {path: r.csv}
+        requests: [{name: "r${row.id}", each: {csv: d.csv}, path: /p, labels: {p: path}}]
+        """, files: ["d.csv": rows(3_000)], environment: ["SECRET": "s3cr3t"])
+        let log = fixture.log
+        let runner = Task {
+            try await run(fixture, manifest, transport: .curl) {
+                var auth = EmulatorAuth()
+                auth.tokenUses = 100
+                auth.unavailableAfter = 2
+                auth.unavailableFor = .seconds(3_600)
+                $0.auth = auth
+            }
+        }
+        // Once the renewal waits for the endpoint, every worker waits for it: interrupt then.
+        while !log.notes.contains(where: { $0.contains("the token endpoint answered HTTP 503") }) {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        runner.cancel()
+        let (summary, _) = try await runner.value
+        #expect(summary.interrupted && summary.stopReason == nil && summary.exitCode == .interrupted, "\(summary.stopReason ?? "")")
+        #expect(fixture.dir.exists("r.csv.partial") && fixture.dir.exists("r.csv.journal"))
+    }
+}
+
 /// HTTP/2 through nginx that ends every connection with GOAWAY after 100 requests
 /// (`keepalive_requests 100`): the streams it refuses and the connections that die are sent
 /// again, and all 8,000 rows end ok. (It used to stop after about 3,200 rows with "Connection

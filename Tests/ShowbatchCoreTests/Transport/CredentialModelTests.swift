@@ -1,3 +1,4 @@
+import Synchronization
 import Testing
 @testable import ShowbatchCore
 
@@ -186,5 +187,48 @@ private struct CredentialModel: ~Copyable {
         if (fetchers == 1) != state.fetching { return "the state's fetch flag is \(state.fetching) with \(fetchers) fetching" }
         if fetchers == 0 && workers.contains(.parked) { return "workers wait with no fetch under way" }
         return nil
+    }
+}
+
+/// A token endpoint that answers only once cancelled (a fetch under way for as long as a test
+/// wants), and says when it was asked.
+private final class HangingEndpoint: Transport {
+    let asked = Atomic<Bool>(false)
+
+    func send(_ request: PreparedRequest, timeout: Duration) async -> TransportResult {
+        asked.store(true, ordering: .sequentiallyConsistent)
+        while !Task.isCancelled { try? await Task.sleep(for: .milliseconds(2)) }
+        return .failure(.cancelled)
+    }
+}
+
+extension CredentialModelTests {
+    /// An interrupt that reaches one waiter wakes every waiter with it: each is told it was
+    /// interrupted (an interrupt, not a stop), even one whose own task is not cancelled yet, as
+    /// happens while a run's cancellation reaches its workers one by one.
+    @Test(.timeLimit(.minutes(1))) func waitersWokenByAnInterruptAreToldItIsOne() async throws {
+        let spec = AuthSpec(source: .clientCredentials(.init(tokenURL: "http://127.0.0.1:1/token", clientID: "id", clientSecret: "s")))
+        let endpoint = HangingEndpoint()
+        let credentials = Credentials(spec: spec, transport: endpoint, timeout: .seconds(30), events: { _ in })
+        let fetcher = Task { await credentials.current() }
+        // Once the endpoint is asked, the fetch is under way: the next callers wait for it.
+        while !endpoint.asked.load(ordering: .sequentiallyConsistent) { try await Task.sleep(for: .milliseconds(1)) }
+        let cancelled = Task { await credentials.current() }
+        let bystander = Task { () -> (Result<Token, RunStop>, Bool) in
+            let result = await credentials.current()
+            return (result, Task.isCancelled)
+        }
+        // Parked or not yet: either way the interrupt reaches the bystander as one.
+        cancelled.cancel()
+        let (result, bystanderCancelled) = await bystander.value
+        #expect(!bystanderCancelled)
+        guard case .failure(let stop) = result else {
+            Issue.record("the waiter got a token")
+            return
+        }
+        #expect(stop.byInterrupt && stop.reason == "interrupted while fetching an access token")
+        fetcher.cancel()
+        _ = await fetcher.value
+        _ = await cancelled.value
     }
 }

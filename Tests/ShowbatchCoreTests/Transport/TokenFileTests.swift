@@ -71,6 +71,36 @@ private func mount(_ token: String, in folder: String, version: Int) throws {
         #expect(log.notes.contains { $0.contains("the token in \(secret)/token was refused (HTTP 401) and the file has not changed since; asking again in") })
     }
 
+    /// Two seconds in which the authentication backend refuses every token, the file unchanged:
+    /// the token is tried again after a wait, sending pauses while it is still refused, and goes
+    /// on once it is accepted; every row ends ok, long before circuit.max_pause.
+    @Test(.timeLimit(.minutes(1))) func aWindowOf401sWithAnUnchangedFileIsPausedThrough() async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let manifest = try fixture.manifest("""
+        vault: tnt1
+        concurrency: 4
+        retry: {attempts: 1}
+        circuit: {max_pause: 60s}
+        auth: {token_file: token.txt}
+        output: {path: r.csv}
+        requests: [{name: "r${row.id}", each: {csv: d.csv}, path: /p, labels: {p: path}}]
+        """, files: ["d.csv": "id\n" + (0..<1_500).map(String.init).joined(separator: "\n") + "\n"])
+        let (emulator, options) = try fixture.emulator(for: manifest) {
+            var auth = EmulatorAuth()
+            auth.refuseAfter = 200
+            auth.refuseFor = .seconds(2)
+            $0.auth = auth
+            $0.faults.latency = .milliseconds(1)
+        }
+        defer { emulator.stop() }
+        _ = fixture.dir.file("token.txt", try await issueToken(emulator) + "\n")
+        let log = fixture.log
+        let summary = try await Runner(manifest: manifest, options: options, environment: [:]) { log.record($0) }.run()
+        #expect(summary.stopReason == nil && summary.ok == 1_500 && summary.exitCode == .ok, "\(summary.stopReason ?? "")")
+        #expect(log.all.contains("warning: the access token is accepted again: sending goes on"))
+    }
+
     /// A token file that cannot be read is waited for within circuit.max_pause (a mount being
     /// replaced), then the run stops saying why.
     @Test func anUnreadableTokenFileSaysWhy() async throws {
