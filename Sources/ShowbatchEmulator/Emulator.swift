@@ -209,7 +209,14 @@ package final class Emulator: Sendable {
         }
         if inOutage() {
             failedCount.add(1, ordering: .relaxed)
-            return HTTPResponse.json(status: 503, ["error": "outage"], close: close)
+            if configuration.faults.outageHangs {
+                // No answer until the outage is over (or the emulator stops): then the connection closes.
+                while inOutage() && !stopped.load(ordering: .relaxed) { usleep(20_000) }
+                return nil
+            }
+            var response = HTTPResponse.json(status: 503, ["error": "outage"], close: close)
+            if let seconds = configuration.faults.outageRetryAfter { response.extraHeaders.append(("Retry-After", String(seconds))) }
+            return response
         }
         let faults = nextFaults()
         if faults.delay > 0 { usleep(UInt32(min(faults.delay, 60) * 1_000_000)) }

@@ -37,6 +37,11 @@ package struct EmulatorFaults: Sendable, Equatable {
     package var seed: UInt64 = 1
     /// An outage: after this many requests, every request is answered 503 for `outageFor`.
     package var outageAfter: Int?
+    /// The outage's 503s say `Retry-After` this many seconds (tests only).
+    package var outageRetryAfter: Int?
+    /// The outage answers nothing: a request waits until the outage ends, then its connection is
+    /// closed (tests only).
+    package var outageHangs = false
     /// How long the outage lasts.
     package var outageFor: Duration = .zero
     /// Paths always answered with `failStatus` (a row that can never succeed).

@@ -12,6 +12,15 @@ enum JobOutcome: Sendable {
     case stop(RunStop)
 }
 
+/// How `AttemptContext.perform` ended.
+enum PerformResult: Sendable {
+    /// The job's outcome.
+    case done(JobOutcome)
+    /// The row is held back (a pause's probe is taken from a fresh row): it goes on later from
+    /// `attempts` attempts.
+    case steppedAside(attempts: Int)
+}
+
 /// What the attempts of a run count, for its summary, metrics and report.
 final class AttemptCounts: Sendable {
     /// Requests sent again because an answer refused their token (401).
@@ -36,20 +45,37 @@ struct AttemptContext: Sendable {
     var counts: AttemptCounts?
 
     /// Sends with retries; a 2xx answer comes back as `reveal` says (revealed now, or as it is for
-    /// the writer).
-    func perform(_ request: PreparedRequest, ordinal: Int, labels: [LabelBinding]) async -> JobOutcome {
-        var random = SeededGenerator(seed: UInt64(ordinal) &* 0x9E3779B97F4A7C15 &+ 1)
-        var attempt = 0
+    /// the writer). `attempts`: attempts the row made before it was held back. `mayStepAside`:
+    /// the caller can hold the row back while a fresh row probes a pause.
+    func perform(_ request: PreparedRequest, ordinal: Int, labels: [LabelBinding], attempts: Int = 0,
+                 mayStepAside: Bool = false) async -> PerformResult {
+        var random = SeededGenerator(seed: UInt64(ordinal) &* 0x9E3779B97F4A7C15 &+ UInt64(attempts) &+ 1)
+        var attempt = attempts
+        guard let outcome = await perform(request, ordinal: ordinal, labels: labels, attempt: &attempt, random: &random,
+                                          mayStepAside: mayStepAside) else {
+            return .steppedAside(attempts: attempt)
+        }
+        return .done(outcome)
+    }
+
+    /// The attempts of one row: its outcome, or nil when it steps aside.
+    private func perform(_ request: PreparedRequest, ordinal: Int, labels: [LabelBinding], attempt: inout Int,
+                         random: inout SeededGenerator, mayStepAside: Bool) async -> JobOutcome? {
         // Renewals this row asked for. A token renewed for everyone can be used up by others
         // before this row sends it (short-lived tokens, many workers), so a refusal is taken to be
         // the credentials' only when this row was refused after two renewals with a token that
         // never worked for anyone.
         var renewals = 0
+        /// The row's last attempt failed transiently.
+        var failedBefore = false
         while true {
             attempt += 1
-            let admission = await pause?.admit(ordinal: ordinal) ?? .go
+            let admission = await pause?.admit(ordinal: ordinal, mayStepAside: mayStepAside) ?? .go
             switch admission {
             case .go, .probe: break
+            case .stepAside:
+                attempt -= 1
+                return nil
             case .stop(let reason): return .stop(RunStop(reason))
             case .cancelled: return .cancelled
             }
@@ -79,7 +105,7 @@ struct AttemptContext: Sendable {
                 sent.setHeader(credentials.spec.header, "Bearer " + token!.value)
             }
             let began = verbose ? ContinuousClock.now : nil
-            let result = await transport.send(sent, timeout: timeout)
+            let result = await transport.send(sent, timeout: probe ? pause!.probeTimeout(timeout) : timeout)
             if verbose, let began {
                 var record = AttemptRecord(request: request.name, method: request.method.rawValue, url: request.url,
                                            attempt: attempt, status: nil, failure: nil, duration: ContinuousClock.now - began)
@@ -118,7 +144,14 @@ struct AttemptContext: Sendable {
                 // otherwise nobody would probe again and every worker would wait for ever.
                 signal = policy.retries(failure) || probe ? .transient : .none
             }
-            if let pause, !pause.attemptEnded(ordinal: ordinal, signal: signal, probe: probe) {
+            // A connection reset or dropped, or a timeout, with a retry to come says little (a load
+            // balancer does that now and then): the row's second failure in a row, its last attempt,
+            // a probe, or an answer saying the service is unavailable says the endpoint is failing.
+            var answeredUnavailable = false
+            if case .response = result { answeredUnavailable = true }
+            let weighs = probe || failedBefore || attempt >= policy.attempts || answeredUnavailable
+            failedBefore = signal == .transient
+            if let pause, !pause.attemptEnded(ordinal: ordinal, signal: signal, probe: probe, weighs: weighs) {
                 // Sending is paused: this attempt does not count; it is made again once the pause ends.
                 attempt -= 1
                 if signal == .refused { renewals = 0 }
@@ -174,7 +207,11 @@ struct AttemptContext: Sendable {
             // Capped exponential backoff with full jitter, unless the server said when.
             let cap = min(policy.maxBackoff.seconds, policy.backoff.seconds * pow(2, Double(attempt - 1)))
             let delay = retryAfter ?? Units.seconds(random.unit() * cap)
-            do { try await Task.sleep(for: delay) } catch { return .cancelled }
+            do {
+                if let pause { try await pause.backoff(delay) } else { try await Task.sleep(for: delay) }
+            } catch {
+                return .cancelled
+            }
         }
     }
 

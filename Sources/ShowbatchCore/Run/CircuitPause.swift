@@ -43,6 +43,9 @@ enum PauseAdmission: Equatable, Sendable {
     case go
     /// Send: this attempt is the probe of a pause.
     case probe
+    /// Every row waiting has failed in this pause, so none of them can tell an outage from rows
+    /// that fail on their own: hold this row back and probe with a fresh one (then come back).
+    case stepAside
     /// The pause lasted too long: the run stops, for this reason.
     case stop(String)
     /// The run was cancelled.
@@ -62,9 +65,12 @@ enum PauseAdmission: Equatable, Sendable {
 ///
 /// While paused, workers wait; after a wait that doubles up to `maxProbe`, with jitter (so that
 /// a periodic outage cannot line up with every probe), one request probes the endpoint, taken
-/// from rows that have not failed during the pause where one waits. An answer ends the pause;
-/// past `maxPause` the run stops. Attempts that fail while the pause opens or lasts are not
-/// counted: they are made again once it ends.
+/// from rows that have not failed during the pause where one waits. When every waiting row has
+/// failed in the pause (a cluster of poison rows as wide as the concurrency looks like an
+/// outage), one of them steps aside and a fresh row probes instead. An answer ends the pause;
+/// the rows that failed in it are then suspects: their failures are their own and no longer
+/// count towards an outage. Past `maxPause` the run stops. Attempts that fail while the pause
+/// opens or lasts are not counted: they are made again once it ends.
 struct PauseState<Waiter>: ~Copyable {
     /// What the caller must do after releasing the lock.
     struct Actions {
@@ -95,7 +101,12 @@ struct PauseState<Waiter>: ~Copyable {
     private var probeRow: Int?
     /// The timer fired with nobody waiting: the next caller probes.
     private var probeDue = false
-    private var parked: [(waiter: Waiter, ordinal: Int)] = []
+    private var parked: [(waiter: Waiter, ordinal: Int, mayStepAside: Bool)] = []
+    /// Rows that failed in a pause that another row's answer ended: the endpoint was up, so their
+    /// failures are their own (counted, and not weighed as an outage) until they get through.
+    private var suspects: Set<Int> = []
+    /// Pauses ended so far: a row sleeping a backoff that began before the end wakes up.
+    private(set) var closures = 0
     /// Rows whose attempts failed in this pause, by when: a probe is taken from other rows first.
     private var failedInPause: [Int: Int] = [:]
     private var failureSerial = 0
@@ -120,16 +131,24 @@ struct PauseState<Waiter>: ~Copyable {
     }
 
     /// Before an attempt of row `ordinal`: the admission, or nil when `waiter` was parked (it is
-    /// resumed through the actions, maybe at once).
-    mutating func admit(_ waiter: Waiter, ordinal: Int) -> (Admission?, Actions) {
+    /// resumed through the actions, maybe at once). `mayStepAside`: the caller can hold the row
+    /// and probe with a fresh one.
+    mutating func admit(_ waiter: Waiter, ordinal: Int, mayStepAside: Bool = false) -> (Admission?, Actions) {
         if let admission = admitAtOnce() { return (admission, Actions()) }
-        parked.append((waiter, ordinal))
+        parked.append((waiter, ordinal, mayStepAside))
         return (nil, electProbe())
     }
 
+    /// When the probe of the pause must end: at `maxPause` after it opened (milliseconds), so
+    /// that a probe that hangs does not keep the run past it.
+    var pauseDeadline: Int64? { reason == nil ? nil : openedAt + settings.maxPause }
+
     /// After an attempt of row `ordinal`: whether it counts as one of the row's attempts (not
-    /// when the pause is open or opens with it), and what to do.
-    mutating func attemptEnded(ordinal: Int, signal: AttemptSignal, probe: Bool, now: Int64) -> (counts: Bool, Actions) {
+    /// when the pause is open or opens with it), and what to do. A transient failure `weighs`
+    /// towards an outage unless it is a connection failure that is the row's first in a row with
+    /// more attempts to come: a load balancer resets a connection now and then, and the retry
+    /// gets through; an outage fails the retry too.
+    mutating func attemptEnded(ordinal: Int, signal: AttemptSignal, probe: Bool, now: Int64, weighs: Bool = true) -> (counts: Bool, Actions) {
         var actions = Actions()
         // Only the probe of this pause is a probe: one taken before the pause closed (and maybe
         // opened again) is an ordinary attempt now.
@@ -141,9 +160,16 @@ struct PauseState<Waiter>: ~Copyable {
         switch signal {
         case .answered:
             note(ordinal, failed: false)
-            if reason != nil { close(into: &actions) }
+            suspects.remove(ordinal)
+            if reason != nil {
+                failedInPause[ordinal] = nil
+                close(into: &actions)
+            }
             return (true, actions)
         case .transient, .refused:
+            // A suspect's failure is its own, and a first failure with a retry to come may be: counted,
+            // and weighed as nothing.
+            if signal == .transient && reason == nil && (suspects.contains(ordinal) || !weighs) { return (true, actions) }
             if signal == .transient { note(ordinal, failed: true) }
             guard stopped == nil, !cancelled else { return (true, actions) }
             if reason == nil {
@@ -202,17 +228,31 @@ struct PauseState<Waiter>: ~Copyable {
     }
 
     /// Takes the probe from the waiting rows when one is due: a row that has not failed in this
-    /// pause if one waits, else the one whose failure is oldest (so a row that always fails does
-    /// not probe twice running while others wait).
+    /// pause if one waits; else one of them steps aside (the one whose failure is oldest, of
+    /// those that can) so that a fresh row probes; else the one whose failure is oldest (so a row
+    /// that always fails does not probe twice running while others wait).
     private mutating func electProbe() -> Actions {
         guard probeDue, !probeInFlight, !parked.isEmpty else { return Actions() }
-        let index = parked.firstIndex { failedInPause[$0.ordinal] == nil }
-            ?? parked.indices.min { failedInPause[parked[$0].ordinal]! < failedInPause[parked[$1].ordinal]! }!
-        let chosen = parked.remove(at: index)
+        var actions = Actions()
+        if let fresh = parked.firstIndex(where: { failedInPause[$0.ordinal] == nil }) {
+            let chosen = parked.remove(at: fresh)
+            probeDue = false
+            probeInFlight = true
+            probeRow = chosen.ordinal
+            actions.resume = [(chosen.waiter, .probe)]
+            return actions
+        }
+        func older(_ a: Int, _ b: Int) -> Bool { failedInPause[parked[a].ordinal]! < failedInPause[parked[b].ordinal]! }
+        if let aside = parked.indices.filter({ parked[$0].mayStepAside }).min(by: older) {
+            // The probe stays due: the fresh row is taken as it comes to wait.
+            let chosen = parked.remove(at: aside)
+            actions.resume = [(chosen.waiter, .stepAside)]
+            return actions
+        }
+        let chosen = parked.remove(at: parked.indices.min(by: older)!)
         probeDue = false
         probeInFlight = true
         probeRow = chosen.ordinal
-        var actions = Actions()
         actions.resume = [(chosen.waiter, .probe)]
         return actions
     }
@@ -235,6 +275,9 @@ struct PauseState<Waiter>: ~Copyable {
 
     private mutating func close(into actions: inout Actions) {
         actions.event = .warning(reason == .outage ? "the endpoint answers again: sending goes on" : "the access token is accepted again: sending goes on")
+        // The endpoint answers: the rows that failed in the pause fail on their own.
+        if reason == .outage { suspects.formUnion(failedInPause.keys) }
+        closures += 1
         reason = nil
         probeDue = false
         probeInFlight = false
@@ -293,11 +336,13 @@ final class CircuitPause: Sendable {
         self.events = events
     }
 
-    /// The settings of a run's pause: the window is twice the concurrency, at least
-    /// `circuit.outage_after` and at most 20 rows past it.
+    /// The settings of a run's pause: the window is twice the concurrency, at least 10 rows and
+    /// `circuit.outage_after`, and at most 20 rows past it. (At a low concurrency a window of
+    /// twice it is a handful of rows: three in backoff at once after dropped connections would be
+    /// half of them.)
     static func settings(_ circuit: CircuitPolicy, concurrency: Int) -> PauseSettings {
-        let least = circuit.outageAfter
-        return PauseSettings(minimumFailures: circuit.outageAfter, window: max(least, min(2 * concurrency, least + 20)),
+        let least = max(circuit.outageAfter, 10)
+        return PauseSettings(minimumFailures: circuit.outageAfter, window: max(least, min(2 * concurrency, circuit.outageAfter + 20)),
                                         maxPause: Int64(circuit.maxPause.seconds * 1000))
     }
 
@@ -305,15 +350,16 @@ final class CircuitPause: Sendable {
     var reason: PauseReason? { state.withLock { $0.reason } }
 
     /// Before an attempt of row `ordinal`: goes on at once unless sending is paused; then waits
-    /// until the pause ends, this attempt is taken as the probe, or the run stops.
-    func admit(ordinal: Int) async -> Admission {
+    /// until the pause ends, this attempt is taken as the probe (or asked to step aside, when
+    /// `mayStepAside`), or the run stops.
+    func admit(ordinal: Int, mayStepAside: Bool = false) async -> Admission {
         if let admission = state.withLock({ $0.admitAtOnce() }) { return admission }
         return await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<Admission, Never>) in
                 let cancelled = Task.isCancelled
                 let (admission, actions) = state.withLock { state in
                     // Checked under the lock: a cancellation handler that ran before it finds nothing parked.
-                    cancelled ? (Admission.cancelled, State.Actions()) : state.admit(continuation, ordinal: ordinal)
+                    cancelled ? (Admission.cancelled, State.Actions()) : state.admit(continuation, ordinal: ordinal, mayStepAside: mayStepAside)
                 }
                 if let admission { continuation.resume(returning: admission) }
                 perform(actions)
@@ -324,10 +370,28 @@ final class CircuitPause: Sendable {
     }
 
     /// After an attempt: whether it counts as one of the row's attempts.
-    func attemptEnded(ordinal: Int, signal: AttemptSignal, probe: Bool) -> Bool {
-        let ended = state.withLock { $0.attemptEnded(ordinal: ordinal, signal: signal, probe: probe, now: coarseMilliseconds()) }
+    func attemptEnded(ordinal: Int, signal: AttemptSignal, probe: Bool, weighs: Bool = true) -> Bool {
+        let ended = state.withLock { $0.attemptEnded(ordinal: ordinal, signal: signal, probe: probe, now: coarseMilliseconds(), weighs: weighs) }
         perform(ended.1)
         return ended.counts
+    }
+
+    /// How long a probe may wait for its answer: its timeout, but not past the end of
+    /// `circuit.max_pause` (a probe that hangs would keep the run paused past it); at least 1 s.
+    func probeTimeout(_ timeout: Duration) -> Duration {
+        guard let deadline = state.withLock({ $0.pauseDeadline }) else { return timeout }
+        return min(timeout, .milliseconds(max(1_000, deadline - coarseMilliseconds())))
+    }
+
+    /// Sleeps a retry's backoff, or less: a pause that ends meanwhile wakes it (the endpoint
+    /// answers again, so a `Retry-After` it gave while down no longer holds the row back).
+    func backoff(_ delay: Duration) async throws {
+        let closures = state.withLock { $0.closures }
+        let end = ContinuousClock.now + delay
+        while ContinuousClock.now < end {
+            try await Task.sleep(for: min(.milliseconds(100), end - ContinuousClock.now))
+            if state.withLock({ $0.closures }) != closures { return }
+        }
     }
 
     /// Ends the timer; called when the run's workers are done.

@@ -43,8 +43,49 @@ final class RunDispatch: Sendable {
             case .wait:
                 await park()
             case .send(let job):
-                let row = await context.perform(job.request, ordinal: job.ordinal, labels: job.labels)
-                await perform(state.withLock { $0.finished(job, outcome: row, now: coarseMilliseconds()) })
+                await send(job, context)
+            }
+        }
+    }
+
+    /// Sends `job`. When a pause asks it to step aside (every row waiting failed in the pause),
+    /// the row is held and a fresh one taken to probe with; the held rows are sent after it,
+    /// newest first. When no fresh row can be had now (the window is full, the feed not ready
+    /// or at its end), the row probes itself.
+    private func send(_ job: State.Job, _ context: AttemptContext) async {
+        var held: [(job: State.Job, attempts: Int)] = []
+        var current = (job: job, attempts: 0)
+        var mayStepAside = true
+        while true {
+            let result = await context.perform(current.job.request, ordinal: current.job.ordinal, labels: current.job.labels,
+                                               attempts: current.attempts, mayStepAside: mayStepAside)
+            switch result {
+            case .steppedAside(let attempts):
+                let cancelled = Task.isCancelled
+                let (next, actions) = state.withLock { $0.next(from: feed, cancelled: cancelled, now: coarseMilliseconds()) }
+                await perform(actions)
+                if case .send(let fresh) = next {
+                    held.append((current.job, attempts))
+                    current = (fresh, 0)
+                    mayStepAside = true
+                } else {
+                    current.attempts = attempts
+                    mayStepAside = false
+                }
+            case .done(let outcome):
+                await perform(state.withLock { $0.finished(current.job, outcome: outcome, now: coarseMilliseconds()) })
+                switch outcome {
+                case .row:
+                    guard let last = held.popLast() else { return }
+                    current = last
+                    mayStepAside = true
+                case .cancelled, .stop:
+                    // The run ends: the held rows are not sent (a resumed run sends them).
+                    for entry in held {
+                        await perform(state.withLock { $0.finished(entry.job, outcome: .cancelled, now: coarseMilliseconds()) })
+                    }
+                    return
+                }
             }
         }
     }

@@ -85,3 +85,31 @@ private func inCancelledTask<T: Sendable>(_ body: @escaping @Sendable () async -
     }
     #endif
 }
+
+/// Waits bounded by the pause: a probe's wait for its answer, and a retry's backoff.
+@Suite struct PauseBoundTests {
+    /// A probe that would hang waits no longer than what is left of circuit.max_pause (at least
+    /// 1 s): a hanging probe cannot hold the run past it.
+    @Test func aProbeWaitsNoLongerThanThePause() {
+        let pause = CircuitPause(settings: PauseSettings(minimumFailures: 1, window: 4, maxPause: 3_000), seed: 1)
+        #expect(pause.probeTimeout(.seconds(120)) == .seconds(120))
+        _ = pause.attemptEnded(ordinal: 0, signal: .transient, probe: false)
+        #expect(pause.reason == .outage)
+        let bounded = pause.probeTimeout(.seconds(120))
+        #expect(bounded <= .seconds(3) && bounded >= .seconds(1))
+        pause.shutDown()
+    }
+
+    /// A backoff that began while the endpoint was down (a Retry-After of minutes) ends when the
+    /// pause does.
+    @Test(.timeLimit(.minutes(1))) func aBackoffEndsWhenThePauseEnds() async throws {
+        let pause = CircuitPause(settings: PauseSettings(minimumFailures: 1, window: 4, maxPause: 600_000), seed: 1)
+        _ = pause.attemptEnded(ordinal: 0, signal: .transient, probe: false)
+        let sleeper = Task { try await pause.backoff(.seconds(600)) }
+        try await Task.sleep(for: .milliseconds(50))
+        _ = pause.attemptEnded(ordinal: 1, signal: .answered, probe: false)
+        #expect(pause.reason == nil)
+        try await sleeper.value
+        pause.shutDown()
+    }
+}

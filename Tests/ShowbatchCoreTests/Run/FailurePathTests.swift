@@ -322,3 +322,78 @@ extension FailurePathTests {
         #expect(log.all.contains { $0.contains("a freshly renewed access token was refused") })
     }
 }
+
+extension FailurePathTests {
+    /// A cluster of rows that always answer 503, as many as the workers or more: every worker
+    /// holds one, so a probe from the waiting rows is always one of them. One steps aside, a
+    /// fresh row probes and gets through, and the cluster's rows then fail on their own: exit 1,
+    /// every other row ok, long before circuit.max_pause.
+    @Test(.timeLimit(.minutes(1)), arguments: [(1, 6), (4, 5)])
+    func aClusterOfPoisonRowsAsWideAsTheWorkersFailsAlone(concurrency: Int, cluster: Int) async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let manifest = try fixture.manifest("""
+        vault: tnt1
+        concurrency: \(concurrency)
+        retry: {attempts: 3, backoff: 1ms}
+        circuit: {max_pause: 60s}
+        output: {path: r.csv}
+        requests: [{name: "r${row.id}", each: {csv: d.csv}, path: "/p/${row.id}", labels: {p: path}}]
+        """, files: ["d.csv": rows(200)])
+        let poison = Set((40..<(40 + cluster)).map { "/p/\($0)" })
+        let (summary, _) = try await run(fixture, manifest, transport: .curl) {
+            $0.faults.failPaths = poison
+            $0.faults.failStatus = 503
+        }
+        #expect(summary.stopReason == nil && summary.failed == cluster && summary.ok == 200 - cluster && summary.exitCode == .rowsFailed,
+                "\(summary.stopReason ?? "")")
+        let lines = try #require(fixture.read("r.csv")).split(separator: "\n").dropFirst()
+        for (index, line) in lines.enumerated() {
+            let failed = line.hasPrefix("r\(index),failed,503,3,")
+            #expect(poison.contains("/p/\(index)") ? failed : line.hasPrefix("r\(index),ok,200,1,"), "row \(index)")
+        }
+    }
+
+    /// Dropped connections at a low concurrency: a drop fails a row's attempt once and its retry
+    /// gets through, which is no sign of an outage; the run never pauses.
+    @Test func dropsAtALowConcurrencyNeverPauseTheRun() async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let manifest = try fixture.manifest("""
+        vault: tnt1
+        concurrency: 3
+        retry: {attempts: 6, backoff: 1ms, on: [network]}
+        output: {path: r.csv}
+        requests: [{name: "r${row.id}", each: {csv: d.csv}, path: /p, labels: {p: path}}]
+        """, files: ["d.csv": rows(3_000)])
+        let (summary, counts) = try await run(fixture, manifest, transport: .curl) {
+            $0.faults.dropRate = 0.08
+            $0.faults.seed = 11
+        }
+        #expect(summary.ok == 3_000 && summary.exitCode == .ok)
+        #expect(counts.dropped > 100, "\(counts.dropped) dropped")
+        #expect(!fixture.log.all.contains { $0.contains("looks down") })
+    }
+
+    /// An outage whose 503s say Retry-After: 60: the rows that got one before the pause opened
+    /// do not sleep their minute once the endpoint answers again; the run ends with every row.
+    @Test(.timeLimit(.minutes(1))) func aRetryAfterFromAnOutageEndsWithIt() async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let manifest = try fixture.manifest("""
+        vault: tnt1
+        concurrency: 8
+        retry: {attempts: 4, backoff: 1ms}
+        output: {path: r.csv}
+        requests: [{name: "r${row.id}", each: {csv: d.csv}, path: /p, labels: {p: path}}]
+        """, files: ["d.csv": rows(400)])
+        let (summary, _) = try await run(fixture, manifest, transport: .curl) {
+            $0.faults.outageAfter = 100
+            $0.faults.outageFor = .seconds(2)
+            $0.faults.outageRetryAfter = 60
+        }
+        #expect(summary.stopReason == nil && summary.ok == 400 && summary.exitCode == .ok)
+        #expect(fixture.log.all.contains("warning: the endpoint answers again: sending goes on"))
+        expectAllOK(fixture.read("r.csv"), count: 400)
+    }
+}

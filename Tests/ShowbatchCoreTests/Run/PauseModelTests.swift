@@ -3,20 +3,25 @@ import Testing
 
 /// `PauseState` driven by seeded random event sequences: workers admit attempts, attempts end
 /// answered, failed (transient), refused or unsent, time passes and timers fire, the run is
-/// cancelled. After every event: at most one probe is out; nobody waits unless sending is paused;
-/// a paused state always has a probe out, a timer armed or a probe due to the next caller (no
-/// worker waits for ever); a probe is taken from rows that have not failed in the pause when one
-/// waits; an attempt that failed counts unless the pause is open; the run stops only at or past
-/// `maxPause`; after a cancellation or a stop nobody waits.
+/// cancelled; a worker told to step aside holds its row and takes a fresh one. After every event:
+/// at most one probe is out; nobody waits unless sending is paused; a paused state always has a
+/// probe out, a timer armed or a probe due to the next caller (no worker waits for ever); a probe
+/// is taken from rows that have not failed in the pause when one waits, and a row steps aside
+/// only when none waits and only if its worker can take a fresh row; an attempt that failed
+/// counts unless the pause is open; a row that failed in a pause an answer ended, and a failure
+/// that weighs nothing (a row's first with a retry to come), never open one; the run stops only at or past `maxPause`; after a cancellation or a stop nobody waits.
 @Suite struct PauseModelTests {
     /// 40,000 sequences in all.
     static let perCase = 5_000
 
     @Test(arguments: 0..<8) func randomSequencesKeepTheInvariants(part: Int) async {
+        var stepAsides = 0
+        defer { #expect(stepAsides > 100, "the sequences hardly made a row step aside (\(stepAsides))") }
         for seed in (part * Self.perCase)..<((part + 1) * Self.perCase) {
             // Now and then the thread goes back to the pool: other tests' tasks wait on it.
             if seed % 500 == 0 { await Task.yield() }
             var model = PauseModel(seed: UInt64(seed))
+            defer { stepAsides += model.stepAsides }
             if model.run() != nil {
                 // Run again, telling what happens, for the message.
                 model = PauseModel(seed: UInt64(seed), tracing: true)
@@ -96,6 +101,14 @@ private struct PauseModel: ~Copyable {
     let settings: PauseSettings
     var workers: [Worker]
     var rows: [Int]
+    /// Rows each worker holds back (it stepped aside), newest last.
+    var held: [[Int]]
+    /// Whether each worker's waiting attempt said it could step aside.
+    var mayStepAside: [Bool]
+    /// Rows that failed in a pause that an answer ended.
+    var suspects: Set<Int> = []
+    /// Rows that stepped aside for a fresh one.
+    var stepAsides = 0
     var nextOrdinal = 0
     let totalRows: Int
     var now: Int64 = 0
@@ -121,6 +134,8 @@ private struct PauseModel: ~Copyable {
         let count = 1 + Int(random.next() % 4)
         workers = Array(repeating: .ready, count: count)
         rows = Array(0..<count)
+        held = Array(repeating: [], count: count)
+        mayStepAside = Array(repeating: false, count: count)
         nextOrdinal = count
         totalRows = count + Int(random.next() % 30)
     }
@@ -167,7 +182,9 @@ private struct PauseModel: ~Copyable {
     mutating func step(_ index: Int) -> String? {
         switch workers[index] {
         case .ready:
-            let (admission, actions) = state.admit(index, ordinal: rows[index])
+            // A worker can hold its row back only while fresh rows remain (half the time, to try both).
+            mayStepAside[index] = nextOrdinal < totalRows && random.next() % 2 == 0
+            let (admission, actions) = state.admit(index, ordinal: rows[index], mayStepAside: mayStepAside[index])
             if tracing { trace.append("w\(index) row \(rows[index]) admit: \(admission.map { "\($0)" } ?? "parked")") }
             if let admission {
                 if let problem = admitted(index, admission) { return problem }
@@ -181,21 +198,35 @@ private struct PauseModel: ~Copyable {
             let roll = random.next() % 100
             let signal: AttemptSignal = roll < 8 ? .none : roll < 40 ? .transient : roll < 45 ? .refused : .answered
             let wasPaused = state.reason != nil
-            let (counts, actions) = state.attemptEnded(ordinal: rows[index], signal: signal, probe: probe, now: now)
+            let reasonBefore = state.reason
+            // Some failures are a row's first with a retry to come: they weigh as nothing.
+            let weighs = probe || random.next() % 3 != 0
+            let (counts, actions) = state.attemptEnded(ordinal: rows[index], signal: signal, probe: probe, now: now, weighs: weighs)
             if tracing { trace.append("w\(index) row \(rows[index]) \(probe ? "probe " : "")ended \(signal): counts \(counts)") }
             if probeWorker == index { probeWorker = nil }
-            if !wasPaused && state.reason != nil { openedAt = now; failedInPause = [] }
+            if !wasPaused && state.reason != nil {
+                if signal == .transient && suspects.contains(rows[index]) { return "a suspect row's failure opened a pause" }
+                if signal == .transient && !weighs { return "a failure that weighs nothing opened a pause" }
+                openedAt = now
+                failedInPause = []
+            }
             if state.reason == nil {
+                // An outage that an answer ended: the rows that failed in it fail on their own.
+                if reasonBefore == .outage && signal == .answered { suspects.formUnion(failedInPause.subtracting([rows[index]])) }
                 failedInPause = []
                 probeWorker = nil
             }
+            if signal == .answered { suspects.remove(rows[index]) }
             if !counts {
                 if state.reason == nil { return "a failed attempt did not count while sending goes on" }
                 failedInPause.insert(rows[index])
                 workers[index] = .ready
             } else if signal == .answered || random.next() % 3 == 0 {
-                // The row is done (answered, or its attempts are used up): the next row.
-                if nextOrdinal < totalRows {
+                // The row is done (answered, or its attempts are used up): a row held back, or the next.
+                if let back = held[index].popLast() {
+                    rows[index] = back
+                    workers[index] = .ready
+                } else if nextOrdinal < totalRows {
                     rows[index] = nextOrdinal
                     nextOrdinal += 1
                     workers[index] = .ready
@@ -220,6 +251,19 @@ private struct PauseModel: ~Copyable {
             if probeWorker != nil { return "a second probe while the probe of this pause is out" }
             probeWorker = index
             workers[index] = .sending(probe: true)
+        case .stepAside:
+            if !mayStepAside[index] { return "a row stepped aside whose worker cannot take another" }
+            // Fresh rows ran out since it said it could: it comes back with its own row (and
+            // cannot step aside again), as a run's worker does when no fresh row can be had.
+            guard nextOrdinal < totalRows else {
+                workers[index] = .ready
+                return nil
+            }
+            held[index].append(rows[index])
+            stepAsides += 1
+            rows[index] = nextOrdinal
+            nextOrdinal += 1
+            workers[index] = .ready
         case .stop, .cancelled:
             workers[index] = .done
         }
@@ -235,9 +279,15 @@ private struct PauseModel: ~Copyable {
         }
         for (waiter, admission) in actions.resume {
             guard workers[waiter] == .parked else { return "resumed a worker that was not waiting" }
-            if admission == .probe {
+            if admission == .probe || admission == .stepAside {
                 let fresh = workers.indices.contains { workers[$0] == .parked && $0 != waiter && !failedInPause.contains(rows[$0]) }
                 if fresh && failedInPause.contains(rows[waiter]) { return "the probe is a row that failed while another waits" }
+                if admission == .stepAside && fresh { return "a row stepped aside while a fresh row waits" }
+                if admission == .stepAside && !failedInPause.contains(rows[waiter]) { return "a fresh row stepped aside" }
+            }
+            if admission == .probe, failedInPause.contains(rows[waiter]),
+               workers.indices.contains(where: { workers[$0] == .parked && $0 != waiter && mayStepAside[$0] }) || mayStepAside[waiter] {
+                return "a row that failed probes while a row could step aside for a fresh one"
             }
             if let problem = admitted(waiter, admission) { return problem }
         }
