@@ -62,7 +62,7 @@ final class EventPrinter: Sendable {
             endProgress()
             let duration = Units.text(record.duration)
             if format == .json {
-                line("debug", "attempt", [
+                line("debug", "attempt", spare: true, [
                     JSONMember("request", .string(record.request)),
                     JSONMember("method", .string(record.method)), JSONMember("url", .string(record.url)),
                     JSONMember("attempt", .number(String(record.attempt))),
@@ -73,7 +73,7 @@ final class EventPrinter: Sendable {
             } else {
                 let outcome = record.status.map(String.init) ?? (record.failure ?? "-")
                 let line = "\(record.method) \(record.url) \(outcome) \(duration) \(record.request) (attempt \(record.attempt))"
-                Console.err(TerminalText.escaped(line) + "\n")
+                StandardError.shared.write(TerminalText.escaped(line) + "\n", spare: true)
             }
         case .progress(let value):
             if format == .json {
@@ -95,7 +95,7 @@ final class EventPrinter: Sendable {
             text += " \(Int(rate)) req/s"
             if value.failed > 0 { text += " \(value.failed) failed" }
             progressShown.withLock { $0 = true }
-            Console.err(text)
+            StandardError.shared.write(text, spare: true)
         }
     }
 
@@ -110,7 +110,7 @@ final class EventPrinter: Sendable {
         }
         guard due else { return }
         let rate = value.elapsed.seconds > 0 ? Double(value.done) / value.elapsed.seconds : 0
-        line("info", "progress", [
+        line("info", "progress", spare: true, [
             JSONMember("done", .number(String(value.done))),
             JSONMember("total", value.total.map { .number(String($0)) } ?? .null),
             JSONMember("ok", .number(String(value.ok))),
@@ -190,6 +190,8 @@ final class EventPrinter: Sendable {
             text += "; stopped: \(reason); \(summary.outputs.isEmpty ? "nothing was written" : "outputs left as .partial, rerun with --resume once that is fixed")"
         } else if summary.interrupted && summary.outputs.isEmpty {
             text += "; interrupted before any output was opened"
+        } else if summary.interrupted && summary.outputs == ["-"] {
+            text += "; interrupted: the rows written to standard output are whole, the rest were not sent or not written (standard output cannot be resumed)"
         } else if summary.interrupted {
             text += "; interrupted: outputs left as .partial, rerun with --resume"
         } else {
@@ -198,11 +200,12 @@ final class EventPrinter: Sendable {
         Console.err(TerminalText.escaped(text) + "\n")
     }
 
-    private func line(_ level: String, _ event: String, _ members: [JSONMember]) {
+    /// One JSON line; `spare`: it may be dropped when standard error is not read fast enough.
+    private func line(_ level: String, _ event: String, spare: Bool = false, _ members: [JSONMember]) {
         let head = [
             JSONMember("ts", .string(Timestamp.rfc3339())), JSONMember("level", .string(level)),
             JSONMember("event", .string(event)), JSONMember("run_id", .string(runID)),
         ]
-        Console.err(JSONValue.object(head + members).compactText + "\n")
+        StandardError.shared.write(JSONValue.object(head + members).compactText + "\n", spare: spare)
     }
 }

@@ -11,6 +11,8 @@ enum RunCommand {
     private enum Phase {
         case starting
         case running(Task<RunSummary, any Error>)
+        /// The run is over and its metrics are being pushed: a signal ends the process at once.
+        case pushing
     }
 
     static func execute(_ arguments: RunArguments) async -> ExitCode {
@@ -42,25 +44,39 @@ enum RunCommand {
                 if code == .ok || code == .rowsFailed { result = .runtime }
             }
             do {
-                if let url = arguments.metricsPush { try report.pushMetrics(to: url) }
+                if let url = arguments.metricsPush {
+                    phase.withLock { $0 = .pushing }
+                    // A signal that came as the run ended (after it could cancel anything) ends this too.
+                    if Signals.fired { interruptedWhilePushing() }
+                    try report.pushMetrics(to: url)
+                }
             } catch {
                 printer.error(error.description)
                 if code == .ok || code == .rowsFailed { result = .runtime }
             }
             return result
         }
+        /// The run is over, its files written: the push is given up, not waited for.
+        @Sendable func interruptedWhilePushing() -> Never {
+            printer.error("interrupted while pushing the metrics to the Pushgateway: they were not pushed")
+            StandardError.shared.finish(timeout: .seconds(5))
+            exit(ExitCode.interrupted.rawValue)
+        }
         // Caught from the first moment: reading a big manifest or data file takes a while.
         Signals.listen {
-            let task = phase.withLock { phase -> Task<RunSummary, any Error>? in
-                if case .running(let task) = phase { return task } else { return nil }
-            }
+            let now = phase.withLock { $0 }
+            if case .pushing = now { interruptedWhilePushing() }
+            let task: Task<RunSummary, any Error>?
+            if case .running(let running) = now { task = running } else { task = nil }
             guard let task else {
                 if arguments.options.logFormat == .json {
                     printer.error("interrupted before anything was sent")
                 } else {
                     Console.err("showbatch: interrupted before anything was sent\n")
                 }
-                exit(finish(.interrupted, error: "interrupted before anything was sent").rawValue)
+                let code = finish(.interrupted, error: "interrupted before anything was sent")
+                StandardError.shared.finish(timeout: .seconds(5))
+                exit(code.rawValue)
             }
             task.cancel()
         }

@@ -49,7 +49,8 @@ enum Signals {
                 } else {
                     // No command is running anything that needs winding down (it is starting, or
                     // only reads files): nothing has been sent.
-                    try? FileHandle.standardError.write(contentsOf: Data("showbatch: interrupted before anything was sent\n".utf8))
+                    StandardError.shared.write("showbatch: interrupted before anything was sent\n")
+                    StandardError.shared.finish(timeout: .seconds(5))
                     exit(ExitCode.interrupted.rawValue)
                 }
             }

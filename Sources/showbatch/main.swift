@@ -5,4 +5,8 @@ import Foundation
 signal(SIGPIPE, SIG_IGN)
 signal(SIGXFSZ, SIG_IGN)
 Signals.install()
-exit(await CLI.main(Array(CommandLine.arguments.dropFirst())).rawValue)
+let code = await CLI.main(Array(CommandLine.arguments.dropFirst()))
+// What is queued for standard error gets a few seconds to be read; a reader that has stalled
+// does not keep the process from ending.
+StandardError.shared.finish(timeout: .seconds(5))
+exit(code.rawValue)

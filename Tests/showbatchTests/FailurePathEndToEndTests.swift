@@ -115,3 +115,87 @@ private final class Child: @unchecked Sendable {
         #expect(result.stderr == "showbatch: error: \(flag) needs file outputs; standard output is not resumable\nRun 'showbatch help run' for usage.\n")
     }
 }
+
+extension FailurePathEndToEndTests {
+    /// --verbose while nobody reads standard error (a stalled log shipper): attempt lines are
+    /// written by a thread of their own, so no request waits for the reader and none times out;
+    /// the run ends with every row, and the process exits although its stderr is never read.
+    @Test(.timeLimit(.minutes(1))) func aStalledStandardErrorHoldsNoRequest() async throws {
+        let rows = "id\n" + (0..<3_000).map(String.init).joined(separator: "\n") + "\n"
+        let work = Workspace(["m.yaml": """
+        vault: tnt1
+        concurrency: 8
+        timeout: 1s
+        retry: {attempts: 1}
+        emulator: {latency: 1ms}
+        output: {path: r.csv}
+        requests: [{name: "r${row.id}", each: {csv: d.csv}, path: /p, labels: {p: path}}]
+        """, "d.csv": rows])
+        defer { work.remove() }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["run", "m.yaml", "--emulate", "--verbose"]
+        process.currentDirectoryURL = URL(fileURLWithPath: work.path)
+        let unread = Pipe()
+        process.standardError = unread
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        await exited(process)
+        #expect(process.terminationStatus == 0)
+        let written = (work.read("r.csv") ?? "").split(separator: "\n").dropFirst()
+        #expect(written.count == 3_000 && written.allSatisfy { $0.contains(",ok,200,") })
+        try unread.fileHandleForReading.close()
+    }
+}
+
+/// A TCP listener on 127.0.0.1 that accepts connections and never answers (a Pushgateway hung).
+private final class SilentListener: @unchecked Sendable {
+    let port: Int
+    private let fd: Int32
+
+    init() throws {
+        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0, listen(socketFD, 16) == 0 else { throw POSIXError(.EADDRNOTAVAIL) }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socketFD, $0, &length) } }
+        fd = socketFD
+        port = Int(UInt16(bigEndian: address.sin_port))
+        Thread { [fd] in
+            // Connections are taken and held open, unanswered, until the listener closes.
+            while true {
+                let client = accept(fd, nil, nil)
+                if client < 0 { return }
+            }
+        }.start()
+    }
+
+    func stop() { shutdown(fd, Int32(SHUT_RDWR)); close(fd) }
+}
+
+extension FailurePathEndToEndTests {
+    /// SIGTERM while the metrics are pushed to a Pushgateway that never answers: the push is
+    /// given up at once (130), not waited out over its tries.
+    @Test(.timeLimit(.minutes(1))) func anInterruptDuringTheMetricsPushEndsIt() async throws {
+        let listener = try SilentListener()
+        defer { listener.stop() }
+        let work = Workspace(["m.yaml": """
+        vault: tnt1
+        output: {path: r.csv}
+        requests: [{name: a, path: /p}]
+        """])
+        defer { work.remove() }
+        let child = try Child(["run", "m.yaml", "--emulate", "--metrics-push", "http://127.0.0.1:\(listener.port)"], in: work.path,
+                              signal: (trigger: "showbatch: 1 rows", number: SIGTERM))
+        let (status, _) = await child.finish()
+        #expect(status == 130, "\(child.errors)")
+        #expect(child.errors.hasSuffix("showbatch: error: interrupted while pushing the metrics to the Pushgateway: they were not pushed\n"), "\(child.errors)")
+        #expect(work.exists("r.csv"))
+    }
+}

@@ -163,7 +163,7 @@ struct PauseState<Waiter>: ~Copyable {
             suspects.remove(ordinal)
             if reason != nil {
                 failedInPause[ordinal] = nil
-                close(into: &actions)
+                close(into: &actions, now: now)
             }
             return (true, actions)
         case .transient, .refused:
@@ -257,24 +257,35 @@ struct PauseState<Waiter>: ~Copyable {
         return actions
     }
 
+    /// When the last pause of each kind ended, and whether this one is said as notes: a pause
+    /// of the kind that ended less than a minute ago (short-lived tokens refused now and then)
+    /// is said once, not once per token.
+    private var lastClosed: [PauseReason: Int64] = [:]
+    private var quiet = false
+
     private mutating func open(_ why: PauseReason, now: Int64, into actions: inout Actions) {
         reason = why
+        quiet = lastClosed[why].map { now - $0 < 60_000 } ?? false
         openedAt = now
         failedProbes = 0
         probeDue = false
         failedInPause = [:]
         actions.timer = nextProbeTime(now: now)
         let limit = Units.text(.milliseconds(settings.maxPause))
+        let text: String
         switch why {
         case .outage:
-            actions.event = .warning("the endpoint looks down (\(failures) of the last \(slots.count) rows failed: network, timeout or a retried status): sending is paused while one request probes it, for up to \(limit)")
+            text = "the endpoint looks down (\(failures) of the last \(slots.count) rows failed: network, timeout or a retried status): sending is paused while one request probes it, for up to \(limit)"
         case .credentials:
-            actions.event = .warning("a freshly renewed access token was refused (HTTP 401): sending is paused; the token is renewed and one request probes, for up to \(limit)")
+            text = "a freshly renewed access token was refused (HTTP 401): sending is paused; the token is renewed and one request probes, for up to \(limit)"
         }
+        actions.event = quiet ? .note(text + " (again within a minute)") : .warning(text)
     }
 
-    private mutating func close(into actions: inout Actions) {
-        actions.event = .warning(reason == .outage ? "the endpoint answers again: sending goes on" : "the access token is accepted again: sending goes on")
+    private mutating func close(into actions: inout Actions, now: Int64) {
+        let text = reason == .outage ? "the endpoint answers again: sending goes on" : "the access token is accepted again: sending goes on"
+        actions.event = quiet ? .note(text) : .warning(text)
+        if let reason { lastClosed[reason] = now }
         // The endpoint answers: the rows that failed in the pause fail on their own.
         if reason == .outage { suspects.formUnion(failedInPause.keys) }
         closures += 1

@@ -36,6 +36,22 @@ import Testing
         }
     }
 
+    /// A data file is read more than once (counted, hashed for the journal, streamed): a pipe
+    /// (`mkfifo`, /dev/stdin) would hang the run, so it is refused when the manifest is read.
+    @Test func aDataFileThatIsAPipeIsRefused() {
+        let dir = TempDir()
+        defer { dir.remove() }
+        #expect(mkfifo(dir.path + "/d.csv", 0o600) == 0)
+        _ = dir.file("m.yaml", "vault: tnt1\nrequests:\n  - {name: a, path: /p, each: {csv: d.csv}}\n")
+        do {
+            _ = try ManifestLoader.load(path: dir.path + "/m.yaml", environment: [:])
+            Issue.record("a pipe was taken as a data file")
+        } catch {
+            #expect(error.description.replacingOccurrences(of: dir.path + "/", with: "") ==
+                "m.yaml:3:37: error: data file \"d.csv\" cannot be read: it is not a regular file (a device, pipe or socket)\n    - {name: a, path: /p, each: {csv: d.csv}}\n                                      ^")
+        }
+    }
+
     /// What only sending uses: header and payload secrets, auth values, TLS files.
     static let sendingNeeds = """
         vault: tnt1

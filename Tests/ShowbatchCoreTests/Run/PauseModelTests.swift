@@ -87,6 +87,34 @@ import Testing
     }
 }
 
+extension PauseModelTests {
+    /// Short-lived tokens refused now and then open pause after pause: the first is a warning,
+    /// the ones within a minute of the last are notes (for the JSON log and --verbose).
+    @Test func aPauseAgainWithinAMinuteIsANote() {
+        var state = PauseState<Int>(settings: PauseSettings(minimumFailures: 3, window: 8, maxPause: 60_000), seed: 1)
+        /// An event as its kind and text.
+        func said(_ event: RunEvent?) -> String {
+            switch event {
+            case .warning(let text)?: return "warning: " + text
+            case .note(let text)?: return "note: " + text
+            default: return "\(String(describing: event))"
+            }
+        }
+        func cycle(at now: Int64) -> (opened: String, closed: String) {
+            let opened = state.attemptEnded(ordinal: 1, signal: .refused, probe: false, now: now).1.event
+            let closed = state.attemptEnded(ordinal: 2, signal: .answered, probe: false, now: now + 100).1.event
+            return (said(opened), said(closed))
+        }
+        let first = cycle(at: 0)
+        let soon = cycle(at: 10_000)
+        let later = cycle(at: 80_000)
+        let refused = "a freshly renewed access token was refused (HTTP 401): sending is paused; the token is renewed and one request probes, for up to 60s"
+        #expect(first.opened == "warning: " + refused && first.closed == "warning: the access token is accepted again: sending goes on")
+        #expect(soon.opened == "note: " + refused + " (again within a minute)" && soon.closed == "note: the access token is accepted again: sending goes on")
+        #expect(later.opened == "warning: " + refused)
+    }
+}
+
 /// One random run of the pause: workers, time, timers and an endpoint that goes down and up.
 private struct PauseModel: ~Copyable {
     enum Worker: Equatable {

@@ -58,6 +58,8 @@ import Testing
              expected: .network("the URL cannot be used (curl: Protocol \"ftp\" not supported or disabled in libcurl)")),
         Case(name: "CURLE_UNSUPPORTED_PROTOCOL", code: 1, detail: "Received HTTP/0.9 when not allowed",
              expected: .notHTTP("the answer is not HTTP (curl: Received HTTP/0.9 when not allowed)")),
+        Case(name: "CURLE_UNSUPPORTED_PROTOCOL", code: 1, detail: "Unsupported response code in HTTP response",
+             expected: .notHTTP("the answer is not valid HTTP: its status is not a 3-digit code (curl: Unsupported response code in HTTP response)")),
         Case(name: "CURLE_WEIRD_SERVER_REPLY", code: 8, detail: "Invalid status line",
              expected: .notHTTP("the answer is not valid HTTP (curl: Invalid status line)")),
         Case(name: "CURLE_OPERATION_TIMEDOUT", code: 28, detail: "Operation timed out after 1000 milliseconds with 0 bytes received",

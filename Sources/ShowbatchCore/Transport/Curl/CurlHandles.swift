@@ -242,6 +242,9 @@ final class CurlHandles {
         case CURLE_WRITE_ERROR where tooLarge: return .bodyTooLarge(limit)
         case CURLE_UNSUPPORTED_PROTOCOL where detail.contains("HTTP/0.9") || detail.contains("HTTP version"):
             return .notHTTP("the answer is not HTTP (curl: \(curlWords))")
+        // A status line whose code is not three digits (HTTP 2000): the server's answer, not our URL.
+        case CURLE_UNSUPPORTED_PROTOCOL where detail.contains("response code"):
+            return .notHTTP("the answer is not valid HTTP: its status is not a 3-digit code (curl: \(curlWords))")
         case CURLE_WEIRD_SERVER_REPLY: return .notHTTP("the answer is not valid HTTP (curl: \(curlWords))")
         // A TLS alert about certificates is the server turning our side of the handshake away:
         // a client certificate it requires and did not get, or one it does not trust. No retry
