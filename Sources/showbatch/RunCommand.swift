@@ -10,9 +10,11 @@ enum RunCommand {
     /// so the process can end at once; once it runs, the run is cancelled and winds down.
     private enum Phase {
         case starting
-        case running(Task<RunSummary, any Error>)
-        /// The run is over and its metrics are being pushed: a signal ends the process at once.
-        case pushing
+        case running(Task<Result<RunSummary, RunError>, Never>)
+        /// The run is over (with this code) and its metrics are being pushed: a signal ends the
+        /// process at once, with the run's own code (its files are written; a scheduler must not
+        /// take it for an interrupted run and reveal everything again).
+        case pushing(ExitCode)
     }
 
     static func execute(_ arguments: RunArguments) async -> ExitCode {
@@ -45,9 +47,9 @@ enum RunCommand {
             }
             do {
                 if let url = arguments.metricsPush {
-                    phase.withLock { $0 = .pushing }
+                    phase.withLock { $0 = .pushing(result) }
                     // A signal that came as the run ended (after it could cancel anything) ends this too.
-                    if Signals.fired { interruptedWhilePushing() }
+                    if Signals.fired { interruptedWhilePushing(result) }
                     try report.pushMetrics(to: url)
                 }
             } catch {
@@ -56,17 +58,18 @@ enum RunCommand {
             }
             return result
         }
-        /// The run is over, its files written: the push is given up, not waited for.
-        @Sendable func interruptedWhilePushing() -> Never {
+        /// The run is over, its files written: the push is given up, not waited for, and the run's
+        /// own code stands.
+        @Sendable func interruptedWhilePushing(_ code: ExitCode) -> Never {
             printer.error("interrupted while pushing the metrics to the Pushgateway: they were not pushed")
             StandardError.shared.finish(timeout: .seconds(5))
-            exit(ExitCode.interrupted.rawValue)
+            exit(code.rawValue)
         }
         // Caught from the first moment: reading a big manifest or data file takes a while.
         Signals.listen {
             let now = phase.withLock { $0 }
-            if case .pushing = now { interruptedWhilePushing() }
-            let task: Task<RunSummary, any Error>?
+            if case .pushing(let code) = now { interruptedWhilePushing(code) }
+            let task: Task<Result<RunSummary, RunError>, Never>?
             if case .running(let running) = now { task = running } else { task = nil }
             guard let task else {
                 if arguments.options.logFormat == .json {
@@ -137,36 +140,39 @@ enum RunCommand {
         let live = EventPrinter(format: options.logFormat, progress: options.progress == .always, quiet: options.quiet,
                                 verbose: options.verbose, runID: runID, progressEvery: arguments.progressEvery)
         let runner = Runner(manifest: manifest, options: options, environment: environment) { live.handle($0) }
-        let task = Task { () throws(RunError) -> RunSummary in try await runner.run() }
-        phase.withLock { $0 = .running(task) }
-        if Signals.fired { task.cancel() }
-        let summary: RunSummary
-        do {
-            summary = try await task.value
-        } catch {
-            live.endProgress()
-            guard let error = error as? RunError else {
-                live.error("\(error)")
-                return finish(.runtime, error: "\(error)", shard: options.shard)
+        // Made under the phase's lock: a signal from here on cancels the run, never ends the
+        // process as if nothing had started.
+        let task = phase.withLock { phase in
+            let task = Task { () -> Result<RunSummary, RunError> in
+                do throws(RunError) { return .success(try await runner.run()) } catch { return .failure(error) }
             }
-            switch error {
-            case .usage(let message):
-                live.invalid(UsageError(message: message, command: "run").description)
-                return finish(.usage, error: message, shard: options.shard)
-            case .sideFile(let message):
-                // A refused --metrics or --report path is not written to.
-                live.invalid(UsageError(message: message, command: "run").description)
-                return finish(.usage, error: message, shard: options.shard, files: false)
-            case .manifest(let diagnostic):
-                live.invalid(diagnostic.description, diagnostics: [diagnostic])
-                return finish(.usage, error: diagnostic.message, shard: options.shard)
-            case .runtime(let message):
-                live.error(message)
-                return finish(.runtime, error: message, shard: options.shard)
-            }
+            phase = .running(task)
+            return task
         }
-        live.endProgress()
-        live.summary(summary)
-        return finish(summary.exitCode, summary: summary, shard: options.shard)
+        if Signals.fired { task.cancel() }
+        switch await task.value {
+        case .success(let summary):
+            live.endProgress()
+            live.summary(summary)
+            return finish(summary.exitCode, summary: summary, shard: options.shard)
+        case .failure(let error):
+            live.endProgress()
+            let message: String
+            switch error {
+            case .usage(let text), .sideFile(let text):
+                message = text
+                live.invalid(UsageError(message: text, command: "run").description)
+            case .manifest(let diagnostic):
+                message = diagnostic.message
+                live.invalid(diagnostic.description, diagnostics: [diagnostic])
+            case .runtime(let text):
+                message = text
+                live.error(text)
+            }
+            // A refused --metrics or --report path is not written to.
+            var files = true
+            if case .sideFile = error { files = false }
+            return finish(error.exitCode, error: message, shard: options.shard, files: files)
+        }
     }
 }

@@ -33,6 +33,8 @@ package final class GPGFixture: Sendable {
     package let twoKeys: String
     /// Alice's secret key, armored.
     package let aliceSecret: String
+    /// Alice's secret key, binary.
+    package let aliceSecretBinary: String
     /// Alice's public key, binary.
     package let aliceBinary: String
     /// Serializes decryption: each starts gpg-agent in a home, and stops it after.
@@ -85,6 +87,8 @@ package final class GPGFixture: Sendable {
         twoKeys = export(main, [aliceFingerprint, bobFingerprint], "two-keys.asc")
         aliceSecret = folder + "/alice-secret.asc"
         _ = GPGFixture.gpg(main, ["--armor", "--output", aliceSecret, "--export-secret-keys", aliceFingerprint])
+        aliceSecretBinary = folder + "/alice-secret.gpg"
+        _ = GPGFixture.gpg(main, ["--output", aliceSecretBinary, "--export-secret-keys", aliceFingerprint])
         aliceBinary = export(main, [aliceFingerprint], "alice.gpg", armor: false)
         for home in [main, bob] { GPGFixture.stopAgent(home) }
     }

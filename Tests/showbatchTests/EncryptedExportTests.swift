@@ -264,6 +264,26 @@ private let stateKeyEnvironment = ["SHOWBATCH_STATE_KEY": Data((0..<32).map { UI
         #expect(GPGFixture.shared.decrypt(work.path + "/out/r.csv.pgp") != nil)
     }
 
+    /// A sealed write that fails part way (past a file-size limit, as a full disk would) says
+    /// which file and that the journal is kept; nothing is written to the file after it, and
+    /// --resume ends with every row.
+    @Test func aFailedSealedWriteIsResumed() async throws {
+        let work = Workspace(["d.csv": rows(3_000), "m.yaml": exportManifest(output: "output: {path: out/r.csv.pgp, \(encrypt())}", rows: 3_000)])
+        defer { work.remove() }
+        let limited = try await showbatch(["-c", "ulimit -f 64; exec \"$0\" run m.yaml --emulate", binary], in: work.path,
+                                          environment: stateKeyEnvironment, shell: true)
+        #expect(limited.status == 3)
+        #expect(limited.stderr.contains("showbatch: error: cannot write out/r.csv.pgp.partial: File too large; the journal out/r.csv.pgp.journal is kept, so the run can go on with --resume once that is fixed\n"), "\(limited.stderr)")
+        let resumed = try await showbatch(["run", "m.yaml", "--emulate", "--resume", "--quiet"], in: work.path, environment: stateKeyEnvironment)
+        #expect(resumed.status == 1, "\(resumed.stderr)")
+        let decrypted = GPGFixture.shared.decrypt(work.path + "/out/r.csv.pgp").map { String(decoding: $0, as: UTF8.self) } ?? ""
+        let lines = decrypted.split(separator: "\n")
+        // Counted here, so that a failure prints no row.
+        let rowCount = lines.count - 1
+        let distinct = Set(lines.dropFirst().map { $0.split(separator: ",").first ?? "" }).count
+        #expect(rowCount == 3_000 && distinct == 3_000)
+    }
+
     /// What cannot be encrypted is refused before anything is sent: --output to standard output or
     /// a name that is not a message's, --retry-failed, shards without a state key.
     @Test func whatCannotBeEncryptedIsRefused() async throws {

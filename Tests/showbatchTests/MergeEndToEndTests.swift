@@ -269,3 +269,25 @@ private func runShards(_ work: Workspace, _ shards: Int, manifest: String = "m.y
         #expect(help.status == 0 && help.stdout.hasPrefix("usage: showbatch merge MANIFEST --shards N [options]\n"))
     }
 }
+
+extension MergeEndToEndTests {
+    /// A merge holds a file of every shard open, and of every shard's rejects file: under a limit
+    /// of open files it cannot raise, it says how many it needs and writes nothing.
+    @Test func tooFewOpenFilesForTheShardsIsSaid() async throws {
+        let work = Workspace(["m.yaml": """
+        vault: tnt1
+        retry: {attempts: 1}
+        output: {path: out/r.csv, rejects: out/bad.csv}
+        emulator: {fail_rate: 0.2, seed: 3, fail_status: 400}
+        requests: [{name: "r${row.id}", each: {csv: d.csv}, path: /p, labels: {p: path}}]
+        """, "d.csv": "id\n" + (0..<100).map(String.init).joined(separator: "\n") + "\n"])
+        defer { work.remove() }
+        try await runShards(work, 10)
+        let limited = try await showbatch(["-c", "ulimit -n 24; exec \"$0\" merge m.yaml --shards 10", binary], in: work.path, shell: true)
+        #expect(limited.status == 3)
+        #expect(limited.stderr == "showbatch: error: merging needs 36 open files (a file of each shard, and of its rejects file), and this process may open 24; raise the limit (ulimit -n)\n")
+        #expect(!work.exists("out/r.csv") && !work.exists("out/bad.csv"))
+        let merged = try await showbatch(["merge", "m.yaml", "--shards", "10"], in: work.path)
+        #expect(merged.status == 0, "\(merged.stderr)")
+    }
+}

@@ -21,7 +21,7 @@ private final class Pushgateway: @unchecked Sendable {
         try process.run()
         // Ready when it answers; a bounded wait for start-up, not a timed assertion.
         for _ in 0..<500 {
-            if case .success(let answer) = PushClient.send(method: "GET", url: url + "/-/ready", body: nil), answer.status == 200 { return }
+            if case .success(let answer) = PushClient.send(method: "GET", url: url + "/-/ready", body: nil, timeout: MetricsPush.timeout), answer.status == 200 { return }
             guard process.isRunning else { break }
             usleep(10_000)
         }
@@ -37,7 +37,7 @@ private final class Pushgateway: @unchecked Sendable {
 
     /// The groups the Pushgateway holds (`GET /api/v1/metrics`), by their grouping labels.
     func groups() throws -> [[String: Any]] {
-        guard case .success(let answer) = PushClient.send(method: "GET", url: url + "/api/v1/metrics", body: nil), answer.status == 200,
+        guard case .success(let answer) = PushClient.send(method: "GET", url: url + "/api/v1/metrics", body: nil, timeout: MetricsPush.timeout), answer.status == 200,
               let object = try JSONSerialization.jsonObject(with: Data(answer.body)) as? [String: Any],
               let data = object["data"] as? [[String: Any]] else { return [] }
         return data

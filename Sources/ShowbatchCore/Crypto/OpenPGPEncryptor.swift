@@ -284,6 +284,12 @@ private final class KeySession {
         if bytes.starts(with: Array("-----BEGIN PGP PRIVATE KEY BLOCK-----".utf8)) || Self.contains(bytes, "-----BEGIN PGP PRIVATE KEY BLOCK-----") {
             return refuse(Self.secretKeyMessage(name))
         }
+        // Binary: a packet whose tag is a secret key (5) or secret subkey (7) (RFC 9580 4.2:
+        // bit 7 set; bit 6 says the new format, whose tag is the low 6 bits, else bits 5-2).
+        if let first = bytes.first, first & 0x80 != 0 {
+            let tag = first & 0x40 != 0 ? first & 0x3F : (first >> 2) & 0x0F
+            if tag == 5 || tag == 7 { return refuse(Self.secretKeyMessage(name)) }
+        }
         var data: gpgme_data_t?
         var status = bytes.withUnsafeBytes { bytes in
             gpgme_data_new_from_mem(&data, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count, 0)

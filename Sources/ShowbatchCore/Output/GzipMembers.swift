@@ -1,4 +1,4 @@
-import CZlib
+internal import CZlib
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -20,9 +20,10 @@ struct OutputCheck {
     /// Checks `checkpoint` and the failed rows it covers against the output `target` (its
     /// `.partial` file being resumed, or the finished file being rewritten: `path`), read up to
     /// the checkpoint's offset, and, with rejects, the rejects file (`rejectsPath`) up to its own.
-    /// `key` unseals the files of an encrypted output.
+    /// `key` unseals the files of an encrypted output. `rejectsPlaced`: the rejects file is in
+    /// place already (checked by its caller), so its rows are taken as the journal counts them.
     func verify(_ checkpoint: Journal.Checkpoint, failed: [Journal.FailedRow], path: String, rejectsPath: String?, key: DataKey? = nil,
-                of output: OutputTarget, journal: String) throws(RunError) {
+                rejectsPlaced: Bool = false, of output: OutputTarget, journal: String) throws(RunError) {
         func untrusted(_ reason: String) -> RunError {
             .usage("the journal \(journal) cannot be trusted: \(reason); remove it to start over")
         }
@@ -64,17 +65,24 @@ struct OutputCheck {
         }
         var rows = own.count
         var statusesKnown = own.hasStatus
-        if let rejects = output.rejects, let rejectsPath {
+        if output.rejects != nil && (rejectsPath != nil || rejectsPlaced) {
             let mark = checkpoint.rejects ?? (offset: 0, hash: fnvOffsetBasis, rows: 0)
-            var side = try Rows(rejectsPath, layout: rejects.layout, key: key, limit: mark.offset, journal: journal)
-            while let row = try side.next() {
-                if let status = row.status { statuses.count(status) }
+            var sideRows = mark.rows
+            if let rejects = output.rejects, let rejectsPath {
+                var side = try Rows(rejectsPath, layout: rejects.layout, key: key, limit: mark.offset, journal: journal)
+                while let row = try side.next() {
+                    if let status = row.status { statuses.count(status) }
+                }
+                statusesKnown = statusesKnown && side.hasStatus
+                sideRows = side.count
+            } else {
+                // Its rows' statuses are not read again: the output's own are checked below as can be.
+                statusesKnown = false
             }
-            statusesKnown = statusesKnown && side.hasStatus
-            guard own.count == (checkpoint.ownRows ?? 0), side.count == mark.rows else {
-                throw untrusted("it counts \(checkpoint.ownRows ?? 0) rows in the output and \(mark.rows) in its rejects file, which hold \(own.count) and \(side.count)")
+            guard own.count == (checkpoint.ownRows ?? 0), sideRows == mark.rows else {
+                throw untrusted("it counts \(checkpoint.ownRows ?? 0) rows in the output and \(mark.rows) in its rejects file, which hold \(own.count) and \(sideRows)")
             }
-            rows += side.count
+            rows += sideRows
             // Which rows went to which file only the run knew: the last is the output's (rows)-th.
             for _ in 0..<rows {
                 guard let ordinal = items.next() else {

@@ -54,6 +54,9 @@ final class OutputFile {
     private let gzip: GzipMembers?
     private var compressed: [UInt8] = []
     private var closed = false
+    /// A write failed part way: the file may hold bytes past what is counted, so nothing more is
+    /// written to it (and no checkpoint says otherwise); `--resume` cuts it back to the last one.
+    private var writeFailed = false
     /// An encrypted output's: the `.partial` is sealed under its data key, and how the finished
     /// file is put in place.
     private let sealing: Sealing?
@@ -320,16 +323,19 @@ final class OutputFile {
     private func hand(_ bytes: inout [UInt8]) throws(RunError) {
         guard !bytes.isEmpty else { return }
         // Hashed first (sealing wipes the bytes), counted once written.
+        guard !writeFailed else { throw RunError.runtime("\(partialPath ?? path) was not written whole; the journal \(path).journal is kept, so the run can go on with --resume") }
         let hashed = fnv1a(bytes, seed: hash)
         if let sealer {
             do {
                 try sealer.append(bytes)
             } catch {
+                writeFailed = true
                 throw RunError.runtime("\(error.message); the journal \(path).journal is kept, so the run can go on with --resume once that is fixed")
             }
             // The plaintext has been sealed: it need not stay in memory.
             bytes.withUnsafeMutableBytes { wipe($0) }
         } else if let failure = bytes.withUnsafeBytes({ PrivateFile.writeAll(fd, $0) }) {
+            writeFailed = true
             throw writeError(failure)
         }
         hash = hashed
@@ -340,6 +346,7 @@ final class OutputFile {
     /// Flushes and makes the bytes durable (a checkpoint may then say they are there).
     func sync() throws(RunError) {
         try rejects?.sync()
+        if writeFailed { throw RunError.runtime("\(partialPath ?? path) was not written whole; the journal \(path).journal is kept, so the run can go on with --resume") }
         try flush(endingMember: true)
         guard partialPath != nil, !closed else { return }
         guard fdatasync(fd) == 0 else { throw writeError(errno) }

@@ -217,9 +217,15 @@ final class RunOutputs {
             throw RunError.runtime("\(SideFile.partial.of(target.path)) is gone, so the run cannot go on from its journal; run without --resume to start over")
         }
         do throws(RunError) {
+            // A finished run stopped between putting its rejects file in place and its output (the
+            // rejects file goes first): the rejects file is done, only the output is left to place.
+            let rejectsPlaced = try target.rejects.map { rejects throws(RunError) in
+                try rejectsAlreadyPlaced(rejects.path, journal: journal, checkpoint: checkpoint, encrypted: sealing != nil)
+            } ?? false
             try check.verify(checkpoint, failed: journal.failedRows, path: SideFile.partial.of(target.path),
-                             rejectsPath: target.rejects.map { SideFile.partial.of($0.path) }, key: sealing?.key, of: target, journal: journal.path)
-            if let rejects = target.rejects {
+                             rejectsPath: rejectsPlaced ? nil : target.rejects.map { SideFile.partial.of($0.path) }, key: sealing?.key,
+                             rejectsPlaced: rejectsPlaced, of: target, journal: journal.path)
+            if let rejects = target.rejects, !rejectsPlaced {
                 let mark = checkpoint.rejects ?? (0, fnvOffsetBasis, 0)
                 guard let side = try OutputFile.resume(path: rejects.path, layout: rejects.layout,
                                                        from: Journal.Checkpoint(ordinal: -1, offset: mark.offset, counts: RowCounts(), hash: mark.hash,
@@ -233,6 +239,21 @@ final class RunOutputs {
             throw error
         }
         return resumed
+    }
+
+    /// Whether an output's rejects file is in place already: its run finished (the journal has
+    /// its end), the rejects file's `.partial` is gone and the file is there, holding what the
+    /// journal says (an encrypted one cannot be read back: that it is there is what can be known).
+    private static func rejectsAlreadyPlaced(_ path: String, journal: Journal, checkpoint: Journal.Checkpoint,
+                                             encrypted: Bool) throws(RunError) -> Bool {
+        guard journal.ended != nil, PrivateFile.inspect(SideFile.partial.of(path)) == .none else { return false }
+        guard case .regular = PrivateFile.inspect(path) else {
+            throw RunError.runtime("\(SideFile.partial.of(path)) is gone, so the run cannot go on from its journal; run without --resume to start over")
+        }
+        if !encrypted, let mark = checkpoint.rejects, !Journal.outputMatches(path, size: mark.offset, hash: mark.hash) {
+            throw RunError.usage("\(path) is not what the journal \(journal.path) says was written; run without --resume to start over")
+        }
+        return true
     }
 
     /// Writes a row to target `index` (nothing when this run leaves it as it is), notes it in the
@@ -273,7 +294,12 @@ final class RunOutputs {
         for (index, file) in files.enumerated() {
             let journal = journals[index]
             guard let file else {
-                // An output finished by an earlier run: its journal goes if nothing in it failed.
+                // An output finished by an earlier run: a shard's identity is written if that run
+                // did not get to it; its journal goes if nothing in it failed.
+                if let journal, mode == .resume, let checkpoint = journal.lastCheckpoint, journal.ended != nil,
+                   let run = shardIdentities[index], ShardIdentity.read(beside: journal.output) == nil {
+                    try writeShardIdentity(run, path: journal.output, checkpoint, journal: journal)
+                }
                 if let journal, mode == .resume, let checkpoint = journal.lastCheckpoint, checkpoint.counts.failed == 0, journal.rejectedCount == 0 {
                     journal.remove()
                 } else {
@@ -287,14 +313,15 @@ final class RunOutputs {
                 switch mode {
                 case .fresh, .resume:
                     if !complete.contains(index) { try journal?.end(checkpoint) }
-                    try file.commit()
+                    // The identity first: a run killed after the rename still leaves one for merge.
                     try writeShardIdentity(index, checkpoint)
+                    try file.commit()
                     // Kept for --retry-failed, and for merge to know which rows the rejects file holds.
                     if checkpoint.counts.failed == 0 && (journal?.rejectedCount ?? 0) == 0 { journal?.remove() } else { journal?.close() }
                 case .retryFailed:
                     try journal?.prepareRewrite(checkpoint)
-                    try file.commit()
                     try writeShardIdentity(index, checkpoint)
+                    try file.commit()
                     try journal?.adoptRewrite()
                 }
             } catch {
@@ -310,9 +337,13 @@ final class RunOutputs {
     /// A shard's finished output says what it is, beside it, while its journal is still held.
     private func writeShardIdentity(_ index: Int, _ checkpoint: Journal.Checkpoint) throws(RunError) {
         guard let run = shardIdentities[index], let file = files[index] else { return }
+        try writeShardIdentity(run, path: file.path, checkpoint, journal: journals[index])
+    }
+
+    private func writeShardIdentity(_ run: Journal.Identity, path: String, _ checkpoint: Journal.Checkpoint, journal: Journal?) throws(RunError) {
         var wrapped: String?
-        if case .wrapped(let text)? = journals[index]?.storedKey { wrapped = text }
-        try ShardIdentity(run: run, checkpoint: checkpoint, wrappedKey: wrapped).write(beside: file.path)
+        if case .wrapped(let text)? = journal?.storedKey { wrapped = text }
+        try ShardIdentity(run: run, checkpoint: checkpoint, wrappedKey: wrapped).write(beside: path)
     }
 
     /// Leaves every output as `.partial`, its journal holding a last checkpoint of what could be

@@ -43,7 +43,8 @@ package struct MergeSummary: Sendable, Equatable {
 }
 
 /// `showbatch merge`: writes the unsharded outputs of a manifest from the files of its N shards,
-/// byte for byte what one unsharded run writes.
+/// what one unsharded run writes: byte for byte, or for a `.gz` output the same bytes once
+/// decompressed (a run ends a gzip member at each checkpoint, which comes with time too).
 ///
 /// The manifest's work items are enumerated in order, as a run does (data files are read); each
 /// item's row is the next row of shard (ordinal mod N)'s file for the item's output. Every shard
@@ -52,7 +53,8 @@ package struct MergeSummary: Sendable, Equatable {
 /// and hold exactly the rows of this manifest's work items for that shard, each naming the request
 /// it should. Outputs are written as a run writes them: to `<path>.partial` (0600, never through a
 /// link), synced, and renamed into place only once every output is complete, replacing what was
-/// there. A refusal or an interrupt leaves no file behind.
+/// there. A refusal or an interrupt leaves no file behind; a rename that fails part way leaves
+/// the outputs renamed before it in place (each whole) and removes the rest.
 package enum ShardMerge {
     /// Merges the shard outputs of `manifest`. `isCancelled` is asked now and then; when it says
     /// true, the merge stops and writes nothing.
@@ -77,7 +79,8 @@ package enum ShardMerge {
         for output in plan.outputs where !output.unchanged {
             if let fd = try lockJournal(of: output.target.path) { lock.append(fd) }
         }
-        try raiseOpenFileLimit(plan.shards + 16)
+        // An output and its rejects file are merged together: a file of each shard for each.
+        try raiseOpenFileLimit(plan.shards * (plan.outputs.contains { $0.target.rejects != nil } ? 2 : 1) + 16)
         var summary = MergeSummary()
         var partials: [(fd: Int32, path: String)] = []
         func discard() {
@@ -175,7 +178,7 @@ package enum ShardMerge {
             limit.rlim_cur = rlim_t(needed)
             if setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 { return }
         }
-        throw RunError.runtime("merging \(needed - 16) shards needs \(needed) open files, and this process may open \(limit.rlim_cur); raise the limit (ulimit -n)")
+        throw RunError.runtime("merging needs \(needed) open files (a file of each shard, and of its rejects file), and this process may open \(limit.rlim_cur); raise the limit (ulimit -n)")
     }
 }
 
@@ -511,7 +514,7 @@ private final class MergedFile {
                 throw RunError.usage("\(plan.cannot(output, file, index)) cannot be read: \(error.reason)")
             }
             guard let source = opened else {
-                throw RunError.runtime("\(plan.cannot(output, file, index)) cannot be opened for reading")
+                throw RunError.runtime("\(plan.cannot(output, file, index)) cannot be opened for reading: \(PrivateFile.refusal(file) ?? describeErrno(errno))")
             }
             sources.append(source)
         }

@@ -111,7 +111,7 @@ struct AttemptContext: Sendable {
                                            attempt: attempt, status: nil, failure: nil, duration: ContinuousClock.now - began)
                 switch result {
                 case .response(let status, _, _): record.status = status
-                case .failure(let failure): record.failure = Runner.describe(failure)
+                case .failure(let failure): record.failure = failure.words
                 }
                 events(.attempt(record))
             }
@@ -138,7 +138,7 @@ struct AttemptContext: Sendable {
             case .failure(let failure) where failure.stopsTheRun:
                 // Never retried, paused or not: a certificate does not get trusted by asking again.
                 if probe { _ = pause?.attemptEnded(ordinal: ordinal, signal: .none, probe: true) }
-                return .stop(RunStop(Runner.describe(failure)))
+                return .stop(RunStop(failure.words))
             case .failure(let failure):
                 // A probe that got no answer keeps the pause going whatever `retry.on` says:
                 // otherwise nobody would probe again and every worker would wait for ever.
@@ -188,7 +188,7 @@ struct AttemptContext: Sendable {
                         : RowError(code: .httpStatus, label: nil, message: "HTTP \(status)")
                     return .row(.row(failed(request, ordinal, labels, status: status, attempts: attempt, error)))
                 }
-                retryAfter = headers["retry-after"].flatMap(AttemptContext.parseRetryAfter)
+                retryAfter = headers["retry-after"].flatMap(RetryAfter.parse)
             case .failure(let failure) where canRetry && policy.retries(failure):
                 break
             case .failure(.timeout):
@@ -221,17 +221,5 @@ struct AttemptContext: Sendable {
                             labels: labels.map { ($0.name, nil) }, errors: [error])
         row.extras = request.extras
         return row
-    }
-
-    /// `Retry-After` as seconds or an HTTP date, capped at ten minutes.
-    static func parseRetryAfter(_ text: String) -> Duration? {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
-        if let seconds = Double(trimmed), seconds >= 0 { return Units.seconds(min(seconds, 600)) }
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
-        guard let date = formatter.date(from: trimmed) else { return nil }
-        return Units.seconds(min(max(0, date.timeIntervalSinceNow), 600))
     }
 }

@@ -68,8 +68,8 @@ enum PauseAdmission: Equatable, Sendable {
 /// from rows that have not failed during the pause where one waits. When every waiting row has
 /// failed in the pause (a cluster of poison rows as wide as the concurrency looks like an
 /// outage), one of them steps aside and a fresh row probes instead. An answer ends the pause;
-/// the rows that failed in it are then suspects: their failures are their own and no longer
-/// count towards an outage. Past `maxPause` the run stops. Attempts that fail while the pause
+/// the rows that failed in it are then suspects: their next failure is their own and does not
+/// count towards an outage (a second one does, and a new pause clears them). Past `maxPause` the run stops. Attempts that fail while the pause
 /// opens or lasts are not counted: they are made again once it ends.
 struct PauseState<Waiter>: ~Copyable {
     /// What the caller must do after releasing the lock.
@@ -167,9 +167,10 @@ struct PauseState<Waiter>: ~Copyable {
             }
             return (true, actions)
         case .transient, .refused:
-            // A suspect's failure is its own, and a first failure with a retry to come may be: counted,
-            // and weighed as nothing.
-            if signal == .transient && reason == nil && (suspects.contains(ordinal) || !weighs) { return (true, actions) }
+            // A suspect's failure is its own (once: if it fails again it weighs, so an endpoint
+            // that goes down again is seen), and a first connection failure with a retry to come
+            // may be: counted, and weighed as nothing.
+            if signal == .transient && reason == nil && (suspects.remove(ordinal) != nil || !weighs) { return (true, actions) }
             if signal == .transient { note(ordinal, failed: true) }
             guard stopped == nil, !cancelled else { return (true, actions) }
             if reason == nil {
@@ -265,6 +266,8 @@ struct PauseState<Waiter>: ~Copyable {
 
     private mutating func open(_ why: PauseReason, now: Int64, into actions: inout Actions) {
         reason = why
+        // Down again: every row waits, suspect or not.
+        suspects = []
         quiet = lastClosed[why].map { now - $0 < 60_000 } ?? false
         openedAt = now
         failedProbes = 0

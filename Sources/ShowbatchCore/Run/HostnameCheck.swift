@@ -34,7 +34,7 @@ extension Runner {
                                            status: nil, failure: nil, duration: ContinuousClock.now - started)
                 switch result {
                 case .response(let status, _, _): record.status = status
-                case .failure(let failure): record.failure = Runner.describe(failure)
+                case .failure(let failure): record.failure = failure.words
                 }
                 events(.attempt(record))
             }
@@ -52,7 +52,7 @@ extension Runner {
             case .response(let status, _, _):
                 reason = "the check answered HTTP \(status)"
             case .failure(let failure):
-                reason = "the check failed: \(Runner.describe(failure))"
+                reason = "the check failed: \(failure.words)"
             }
             if definitive || attempt == attempts { break }
             let delay = min(manifest.retry.maxBackoff.seconds, manifest.retry.backoff.seconds * pow(2, Double(attempt - 1)))
@@ -77,14 +77,4 @@ extension Runner {
         return .stop(message + "; not falling back to \(manifest.vaultURL) unattended (set hostname_fallback: true to allow it)")
     }
 
-    static func describe(_ failure: TransportFailure) -> String {
-        switch failure {
-        case .network(let detail): return detail
-        case .timeout: return "timeout"
-        case .bodyTooLarge(let limit): return "body over \(limit >> 20) MiB"
-        case .notHTTP(let detail): return detail
-        case .certificate(let detail): return "TLS: \(detail)"
-        case .cancelled: return "cancelled"
-        }
-    }
 }

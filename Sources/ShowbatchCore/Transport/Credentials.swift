@@ -28,6 +28,8 @@ struct CredentialState<Waiter>: ~Copyable {
     private(set) var token: Token?
     /// When the token should be renewed (before it expires, in milliseconds); nil: when refused.
     private var renewAt: Int64?
+    /// When it runs out: until then, callers go on with it while its renewal is under way.
+    private var expiresAt: Int64?
     private(set) var fetching = false
     private var waiters: [Waiter] = []
     private(set) var generation = 0
@@ -39,10 +41,11 @@ struct CredentialState<Waiter>: ~Copyable {
     /// Callers waiting for the fetch under way.
     var waitingCount: Int { waiters.count }
 
-    /// The token to send now.
+    /// The token to send now: while it is renewed ahead of its end, the others go on with it.
     mutating func current(now: Int64) -> Step {
         if let failure { return .failed(failure) }
         if let token, renewAt.map({ now < $0 }) ?? true { return .ready(token) }
+        if fetching, let token, let expiresAt, now < expiresAt { return .ready(token) }
         return fetchOrWait()
     }
 
@@ -86,6 +89,7 @@ struct CredentialState<Waiter>: ~Copyable {
             token = new
             // Renewed a little before it runs out: a tenth of its life, at most a minute.
             renewAt = fetched.lifetime.map { now + $0 - min(60_000, $0 / 10) }
+            expiresAt = fetched.lifetime.map { now + $0 }
             failure = nil
             outcome = .success(new)
         case .failure(let stop):
@@ -102,6 +106,8 @@ struct CredentialState<Waiter>: ~Copyable {
         generation += 1
         let new = Token(value: value, generation: generation)
         token = new
+        renewAt = nil
+        expiresAt = nil
         return new
     }
 
@@ -291,15 +297,15 @@ final class Credentials: Sendable {
             let code = Credentials.oauthError(body).map { " (\($0))" } ?? ""
             if status >= 500 || status == 429 || status == 408 {
                 return .unavailable("the token endpoint answered HTTP \(status)\(code)",
-                                    retryAfter: headers["retry-after"].flatMap(AttemptContext.parseRetryAfter))
+                                    retryAfter: headers["retry-after"].flatMap(RetryAfter.parse))
             }
             return .refused("the token endpoint refused the client credentials: HTTP \(status)\(code)")
         case .failure(.cancelled):
             return .unavailable("interrupted while fetching an access token", retryAfter: nil)
         case .failure(let failure) where failure.stopsTheRun:
-            return .refused("the token endpoint cannot be trusted: \(Runner.describe(failure))")
+            return .refused("the token endpoint cannot be trusted: \(failure.words)")
         case .failure(let failure):
-            return .unavailable("the token endpoint could not be reached: \(Runner.describe(failure))", retryAfter: nil)
+            return .unavailable("the token endpoint could not be reached: \(failure.words)", retryAfter: nil)
         }
     }
 

@@ -1,3 +1,4 @@
+import Foundation
 /// Sends one HTTP request. Kept narrow so that another transport can stand in.
 package protocol Transport: Sendable {
     /// Sends `request`, giving up after `timeout`.
@@ -37,4 +38,31 @@ package enum TransportFailure: Error, Sendable, Equatable {
     case notHTTP(String)
     /// The run was cancelled (interrupt).
     case cancelled
+
+    /// The failure in words, for an attempt line, a row's error or a stop (no request data).
+    package var words: String {
+        switch self {
+        case .network(let detail): return detail
+        case .timeout: return "timeout"
+        case .bodyTooLarge(let limit): return "body over \(limit >> 20) MiB"
+        case .notHTTP(let detail): return detail
+        case .certificate(let detail): return "TLS: \(detail)"
+        case .cancelled: return "cancelled"
+        }
+    }
+}
+
+/// The `Retry-After` header (RFC 9110 10.2.3).
+enum RetryAfter {
+    /// The wait it asks for, as seconds or an HTTP date, capped at ten minutes; nil when it is neither.
+    static func parse(_ text: String) -> Duration? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        if let seconds = Double(trimmed), seconds >= 0 { return Units.seconds(min(seconds, 600)) }
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        guard let date = formatter.date(from: trimmed) else { return nil }
+        return Units.seconds(min(max(0, date.timeIntervalSinceNow), 600))
+    }
 }

@@ -172,6 +172,7 @@ final class PiecesSource: PlaintextSource {
             (keys.expiredSubkey.file, "\(keys.expiredSubkey.file): the key \(keys.expiredSubkey.fingerprint) has no encryption subkey that is still valid (each has expired or is revoked)"),
             (keys.revoked.file, "\(keys.revoked.file): the key \(keys.revoked.fingerprint) is revoked"),
             (keys.aliceSecret, "\(keys.aliceSecret) holds a secret key: give the recipient's public key only (gpg --armor --export)"),
+            (keys.aliceSecretBinary, "\(keys.aliceSecretBinary) holds a secret key: give the recipient's public key only (gpg --armor --export)"),
             (keys.twoKeys, "\(keys.twoKeys) holds 2 keys: give each recipient's public key in a file of its own"),
             (notAKey, "\(notAKey) holds no OpenPGP key (it is not an armored or binary OpenPGP public key)"),
             (empty, "\(empty) is empty: it holds no OpenPGP key"),

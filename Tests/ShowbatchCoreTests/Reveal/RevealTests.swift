@@ -18,8 +18,8 @@ import Testing
     }
 
     @Test func retryAfterAcceptsSecondsAndDates() {
-        #expect(AttemptContext.parseRetryAfter("3") == .seconds(3))
-        #expect(AttemptContext.parseRetryAfter("Wed, 21 Oct 2015 07:28:00 GMT") == .zero)
-        #expect(AttemptContext.parseRetryAfter("soon") == nil)
+        #expect(RetryAfter.parse("3") == .seconds(3))
+        #expect(RetryAfter.parse("Wed, 21 Oct 2015 07:28:00 GMT") == .zero)
+        #expect(RetryAfter.parse("soon") == nil)
     }
 }

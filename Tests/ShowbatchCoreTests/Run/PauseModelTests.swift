@@ -88,6 +88,29 @@ import Testing
 }
 
 extension PauseModelTests {
+    /// Rows that failed in a pause an answer ended fail on their own once; when the endpoint goes
+    /// down again their next failures weigh, and the pause opens again (no row is failed for good
+    /// by a flapping endpoint).
+    @Test func suspectsLapseWhenTheEndpointGoesDownAgain() {
+        var state = PauseState<Int>(settings: PauseSettings(minimumFailures: 3, window: 4, maxPause: 60_000), seed: 1)
+        for ordinal in 1...3 { _ = state.attemptEnded(ordinal: ordinal, signal: .transient, probe: false, now: 0) }
+        #expect(state.reason == .outage)
+        // Attempts under way as it opened fail in the pause too.
+        for ordinal in 1...2 { _ = state.attemptEnded(ordinal: ordinal, signal: .transient, probe: false, now: 5) }
+        _ = state.attemptEnded(ordinal: 4, signal: .answered, probe: false, now: 10)
+        #expect(state.reason == nil)
+        // Down again: each suspect's first failure is its own (counted), its second weighs.
+        for ordinal in 1...3 {
+            let first = state.attemptEnded(ordinal: ordinal, signal: .transient, probe: false, now: 20)
+            #expect(first.counts && state.reason == nil)
+        }
+        var opened = false
+        for ordinal in 1...3 where !opened {
+            opened = !state.attemptEnded(ordinal: ordinal, signal: .transient, probe: false, now: 30).counts
+        }
+        #expect(opened && state.reason == .outage)
+    }
+
     /// Short-lived tokens refused now and then open pause after pause: the first is a warning,
     /// the ones within a minute of the last are notes (for the JSON log and --verbose).
     @Test func aPauseAgainWithinAMinuteIsANote() {
@@ -232,8 +255,11 @@ private struct PauseModel: ~Copyable {
             let (counts, actions) = state.attemptEnded(ordinal: rows[index], signal: signal, probe: probe, now: now, weighs: weighs)
             if tracing { trace.append("w\(index) row \(rows[index]) \(probe ? "probe " : "")ended \(signal): counts \(counts)") }
             if probeWorker == index { probeWorker = nil }
+            let wasSuspect = !wasPaused && signal == .transient && suspects.contains(rows[index])
+            if wasSuspect { suspects.remove(rows[index]) }
             if !wasPaused && state.reason != nil {
-                if signal == .transient && suspects.contains(rows[index]) { return "a suspect row's failure opened a pause" }
+                if wasSuspect { return "a suspect row's failure opened a pause" }
+                suspects = []
                 if signal == .transient && !weighs { return "a failure that weighs nothing opened a pause" }
                 openedAt = now
                 failedInPause = []

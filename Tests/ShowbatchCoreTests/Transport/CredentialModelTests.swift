@@ -51,6 +51,10 @@ import Testing
         let early = state.current(now: 2 + 53_999)
         let due = state.current(now: 2 + 54_000)
         #expect(early == .ready(second) && due == .fetch)
+        // While that renewal is under way the others go on with the token until it runs out.
+        let meanwhile = state.current(now: 2 + 59_999)
+        let runOut = state.current(now: 2 + 60_000)
+        #expect(meanwhile == .ready(second) && runOut == .wait)
     }
 }
 
