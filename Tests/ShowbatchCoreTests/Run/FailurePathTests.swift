@@ -377,6 +377,9 @@ extension FailurePathTests {
 
     /// An outage whose 503s say Retry-After: 60: the rows that got one before the pause opened
     /// do not sleep their minute once the endpoint answers again; the run ends with every row.
+    /// The outage lasts 5 s: the pause opens when every worker's row has failed, and on a loaded
+    /// machine a worker starved through a shorter outage gets an answer instead (then the rows
+    /// that failed rightly sleep the minute their Retry-After asked for).
     @Test(.timeLimit(.minutes(1))) func aRetryAfterFromAnOutageEndsWithIt() async throws {
         let fixture = RunFixture()
         defer { fixture.dir.remove() }
@@ -389,7 +392,7 @@ extension FailurePathTests {
         """, files: ["d.csv": rows(400)])
         let (summary, _) = try await run(fixture, manifest, transport: .curl) {
             $0.faults.outageAfter = 100
-            $0.faults.outageFor = .seconds(2)
+            $0.faults.outageFor = .seconds(5)
             $0.faults.outageRetryAfter = 60
         }
         #expect(summary.stopReason == nil && summary.ok == 400 && summary.exitCode == .ok)
