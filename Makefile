@@ -47,6 +47,15 @@ test: test-deps
 	swift build
 	swift test --disable-xctest
 
+# The YAML test suite's data (not stored here; README, "The YAML read"): every case that can be a
+# payload is sent as its in.json says, but for the differences the test lists. YAML_TEST_SUITE is a
+# folder holding the data-2022-01-17 tag, e.g. from
+#   git clone -b data-2022-01-17 --depth 1 https://github.com/yaml/yaml-test-suite /tmp/yaml-test-suite
+.PHONY: yaml-test-suite
+yaml-test-suite: deps
+	@[ -d "$(YAML_TEST_SUITE)" ] || { echo "YAML_TEST_SUITE=folder: the yaml-test-suite data (see the Makefile)"; exit 2; }
+	YAML_TEST_SUITE="$(YAML_TEST_SUITE)" swift test --disable-xctest --filter YAMLTestSuiteTests
+
 # Packaging (packaging/README.md): the container image, the release tarball in dist/, and a test
 # of that tarball on a minimal Debian root (debootstrap + chroot, and podman when it works).
 .PHONY: image bundle bundle-check k8s-check
