@@ -51,13 +51,7 @@ final class EventPrinter: Sendable {
                 Console.err("showbatch: \(TerminalText.escaped(message))\n")
             }
         case .warning(let message):
-            if quiet { return }
-            endProgress()
-            if format == .json {
-                line("warning", "warning", [JSONMember("message", .string(message))])
-            } else {
-                Console.err("showbatch: warning: \(TerminalText.escaped(message))\n")
-            }
+            if !quiet { unquietWarning(message) }
         case .attempt(let record):
             endProgress()
             let duration = Units.text(record.duration)
@@ -127,6 +121,17 @@ final class EventPrinter: Sendable {
             return shown
         }
         if shown { Console.err("\r\u{1B}[2K") }
+    }
+
+    /// A warning that `--quiet` does not hide: something the command could not do after the run
+    /// (the metrics push) that leaves its exit code alone.
+    func unquietWarning(_ message: String) {
+        endProgress()
+        if format == .json {
+            line("warning", "warning", [JSONMember("message", .string(message))])
+        } else {
+            Console.err("showbatch: warning: \(TerminalText.escaped(message))\n")
+        }
     }
 
     /// An error that ends the run (exit 3), in the log's format.

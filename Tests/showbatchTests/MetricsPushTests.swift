@@ -166,19 +166,19 @@ requests:
         #expect(Pushgateway.samples("showbatch_last_success_timestamp_seconds", in: group) == [])
     }
 
-    /// A push that cannot be made is an error line: exit 3 for a run that was 0 or 1, and the
-    /// run's own code otherwise; the rows are written all the same.
-    @Test func aPushThatFailsIsAnErrorLine() async throws {
+    /// A push that cannot be made is a warning and the run's own code stands (a Job that saw 3
+    /// would run the finished night again); the rows are written all the same.
+    @Test func aPushThatFailsIsAWarning() async throws {
         let gateway = try Pushgateway()
         let url = gateway.url
         gateway.stop()  // nothing listens there now
         let work = Workspace(["m.yaml": okManifest, "d.csv": rows(2), "bad.yaml": "vault: [\n"])
         defer { work.remove() }
         let ok = try await showbatch(["run", "m.yaml", "--emulate", "--quiet", "--metrics-push", url], in: work.path)
-        #expect(ok.status == 3)
+        #expect(ok.status == 0)
         let port = url.split(separator: ":").last ?? ""
         let steady = ok.stderr.replacingOccurrences(of: #"after [0-9]+ ms"#, with: "after N ms", options: .regularExpression)
-        #expect(steady == "showbatch: error: cannot push the metrics to \(url): connection refused (curl: Failed to connect to 127.0.0.1 port \(port) after N ms: Couldn't connect to server)\n")
+        #expect(steady == "showbatch: warning: cannot push the metrics to \(url): connection refused (curl: Failed to connect to 127.0.0.1 port \(port) after N ms: Couldn't connect to server); the run's exit code stands\n")
         #expect(work.exists("out/r.csv"))
         let bad = try await showbatch(["run", "bad.yaml", "--emulate", "--metrics-push", url], in: work.path)
         #expect(bad.status == 2)
