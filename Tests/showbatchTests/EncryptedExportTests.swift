@@ -119,6 +119,30 @@ private let stateKeyEnvironment = ["SHOWBATCH_STATE_KEY": Data((0..<32).map { UI
         #expect(left == (files.map { String($0.dropFirst(4)) + ".pgp" } + [String(files[0].dropFirst(4)) + ".pgp.journal"]).sorted())
     }
 
+    /// The journal records a MAC of the rows' hash at each checkpoint and at the end, never the
+    /// FNV-1a of what was written: its running state at two checkpoints would let anyone try card
+    /// numbers offline until one fits the bytes between them.
+    @Test func theJournalGivesNoWayToTestGuessesOfTheRows() async throws {
+        let work = Workspace(["d.csv": rows(120)])
+        defer { work.remove() }
+        work.write("m.yaml", exportManifest(output: "output: {path: out/r.csv.pgp, \(encrypt())}"))
+        let run = try await showbatch(["run", "m.yaml", "--emulate", "--quiet"], in: work.path, environment: stateKeyEnvironment)
+        #expect(run.status == 1, "\(run.stderr)")
+        let plain = try #require(GPGFixture.shared.decrypt(work.path + "/out/r.csv.pgp"))
+        let journal = try #require(FileManager.default.contents(atPath: work.path + "/out/r.csv.pgp.journal"))
+        let ended = try #require(try JournalCodec.read(Array(journal))?.ended)
+        #expect(ended.size == plain.count && ended.hash != fnv1a(plain))
+        // No hash of any prefix of the rows is in the journal.
+        let text = String(decoding: journal, as: UTF8.self)
+        var prefix = fnvOffsetBasis
+        var found = 0
+        for byte in plain {
+            prefix = fnv1a(CollectionOfOne(byte), seed: prefix)
+            if text.contains("\"\(String(prefix, radix: 16))\"") { found += 1 }
+        }
+        #expect(found == 0)
+    }
+
     /// Armored, to two recipients: either decrypts.
     @Test func anArmoredOutputToTwoRecipients() async throws {
         let work = Workspace(["d.csv": rows(40)])
@@ -173,6 +197,13 @@ private let stateKeyEnvironment = ["SHOWBATCH_STATE_KEY": Data((0..<32).map { UI
         #expect(names.contains("r\(stem).csv.sealed") && names.contains("bad\(stem).jsonl.sealed") && names.contains("r\(stem).csv.sealed.identity"))
         #expect(!names.contains { $0.hasSuffix(".pgp") })
         #expect(filesWithCards(work.path + "/out").isEmpty)
+        // The identity records a MAC of the rows' hash, not their FNV-1a (with which anyone could
+        // try card numbers until one fits).
+        if shards == 1, let identity = FileManager.default.contents(atPath: work.path + "/out/r.csv.sealed.identity"), let plain = expected[0] {
+            let text = String(decoding: identity, as: UTF8.self)
+            let sized = text.contains("\"size\":\(plain.count)"), hashed = text.contains(String(fnv1a(plain), radix: 16))
+            #expect(sized && !hashed)
+        }
         // Without the state key the shards cannot be read.
         let refused = try await showbatch(["merge", "m.yaml", "--shards", "\(shards)"], in: work.path,
                                           environment: ["SHOWBATCH_STATE_KEY": Data(repeating: 1, count: 32).base64EncodedString()])

@@ -83,6 +83,16 @@ package struct DataKey: Sendable, CustomStringConvertible {
     /// Whether `other` is the same key (constant time).
     package func matches(_ other: DataKey) -> Bool { secret.matches(other.secret) }
 
+    /// What a journal or a shard's identity records for the FNV-1a `hash` of this key's
+    /// plaintext: a MAC of it (HMAC-SHA256 under a key of its own drawn from this one, cut to 64
+    /// bits). The plain running hash would give the rows away: its state after one checkpoint and
+    /// the next let anyone try card numbers offline until one fits the bytes between them.
+    func journalTag(_ hash: UInt64) -> UInt64 {
+        let tagKey = hmacSHA256(key: secret, Array("showbatch journal hash v1".utf8))
+        let digest = hmacSHA256(key: tagKey, withUnsafeBytes(of: hash.bigEndian) { Array($0) })
+        return digest.withBytes { bytes in bytes.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) } }
+    }
+
     /// Never the key: only that there is one.
     package var description: String { "DataKey(hidden)" }
 }

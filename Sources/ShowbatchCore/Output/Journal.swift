@@ -414,7 +414,7 @@ final class Journal {
     }
 
     /// Whether `path` is a regular file of `size` bytes whose FNV-1a hash is `hash`; with `key`, a
-    /// whole sealed file whose plaintext is those bytes.
+    /// whole sealed file whose plaintext is those bytes (and `hash` their `journalTag`).
     static func outputMatches(_ path: String, size: Int, hash: UInt64, key: DataKey? = nil) -> Bool {
         guard let file = try? FileDescriptor.openOwn(path), let bytes = try? StoredBytes(fd: file.raw, path: path, key: key, limit: nil) else {
             return false
@@ -437,7 +437,7 @@ final class Journal {
             value = fnv1a(chunk[0..<count], seed: value)
             total += count
         }
-        return total == size && value == hash
+        return total == size && (key.map { $0.journalTag(value) } ?? value) == hash
     }
 
     private func writeBuffer(sync: Bool) throws(RunError) {

@@ -184,14 +184,14 @@ final class OutputFile {
             close(fd)
             throw RunError.runtime("\(error.message); remove \(path).journal and \(partial) to start over")
         }
-        guard hash == checkpoint.hash else {
+        guard sealing.key.journalTag(hash) == checkpoint.hash else {
             close(fd)
             throw RunError.runtime("\(partial) is not what its journal says was written (its first \(checkpoint.offset) bytes changed since); remove \(path).journal and \(partial) to start over")
         }
         let file = OutputFile(path: path, layout: layout, fd: fd, partialPath: partial, sealing: sealing)
         file.sealer = sealer
         file.flushed = checkpoint.offset
-        file.hash = checkpoint.hash
+        file.hash = hash
         file.counts = checkpoint.counts
         file.lastOrdinal = checkpoint.ordinal
         file.ownRows = checkpoint.ownRows ?? checkpoint.counts.rows
@@ -354,9 +354,13 @@ final class OutputFile {
 
     /// Where the file stands, once flushed: what a checkpoint records.
     var checkpoint: Journal.Checkpoint {
-        Journal.Checkpoint(ordinal: lastOrdinal, offset: flushed, counts: counts, hash: hash,
-                           rejects: rejects.map { ($0.flushed, $0.hash, $0.ownRows) }, ownRows: rejects == nil ? nil : ownRows)
+        Journal.Checkpoint(ordinal: lastOrdinal, offset: flushed, counts: counts, hash: recordedHash,
+                           rejects: rejects.map { ($0.flushed, $0.recordedHash, $0.ownRows) }, ownRows: rejects == nil ? nil : ownRows)
     }
+
+    /// The hash as the journal records it: a sealed file's is a MAC under its data key, so that
+    /// the journal gives no way to test guesses of the rows.
+    private var recordedHash: UInt64 { sealing.map { $0.key.journalTag(hash) } ?? hash }
 
     /// Ends the content (the JSON array's close, or the rest of a rewritten output) and makes it
     /// durable; the file is then ready to be renamed into place.
