@@ -338,7 +338,23 @@ private let stateKeyEnvironment = ["SHOWBATCH_STATE_KEY": Data((0..<32).map { UI
             #expect(refused.status == 2)
             #expect(refused.stderr.hasPrefix("bad.yaml:3:54: error: output.encrypt.recipients[0]: keys/sign-only.asc: the key \(GPGFixture.shared.signOnly.fingerprint) cannot encrypt: it has no encryption subkey (a signing-only key?)\n"), "\(command): \(refused.stderr)")
         }
-        #expect(!work.exists("out/r.csv.pgp.partial") && !work.exists("out/r.csv.pgp.journal"))
+        // --output never writes rows a request's own output encrypts in the clear, nor a plain
+        // file under a message's name.
+        let plainTop = exportManifest(output: "output: {path: out/plain.csv}", rows: 30)
+            + "\n  - name: secret\n    path: /post\n    payload: {c: tok_1}\n    labels: {c: json.c}\n    output: {path: out/s.csv.pgp, \(encrypt(stateKey: false))}\n"
+        work.write("mixed.yaml", plainTop)
+        work.write("plain.yaml", exportManifest(output: "output: {path: out/plain.csv}", rows: 30))
+        let overrides: [(String, [String], String)] = [
+            ("mixed.yaml", ["--output", "out/y.csv"], "showbatch: error: request 2 has an encrypted output (output.encrypt), and --output would write its rows to out/y.csv in the clear; encrypt the manifest's output, or run without --output\n"),
+            ("mixed.yaml", ["--output", "-"], "showbatch: error: request 2 has an encrypted output (output.encrypt), and --output would write its rows to standard output in the clear; encrypt the manifest's output, or run without --output\n"),
+            ("plain.yaml", ["--output", "out/p.csv.pgp"], "showbatch: error: --output out/p.csv.pgp ends in .pgp, .gpg or .asc but the output is not encrypted; add output.encrypt to the manifest, or name the file for what it holds\n"),
+        ]
+        for (manifest, flags, message) in overrides {
+            let result = try await showbatch(["run", manifest, "--emulate", "--quiet"] + flags, in: work.path)
+            #expect(result.status == 2 && result.stdout.isEmpty, "\(manifest) \(flags)")
+            #expect(result.stderr == message + "Run 'showbatch help run' for usage.\n", "\(manifest) \(flags): \(result.stderr)")
+        }
+        #expect(!work.exists("out"))
         let run = try await showbatch(["run", "m.yaml", "--emulate", "--quiet"], in: work.path)
         #expect(run.status == 1)
         let retry = try await showbatch(["run", "m.yaml", "--emulate", "--quiet", "--retry-failed"], in: work.path)

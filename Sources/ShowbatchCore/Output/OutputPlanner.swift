@@ -134,6 +134,16 @@ struct OutputPlanner {
             if spec.encrypt != nil && (path == "-" || !OutputFormat.isOpenPGPPath(path)) {
                 throw RunError.usage("the output is encrypted (output.encrypt): give --output a file ending in .pgp, .gpg or .asc\(path == "-" ? "; standard output is never written encrypted" : "")")
             }
+            if spec.encrypt == nil {
+                // --output puts every request's rows in one file: rows that a request's own output
+                // encrypts must not land in it in the clear, and a plain file is not named a message.
+                if let index = manifest.requests.firstIndex(where: { $0.output?.encrypt != nil }) {
+                    throw RunError.usage("request \(index + 1) has an encrypted output (output.encrypt), and --output would write its rows to \(path == "-" ? "standard output" : path) in the clear; encrypt the manifest's output, or run without --output")
+                }
+                if path != "-" && OutputFormat.isOpenPGPPath(path) {
+                    throw RunError.usage("--output \(path) ends in .pgp, .gpg or .asc but the output is not encrypted; add output.encrypt to the manifest, or name the file for what it holds")
+                }
+            }
             specs.append(spec)
             targets.append(OutputTarget(path: shardPath(path, encrypted: spec.encrypt != nil), layout: .standard(format: format, labels: [], csv: spec.csv)))
             byRequest = Array(repeating: 0, count: manifest.requests.count)
