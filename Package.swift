@@ -44,8 +44,11 @@ let package = Package(
             pkgConfig: "libcrypto",
             providers: [.apt(["libssl-dev"])]
         ),
+        // Linux calls Swift cannot import (prctl is variadic), from glibc's own headers; only
+        // ShowbatchCore's Support layer imports it.
+        .systemLibrary(name: "CLinux"),
         .target(name: "ShowbatchYAML", dependencies: ["CYAML"], swiftSettings: strict),
-        .target(name: "ShowbatchCore", dependencies: ["ShowbatchYAML", "CCurl", "CZlib", "CGPGME", "COpenSSL"], swiftSettings: strict),
+        .target(name: "ShowbatchCore", dependencies: ["ShowbatchYAML", "CCurl", "CZlib", "CGPGME", "COpenSSL", "CLinux"], swiftSettings: strict),
         .target(name: "ShowbatchEmulator", dependencies: ["ShowbatchCore"], swiftSettings: strict),
         .executableTarget(name: "showbatch", dependencies: ["ShowbatchCore", "ShowbatchYAML", "ShowbatchEmulator"], swiftSettings: strict),
         .testTarget(name: "ShowbatchYAMLTests", dependencies: ["ShowbatchYAML"], swiftSettings: strict),

@@ -1,4 +1,8 @@
 import Foundation
+import ShowbatchCore
+
+// Before any thread exists: no core dump holds a revealed value, no debug log a plaintext row.
+ProcessGuard.keepMemoryPrivate()
 
 // Writes to a closed pipe, or past a file-size limit, must fail as errors that say so, not kill
 // the process.

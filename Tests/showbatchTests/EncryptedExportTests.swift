@@ -143,6 +143,32 @@ private let stateKeyEnvironment = ["SHOWBATCH_STATE_KEY": Data((0..<32).map { UI
         #expect(found == 0)
     }
 
+    /// GPGME's debug log (`GPGME_DEBUG`, level 8 and up) would hold every plaintext byte given to
+    /// gpg, and a core file the rows in memory: the process turns both off before anything else,
+    /// whatever the shell allowed.
+    @Test func noDebugLogAndNoCoreFile() async throws {
+        let work = Workspace(["d.csv": rows(200), "m.yaml": exportManifest(output: "output: {path: out/r.csv.pgp, \(encrypt(stateKey: false))}", rows: 200, latency: "20ms")])
+        defer { work.remove() }
+        let script = """
+            ulimit -c unlimited
+            GPGME_DEBUG=9:gpgme.log '\(binary)' run m.yaml --emulate --quiet & pid=$!
+            seen=
+            while kill -0 $pid 2>/dev/null; do
+              seen=$(grep 'Max core file size' /proc/$pid/limits 2>/dev/null) || true
+              case "$seen" in *" 0 "*) break;; esac
+              sleep 0.01
+            done
+            echo "$seen"
+            wait $pid
+            echo "exit $?"
+            """
+        let run = try await showbatch(["-c", script], in: work.path, shell: true)
+        let lines = run.stdout.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ") }
+        #expect(lines == ["Max core file size 0 0 bytes", "exit 1"], "\(run.stdout)")
+        #expect(!work.exists("gpgme.log"))
+        #expect(GPGFixture.shared.decrypt(work.path + "/out/r.csv.pgp") != nil)
+    }
+
     /// Armored, to two recipients: either decrypts.
     @Test func anArmoredOutputToTwoRecipients() async throws {
         let work = Workspace(["d.csv": rows(40)])
