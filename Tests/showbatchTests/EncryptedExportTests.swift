@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import ShowbatchCore
 import TestSupport
@@ -141,6 +142,33 @@ private let stateKeyEnvironment = ["SHOWBATCH_STATE_KEY": Data((0..<32).map { UI
             if text.contains("\"\(String(prefix, radix: 16))\"") { found += 1 }
         }
         #expect(found == 0)
+    }
+
+    /// An interrupt while encrypted label files are written (a gpg run each, the writer far
+    /// behind the requests): the row in hand is the last written, not the thousands queued, and
+    /// `--resume` writes the rest. (Before, the writer wrote every queued row first: 30 s.)
+    @Test func anInterruptDoesNotWaitForQueuedLabelFiles() async throws {
+        let count = 600
+        let work = Workspace(["d.csv": rows(count)])
+        defer { work.remove() }
+        work.write("m.yaml", exportManifest(output: "output: {path: out/r.csv.pgp, \(encrypt())}", rows: count, labelFile: true))
+        let atSignal = Mutex<Int?>(nil)
+        let docs = work.path + "/out/docs"
+        let run = try await showbatch(["run", "m.yaml", "--emulate", "--quiet"], in: work.path, environment: stateKeyEnvironment) { _ in
+            let written = (try? FileManager.default.contentsOfDirectory(atPath: docs).count) ?? 0
+            guard written >= 40 else { return false }
+            atSignal.withLock { $0 = written }
+            return true
+        }
+        #expect(run.status == 130, "\(run.stderr)")
+        let before = try #require(atSignal.withLock { $0 })
+        let after = try FileManager.default.contentsOfDirectory(atPath: docs).filter { $0.hasSuffix(".txt.pgp") }.count
+        #expect(after - before < 40, "\(before) label files when interrupted, \(after) at the end")
+        let resumed = try await showbatch(["run", "m.yaml", "--emulate", "--quiet", "--resume"], in: work.path, environment: stateKeyEnvironment)
+        #expect(resumed.status == 1, "\(resumed.stderr)")
+        let documents = (0..<count).filter { $0 % 13 != 5 }.count
+        #expect(try FileManager.default.contentsOfDirectory(atPath: docs).count == documents)
+        #expect(filesWithCards(work.path + "/out").isEmpty)
     }
 
     /// GPGME's debug log (`GPGME_DEBUG`, level 8 and up) would hold every plaintext byte given to

@@ -18,6 +18,8 @@ final class RowWriter: @unchecked Sendable {
         var retries: Int
         var tally: RowTally
         var error: RunError?
+        /// Rows queued but not written because the run was interrupted (`--resume` sends them).
+        var dropped = 0
     }
 
     /// Rows written so far, for a progress line (read from any thread).
@@ -55,6 +57,7 @@ final class RowWriter: @unchecked Sendable {
         self.outputs = outputs
         self.labelFiles = labelFiles
         counts = carried
+        carriedRows = carried.rows
         rowsSoFar = Atomic(carried.rows)
         okSoFar = Atomic(carried.ok)
         failedSoFar = Atomic(carried.failed)
@@ -64,6 +67,7 @@ final class RowWriter: @unchecked Sendable {
     /// Queues rows to be written after those already queued, waiting (as a task, holding no
     /// thread) while the queue is full. After a write error they are dropped.
     func submit(_ entries: [Entry]) async {
+        submitted.add(entries.count, ordering: .relaxed)
         await queue.putWhenRoom(entries)
     }
 
@@ -76,17 +80,34 @@ final class RowWriter: @unchecked Sendable {
                  failed: failedSoFar.load(ordering: .relaxed), retries: retriesSoFar.load(ordering: .relaxed))
     }
 
-    /// Writes everything queued, stops the thread and says what was written.
-    func finish() -> Result {
-        queue.finish()
-        thread.join()
-        return Result(counts: counts, retries: retries, tally: tally, error: failure)
+    /// The run is interrupted: the row being written is the last. The rows queued and those
+    /// still to come are dropped: writing thousands of them (a gpg run for each encrypted label
+    /// file) would keep SIGTERM waiting for many seconds, and as no checkpoint covers them,
+    /// `--resume` sends them again.
+    func interrupt() {
+        stopping.store(true, ordering: .relaxed)
+        queue.close()
     }
+
+    /// Writes everything queued (unless interrupted), stops the thread and says what was written.
+    func finish() -> Result {
+        if !stopping.load(ordering: .relaxed) { queue.finish() }
+        thread.join()
+        let dropped = submitted.load(ordering: .relaxed) - (counts.rows - carriedRows)
+        return Result(counts: counts, retries: retries, tally: tally, error: failure, dropped: max(0, dropped))
+    }
+
+    /// Set by `interrupt`: the writer stops after the row in hand.
+    private let stopping = Atomic<Bool>(false)
+    /// Rows handed to `submit`, written or not.
+    private let submitted = Atomic<Int>(0)
+    private let carriedRows: Int
 
     private func work() {
         var batch: [Entry] = []
         while queue.take(into: &batch) == .taken {
             for entry in batch {
+                if stopping.load(ordering: .relaxed) { break }
                 do {
                     let row = try entry.row.row(labelFiles: labelFiles, target: entry.target)
                     let labelFiles = self.labelFiles

@@ -205,15 +205,21 @@ package struct Runner: Sendable {
         }
         let attempts = context
         // With the curl transport, every worker runs on the transport's own thread.
-        await withTaskExecutorPreference(transport.executor) {
-            await withTaskGroup(of: Void.self) { group in
-                for _ in 0..<concurrency {
-                    group.addTask { await dispatch.work(attempts) }
+        let (outcome, written) = await withTaskCancellationHandler {
+            await withTaskExecutorPreference(transport.executor) {
+                await withTaskGroup(of: Void.self) { group in
+                    for _ in 0..<concurrency {
+                        group.addTask { await dispatch.work(attempts) }
+                    }
                 }
             }
+            let outcome = await dispatch.finish()
+            return (outcome, writer.finish())
+        } onCancel: {
+            // At once, whatever the run is doing: the workers may be waiting for room in the
+            // writer's queue, or the writer be working through it.
+            writer.interrupt()
         }
-        let outcome = await dispatch.finish()
-        let written = writer.finish()
         ticker.cancel()
         var summary = RunSummary()
         summary.rows = written.counts.rows
@@ -223,7 +229,7 @@ package struct Runner: Sendable {
         summary.retries = written.retries
         summary.replayed = outputs.carried.rows
         summary.tally = written.tally
-        summary.unfinished = outcome.unfinished
+        summary.unfinished = outcome.unfinished + written.dropped
         summary.resentAfter401 = counts.resentAfter401.load(ordering: .relaxed)
         summary.tokenRenewals = credentials?.renewals ?? 0
         let writeError = outcome.writeError ?? written.error
