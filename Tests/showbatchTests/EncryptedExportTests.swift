@@ -171,6 +171,21 @@ private let stateKeyEnvironment = ["SHOWBATCH_STATE_KEY": Data((0..<32).map { UI
         #expect(filesWithCards(work.path + "/out").isEmpty)
     }
 
+    /// A machine that cannot run GnuPG (no folder for its private home, here) is not a manifest
+    /// problem: validate warns, and a run stops with exit 3 (this machine), not 2.
+    @Test func aMachineThatCannotRunGnuPGIsNotAManifestProblem() async throws {
+        let work = Workspace(["d.csv": rows(3), "m.yaml": exportManifest(output: "output: {path: out/r.csv.pgp, \(encrypt(stateKey: false))}", rows: 3)])
+        defer { work.remove() }
+        let noHome = ["TMPDIR": work.path + "/missing"]
+        let validate = try await showbatch(["validate", "m.yaml"], in: work.path, environment: noHome)
+        #expect(validate.status == 0)
+        #expect(validate.stderr.hasPrefix("m.yaml:3:40: warning: the recipients' keys of output.encrypt cannot be checked on this machine: cannot make a private GnuPG home in \(work.path)/missing: No such file or directory\n"), "\(validate.stderr)")
+        let run = try await showbatch(["run", "m.yaml", "--emulate", "--quiet"], in: work.path, environment: noHome)
+        #expect(run.status == 3)
+        #expect(run.stderr == "showbatch: error: cannot encrypt out/r.csv.pgp: cannot make a private GnuPG home in \(work.path)/missing: No such file or directory\n")
+        #expect(!work.exists("out/r.csv.pgp"))
+    }
+
     /// GPGME's debug log (`GPGME_DEBUG`, level 8 and up) would hold every plaintext byte given to
     /// gpg, and a core file the rows in memory: the process turns both off before anything else,
     /// whatever the shell allowed.

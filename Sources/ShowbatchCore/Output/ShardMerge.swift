@@ -70,7 +70,9 @@ package enum ShardMerge {
             do {
                 encryptors[output.index] = try OpenPGPEncryptor(recipients: spec.recipients, armor: spec.armor)
             } catch {
-                throw RunError.usage("cannot merge \(output.target.path): \(error.message)")
+                // A recipient's key is the manifest's to fix (2); GnuPG that cannot run, the machine's (3).
+                let message = "cannot merge \(output.target.path): \(error.message)"
+                throw error.kind == .engine || error.kind == .io ? RunError.runtime(message) : RunError.usage(message)
             }
         }
         let mergeKey = DataKey.random()

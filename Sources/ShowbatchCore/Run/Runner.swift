@@ -150,6 +150,10 @@ package struct Runner: Sendable {
                 // Said in the log: a recipient's key file swapped for another shows here.
                 events(.note("\(target.path) is encrypted to \(encryptor.fingerprints.joined(separator: ", "))\(target.sealedShard ? " (its shard file stays sealed until merge)" : "")"))
             } catch {
+                // This machine, not the manifest: GnuPG cannot run, or its home cannot be made.
+                if error.kind == .engine || error.kind == .io {
+                    throw RunError.runtime("cannot encrypt \(target.path): \(error.message)")
+                }
                 // The manifest was loaded for a run, its keys not checked yet: the refusal is
                 // positioned as validate positions it.
                 if let problem = OpenPGPEncryptor.validate(spec.recipients).first, problem.index < spec.recipientMarks.count {

@@ -105,7 +105,13 @@ extension ManifestDecoder {
             found = recipients.isEmpty ? [] : OpenPGPEncryptor.validate(recipients)
             checkedRecipients[cacheKey] = found
         }
-        for problem in found { self.problem(marks[problem.index], EncryptSpec.recipientProblem(problem, context: context)) }
+        // This machine failing to run GnuPG (none installed, no folder for its home) is not the
+        // manifest's problem: said once, as a warning; a run stops on it with exit 3.
+        if let machine = found.first(where: { $0.error.kind == .engine || $0.error.kind == .io }) {
+            warnings.append((node.mark, "the recipients' keys of \(context).encrypt cannot be checked on this machine: \(machine.error.message)"))
+        } else {
+            for problem in found { self.problem(marks[problem.index], EncryptSpec.recipientProblem(problem, context: context)) }
+        }
         var spec = EncryptSpec(recipients: recipients, mark: node.mark)
         spec.recipientMarks = marks
         spec.context = context
