@@ -26,7 +26,7 @@ import TestSupport
         for (name, text) in keyFiles { _ = dir.file(name, text) }
         let manifest = try loadManifest("""
             vault: tnt1
-            output: {path: out/cards.csv.pgp, encrypt: {recipients: [keys/alice.asc], state_key: "${K}", armor: true}}
+            output: {path: out/cards.csv.asc, encrypt: {recipients: [keys/alice.asc], state_key: "${K}", armor: true}}
             requests: [{name: a, path: /p}]
             """, in: dir, environment: ["K": key])
         let spec = try #require(manifest.output?.encrypt)
@@ -81,11 +81,19 @@ import TestSupport
         #expect(!errors.contains("c2hvcnQ"))
     }
 
+    /// `.asc` names an armored message, `.pgp` and `.gpg` a binary one.
+    @Test func anArmoredNameWithoutArmorIsRefused() {
+        let errors = manifestErrors("vault: tnt1\noutput: {path: out/c.csv.asc, encrypt: {recipients: [keys/alice.asc]}}\nrequests: [{name: a, path: /p}]\n", files: keyFiles)
+        #expect(errors.split(separator: "\n").first.map(String.init)
+                == "m.yaml:2:16: error: output.path ends in .asc, the name of an armored message, but output.encrypt.armor is not true; set armor: true, or name the file .pgp")
+    }
+
     @Test(arguments: [
         ("encrypt: {state_key: x}", "m.yaml:2:40: error: missing required key \"recipients\" in output.encrypt"),
         ("encrypt: {recipients: []}", "m.yaml:2:53: error: output.encrypt.recipients is empty; list the public key file of at least one recipient"),
         ("encrypt: {recipients: keys/alice.asc}", "m.yaml:2:53: error: output.encrypt.recipients must be a list of public key files; found a string"),
         ("encrypt: {recipients: [keys/alice.asc], armour: true}", "m.yaml:2:71: error: unknown key \"armour\" in output.encrypt; did you mean \"armor\"?"),
+        ("encrypt: {recipients: [keys/alice.asc], armor: true}", "m.yaml:2:16: error: output.path ends in .pgp but output.encrypt.armor is true: an armored message is named .asc"),
     ])
     func aSectionThatIsNotOne(section: String, expected: String) {
         let errors = manifestErrors("vault: tnt1\noutput: {path: out/c.csv.pgp, \(section)}\nrequests: [{name: a, path: /p}]\n", files: keyFiles)

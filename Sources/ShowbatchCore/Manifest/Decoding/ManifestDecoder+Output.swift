@@ -67,6 +67,13 @@ extension ManifestDecoder {
                     ? "\(context()).path must end in .pgp, .gpg or .asc: the output is encrypted (\(context()).encrypt)"
                     : "\(context()).path ends in .\((path as NSString).pathExtension) but the output is not encrypted; add \(context()).encrypt with the recipients, or name the file for what it holds")
         }
+        // `.asc` is what the armored form is called, `.pgp` and `.gpg` the binary one: a processor
+        // that goes by the name reads the file as what it is.
+        if let encrypt = spec.encrypt, OutputFormat.isOpenPGPPath(path), path.hasSuffix(".asc") != encrypt.armor {
+            problem(pathNode.mark, encrypt.armor
+                    ? "\(context()).path ends in .\((path as NSString).pathExtension) but \(context()).encrypt.armor is true: an armored message is named .asc"
+                    : "\(context()).path ends in .asc, the name of an armored message, but \(context()).encrypt.armor is not true; set armor: true, or name the file .pgp")
+        }
         if let rejectsNode = map["rejects"], let rejects = spec.rejects, OutputFormat.isOpenPGPPath(rejects) != encrypted {
             problem(rejectsNode.mark, encrypted
                     ? "\(context()).rejects must end in .pgp, .gpg or .asc: rejected rows are encrypted with the output"
