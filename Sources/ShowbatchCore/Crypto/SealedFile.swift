@@ -279,7 +279,9 @@ package final class SealedReader: PlaintextSource {
     let keys: SealedFormat.Keys
     private let cipher: AESGCM
     /// The current chunk's ciphertext, decrypted in place.
-    private let buffer = SecretBytes(count: SealedFormat.maxChunk + AESGCM.tagSize)
+    /// As large as the largest chunk so far (most are 64 KiB or less): merge holds a reader for
+    /// each shard's file.
+    private var buffer = SecretBytes(count: 0)
     private var plaintextCount = 0
     /// How much of the current chunk `read(into:)` has handed out.
     private var cursor = 0
@@ -368,6 +370,10 @@ package final class SealedReader: PlaintextSource {
             throw CryptoError(.sealedFile, "\(name): byte \(limit) is not the end of a chunk (the checkpoint and the file disagree)")
         }
         let bodyCount = length + AESGCM.tagSize
+        if buffer.count < bodyCount {
+            // The old buffer (the last chunk's plaintext) is zeroed as it is freed.
+            buffer = SecretBytes(count: bodyCount)
+        }
         let authentic = try buffer.withMutableBytes { bytes -> Result<Bool, CryptoError> in
             let body = UnsafeMutableRawBufferPointer(rebasing: bytes[0..<bodyCount])
             switch Self.readFully(fd, body, at: start + SealedFormat.chunkHeadSize, name: name) {
