@@ -26,6 +26,15 @@ private func sampleManifest(_ work: Workspace, emulator: String = "") throws -> 
 private let podEnvironment = ["REVEAL_TOKEN": "not-a-real-token", "SHOWBATCH_STATE_KEY": Data(repeating: 9, count: 32).base64EncodedString()]
 
 /// The rows of the sample's encrypted output in `work`, decrypted.
+/// A number field of a JSON log line, such as the summary's `rows` or `replayed`.
+private func summaryField(_ line: String, _ name: String) -> Int? {
+    guard let range = line.range(of: "\"\(name)\":") else { return nil }
+    return Int(line[range.upperBound...].prefix { $0.isNumber })
+}
+
+/// The rows a summary line says are in the output.
+private func summaryRows(_ line: String) -> Int? { summaryField(line, "rows") }
+
 private func decrypted(_ work: Workspace, _ output: String) -> String? {
     GPGFixture.shared.decrypt(work.path + "/" + output).map { String(decoding: $0, as: UTF8.self) }
 }
@@ -141,6 +150,14 @@ private func expectedFile(for data: String) async throws -> String {
         let five = try await showbatch(nightly, in: work.path, environment: environment)
         #expect(five.status == 4, "\(five.stderr)")
         #expect(work.exists(output + ".journal") && work.exists(output + ".partial"))
+        let fiveWrote = try #require(events(five, "summary").first.flatMap(summaryRows))
+        #expect(fiveWrote > 0, "night 5 wrote no row before the outage")
+
+        // The pod is retried while the endpoint is still down: it goes on from night 5's journal
+        // (nothing to discard, no note) and gives up again, the rows written so far kept.
+        let retried = try await showbatch(nightly, in: work.path, environment: environment)
+        #expect(retried.status == 4 && events(retried, "note").isEmpty, "\(retried.stderr)")
+        #expect(events(retried, "summary").first.flatMap { summaryField($0, "replayed") } == fiveWrote)
 
         // Night 6: the same data as night 5 (a list that does not change), but a day later: the
         // journal is older than resume_max_age, so yesterday's rows are not finished with today's.

@@ -296,6 +296,10 @@ final class Journal {
 
     /// The journal's records, checked and of this run; nil when it has no whole identity line.
     private func readChecked() throws(Refusal) -> JournalCodec.Contents? {
+        // From the start whatever read it before (`--resume=auto` checks it, then reads it): a
+        // second read from where the first ended found nothing, took the journal for one torn at
+        // its first line, and started every output afresh.
+        guard lseek(fd, 0, SEEK_SET) == 0 else { throw Refusal(reason: "cannot be read: \(describeErrno(errno))") }
         let bytes: [UInt8]
         do {
             bytes = try FileDescriptor(borrowing: fd, path: path).readAll(limit: Int.max)
