@@ -223,6 +223,27 @@ private let manifest = okManifest + "\n  - {name: last, path: /p, payload: {c: t
         #expect(!work.exists("out/r.csv") && !work.exists("x.prom"))
     }
 
+    /// A manifest that cannot be read (exit 2) still gets its metrics and report, written
+    /// without knowing its inputs: they never replace a file showbatch did not write (the data,
+    /// the token file, last night's export), only nothing, an empty file or their own.
+    @Test func anUnreadableManifestsMetricsReplaceNoOtherFile() async throws {
+        let work = Workspace(["bad.yaml": "vault: [\n", "d.csv": rows(3), "token": "s3cret-token\n", "m.prom": "", "r.json": ""])
+        defer { work.remove() }
+        let refused = try await showbatch(["run", "bad.yaml", "--emulate", "--metrics", "d.csv", "--report", "token"], in: work.path)
+        #expect(refused.status == 2)
+        let expected = "showbatch: error: --metrics d.csv holds a file that showbatch did not write (a data file? an output?); it is not replaced: give --metrics a path of its own\n"
+            + "showbatch: error: --report token holds a file that showbatch did not write (a data file? an output?); it is not replaced: give --report a path of its own\n"
+        #expect(refused.stderr.hasSuffix(expected), "\(refused.stderr)")
+        #expect(work.read("d.csv") == rows(3) && work.read("token") == "s3cret-token\n")
+        // Empty files, and then their own, are replaced.
+        for _ in 0..<2 {
+            let written = try await showbatch(["run", "bad.yaml", "--emulate", "--metrics", "m.prom", "--report", "r.json"], in: work.path)
+            #expect(written.status == 2 && !written.stderr.contains("not replaced"))
+            #expect(work.read("m.prom")?.contains("showbatch_run_exit_code{manifest=\"bad.yaml\"} 2\n") == true)
+            #expect(LogLine(Substring(work.read("r.json") ?? ""))["exit_code"] as? Int == 2)
+        }
+    }
+
     @Test func aMetricsFileThatCannotBeWrittenLeavesTheReport() async throws {
         let work = Workspace(["m.yaml": okManifest, "d.csv": rows(3), "target.txt": "kept\n"])
         defer { work.remove() }

@@ -190,12 +190,26 @@ extension RunReport {
 
     /// Writes the report (`--report`) at `path`, at once.
     package func writeReport(to path: String) throws(RunError) {
+        try Self.refuseForeign(path, flag: "--report", ownStart: "{\"run_id\":")
         try PrivateFile.replaceAtomically(path, with: Array(json.utf8), mode: 0o644)
     }
 
     /// Writes the metrics (`--metrics`) at `path`, at once, keeping the last success time of the
     /// file it replaces.
     package func writeMetrics(to path: String) throws(RunError) {
+        try Self.refuseForeign(path, flag: "--metrics", ownStart: "# HELP showbatch_")
         try PrivateFile.replaceAtomically(path, with: Array(prometheus(previous: PrivateFile.readText(path)).utf8), mode: 0o644)
+    }
+
+    /// Refuses to replace a file that showbatch did not write there: a run whose manifest cannot
+    /// be read (exit 2) or that is interrupted while reading it (130) writes its metrics and
+    /// report without knowing its inputs and outputs, and `--metrics data/customers.csv` must not
+    /// replace the data, the token file or last night's export then either. Nothing there, an
+    /// empty file or one of showbatch's own (it starts as they start) is replaced.
+    private static func refuseForeign(_ path: String, flag: String, ownStart: String) throws(RunError) {
+        guard case .regular(_, _, let size) = PrivateFile.inspect(path), size > 0 else { return }
+        let start = size <= 1 << 20 ? PrivateFile.readText(path, limit: 1 << 20) : nil
+        guard start?.hasPrefix(ownStart) != true else { return }
+        throw RunError.runtime("\(flag) \(path) holds a file that showbatch did not write (a data file? an output?); it is not replaced: give \(flag) a path of its own")
     }
 }
