@@ -30,6 +30,9 @@ enum RunCommand {
         @Sendable func finish(_ code: ExitCode, summary: RunSummary? = nil, error: String? = nil, shard: Shard? = nil,
                               files: Bool = true) -> ExitCode {
             guard arguments.metrics != nil || arguments.report != nil || arguments.metricsPush != nil else { return code }
+            // The signals the run heard (one that interrupted it, say): the push is made all the
+            // same, and only a signal after these gives it up.
+            let heard = Signals.received
             let report = RunReport(runID: runID, manifest: arguments.manifest, shard: shard.map { "\($0.index)/\($0.count)" },
                                    started: started, ended: Date(), exitCode: code, summary: summary, error: error)
             var result = code
@@ -49,8 +52,8 @@ enum RunCommand {
             do {
                 if let url = arguments.metricsPush {
                     phase.withLock { $0 = .pushing(result) }
-                    // A signal that came as the run ended (after it could cancel anything) ends this too.
-                    if Signals.fired { interruptedWhilePushing(result) }
+                    // A signal that came after the run had heard its own ends this too.
+                    if Signals.received > heard { interruptedWhilePushing(result) }
                     try report.pushMetrics(to: url)
                 }
             } catch {

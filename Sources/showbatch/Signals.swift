@@ -65,7 +65,10 @@ enum Signals {
     }
 
     /// Whether a signal has arrived.
-    static var fired: Bool { count.load(ordering: .sequentiallyConsistent) > 0 }
+    static var fired: Bool { received > 0 }
+
+    /// How many signals have arrived.
+    static var received: Int { count.load(ordering: .sequentiallyConsistent) }
 
     /// Waits up to `duration`; true as soon as a signal has arrived.
     static func wait(for duration: Duration) async -> Bool {

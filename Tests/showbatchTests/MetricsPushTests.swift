@@ -152,6 +152,23 @@ requests:
         #expect(try gateway.groups().count == 1)
     }
 
+    /// A run that SIGINT or SIGTERM interrupts (130) is pushed too: only a signal that comes
+    /// after it, while the push is made, gives the push up.
+    @Test func anInterruptedRunIsPushed() async throws {
+        let gateway = try Pushgateway()
+        defer { gateway.stop() }
+        let slow = okManifest.replacingOccurrences(of: "emulator: {", with: "concurrency: 2\nemulator: {latency: 20ms, ")
+        let work = Workspace(["m.yaml": slow, "d.csv": rows(400)])
+        defer { work.remove() }
+        let result = try await showbatch(["run", "m.yaml", "--emulate", "--quiet", "--metrics-push", gateway.url], in: work.path) { folder in
+            ((try? FileManager.default.attributesOfItem(atPath: folder + "/out/r.csv.partial")[.size] as? Int) ?? 0) > 0
+        }
+        #expect(result.status == 130, "\(result.stderr)")
+        #expect(!result.stderr.contains("not pushed"), "\(result.stderr)")
+        let group = try gateway.group(["job": "showbatch", "manifest": "m.yaml", "shard": ""])
+        #expect(Pushgateway.samples("showbatch_run_exit_code", in: group) == ["{} 130"])
+    }
+
     /// An invalid manifest (exit 2) is pushed too, to the unsharded group of its path.
     @Test func anInvalidManifestIsPushed() async throws {
         let gateway = try Pushgateway()
