@@ -210,8 +210,12 @@ final class RunOutputs {
     private static func resume(_ target: OutputTarget, index: Int, journal: Journal, checkpoint: Journal.Checkpoint,
                                check: OutputCheck, sealing: OutputFile.Sealing?) throws(RunError) -> OutputFile? {
         guard let resumed = try OutputFile.resume(path: target.path, layout: target.layout, from: checkpoint, sealing: sealing) else {
-            if journal.ended != nil, case .regular = PrivateFile.inspect(target.path) {
-                // Finished and renamed already: nothing is left to do for this output.
+            if let ended = journal.ended, case .regular = PrivateFile.inspect(target.path) {
+                // Finished and renamed already: nothing is left to do for this output, if it is
+                // still what its run wrote (an encrypted one is a message showbatch cannot read).
+                if sealing == nil && !Journal.outputMatches(target.path, size: ended.size, hash: ended.hash) {
+                    throw RunError.usage("\(target.path) does not match its journal (it changed since the run that wrote it); run without --resume to write it again")
+                }
                 return nil
             }
             throw RunError.runtime("\(SideFile.partial.of(target.path)) is gone, so the run cannot go on from its journal; run without --resume to start over")

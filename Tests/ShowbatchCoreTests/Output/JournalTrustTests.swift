@@ -71,6 +71,35 @@ private func encode(_ records: [JournalRecord]) -> [UInt8] {
         }
     }
 
+    /// A finished output whose journal was kept (rows failed) is checked against the journal's
+    /// end before `--resume` calls it done: emptied since, it is refused, and `--resume=auto`
+    /// writes it again.
+    @Test func aFinishedOutputThatChangedIsNotCalledDone() async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let (manifest, _) = try await finished(fixture)
+        let failedRun = try #require(fixture.read("out/r.csv"))
+        try Data().write(to: URL(fileURLWithPath: fixture.dir.path + "/out/r.csv"))
+        var strict = RunOptions()
+        strict.resume = true
+        let refusal = await #expect(throws: RunError.self) {
+            _ = try await fixture.run(manifest, options: strict) {
+                $0.faults.failPaths = poisoned
+                $0.faults.failStatus = 503
+            }
+        }
+        #expect(refusal?.description == fixture.dir.path + "/out/r.csv does not match its journal (it changed since the run that wrote it); run without --resume to write it again")
+        #expect(fixture.read("out/r.csv") == "")
+        var auto = strict
+        auto.resumeAuto = true
+        let summary = try await fixture.run(manifest, options: auto) {
+            $0.faults.failPaths = poisoned
+            $0.faults.failStatus = 503
+        }
+        #expect(summary.rows == 200 && summary.replayed == 0 && summary.failed == 4)
+        #expect(fixture.read("out/r.csv") == failedRun)
+    }
+
     @Test func anUntouchedJournalIsTrusted() async throws {
         let fixture = RunFixture()
         defer { fixture.dir.remove() }
