@@ -464,9 +464,11 @@ final class Journal {
         Glibc.close(fd)
     }
 
-    /// Closes and deletes the journal.
+    /// Deletes the journal, then closes it: unlinked while still locked, so a run waiting for the
+    /// lock can never take it on the file about to go (its check that the locked file is the one
+    /// at the path then sees the path empty, or a new journal).
     func remove() {
-        close()
         unlink(path)
+        close()
     }
 }
