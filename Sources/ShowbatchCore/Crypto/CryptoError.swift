@@ -31,4 +31,8 @@ package struct CryptoError: Error, Sendable, Equatable, CustomStringConvertible 
 
     /// The message.
     package var description: String { message }
+
+    /// GnuPG that cannot run or a file this machine cannot make: the machine's to fix (exit 3),
+    /// not a setting of the manifest (2).
+    package var isThisMachine: Bool { kind == .engine || kind == .io }
 }

@@ -72,7 +72,7 @@ package enum ShardMerge {
             } catch {
                 // A recipient's key is the manifest's to fix (2); GnuPG that cannot run, the machine's (3).
                 let message = "cannot merge \(output.target.path): \(error.message)"
-                throw error.kind == .engine || error.kind == .io ? RunError.runtime(message) : RunError.usage(message)
+                throw error.isThisMachine ? RunError.runtime(message) : RunError.usage(message)
             }
         }
         let mergeKey = DataKey.random()

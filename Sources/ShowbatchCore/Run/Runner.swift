@@ -151,7 +151,7 @@ package struct Runner: Sendable {
                 events(.note("\(target.path) is encrypted to \(encryptor.fingerprints.joined(separator: ", "))\(target.sealedShard ? " (its shard file stays sealed until merge)" : "")"))
             } catch {
                 // This machine, not the manifest: GnuPG cannot run, or its home cannot be made.
-                if error.kind == .engine || error.kind == .io {
+                if error.isThisMachine {
                     throw RunError.runtime("cannot encrypt \(target.path): \(error.message)")
                 }
                 // The manifest was loaded for a run, its keys not checked yet: the refusal is
