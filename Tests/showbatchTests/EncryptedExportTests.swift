@@ -186,6 +186,35 @@ private let stateKeyEnvironment = ["SHOWBATCH_STATE_KEY": Data((0..<32).map { UI
         #expect(!work.exists("out/r.csv.pgp"))
     }
 
+    /// A run killed with SIGKILL leaves its private GnuPG home (public keys only); the next run
+    /// removes such homes once they are an hour old and their owner is gone, and no other.
+    @Test func abandonedGnuPGHomesAreRemoved() async throws {
+        let work = Workspace(["d.csv": rows(3), "m.yaml": exportManifest(output: "output: {path: out/r.csv.pgp, \(encrypt(stateKey: false))}", rows: 3)])
+        defer { work.remove() }
+        let tmp = work.path + "/tmp"
+        let ended = Process()
+        ended.executableURL = URL(fileURLWithPath: "/bin/true")
+        try ended.run()
+        ended.waitUntilExit()
+        let twoHoursAgo = timespec(tv_sec: time(nil) - 2 * 3600, tv_nsec: 0)
+        // name: (owner pid or nil, old)
+        let homes: [(String, pid_t?, Bool)] = [("abandoned", ended.processIdentifier, true), ("running", getpid(), true),
+                                                ("young", ended.processIdentifier, false), ("unowned", nil, true)]
+        for (name, pid, old) in homes {
+            let home = tmp + "/showbatch-gnupg-" + name
+            work.write("tmp/showbatch-gnupg-\(name)/pubring.kbx", "keys")
+            if let pid { work.write("tmp/showbatch-gnupg-\(name)/showbatch.pid", "\(pid)\n") }
+            if old {
+                var times = [twoHoursAgo, twoHoursAgo]
+                #expect(utimensat(AT_FDCWD, home, &times, 0) == 0)
+            }
+        }
+        let run = try await showbatch(["run", "m.yaml", "--emulate", "--quiet"], in: work.path, environment: ["TMPDIR": tmp])
+        #expect(run.status == 0 || run.status == 1, "\(run.stderr)")
+        let left = try FileManager.default.contentsOfDirectory(atPath: tmp).sorted()
+        #expect(left == ["showbatch-gnupg-running", "showbatch-gnupg-unowned", "showbatch-gnupg-young"])
+    }
+
     /// GPGME's debug log (`GPGME_DEBUG`, level 8 and up) would hold every plaintext byte given to
     /// gpg, and a core file the rows in memory: the process turns both off before anything else,
     /// whatever the shell allowed.

@@ -416,9 +416,13 @@ private final class KeySession {
         }
     }
 
+    /// The file in a private home that names the process it belongs to.
+    private static let ownerFile = "showbatch.pid"
+
     /// A new private folder for GnuPG, with a gpg.conf that starts no daemon and stays offline.
     private static func makeHome() throws(CryptoError) -> String {
         let base = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+        removeAbandonedHomes(in: base)
         var template = Array((base + "/showbatch-gnupg-XXXXXX").utf8CString)
         let made = template.withUnsafeMutableBufferPointer { buffer in
             mkdtemp(buffer.baseAddress!).map { String(cString: $0) }
@@ -438,11 +442,30 @@ private final class KeySession {
             """
         do throws(RunError) {
             try PrivateFile.replaceAtomically(home + "/gpg.conf", with: Array(conf.utf8), mode: 0o600)
+            try PrivateFile.replaceAtomically(home + "/" + ownerFile, with: Array("\(getpid())\n".utf8), mode: 0o600)
         } catch {
             removeHome(home)
             throw CryptoError(.io, "cannot set up a private GnuPG home: \(error.description)")
         }
         return home
+    }
+
+    /// Removes the private homes in `base` that runs killed before they could remove them
+    /// (SIGKILL, OOM): each holds public keys only, but they would pile up night after night. A
+    /// home is abandoned when it is this user's folder, untouched for an hour, and the process
+    /// its owner file names is gone; one without an owner file is left alone.
+    static func removeAbandonedHomes(in base: String) {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: base) else { return }
+        for name in names where name.hasPrefix("showbatch-gnupg-") {
+            let home = base + "/" + name
+            var info = stat()
+            guard lstat(home, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_uid == getuid(),
+                  time(nil) - info.st_mtim.tv_sec > 3600,
+                  let text = PrivateFile.readText(home + "/" + ownerFile, limit: 32),
+                  let pid = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)), pid > 0,
+                  kill(pid, 0) == -1 && errno == ESRCH else { continue }
+            removeHome(home)
+        }
     }
 
     /// Removes a private home, first stopping any daemon that runs for it (its socket is there).
