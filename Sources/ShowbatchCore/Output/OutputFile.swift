@@ -266,6 +266,10 @@ final class OutputFile {
         counts.count(row.status)
         lastOrdinal = max(lastOrdinal, row.ordinal)
         if buffer.count >= 1 << 16 { try flush() }
+        // A gzip file's bytes are not the rows' (and --retry-failed never splices one): its rows
+        // are placed by their number in the file, which, unlike `offset` (compressed bytes
+        // flushed and plain bytes buffered), only grows, across a resume too.
+        if gzip != nil { return (ownRows - 1, ownRows, false) }
         return (start, end, false)
     }
 

@@ -25,6 +25,34 @@ private func gunzip(_ path: String) throws -> String? {
 
 /// Exports shaped for a processor: columns, rejects, CSV dialects, gzip (issue 14).
 @Suite struct ExportTests {
+    /// A gzip output with failed rows on both sides of a flush resumes: its failed rows are
+    /// recorded in the order of the file (they were placed by compressed and plain bytes mixed,
+    /// which went backwards after a flush, and every resume was refused or started afresh).
+    @Test func aGzipOutputWithFailedRowsResumes() async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        // Every 50th data row has no id: its request cannot be made, and its row fails.
+        let data = (0..<10_000).map { $0 % 50 == 3 ? "{}" : "{\"id\": \($0)}" }.joined(separator: "\n") + "\n"
+        let text = """
+            vault: tnt1
+            concurrency: 8
+            output: {path: out/r.jsonl.gz}
+            requests: [{name: "r${index}", each: {jsonl: d.jsonl}, path: "/p/${row.id}", labels: {p: path}}]
+            """
+        let manifest = try fixture.manifest(text, files: ["d.jsonl": data])
+        _ = try await fixture.run(manifest)
+        let whole = try #require(try gunzip(fixture.dir.path + "/out/r.jsonl.gz"))
+        try FileManager.default.removeItem(atPath: fixture.dir.path + "/out")
+        let (emulator, interrupted, baseOptions) = try await fixture.interruptedRun(manifest, after: 9_000)
+        defer { emulator.stop() }
+        #expect(interrupted.interrupted && interrupted.rows > 4_096 && interrupted.failed >= 80)
+        var options = baseOptions
+        options.resume = true
+        let resumed = try await Runner(manifest: manifest, options: options, environment: [:]).run()
+        #expect(resumed.replayed > 4_096 && resumed.rows == 10_000 && resumed.failed == 200)
+        #expect(try gunzip(fixture.dir.path + "/out/r.jsonl.gz") == whole)
+    }
+
     private static let columnsManifest = """
     vault: tnt1
     emulator: {aliases: {tok_0: "4000000000000002", tok_1: "4111111111111111"}}
