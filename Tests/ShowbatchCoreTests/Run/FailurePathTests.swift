@@ -307,12 +307,22 @@ extension FailurePathTests {
         #expect(summary.stopReason == nil, "stopped: \(summary.stopReason ?? "")")
         let lines = try #require(fixture.read("r.csv")).split(separator: "\n", omittingEmptySubsequences: false).dropLast()
         #expect(lines.count == count + 1)
-        var failed = 0
+        var failed = 0, alone = 0
         for (index, line) in lines.dropFirst().enumerated() {
             let value = ["4000", "4111", "4222", "4333", "4444"][index % 5]
             if line.hasPrefix("r\(index),ok,200,") && line.hasSuffix(",,\(value)") { continue }
             if line.hasPrefix("r\(index),failed,200,") && line.contains("1402 response_invalid_json") && line.hasSuffix(",") {
                 failed += 1
+                continue
+            }
+            // One row may fail for the outage (README, "When things go wrong"): on a loaded
+            // machine (about one run in five with two cores kept busy) a row used up its attempts
+            // as the outage began, before the pause opened. Likely the oldest unwritten row,
+            // retrying while the other workers wait for the window it holds, so that no other row
+            // meets the outage then; not confirmed (verbose logging made it go away).
+            if line.hasPrefix("r\(index),failed,503,10,1500 http_status: HTTP 503,") && alone == 0 {
+                failed += 1
+                alone += 1
                 continue
             }
             Issue.record("row \(index) is \(line)")
