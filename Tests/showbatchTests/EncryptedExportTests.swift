@@ -442,10 +442,16 @@ private let stateKeyEnvironment = ["SHOWBATCH_STATE_KEY": Data((0..<32).map { UI
             + "\n  - name: secret\n    path: /post\n    payload: {c: tok_1}\n    labels: {c: json.c}\n    output: {path: out/s.csv.pgp, \(encrypt(stateKey: false))}\n"
         work.write("mixed.yaml", plainTop)
         work.write("plain.yaml", exportManifest(output: "output: {path: out/plain.csv}", rows: 30))
+        // The manifest's output to Alice, a request's own to Bob: --output would give Alice Bob's rows.
+        work.write("others.yaml", exportManifest(output: "output: {path: out/alice.csv.pgp, \(encrypt(stateKey: false))}", rows: 30)
+            + "\n  - name: secret\n    path: /post\n    payload: {c: tok_1}\n    labels: {c: json.c}\n    output: {path: out/bob.csv.pgp, \(encrypt(stateKey: false, recipients: [GPGFixture.shared.bob.file]))}\n")
         let overrides: [(String, [String], String)] = [
             ("mixed.yaml", ["--output", "out/y.csv"], "showbatch: error: request 2 has an encrypted output (output.encrypt), and --output would write its rows to out/y.csv in the clear; encrypt the manifest's output, or run without --output\n"),
             ("mixed.yaml", ["--output", "-"], "showbatch: error: request 2 has an encrypted output (output.encrypt), and --output would write its rows to standard output in the clear; encrypt the manifest's output, or run without --output\n"),
             ("plain.yaml", ["--output", "out/p.csv.pgp"], "showbatch: error: --output out/p.csv.pgp ends in .pgp, .gpg or .asc but the output is not encrypted; add output.encrypt to the manifest, or name the file for what it holds\n"),
+            ("others.yaml", ["--output", "out/all.csv.pgp"], "showbatch: error: request 2 has an output encrypted otherwise than the manifest's (other recipients, armor or state key), and --output would write its rows to out/all.csv.pgp as the manifest's is; run without --output\n"),
+            ("plain.yaml", ["--output", "out/p.csv.pgp/"], "showbatch: error: --output needs the path of a file, not ending in /; got \"out/p.csv.pgp/\"\n"),
+            ("plain.yaml", ["--output", "out/p.csv.pgp "], "showbatch: error: --output needs the path of a file, not ending in a space; got \"out/p.csv.pgp \"\n"),
         ]
         for (manifest, flags, message) in overrides {
             let result = try await showbatch(["run", manifest, "--emulate", "--quiet"] + flags, in: work.path)

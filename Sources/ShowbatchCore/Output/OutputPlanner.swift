@@ -119,6 +119,9 @@ struct OutputPlanner {
         var specs: [OutputSpec] = []
         var byRequest: [Int] = []
         if let path = output {
+            if path != "-", let last = path.unicodeScalars.last, last == "/" || last == "." || CharacterSet.whitespaces.contains(last) {
+                throw RunError.usage("--output needs the path of a file, not ending in \(last == "/" ? "/" : last == "." ? "a dot" : "a space"); got \"\(path)\"")
+            }
             let format: OutputFormat
             if let explicitFormat {
                 format = explicitFormat
@@ -134,12 +137,15 @@ struct OutputPlanner {
             if spec.encrypt != nil && (path == "-" || !OutputFormat.isOpenPGPPath(path)) {
                 throw RunError.usage("the output is encrypted (output.encrypt): give --output a file ending in .pgp, .gpg or .asc\(path == "-" ? "; standard output is never written encrypted" : "")")
             }
+            // --output puts every request's rows in one file: rows that a request's own output
+            // encrypts must not land in it in the clear, nor encrypted to other recipients.
+            if let index = manifest.requests.firstIndex(where: { $0.output?.encrypt != nil && $0.output?.encrypt != spec.encrypt }) {
+                throw RunError.usage(spec.encrypt == nil
+                    ? "request \(index + 1) has an encrypted output (output.encrypt), and --output would write its rows to \(path == "-" ? "standard output" : path) in the clear; encrypt the manifest's output, or run without --output"
+                    : "request \(index + 1) has an output encrypted otherwise than the manifest's (other recipients, armor or state key), and --output would write its rows to \(path) as the manifest's is; run without --output")
+            }
             if spec.encrypt == nil {
-                // --output puts every request's rows in one file: rows that a request's own output
-                // encrypts must not land in it in the clear, and a plain file is not named a message.
-                if let index = manifest.requests.firstIndex(where: { $0.output?.encrypt != nil }) {
-                    throw RunError.usage("request \(index + 1) has an encrypted output (output.encrypt), and --output would write its rows to \(path == "-" ? "standard output" : path) in the clear; encrypt the manifest's output, or run without --output")
-                }
+                // A plain file is not named a message.
                 if path != "-" && OutputFormat.isOpenPGPPath(path) {
                     throw RunError.usage("--output \(path) ends in .pgp, .gpg or .asc but the output is not encrypted; add output.encrypt to the manifest, or name the file for what it holds")
                 }
