@@ -235,6 +235,12 @@ private let manifest = okManifest + "\n  - {name: last, path: /p, payload: {c: t
             + "showbatch: error: --report token holds a file that showbatch did not write (a data file? an output?); it is not replaced: give --report a path of its own\n"
         #expect(refused.stderr.hasSuffix(expected), "\(refused.stderr)")
         #expect(work.read("d.csv") == rows(3) && work.read("token") == "s3cret-token\n")
+        // A JSON Lines export whose first column is run_id starts as a report does: not one.
+        let export = "{\"run_id\":\"a\",\"card\":\"4111\"}\n{\"run_id\":\"b\",\"card\":\"4222\"}\n"
+        work.write("night.jsonl", export)
+        let lookalike = try await showbatch(["run", "bad.yaml", "--emulate", "--report", "night.jsonl"], in: work.path)
+        #expect(lookalike.status == 2 && lookalike.stderr.contains("--report night.jsonl holds a file that showbatch did not write"))
+        #expect(work.read("night.jsonl") == export)
         // Empty files, and then their own, are replaced.
         for _ in 0..<2 {
             let written = try await showbatch(["run", "bad.yaml", "--emulate", "--metrics", "m.prom", "--report", "r.json"], in: work.path)

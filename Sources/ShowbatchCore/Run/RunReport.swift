@@ -190,14 +190,20 @@ extension RunReport {
 
     /// Writes the report (`--report`) at `path`, at once.
     package func writeReport(to path: String) throws(RunError) {
-        try Self.refuseForeign(path, flag: "--report", ownStart: "{\"run_id\":")
+        try Self.refuseForeign(path, flag: "--report") { text in
+            // One JSON object with a report's members: a JSON Lines export whose first column is
+            // named run_id starts the same way.
+            guard case .object(let members)? = try? JSONParser.parse(Array(text.utf8)) else { return false }
+            let keys = Set(members.map(\.key))
+            return ["run_id", "manifest", "started", "ended", "exit_code", "outcome"].allSatisfy(keys.contains)
+        }
         try PrivateFile.replaceAtomically(path, with: Array(json.utf8), mode: 0o644)
     }
 
     /// Writes the metrics (`--metrics`) at `path`, at once, keeping the last success time of the
     /// file it replaces.
     package func writeMetrics(to path: String) throws(RunError) {
-        try Self.refuseForeign(path, flag: "--metrics", ownStart: "# HELP showbatch_")
+        try Self.refuseForeign(path, flag: "--metrics") { $0.hasPrefix("# HELP showbatch_") }
         try PrivateFile.replaceAtomically(path, with: Array(prometheus(previous: PrivateFile.readText(path)).utf8), mode: 0o644)
     }
 
@@ -205,11 +211,11 @@ extension RunReport {
     /// be read (exit 2) or that is interrupted while reading it (130) writes its metrics and
     /// report without knowing its inputs and outputs, and `--metrics data/customers.csv` must not
     /// replace the data, the token file or last night's export then either. Nothing there, an
-    /// empty file or one of showbatch's own (it starts as they start) is replaced.
-    private static func refuseForeign(_ path: String, flag: String, ownStart: String) throws(RunError) {
+    /// empty file or one of showbatch's own (`isOwn` says so of its text) is replaced.
+    private static func refuseForeign(_ path: String, flag: String, isOwn: (String) -> Bool) throws(RunError) {
         guard case .regular(_, _, let size) = PrivateFile.inspect(path), size > 0 else { return }
-        let start = size <= 1 << 20 ? PrivateFile.readText(path, limit: 1 << 20) : nil
-        guard start?.hasPrefix(ownStart) != true else { return }
+        let text = size <= 1 << 20 ? PrivateFile.readText(path, limit: 1 << 20) : nil
+        guard !(text.map(isOwn) ?? false) else { return }
         throw RunError.runtime("\(flag) \(path) holds a file that showbatch did not write (a data file? an output?); it is not replaced: give \(flag) a path of its own")
     }
 }
