@@ -100,6 +100,8 @@ final class Journal {
     private(set) var discarded: String?
     /// An encrypted output's sealing, and its data key once made or unwrapped.
     private let sealing: Sealing?
+    /// The journal of an encrypted output.
+    var isOfEncryptedOutput: Bool { sealing != nil }
     private(set) var dataKey: DataKey?
     /// The data key as the journal holds it (for a shard's identity).
     private(set) var storedKey: StoredKey?

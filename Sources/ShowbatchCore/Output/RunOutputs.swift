@@ -81,6 +81,9 @@ final class RunOutputs {
                     continue
                 }
                 try Journal.finishInterruptedRewrite(output: target.path)
+                if mode == .retryFailed && target.encrypt != nil {
+                    throw RunError.usage("--retry-failed cannot rewrite \(target.path): it is encrypted to its recipients, and showbatch cannot read it back; run without --retry-failed to write it again")
+                }
                 if mode == .retryFailed && PrivateFile.inspect(SideFile.journal.of(target.path)) == .none {
                     // A finished output without a journal had no failed row: it stays as it is.
                     guard case .regular = PrivateFile.inspect(target.path) else {
@@ -88,9 +91,6 @@ final class RunOutputs {
                     }
                     journals.append(nil)
                     continue
-                }
-                if mode == .retryFailed && target.encrypt != nil {
-                    throw RunError.usage("--retry-failed cannot rewrite \(target.path): it is encrypted to its recipients, and showbatch cannot read it back; run without --retry-failed to write it again")
                 }
                 journals.append(try Journal(output: target.path, identity: identity(target), mode: mode,
                                             staleAfter: mode == .resume ? staleAfter : nil,
@@ -210,11 +210,20 @@ final class RunOutputs {
     private static func resume(_ target: OutputTarget, index: Int, journal: Journal, checkpoint: Journal.Checkpoint,
                                check: OutputCheck, sealing: OutputFile.Sealing?) throws(RunError) -> OutputFile? {
         guard let resumed = try OutputFile.resume(path: target.path, layout: target.layout, from: checkpoint, sealing: sealing) else {
-            if let ended = journal.ended, case .regular = PrivateFile.inspect(target.path) {
+            if let ended = journal.ended {
                 // Finished and renamed already: nothing is left to do for this output, if it is
-                // still what its run wrote (an encrypted one is a message showbatch cannot read).
-                if sealing == nil && !Journal.outputMatches(target.path, size: ended.size, hash: ended.hash) {
-                    throw RunError.usage("\(target.path) does not match its journal (it changed since the run that wrote it); run without --resume to write it again")
+                // still what its run wrote (an encrypted one is a message showbatch cannot read),
+                // and so is its rejects file.
+                guard case .regular = PrivateFile.inspect(target.path) else {
+                    throw RunError.runtime("\(target.path) was finished, and it is gone since; run without --resume to write it again")
+                }
+                if sealing == nil {
+                    let rejectsChanged = target.rejects.map { rejects in
+                        !Journal.outputMatches(rejects.path, size: checkpoint.rejects?.offset ?? 0, hash: checkpoint.rejects?.hash ?? fnvOffsetBasis)
+                    } ?? false
+                    if !Journal.outputMatches(target.path, size: ended.size, hash: ended.hash) || rejectsChanged {
+                        throw RunError.usage("\(rejectsChanged ? target.rejects!.path : target.path) does not match its journal (it changed since the run that wrote it); run without --resume to write it again")
+                    }
                 }
                 return nil
             }
@@ -280,6 +289,15 @@ final class RunOutputs {
         }
     }
 
+    /// Whether a finished output's journal stays: for `--retry-failed` when rows failed, and for
+    /// merge to know which rows a shard's rejects file holds. An encrypted output's serves
+    /// neither (showbatch cannot read the message back), and `--resume` could only trust it
+    /// blindly: it goes.
+    private func keepsJournal(_ index: Int, _ checkpoint: Journal.Checkpoint, _ journal: Journal) -> Bool {
+        if journal.isOfEncryptedOutput && shardIdentities[index] == nil { return false }
+        return checkpoint.counts.failed > 0 || journal.rejectedCount > 0
+    }
+
     /// Makes target `index`'s bytes durable, then records in its journal that they are there.
     private func checkpoint(_ index: Int, now: Int64) throws(RunError) {
         guard let file = files[index], !complete.contains(index) else { return }
@@ -304,7 +322,7 @@ final class RunOutputs {
                    let run = shardIdentities[index], ShardIdentity.read(beside: journal.output) == nil {
                     try writeShardIdentity(run, path: journal.output, checkpoint, journal: journal)
                 }
-                if let journal, mode == .resume, let checkpoint = journal.lastCheckpoint, checkpoint.counts.failed == 0, journal.rejectedCount == 0 {
+                if let journal, mode == .resume, let checkpoint = journal.lastCheckpoint, !keepsJournal(index, checkpoint, journal) {
                     journal.remove()
                 } else {
                     journal?.close()
@@ -320,8 +338,7 @@ final class RunOutputs {
                     // The identity first: a run killed after the rename still leaves one for merge.
                     try writeShardIdentity(index, checkpoint)
                     try file.commit()
-                    // Kept for --retry-failed, and for merge to know which rows the rejects file holds.
-                    if checkpoint.counts.failed == 0 && (journal?.rejectedCount ?? 0) == 0 { journal?.remove() } else { journal?.close() }
+                    if let journal, !keepsJournal(index, checkpoint, journal) { journal.remove() } else { journal?.close() }
                 case .retryFailed:
                     try journal?.prepareRewrite(checkpoint)
                     try writeShardIdentity(index, checkpoint)

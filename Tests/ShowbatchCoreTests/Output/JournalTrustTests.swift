@@ -100,6 +100,28 @@ private func encode(_ records: [JournalRecord]) -> [UInt8] {
         #expect(fixture.read("out/r.csv") == failedRun)
     }
 
+    /// The same for a finished output's rejects file (where its failed rows are): emptied since,
+    /// `--resume` refuses; and an output deleted since is named as gone.
+    @Test func aFinishedRejectsFileThatChangedIsNotCalledDone() async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let manifest = try fixture.manifest(manifestText().replacingOccurrences(of: "output: {path: out/r.csv}", with: "output: {path: out/r.csv, rejects: out/bad.csv}"),
+                                            files: ["d.csv": rows(200)])
+        let summary = try await fixture.run(manifest) {
+            $0.faults.failPaths = poisoned
+            $0.faults.failStatus = 503
+        }
+        #expect(summary.failed == 4 && fixture.read("out/bad.csv")?.isEmpty == false)
+        try Data().write(to: URL(fileURLWithPath: fixture.dir.path + "/out/bad.csv"))
+        var strict = RunOptions()
+        strict.resume = true
+        let refusal = await #expect(throws: RunError.self) { _ = try await fixture.run(manifest, options: strict) }
+        #expect(refusal?.description == fixture.dir.path + "/out/bad.csv does not match its journal (it changed since the run that wrote it); run without --resume to write it again")
+        try FileManager.default.removeItem(atPath: fixture.dir.path + "/out/r.csv")
+        let gone = await #expect(throws: RunError.self) { _ = try await fixture.run(manifest, options: strict) }
+        #expect(gone?.description == fixture.dir.path + "/out/r.csv was finished, and it is gone since; run without --resume to write it again")
+    }
+
     @Test func anUntouchedJournalIsTrusted() async throws {
         let fixture = RunFixture()
         defer { fixture.dir.remove() }
