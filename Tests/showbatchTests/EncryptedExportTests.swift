@@ -47,7 +47,8 @@ private func filesWithCards(_ folder: String) -> [String] {
 }
 
 /// Whether the OpenPGP message in `file` decrypts to `expected` (compared here, so that a failure
-/// prints no card); with `gunzip`, the decompressed bytes of both are compared (gzip members end
+/// prints no card: callers keep the result in a Bool before `#expect`, which would print the
+/// arguments of a call it is given); with `gunzip`, the decompressed bytes of both are compared (gzip members end
 /// at checkpoints, which come with time, so only the content is the same from run to run).
 private func decrypts(_ file: String, to expected: [UInt8]?, gunzip: Bool = false) -> Bool {
     guard let plain = GPGFixture.shared.decrypt(file), let expected else { return false }
@@ -112,7 +113,8 @@ private let stateKeyEnvironment = ["SHOWBATCH_STATE_KEY": Data((0..<32).map { UI
         let run = try await showbatch(["run", "m.yaml", "--emulate", "--quiet"], in: work.path, environment: stateKeyEnvironment)
         #expect(run.status == 1, "\(run.stderr)")
         for (file, bytes) in zip(files, expected) {
-            #expect(decrypts(work.path + "/" + file + ".pgp", to: bytes, gunzip: file.hasSuffix(".gz")), "\(file)")
+                let matches = decrypts(work.path + "/" + file + ".pgp", to: bytes, gunzip: file.hasSuffix(".gz"))
+            #expect(matches, "\(file)")
         }
         #expect(filesWithCards(work.path + "/out").isEmpty)
         // What is left: the messages only. Rows failed, but the journal goes: showbatch cannot
@@ -137,7 +139,9 @@ private let stateKeyEnvironment = ["SHOWBATCH_STATE_KEY": Data((0..<32).map { UI
         #expect(run.status == 130, "\(run.stderr)")
         let journal = try #require(FileManager.default.contents(atPath: path))
         let checkpoint = try #require(try JournalCodec.read(Array(journal))?.lastCheckpoint)
-        #expect(checkpoint.offset > 0 && checkpoint.offset <= plain.count && checkpoint.hash != fnv1a(plain[..<checkpoint.offset]))
+        let inRange = checkpoint.offset > 0 && checkpoint.offset <= plain.count
+        let notFNV = inRange && checkpoint.hash != fnv1a(plain[..<checkpoint.offset])
+        #expect(inRange && notFNV)
         // No hash of any prefix of the rows is in the journal.
         let text = String(decoding: journal, as: UTF8.self)
         var prefix = fnvOffsetBasis
@@ -220,6 +224,39 @@ private let stateKeyEnvironment = ["SHOWBATCH_STATE_KEY": Data((0..<32).map { UI
         #expect(left == ["showbatch-gnupg-running", "showbatch-gnupg-unowned", "showbatch-gnupg-young"])
     }
 
+    /// A journal left beside a finished encrypted output (a kill between the rename and the
+    /// journal's removal, or an older showbatch) is not trusted blindly: the message cannot be
+    /// checked against it, so `--resume` refuses and `--resume=auto` writes the output again.
+    @Test func aJournalLeftBesideAFinishedMessageIsNotTrusted() async throws {
+        let work = Workspace(["d.csv": rows(600)])
+        defer { work.remove() }
+        let plain = try await plainRun(work, "output: {path: out/r.csv}", files: ["out/r.csv"], rows: 600)
+        work.write("m.yaml", exportManifest(output: "output: {path: out/r.csv.pgp, \(encrypt())}", rows: 600, latency: "10ms"))
+        let path = work.path + "/out/r.csv.pgp.journal"
+        let interrupted = try await showbatch(["run", "m.yaml", "--emulate", "--quiet"], in: work.path, environment: stateKeyEnvironment) { _ in
+            (try? String(contentsOfFile: path, encoding: .utf8))?.contains("\"checkpoint\"") ?? false
+        }
+        #expect(interrupted.status == 130)
+        let saved = try #require(FileManager.default.contents(atPath: path))
+        let finished = try await showbatch(["run", "m.yaml", "--emulate", "--quiet", "--resume"], in: work.path, environment: stateKeyEnvironment)
+        #expect(finished.status == 1 && !work.exists("out/r.csv.pgp.journal"))
+        // The journal as a run killed right after its rename would leave it: ended at its checkpoint.
+        let contents = try #require(try JournalCodec.read(Array(saved)))
+        let checkpoint = try #require(contents.lastCheckpoint)
+        var bytes = Array(saved.prefix(contents.length))
+        var writer = JournalCodec.Writer(chain: contents.chain)
+        writer.encode(.end(size: checkpoint.offset, hash: checkpoint.hash), into: &bytes)
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(bytes), attributes: [.posixPermissions: 0o600]))
+        try Data().write(to: URL(fileURLWithPath: work.path + "/out/r.csv.pgp"))
+        let strict = try await showbatch(["run", "m.yaml", "--emulate", "--quiet", "--resume"], in: work.path, environment: stateKeyEnvironment)
+        #expect(strict.status == 2)
+        #expect(strict.stderr.hasPrefix("showbatch: error: out/r.csv.pgp was finished, but an encrypted output cannot be checked against the journal left beside it; run without --resume to write it again\n"), "\(strict.stderr)")
+        let auto = try await showbatch(["run", "m.yaml", "--emulate", "--quiet", "--resume=auto"], in: work.path, environment: stateKeyEnvironment)
+        #expect(auto.status == 1, "\(auto.stderr)")
+        let written = decrypts(work.path + "/out/r.csv.pgp", to: plain[0])
+        #expect(written, "the output written again is not the unencrypted run's (compared here: a failure prints no row)")
+    }
+
     /// GPGME's debug log (`GPGME_DEBUG`, level 8 and up) would hold every plaintext byte given to
     /// gpg, and a core file the rows in memory: the process turns both off before anything else,
     /// whatever the shell allowed.
@@ -275,8 +312,10 @@ private let stateKeyEnvironment = ["SHOWBATCH_STATE_KEY": Data((0..<32).map { UI
         work.write("m.yaml", exportManifest(output: "output: {path: out/r.csv.pgp, \(encrypt())}", labelFile: true))
         let run = try await showbatch(["run", "m.yaml", "--emulate", "--quiet"], in: work.path, environment: stateKeyEnvironment)
         #expect(run.status == 1, "\(run.stderr)")
-        #expect(decrypts(work.path + "/out/docs/1.txt.pgp", to: Array(document.utf8)))
-        #expect(decrypts(work.path + "/out/r.csv.pgp", to: Array(plainRows.replacingOccurrences(of: ".txt", with: ".txt.pgp").utf8)))
+        let documentMatches = decrypts(work.path + "/out/docs/1.txt.pgp", to: Array(document.utf8))
+        #expect(documentMatches)
+        let rowsMatch = decrypts(work.path + "/out/r.csv.pgp", to: Array(plainRows.replacingOccurrences(of: ".txt", with: ".txt.pgp").utf8))
+        #expect(rowsMatch)
         #expect(filesWithCards(work.path + "/out").isEmpty)
         #expect(!work.exists("out/docs/1.txt"))
     }
@@ -314,8 +353,10 @@ private let stateKeyEnvironment = ["SHOWBATCH_STATE_KEY": Data((0..<32).map { UI
         #expect(refused.stderr.contains("cannot be read: the state key does not unwrap the data key"))
         let merged = try await showbatch(["merge", "m.yaml", "--shards", "\(shards)"], in: work.path, environment: stateKeyEnvironment)
         #expect(merged.status == 0, "\(merged.stderr)")
-        #expect(decrypts(work.path + "/out/r.csv.pgp", to: expected[0]))
-        #expect(decrypts(work.path + "/out/bad.jsonl.pgp", to: expected[1]))
+        let outputMatches = decrypts(work.path + "/out/r.csv.pgp", to: expected[0])
+        #expect(outputMatches)
+        let rejectsMatch = decrypts(work.path + "/out/bad.jsonl.pgp", to: expected[1])
+        #expect(rejectsMatch)
         #expect(filesWithCards(work.path + "/out").isEmpty)
     }
 
@@ -362,8 +403,10 @@ private let stateKeyEnvironment = ["SHOWBATCH_STATE_KEY": Data((0..<32).map { UI
             #expect(notes.count == 1)
             #expect(notes.first?.contains("its journal holds no data key: the run that wrote \(output).pgp kept it in memory only (output.encrypt has no state_key), so its sealed rows cannot be read") == true)
         }
-        #expect(decrypts(work.path + "/" + output + ".pgp", to: expected[0], gunzip: output.hasSuffix(".gz")))
-        #expect(decrypts(work.path + "/out/bad.csv.pgp", to: expected[1]))
+        let outputMatches = decrypts(work.path + "/" + output + ".pgp", to: expected[0], gunzip: output.hasSuffix(".gz"))
+        #expect(outputMatches)
+        let rejectsMatch = decrypts(work.path + "/out/bad.csv.pgp", to: expected[1])
+        #expect(rejectsMatch)
         #expect(filesWithCards(work.path + "/out").isEmpty)
     }
 
@@ -456,7 +499,8 @@ private let stateKeyEnvironment = ["SHOWBATCH_STATE_KEY": Data((0..<32).map { UI
             ("plain.yaml", ["--output", "out/p.csv.pgp"], "showbatch: error: --output out/p.csv.pgp ends in .pgp, .gpg or .asc but the output is not encrypted; add output.encrypt to the manifest, or name the file for what it holds\n"),
             ("others.yaml", ["--output", "out/all.csv.pgp"], "showbatch: error: request 2 has an output encrypted otherwise than the manifest's (other recipients, armor or state key), and --output would write its rows to out/all.csv.pgp as the manifest's is; run without --output\n"),
             ("plain.yaml", ["--output", "out/p.csv.pgp/"], "showbatch: error: --output needs the path of a file, not ending in /; got \"out/p.csv.pgp/\"\n"),
-            ("plain.yaml", ["--output", "out/p.csv.pgp "], "showbatch: error: --output needs the path of a file, not ending in a space; got \"out/p.csv.pgp \"\n"),
+            ("plain.yaml", ["--output", "out/p.csv.pgp "], "showbatch: error: --output needs the path of a file, not ending in a space or a control character; got \"out/p.csv.pgp \"\n"),
+            ("plain.yaml", ["--format", "csv", "--output", "out/p.csv.pgp\n"], "showbatch: error: --output needs the path of a file, not ending in a line break; got \"out/p.csv.pgp\\n\"\n"),
         ]
         for (manifest, flags, message) in overrides {
             let result = try await showbatch(["run", manifest, "--emulate", "--quiet"] + flags, in: work.path)

@@ -41,6 +41,20 @@ package enum OutputFormat: String, Sendable, CaseIterable {
     }
 }
 
+extension OutputSpec {
+    /// What is wrong with how `path` ends for the name of a file showbatch writes, in words
+    /// ("/", "a dot", "a space"…), or nil: a name that ends in a space or a line break looks like
+    /// another (`cards.csv.pgp ` is not a message), and one ending in `/` or `.` names a folder.
+    static func endProblem(_ path: String) -> String? {
+        guard let last = path.unicodeScalars.last else { return "nothing" }
+        if last == "/" { return "/" }
+        if last == "." { return "a dot" }
+        if CharacterSet.newlines.contains(last) { return "a line break" }
+        if CharacterSet.whitespaces.contains(last) || CharacterSet.controlCharacters.contains(last) { return "a space or a control character" }
+        return nil
+    }
+}
+
 /// `output.encrypt`: the output is written for its recipients only, as one OpenPGP message, and
 /// sealed on disk while the run lasts.
 package struct EncryptSpec: Sendable, Equatable, CustomStringConvertible {

@@ -119,8 +119,8 @@ struct OutputPlanner {
         var specs: [OutputSpec] = []
         var byRequest: [Int] = []
         if let path = output {
-            if path != "-", let last = path.unicodeScalars.last, last == "/" || last == "." || CharacterSet.whitespaces.contains(last) {
-                throw RunError.usage("--output needs the path of a file, not ending in \(last == "/" ? "/" : last == "." ? "a dot" : "a space"); got \"\(path)\"")
+            if path != "-", let problem = OutputSpec.endProblem(path) {
+                throw RunError.usage("--output needs the path of a file, not ending in \(problem); got \"\(TerminalText.escaped(path))\"")
             }
             let format: OutputFormat
             if let explicitFormat {

@@ -217,7 +217,16 @@ final class RunOutputs {
                 guard case .regular = PrivateFile.inspect(target.path) else {
                     throw RunError.runtime("\(target.path) was finished, and it is gone since; run without --resume to write it again")
                 }
-                if sealing == nil {
+                if let sealing {
+                    // A shard's sealed file can be read back and checked; an OpenPGP message cannot
+                    // (its journal is normally gone: one left by a kill between the rename and
+                    // the journal's removal, or by an older showbatch, is not trusted blindly).
+                    guard target.sealedShard, Journal.outputMatches(target.path, size: ended.size, hash: ended.hash, key: sealing.key) else {
+                        throw RunError.usage(target.sealedShard
+                            ? "\(target.path) does not match its journal (it changed since the run that wrote it); run without --resume to write it again"
+                            : "\(target.path) was finished, but an encrypted output cannot be checked against the journal left beside it; run without --resume to write it again")
+                    }
+                } else {
                     let rejectsChanged = target.rejects.map { rejects in
                         !Journal.outputMatches(rejects.path, size: checkpoint.rejects?.offset ?? 0, hash: checkpoint.rejects?.hash ?? fnvOffsetBasis)
                     } ?? false

@@ -81,6 +81,15 @@ import TestSupport
         #expect(!errors.contains("c2hvcnQ"))
     }
 
+    /// An output path names a file: one ending in a space or a line break would look like another
+    /// (`p.pgp ` is not a message), one ending in `/` or `.` names a folder.
+    @Test(arguments: [("out/p.csv.pgp ", "a space or a control character"), ("out/p.csv\\t", "a space or a control character"),
+                      ("out/", "/"), ("out/p.csv.", "a dot")])
+    func anOutputPathNamesAFile(path: String, end: String) {
+        let errors = manifestErrors("vault: tnt1\noutput: {path: \"\(path)\"}\nrequests: [{name: a, path: /p}]\n", files: keyFiles)
+        #expect(errors.split(separator: "\n").first.map(String.init) == "m.yaml:2:16: error: output.path must name a file, not end in \(end)")
+    }
+
     /// `.asc` names an armored message, `.pgp` and `.gpg` a binary one.
     @Test func anArmoredNameWithoutArmorIsRefused() {
         let errors = manifestErrors("vault: tnt1\noutput: {path: out/c.csv.asc, encrypt: {recipients: [keys/alice.asc]}}\nrequests: [{name: a, path: /p}]\n", files: keyFiles)

@@ -14,6 +14,10 @@ extension ManifestDecoder {
             return nil
         }
         guard let path = text(pathNode, "\(context()).path"), !path.isEmpty else { return nil }
+        if path != "-", let end = OutputSpec.endProblem(path) {
+            problem(pathNode.mark, "\(context()).path must name a file, not end in \(end)")
+            return nil
+        }
         var spec = OutputSpec(path: resolve(path))
         if let formatNode = map["format"], let format = text(formatNode, "\(context()).format") {
             if let value = OutputFormat(rawValue: format.lowercased()) {
