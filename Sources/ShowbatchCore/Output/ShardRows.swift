@@ -170,24 +170,14 @@ final class ShardRows {
         if start < end { return true }
         if atEnd { return false }
         base += end
-        if let gunzip {
-            let result = buffer.withUnsafeMutableBytes { bytes in Result { () throws(GunzipReader.Failure) -> Int in try gunzip.read(into: bytes) } }
-            let count: Int
-            switch result {
-            case .success(let value): count = value
-            case .failure(let failure): throw Malformed(reason: failure.reason)
+        // Decompressed when the file is gzip, unsealed when it is sealed: the reason of either's failure.
+        let result: Result<Int, Malformed> = buffer.withUnsafeMutableBytes { bytes in
+            if let gunzip {
+                return Result { () throws(GunzipReader.Failure) -> Int in try gunzip.read(into: bytes) }.mapError { Malformed(reason: $0.reason) }
             }
-            start = 0
-            end = count
-            if count == 0 { atEnd = true }
-            return count > 0
+            return Result { () throws(StoredBytes.Failure) -> Int in try stored.read(into: bytes) }.mapError { Malformed(reason: $0.reason) }
         }
-        let result = buffer.withUnsafeMutableBytes { bytes in Result { () throws(StoredBytes.Failure) -> Int in try stored.read(into: bytes) } }
-        let count: Int
-        switch result {
-        case .success(let value): count = value
-        case .failure(let failure): throw Malformed(reason: failure.reason)
-        }
+        let count = try result.get()
         start = 0
         end = count
         if count == 0 { atEnd = true }
