@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -16,7 +17,7 @@ final class NginxServer: @unchecked Sendable {
     init(certificate: String, key: String, keepaliveRequests: Int, body: String) throws {
         dir = FileManager.default.temporaryDirectory.path + "/showbatch-nginx-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: dir + "/tmp", withIntermediateDirectories: true)
-        port = try NginxServer.freePort()
+        port = try freeLoopbackPort()
         let escaped = body.replacingOccurrences(of: "'", with: "\\'")
         let config = """
         daemon off;
@@ -72,24 +73,6 @@ final class NginxServer: @unchecked Sendable {
         for _ in 0..<400 where process.isRunning { usleep(5_000) }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         try? FileManager.default.removeItem(atPath: dir)
-    }
-
-    private static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard bound == 0 else { throw POSIXError(.EADDRINUSE) }
-        var actual = sockaddr_in()
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &actual) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        return Int(UInt16(bigEndian: actual.sin_port))
     }
 
     private static func accepts(_ port: Int) -> Bool {
