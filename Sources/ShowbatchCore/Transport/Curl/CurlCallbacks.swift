@@ -6,13 +6,20 @@ internal import CCurl
 /// Appends body bytes, refusing a body past the limit (curl then ends the transfer).
 let curlWriteBody: sb_data_callback = { data, size, count, context in
     let transfer = Unmanaged<CurlTransfer>.fromOpaque(context!).takeUnretainedValue()
-    let length = size * count
-    if transfer.body.count + length > transfer.limit {
-        transfer.tooLarge = true
+    return appendBody(data, size * count, to: &transfer.body, limit: transfer.limit, tooLarge: &transfer.tooLarge)
+}
+
+/// What a body callback does (the engine's and the metrics push's): appends the `length` bytes
+/// at `data` to `bytes`, or, when they would take it past `limit`, notes it as too large and
+/// returns 0, which makes curl end the transfer.
+@inline(__always)
+func appendBody(_ data: UnsafeMutablePointer<CChar>?, _ length: Int, to bytes: inout [UInt8], limit: Int, tooLarge: inout Bool) -> Int {
+    if bytes.count + length > limit {
+        tooLarge = true
         return 0
     }
     data!.withMemoryRebound(to: UInt8.self, capacity: length) {
-        transfer.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: length))
+        bytes.append(contentsOf: UnsafeBufferPointer(start: $0, count: length))
     }
     return length
 }

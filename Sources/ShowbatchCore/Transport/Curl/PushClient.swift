@@ -18,15 +18,7 @@ enum PushClient {
 
     private static let write: sb_data_callback = { data, size, count, context in
         let buffer = Unmanaged<Buffer>.fromOpaque(context!).takeUnretainedValue()
-        let length = size * count
-        if buffer.bytes.count + length > buffer.limit {
-            buffer.tooLarge = true
-            return 0
-        }
-        data!.withMemoryRebound(to: UInt8.self, capacity: length) {
-            buffer.bytes.append(contentsOf: UnsafeBufferPointer(start: $0, count: length))
-        }
-        return length
+        return appendBody(data, size * count, to: &buffer.bytes, limit: buffer.limit, tooLarge: &buffer.tooLarge)
     }
 
     static func send(method: String, url: String, body: [UInt8]?, timeout: Duration) -> Result<Answer, TransportFailure> {
