@@ -134,8 +134,8 @@ enum ArgumentParser {
         },
         Flag("--quiet", "print only errors") { $0.options.quiet = true },
         Flag("--verbose", "print a line per attempt: method, URL, status, duration") { $0.options.verbose = true },
-        Flag("--transport", "curl|urlsession", "HTTP client (default: manifest, else curl)") { (arguments, text) throws(UsageError) in
-            arguments.options.transport = try FlagValue.choice(text, "--transport", command: "run")
+        Flag("--transport", "curl", "HTTP client: curl, the only one (kept for scripts that name it)") { (_, text) throws(UsageError) in
+            let _: TransportKind = try FlagValue.choice(text, "--transport", command: "run")
         },
     ]
 

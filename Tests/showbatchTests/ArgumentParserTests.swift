@@ -82,6 +82,7 @@ import Testing
         (["run", "m.yaml", "--rate", "fast"], "showbatch: error: --rate must be N/s or N/m, such as 50/s; got \"fast\"\nRun 'showbatch help run' for usage."),
         (["run", "m.yaml", "--timeout"], "showbatch: error: --timeout needs a value\nRun 'showbatch help run' for usage."),
         (["run", "m.yaml", "--progress", "sometimes"], "showbatch: error: --progress must be auto, always or never; got \"sometimes\"\nRun 'showbatch help run' for usage."),
+        (["run", "m.yaml", "--transport", "urlsession"], "showbatch: error: --transport must be curl; got \"urlsession\"\nRun 'showbatch help run' for usage."),
         (["run", "m.yaml", "--fail-fast=yes"], "showbatch: error: --fail-fast takes no value\nRun 'showbatch help run' for usage."),
         (["run"], "showbatch: error: run needs a MANIFEST\nRun 'showbatch help run' for usage."),
         (["run", "a.yaml", "b.yaml"], "showbatch: error: run takes one MANIFEST; got 2 arguments\nRun 'showbatch help run' for usage."),

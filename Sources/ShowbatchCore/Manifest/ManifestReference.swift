@@ -31,7 +31,7 @@ package enum ManifestReference {
         Entry(path: "max_failed", type: "integer or percentage", defaultValue: "0", meaning: "Rows that are not ok (failed or partial) a run may end with and still exit 0, as a count (`25`) or a share of its rows (`0.1%`); they are written and counted all the same (`--max-failed`)."),
         Entry(path: "resume_max_age", type: "duration", defaultValue: "12h", meaning: "`--resume=auto` goes on from a journal written within this long; an older one is another night's, and the output is started afresh."),
         Entry(path: "timeout", type: "duration", defaultValue: "60s", meaning: "Per attempt: `500ms`, `30s`, `2m` or a number of seconds (`--timeout`)."),
-        Entry(path: "transport", type: "string", defaultValue: "curl", meaning: "`curl` (libcurl's multi interface, one event loop) or `urlsession` (FoundationNetworking) (`--transport`)."),
+        Entry(path: "transport", type: "string", defaultValue: "curl", meaning: "`curl` (libcurl's multi interface, one event loop), the only transport; the key is kept for manifests that name it (`--transport`)."),
         Entry(path: "connections", type: "integer", defaultValue: "—", meaning: "Most connections per host, 1…1024 (`--connections`); without it, as many as `concurrency`. Over HTTP/2 requests share connections, as `curl --parallel` does."),
         Entry(path: "tls", type: "mapping", defaultValue: "—", meaning: "TLS verification (always on) and mutual TLS. Without `ca_file`/`ca_path`, `CURL_CA_BUNDLE`, `SSL_CERT_FILE` and `SSL_CERT_DIR` are honoured, else the system's authorities."),
         Entry(path: "tls.ca_file", type: "path", defaultValue: "—", meaning: "PEM file of the certificate authorities to trust."),

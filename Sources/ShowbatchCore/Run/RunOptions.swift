@@ -37,8 +37,6 @@ package struct RunOptions: Sendable, Equatable {
     package var quiet = false
     /// `--verbose`: a line per attempt (method, URL, status, duration).
     package var verbose = false
-    /// `--transport`: which HTTP client sends the requests.
-    package var transport: TransportKind?
     /// Send every request here instead (the emulator of `--emulate`).
     package var baseURLOverride: String?
     /// Fetch tokens here instead (the emulator's token endpoint under `--emulate`).
@@ -71,12 +69,11 @@ package enum ProgressMode: String, Sendable, CaseIterable {
     case auto, always, never
 }
 
-/// The HTTP clients showbatch can send with.
+/// The HTTP clients showbatch can send with: libcurl's multi interface on one event-loop thread,
+/// the only one (`transport:` and `--transport` name it, for manifests and scripts written when
+/// there were two).
 package enum TransportKind: String, Sendable, CaseIterable {
-    /// libcurl's multi interface on one event-loop thread (the default: measured faster).
     case curl
-    /// FoundationNetworking's URLSession.
-    case urlsession
 }
 
 /// How log lines are written on stderr.

@@ -13,18 +13,14 @@ package struct Runner: Sendable {
     /// (tests wait on it instead of sleeping).
     var onPark: (@Sendable (Int) -> Void)?
 
-    /// A runner for `manifest`; a URLSession transport is made when none is given.
+    /// A runner for `manifest`; the curl transport is made when none is given.
     package init(manifest: Manifest, options: RunOptions, transport: (any Transport)? = nil,
                 environment: [String: String] = ProcessInfo.processInfo.environment,
                 events: @escaping @Sendable (RunEvent) -> Void = { _ in }) {
         self.manifest = manifest
         self.options = options
         let connections = options.connections ?? manifest.connections ?? options.concurrency ?? manifest.concurrency
-        switch options.transport ?? manifest.transport {
-        case _ where transport != nil: self.transport = transport!
-        case .curl: self.transport = CurlTransport(maxConnections: connections, tls: manifest.tls.withEnvironment(environment))
-        case .urlsession: self.transport = URLSessionTransport(maxConnections: connections)
-        }
+        self.transport = transport ?? CurlTransport(maxConnections: connections, tls: manifest.tls.withEnvironment(environment))
         self.environment = environment
         let redactor = Redactor(manifest: manifest)
         self.redactor = redactor
@@ -49,9 +45,6 @@ package struct Runner: Sendable {
         let start = ContinuousClock.now
         let plan = try OutputPlanner(manifest: manifest, output: options.output, format: options.format, shard: options.shard)
         let targets = plan.targets
-        if (options.transport ?? manifest.transport) == .urlsession && manifest.tls != TLSSettings() {
-            throw RunError.usage("the tls settings need the curl transport; URLSession cannot be given a CA file or a client certificate")
-        }
         if (options.resume || options.retryFailed) && plan.writesStandardOutput {
             throw RunError.usage("\(options.resume ? "--resume" : "--retry-failed") needs file outputs; standard output is not resumable")
         }

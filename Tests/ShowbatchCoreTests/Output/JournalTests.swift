@@ -136,7 +136,7 @@ private func failingManifest(label: String = "json.c", failRate: String = "0.5",
         let (emulator, interrupted, baseOptions) = try await fixture.interruptedRun(manifest, after: 120)
         defer { emulator.stop() }
         #expect(interrupted.interrupted)
-        let changed = try fixture.manifest(batch.replacingOccurrences(of: "concurrency: 8", with: "concurrency: 3\nrate_limit: 5000/s\ntimeout: 7s\ntransport: urlsession")
+        let changed = try fixture.manifest(batch.replacingOccurrences(of: "concurrency: 8", with: "concurrency: 3\nrate_limit: 5000/s\ntimeout: 7s\ntransport: curl")
             .replacingOccurrences(of: "Bearer one", with: "Bearer two").replacingOccurrences(of: "backoff: 1ms", with: "backoff: 5ms"))
         var options = baseOptions
         options.resume = true

@@ -46,9 +46,9 @@ private func listing(_ fixture: RunFixture, _ folder: String) -> [String] {
 @Suite struct LabelFileRunTests {
     private static let data = "id,alias,ext\n1,tok_pdf,pdf\n2,tok_png,png\n3,tok_bad,pdf\n4,tok_big,bin\n5,tok.none,pdf\n"
 
-    @Test(arguments: TransportKind.allCases, [false, true])
-    func decodedBytesGoToFilesAndTheCellHoldsTheirPath(transport: TransportKind, failFast: Bool) async throws {
-        let fixture = RunFixture(transport: transport)
+    @Test(arguments: [false, true])
+    func decodedBytesGoToFilesAndTheCellHoldsTheirPath(failFast: Bool) async throws {
+        let fixture = RunFixture()
         defer { fixture.dir.remove() }
         let manifest = try fixture.manifest(binaryManifest(), files: ["d.csv": Self.data])
         var options = RunOptions()
@@ -180,9 +180,9 @@ private func listing(_ fixture: RunFixture, _ folder: String) -> [String] {
     /// A run interrupted at any point and resumed leaves exactly one file per row, each with its
     /// row's bytes, and no temporary file: a row written again replaces its own file, and a
     /// temporary file left by a run killed mid-write is replaced by the row's next writing.
-    @Test(arguments: TransportKind.allCases, [7, 120])
-    func aResumedRunLeavesOneFilePerRow(transport: TransportKind, interruptAfter: Int) async throws {
-        let fixture = RunFixture(transport: transport)
+    @Test(arguments: [7, 120])
+    func aResumedRunLeavesOneFilePerRow(interruptAfter: Int) async throws {
+        let fixture = RunFixture()
         defer { fixture.dir.remove() }
         let count = 200
         let data = "id,alias,ext\n" + (0..<count).map { "\($0),\($0 % 2 == 0 ? "tok_pdf" : "tok_png"),bin" }.joined(separator: "\n") + "\n"

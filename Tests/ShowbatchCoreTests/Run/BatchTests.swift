@@ -31,8 +31,8 @@ requests:
 """
 
 @Suite(.serialized) struct BatchTests {
-    @Test(arguments: TransportKind.allCases) func eachRowIsOneRequestInOrder(transport: TransportKind) async throws {
-        let fixture = RunFixture(transport: transport)
+    @Test func eachRowIsOneRequestInOrder() async throws {
+        let fixture = RunFixture()
         defer { fixture.dir.remove() }
         let manifest = try fixture.manifest(batchManifest, files: ["data/rows.csv": rowsFile(500)])
         let summary = try await fixture.run(manifest)
@@ -47,8 +47,8 @@ requests:
         #expect(lines.count == 502)
     }
 
-    @Test(arguments: TransportKind.allCases) func jsonLinesKeepValueTypesAndMalformedRowsFailAlone(transport: TransportKind) async throws {
-        let fixture = RunFixture(transport: transport)
+    @Test func jsonLinesKeepValueTypesAndMalformedRowsFailAlone() async throws {
+        let fixture = RunFixture()
         defer { fixture.dir.remove() }
         let manifest = try fixture.manifest("""
         vault: tnt1
@@ -71,8 +71,8 @@ requests:
         """)
     }
 
-    @Test(arguments: TransportKind.allCases) func rowValuesThatAURLCannotHoldArePercentEncoded(transport: TransportKind) async throws {
-        let fixture = RunFixture(transport: transport)
+    @Test func rowValuesThatAURLCannotHoldArePercentEncoded() async throws {
+        let fixture = RunFixture()
         defer { fixture.dir.remove() }
         let manifest = try fixture.manifest("""
         vault: tnt1
@@ -92,8 +92,8 @@ requests:
 
     /// Headers from a row go with that row only; fixed headers (whose built form the curl
     /// transport keeps) go with every request.
-    @Test(arguments: TransportKind.allCases) func headersFromRowsGoWithTheirRow(transport: TransportKind) async throws {
-        let fixture = RunFixture(transport: transport)
+    @Test func headersFromRowsGoWithTheirRow() async throws {
+        let fixture = RunFixture()
         defer { fixture.dir.remove() }
         let manifest = try fixture.manifest("""
         vault: tnt1
@@ -117,8 +117,8 @@ requests:
         #expect(fixture.read("r.csv") == expected.joined(separator: "\n"))
     }
 
-    @Test(arguments: TransportKind.allCases) func eachRequestWritesToItsOwnOutputWithItsOwnColumns(transport: TransportKind) async throws {
-        let fixture = RunFixture(transport: transport)
+    @Test func eachRequestWritesToItsOwnOutputWithItsOwnColumns() async throws {
+        let fixture = RunFixture()
         defer { fixture.dir.remove() }
         let manifest = try fixture.manifest("""
         vault: tnt1
@@ -133,9 +133,9 @@ requests:
         #expect(fixture.read("side.json") == "[\n{\"request\":\"b\",\"status\":\"ok\",\"http_status\":200,\"attempts\":1,\"labels\":{\"y\":\"2\"},\"errors\":[]}\n]\n")
     }
 
-    @Test(arguments: TransportKind.allCases, [7, 60, 233, 480])
-    func interruptedRunsResumeToIdenticalFiles(transport kind: TransportKind, interruptAfter: Int) async throws {
-        let fixture = RunFixture(transport: kind)
+    @Test(arguments: [7, 60, 233, 480])
+    func interruptedRunsResumeToIdenticalFiles(interruptAfter: Int) async throws {
+        let fixture = RunFixture()
         defer { fixture.dir.remove() }
         let manifest = try fixture.manifest(batchManifest, files: ["data/rows.csv": rowsFile(500)])
         _ = try await fixture.run(manifest)
@@ -167,8 +167,8 @@ requests:
         #expect(!fixture.dir.exists("out/rows.csv.partial"))
     }
 
-    @Test(arguments: TransportKind.allCases) func aJournalOfAnotherManifestIsRefused(transport: TransportKind) async throws {
-        let fixture = RunFixture(transport: transport)
+    @Test func aJournalOfAnotherManifestIsRefused() async throws {
+        let fixture = RunFixture()
         defer { fixture.dir.remove() }
         _ = fixture.dir.file("r.csv.journal", "{\"showbatch_journal\":1,\"manifest\":\"deadbeef\"}\n")
         let manifest = try fixture.manifest("vault: tnt1\noutput: {path: r.csv}\nrequests: [{name: a, path: /p}]\n")
@@ -199,8 +199,8 @@ requests:
         await #expect(throws: RunError.self) { try await Runner(manifest: manifest, options: options, environment: [:]).run() }
     }
 
-    @Test(arguments: TransportKind.allCases) func shardsPartitionTheRowsExactly(transport: TransportKind) async throws {
-        let fixture = RunFixture(transport: transport)
+    @Test func shardsPartitionTheRowsExactly() async throws {
+        let fixture = RunFixture()
         defer { fixture.dir.remove() }
         let manifest = try fixture.manifest(batchManifest, files: ["data/rows.csv": rowsFile(100)])
         _ = try await fixture.run(manifest)
@@ -234,8 +234,8 @@ requests:
         #expect(auto.message == "--shard auto/4 needs JOB_COMPLETION_INDEX, which is not set (it is set in Kubernetes Indexed Jobs)")
     }
 
-    @Test(arguments: TransportKind.allCases) func failFastStopsAtTheFirstFailedRow(transport: TransportKind) async throws {
-        let fixture = RunFixture(transport: transport)
+    @Test func failFastStopsAtTheFirstFailedRow() async throws {
+        let fixture = RunFixture()
         defer { fixture.dir.remove() }
         let requests = (0..<10).map { "  - {name: r\($0), path: /p}" }.joined(separator: "\n")
         let manifest = try fixture.manifest("vault: tnt1\nconcurrency: 1\nretry: {attempts: 1}\noutput: {path: r.csv}\nemulator: {fail_rate: 1}\nrequests:\n\(requests)\n")
@@ -251,9 +251,9 @@ requests:
     /// A data row's value in a path is one segment, percent-encoded: it cannot walk up with `..`,
     /// add a query or a fragment, or smuggle an escape; the manifest's own `/` and `?` keep their
     /// meaning, and --verbose shows the URL that was sent.
-    @Test(arguments: TransportKind.allCases)
-    func rowValuesInAPathAreOneEncodedSegment(transport: TransportKind) async throws {
-        let fixture = RunFixture(transport: transport)
+    @Test
+    func rowValuesInAPathAreOneEncodedSegment() async throws {
+        let fixture = RunFixture()
         defer { fixture.dir.remove() }
         let manifest = try fixture.manifest("""
         vault: tnt1

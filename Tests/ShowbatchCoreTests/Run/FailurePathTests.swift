@@ -7,11 +7,9 @@ private func rows(_ count: Int) -> String {
     "id\n" + (0..<count).map(String.init).joined(separator: "\n") + "\n"
 }
 
-/// Runs `manifest` against an emulator set up by `configure` with `transport`.
-private func run(_ fixture: RunFixture, _ manifest: Manifest, transport: TransportKind, options: RunOptions = RunOptions(),
+/// Runs `manifest` against an emulator set up by `configure`.
+private func run(_ fixture: RunFixture, _ manifest: Manifest, options: RunOptions = RunOptions(),
                  configure: (inout EmulatorConfiguration) -> Void) async throws -> (RunSummary, Emulator.Counts) {
-    var options = options
-    options.transport = transport
     let (emulator, pointed) = try fixture.emulator(for: manifest, options: options, configure: configure)
     defer { emulator.stop() }
     var withToken = pointed
@@ -41,8 +39,8 @@ private func expectAllOK(_ text: String?, count: Int, sourceLocation: SourceLoca
     /// A server that resets keep-alive connections (RST) after a few answers, or closes them
     /// without a word although it promised to keep them: connections lost are network failures,
     /// retried; never a certificate problem that stops the run.
-    @Test(arguments: TransportKind.allCases, ["reset", "close"])
-    func lostKeepAliveConnectionsAreRetried(transport: TransportKind, how: String) async throws {
+    @Test(arguments: ["reset", "close"])
+    func lostKeepAliveConnectionsAreRetried(how: String) async throws {
         let fixture = RunFixture()
         defer { fixture.dir.remove() }
         let manifest = try fixture.manifest("""
@@ -52,7 +50,7 @@ private func expectAllOK(_ text: String?, count: Int, sourceLocation: SourceLoca
         output: {path: r.csv}
         requests: [{name: "r${row.id}", each: {csv: d.csv}, path: /p, labels: {p: path}}]
         """, files: ["d.csv": rows(5_000)])
-        let (summary, counts) = try await run(fixture, manifest, transport: transport) {
+        let (summary, counts) = try await run(fixture, manifest) {
             if how == "reset" { $0.faults.resetAfter = 20 } else { $0.faults.closeAfter = 20 }
         }
         #expect(summary.stopReason == nil && summary.ok == 5_000 && summary.exitCode == .ok)
@@ -66,8 +64,8 @@ extension FailurePathTests {
     /// One worker, a row that fails (held as a possible outage), then more unsendable rows than
     /// the window holds: the run used to wait for ever with nothing in flight. It ends, every
     /// row written, exit 1.
-    @Test(.timeLimit(.minutes(1)), arguments: TransportKind.allCases)
-    func aFailedRowBeforeManyUnsendableRowsDoesNotHang(transport: TransportKind) async throws {
+    @Test(.timeLimit(.minutes(1)))
+    func aFailedRowBeforeManyUnsendableRowsDoesNotHang() async throws {
         let fixture = RunFixture()
         defer { fixture.dir.remove() }
         let lines = [#"{"id": 0, "card": "tok_0"}"#] + (1...100).map { #"{"id": \#($0)}"# }
@@ -78,7 +76,7 @@ extension FailurePathTests {
         output: {path: r.csv}
         requests: [{name: "r${row.id}", each: {jsonl: d.jsonl}, path: /p, payload: {card: "${row.card}"}, labels: {card: json.card}}]
         """, files: ["d.jsonl": lines.joined(separator: "\n") + "\n"])
-        let (summary, _) = try await run(fixture, manifest, transport: transport) { _ in }
+        let (summary, _) = try await run(fixture, manifest) { _ in }
         #expect(summary.rows == 101 && summary.failed == 101 && summary.exitCode == .rowsFailed && summary.stopReason == nil)
         let rows = try #require(fixture.read("r.csv")).split(separator: "\n")
         #expect(rows.count == 102 && rows[1].hasPrefix("r0,failed,404,1,1500 http_status: HTTP 404,"))
@@ -87,7 +85,7 @@ extension FailurePathTests {
 
     /// One row that always answers 503 fails on its own after its attempts; the rest of the run
     /// goes on, no pause, exit 1.
-    @Test(arguments: TransportKind.allCases) func aPoisonRowFailsAlone(transport: TransportKind) async throws {
+    @Test func aPoisonRowFailsAlone() async throws {
         let fixture = RunFixture()
         defer { fixture.dir.remove() }
         let manifest = try fixture.manifest("""
@@ -97,7 +95,7 @@ extension FailurePathTests {
         output: {path: r.csv}
         requests: [{name: "r${row.id}", each: {csv: d.csv}, path: "/p/${row.id}", labels: {p: path}}]
         """, files: ["d.csv": rows(500)])
-        let (summary, _) = try await run(fixture, manifest, transport: transport) {
+        let (summary, _) = try await run(fixture, manifest) {
             $0.faults.failPaths = ["/p/17"]
             $0.faults.failStatus = 503
         }
@@ -108,9 +106,8 @@ extension FailurePathTests {
     }
 
     /// A load balancer dropping about one request in twelve (the endpoint is up): the requests are
-    /// sent again, the run never pauses and every row ends ok. (With URLSession, three failures in
-    /// a row used to keep pausing the run until it crawled.)
-    @Test(arguments: TransportKind.allCases) func dropsAmongAnsweredRequestsNeverPauseTheRun(transport: TransportKind) async throws {
+    /// sent again, the run never pauses and every row ends ok.
+    @Test func dropsAmongAnsweredRequestsNeverPauseTheRun() async throws {
         let fixture = RunFixture()
         defer { fixture.dir.remove() }
         let manifest = try fixture.manifest("""
@@ -120,7 +117,7 @@ extension FailurePathTests {
         output: {path: r.csv}
         requests: [{name: "r${row.id}", each: {csv: d.csv}, path: /p, labels: {p: path}}]
         """, files: ["d.csv": rows(3_000)])
-        let (summary, counts) = try await run(fixture, manifest, transport: transport) {
+        let (summary, counts) = try await run(fixture, manifest) {
             $0.faults.dropRate = 0.08
             $0.faults.seed = 8
         }
@@ -143,7 +140,7 @@ extension FailurePathTests {
         output: {path: r.csv}
         requests: [{name: "r${row.id}", each: {csv: d.csv}, path: /p, labels: {p: path}}]
         """, files: ["d.csv": rows(2_000)], environment: ["SECRET": "s3cr3t"])
-        let (summary, _) = try await run(fixture, manifest, transport: .curl) {
+        let (summary, _) = try await run(fixture, manifest) {
             var auth = EmulatorAuth()
             auth.refuseAfter = 300
             auth.refuseFor = .seconds(2)
@@ -174,7 +171,7 @@ extension FailurePathTests {
         output: {path: r.csv}
         requests: [{name: "r${row.id}", each: {csv: d.csv}, path: /p, labels: {p: path}}]
         """, files: ["d.csv": rows(1_500)], environment: ["SECRET": "s3cr3t"])
-        let (summary, _) = try await run(fixture, manifest, transport: .curl) {
+        let (summary, _) = try await run(fixture, manifest) {
             var auth = EmulatorAuth()
             auth.tokenUses = 200
             auth.unavailableAfter = 3
@@ -203,7 +200,7 @@ extension FailurePathTests {
         """, files: ["d.csv": rows(3_000)], environment: ["SECRET": "s3cr3t"])
         let log = fixture.log
         let runner = Task {
-            try await run(fixture, manifest, transport: .curl) {
+            try await run(fixture, manifest) {
                 var auth = EmulatorAuth()
                 auth.tokenUses = 100
                 auth.unavailableAfter = 2
@@ -245,7 +242,6 @@ extension FailurePathTests {
         var options = RunOptions()
         options.baseURLOverride = nginx.baseURL
         options.progress = .never
-        options.transport = .curl
         let log = fixture.log
         let summary = try await Runner(manifest: manifest, options: options, environment: [:]) { log.record($0) }.run()
         #expect(summary.stopReason == nil && summary.ok == 8_000 && summary.exitCode == .ok)
@@ -266,11 +262,10 @@ extension FailurePathTests {
 /// enough (about 750 ms of backoff) that a row does not use them all up while a loaded machine
 /// keeps the other workers from reaching the outage.
 @Suite struct SoakTests {
-    @Test(.timeLimit(.minutes(2)), arguments: TransportKind.allCases) func aBadNightEndsWithEveryRow(transport: TransportKind) async throws {
+    @Test(.timeLimit(.minutes(2))) func aBadNightEndsWithEveryRow() async throws {
         let fixture = RunFixture()
         defer { fixture.dir.remove() }
-        // URLSession is the slower transport (about a tenth of curl's rate here): fewer rows.
-        let count = transport == .curl ? 6_000 : 2_000
+        let count = 6_000
         let data = "id,card\n" + (0..<count).map { "\($0),tok_\($0 % 5)" }.joined(separator: "\n") + "\n"
         let manifest = try fixture.manifest("""
         vault: tnt1
@@ -282,8 +277,7 @@ extension FailurePathTests {
         emulator: {aliases: {tok_0: "4000", tok_1: "4111", tok_2: "4222", tok_3: "4333", tok_4: "4444"}}
         requests: [{name: "r${row.id}", each: {csv: d.csv}, path: /p, payload: {card: "${row.card}"}, labels: {card: json.card}}]
         """, files: ["d.csv": data], environment: ["SECRET": "s3cr3t"])
-        var options = RunOptions()
-        options.transport = transport
+        let options = RunOptions()
         let (emulator, pointed) = try fixture.emulator(for: manifest, options: options) {
             $0.faults.resetAfter = 40
             $0.faults.closeAfter = 60
@@ -356,7 +350,7 @@ extension FailurePathTests {
         requests: [{name: "r${row.id}", each: {csv: d.csv}, path: "/p/${row.id}", labels: {p: path}}]
         """, files: ["d.csv": rows(200)])
         let poison = Set((40..<(40 + cluster)).map { "/p/\($0)" })
-        let (summary, _) = try await run(fixture, manifest, transport: .curl) {
+        let (summary, _) = try await run(fixture, manifest) {
             $0.faults.failPaths = poison
             $0.faults.failStatus = 503
         }
@@ -381,7 +375,7 @@ extension FailurePathTests {
         output: {path: r.csv}
         requests: [{name: "r${row.id}", each: {csv: d.csv}, path: /p, labels: {p: path}}]
         """, files: ["d.csv": rows(3_000)])
-        let (summary, counts) = try await run(fixture, manifest, transport: .curl) {
+        let (summary, counts) = try await run(fixture, manifest) {
             $0.faults.dropRate = 0.08
             $0.faults.seed = 11
         }
@@ -405,7 +399,7 @@ extension FailurePathTests {
         output: {path: r.csv}
         requests: [{name: "r${row.id}", each: {csv: d.csv}, path: /p, labels: {p: path}}]
         """, files: ["d.csv": rows(400)])
-        let (summary, _) = try await run(fixture, manifest, transport: .curl) {
+        let (summary, _) = try await run(fixture, manifest) {
             $0.faults.outageAfter = 100
             $0.faults.outageFor = .seconds(5)
             $0.faults.outageRetryAfter = 60

@@ -23,7 +23,6 @@ import Testing
         """, environment: ["SECRET": secret])
         var options = RunOptions()
         options.progress = .never
-        options.transport = .curl
         let log = fixture.log
         let summary = try await Runner(manifest: manifest, options: options, environment: [:]) { log.record($0) }.run()
         #expect(summary.stopReason == "the token endpoint refused the client credentials: HTTP 401 (<redacted>)")

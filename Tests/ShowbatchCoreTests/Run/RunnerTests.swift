@@ -33,8 +33,8 @@ requests:
 """
 
 @Suite(.serialized) struct RunnerTests {
-    @Test(arguments: TransportKind.allCases) func writesExactCSVInManifestOrder(transport: TransportKind) async throws {
-        let fixture = RunFixture(transport: transport)
+    @Test func writesExactCSVInManifestOrder() async throws {
+        let fixture = RunFixture()
         defer { fixture.dir.remove() }
         let summary = try await fixture.run(try fixture.manifest(cardManifest))
         #expect(summary.rows == 2 && summary.ok == 1 && summary.partial == 1 && summary.failed == 0)
@@ -49,8 +49,8 @@ requests:
         #expect(!fixture.dir.exists("out/cards.csv.journal"))
     }
 
-    @Test(arguments: TransportKind.allCases) func writesExactJSONAndJSONLines(transport: TransportKind) async throws {
-        let fixture = RunFixture(transport: transport)
+    @Test func writesExactJSONAndJSONLines() async throws {
+        let fixture = RunFixture()
         defer { fixture.dir.remove() }
         let manifest = try fixture.manifest(cardManifest)
         var options = RunOptions()
@@ -65,8 +65,8 @@ requests:
         #expect(fixture.mode("r.jsonl") == 0o600)
     }
 
-    @Test(arguments: TransportKind.allCases) func formulaEscaping(transport: TransportKind) async throws {
-        let fixture = RunFixture(transport: transport)
+    @Test func formulaEscaping() async throws {
+        let fixture = RunFixture()
         defer { fixture.dir.remove() }
         let manifest = try fixture.manifest("""
         vault: tnt1
@@ -79,8 +79,8 @@ requests:
         #expect(fixture.read("f.csv") == "request,status,http_status,attempts,error,v,w,z\n'+r,ok,200,1,,'=HYPERLINK(1),'@x,-1\n")
     }
 
-    @Test(arguments: TransportKind.allCases) func failuresAreRetriedPerPolicy(transport: TransportKind) async throws {
-        let fixture = RunFixture(transport: transport)
+    @Test func failuresAreRetriedPerPolicy() async throws {
+        let fixture = RunFixture()
         defer { fixture.dir.remove() }
         let manifest = try fixture.manifest("""
         vault: tnt1
@@ -95,8 +95,8 @@ requests:
         #expect(fixture.read("r.csv") == "request,status,http_status,attempts,error,x\na,failed,503,3,1500 http_status: HTTP 503,\n")
     }
 
-    @Test(arguments: TransportKind.allCases) func a500IsNotRetriedUnlessAsked(transport: TransportKind) async throws {
-        let fixture = RunFixture(transport: transport)
+    @Test func a500IsNotRetriedUnlessAsked() async throws {
+        let fixture = RunFixture()
         defer { fixture.dir.remove() }
         let text = """
         vault: tnt1
@@ -112,8 +112,8 @@ requests:
         #expect(fixture.read("r.csv") == "request,status,http_status,attempts,error\na,failed,500,4,1500 http_status: HTTP 500\n")
     }
 
-    @Test(arguments: TransportKind.allCases) func throttlingHonoursRetryAfterAndEndsAs1429(transport: TransportKind) async throws {
-        let fixture = RunFixture(transport: transport)
+    @Test func throttlingHonoursRetryAfterAndEndsAs1429() async throws {
+        let fixture = RunFixture()
         defer { fixture.dir.remove() }
         let manifest = try fixture.manifest("""
         vault: tnt1
@@ -131,8 +131,8 @@ requests:
         #expect(fixture.read("r.csv") == "request,status,http_status,attempts,error\na,ok,200,1,\nb,failed,429,2,1429 rate_limited: HTTP 429 after 2 attempts\n")
     }
 
-    @Test(arguments: TransportKind.allCases) func malformedDroppedAndSlowAnswers(transport: TransportKind) async throws {
-        let fixture = RunFixture(transport: transport)
+    @Test func malformedDroppedAndSlowAnswers() async throws {
+        let fixture = RunFixture()
         defer { fixture.dir.remove() }
         // Only the slow case has a short timeout: on a loaded machine 200 ms can pass before a drop is seen.
         let base = "vault: tnt1\noutput: {path: r.csv}\nretry: {attempts: 2, backoff: 1ms}\nrequests: [{name: a, path: /p, labels: {x: json.x}}]\n"
@@ -145,8 +145,8 @@ requests:
         #expect(fixture.read("r.csv") == "request,status,http_status,attempts,error,x\na,failed,,2,1502 timeout: no answer within 200ms,\n")
     }
 
-    @Test(arguments: TransportKind.allCases) func rateLimitHoldsAcrossTheRun(transport: TransportKind) async throws {
-        let fixture = RunFixture(transport: transport)
+    @Test func rateLimitHoldsAcrossTheRun() async throws {
+        let fixture = RunFixture()
         defer { fixture.dir.remove() }
         let requests = (0..<6).map { "  - {name: r\($0), path: /p}" }.joined(separator: "\n")
         let manifest = try fixture.manifest("vault: tnt1\nconcurrency: 6\nrate_limit: 10/s\noutput: {path: r.csv}\nrequests:\n\(requests)\n")
@@ -157,8 +157,8 @@ requests:
         #expect(ContinuousClock.now - start >= .milliseconds(500))
     }
 
-    @Test(arguments: TransportKind.allCases) func rowsStayInOrderWhateverOrderAnswersArriveIn(transport: TransportKind) async throws {
-        let fixture = RunFixture(transport: transport)
+    @Test func rowsStayInOrderWhateverOrderAnswersArriveIn() async throws {
+        let fixture = RunFixture()
         defer { fixture.dir.remove() }
         let requests = (0..<300).map { "  - {name: r\($0), path: /p, payload: {i: \"\($0)\"}, labels: {i: json.i}}" }.joined(separator: "\n")
         let manifest = try fixture.manifest("vault: tnt1\nconcurrency: 16\noutput: {path: r.csv}\nemulator: {latency: 5ms±5ms, seed: 3}\nrequests:\n\(requests)\n")
@@ -172,15 +172,15 @@ requests:
     /// it is answered (r0 is let go only once every other worker waits for room, so a run that
     /// sent more would have done so by then), the workers wait, and then every row is written
     /// in order. A run whose parked workers were never woken would hang here.
-    @Test(.timeLimit(.minutes(1)), arguments: TransportKind.allCases)
-    func aSlowRequestHoldsTheWindow(transport: TransportKind) async throws {
-        let fixture = RunFixture(transport: transport)
+    @Test(.timeLimit(.minutes(1)))
+    func aSlowRequestHoldsTheWindow() async throws {
+        let fixture = RunFixture()
         defer { fixture.dir.remove() }
         let requests = (0..<200).map { "  - {name: r\($0), path: /p, payload: {i: \"\($0)\"}, labels: {i: json.i}}" }.joined(separator: "\n")
         let manifest = try fixture.manifest("vault: tnt1\nconcurrency: 4\noutput: {path: r.csv}\nrequests:\n\(requests)\n")
         let (emulator, options) = try fixture.emulator(for: manifest)
         defer { emulator.stop() }
-        let inner: any Transport = transport == .curl ? CurlTransport(maxConnections: 4) : URLSessionTransport(maxConnections: 4)
+        let inner = CurlTransport(maxConnections: 4)
         let holding = HeadHoldingTransport(inner: inner)
         var runner = Runner(manifest: manifest, options: options, transport: holding, environment: [:])
         // The three workers other than r0's all waiting: nothing more can be sent until r0 is answered.
@@ -194,8 +194,8 @@ requests:
         #expect(fixture.read("r.csv") == expected)
     }
 
-    @Test(arguments: TransportKind.allCases) func verboseEventsCarryNoSecrets(transport: TransportKind) async throws {
-        let fixture = RunFixture(transport: transport)
+    @Test func verboseEventsCarryNoSecrets() async throws {
+        let fixture = RunFixture()
         defer { fixture.dir.remove() }
         let manifest = try fixture.manifest("""
         vault: tnt1
@@ -214,8 +214,8 @@ requests:
         }
     }
 
-    @Test(arguments: TransportKind.allCases) func noOutputAnywhereIsAUsageError(transport: TransportKind) async throws {
-        let fixture = RunFixture(transport: transport)
+    @Test func noOutputAnywhereIsAUsageError() async throws {
+        let fixture = RunFixture()
         defer { fixture.dir.remove() }
         // The quoted line hides the header value, as validation errors do.
         let manifest = try fixture.manifest("vault: tnt1\nrequests:\n  - {name: a, path: /p, headers: {X-Token: s3cret}}\n")

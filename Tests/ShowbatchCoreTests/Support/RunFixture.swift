@@ -7,8 +7,6 @@ import ShowbatchEmulator
 struct RunFixture {
     let dir = TempDir()
     let log = EventLog()
-    /// The HTTP client the runs use; engine tests run with each.
-    var transport: TransportKind = .curl
 
     func manifest(_ text: String, files: [String: String] = [:], environment: [String: String] = [:]) throws -> Manifest {
         for (name, content) in files { _ = dir.file(name, content) }
@@ -16,7 +14,7 @@ struct RunFixture {
     }
 
     /// Starts the emulator `manifest`'s `emulator:` section describes, and the options that point
-    /// a run at it with this fixture's transport. The caller stops the emulator.
+    /// a run at it. The caller stops the emulator.
     func emulator(for manifest: Manifest, options: RunOptions = RunOptions(),
                   configure: (inout EmulatorConfiguration) -> Void = { _ in }) throws -> (Emulator, RunOptions) {
         var configuration = try EmulatorConfiguration(spec: manifest.emulator)
@@ -26,7 +24,6 @@ struct RunFixture {
         var options = options
         options.baseURLOverride = emulator.baseURL
         options.progress = .never
-        options.transport = options.transport ?? transport
         return (emulator, options)
     }
 
@@ -51,7 +48,7 @@ extension RunFixture {
     /// Returns the emulator (still running, for a resume), the summary and the options used.
     func interruptedRun(_ manifest: Manifest, after: Int) async throws -> (Emulator, RunSummary, RunOptions) {
         let (emulator, options) = try emulator(for: manifest)
-        let inner: any Transport = transport == .curl ? CurlTransport(maxConnections: 8) : URLSessionTransport(maxConnections: 8)
+        let inner = CurlTransport(maxConnections: 8)
         let interrupting = InterruptingTransport(inner: inner, after: after)
         let runner = Runner(manifest: manifest, options: options, transport: interrupting, environment: [:])
         let task = Task {

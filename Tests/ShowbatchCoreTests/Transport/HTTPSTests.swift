@@ -25,7 +25,6 @@ private func run(_ fixture: RunFixture, _ manifest: Manifest, against server: TL
     var options = RunOptions()
     options.baseURLOverride = server.baseURL
     options.progress = .never
-    options.transport = .curl
     let log = fixture.log
     return try await Runner(manifest: manifest, options: options, environment: environment) { log.record($0) }.run()
 }

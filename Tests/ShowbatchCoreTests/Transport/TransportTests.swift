@@ -4,9 +4,8 @@ import Testing
 import ShowbatchEmulator
 
 @Suite struct TransportTests {
-    func make(_ kind: TransportKind, maxBodyBytes: Int = Limits.responseBody) -> any Transport {
-        kind == .curl ? CurlTransport(maxConnections: 4, maxBodyBytes: maxBodyBytes)
-                      : URLSessionTransport(maxConnections: 4, maxBodyBytes: maxBodyBytes)
+    func make(maxBodyBytes: Int = Limits.responseBody) -> any Transport {
+        CurlTransport(maxConnections: 4, maxBodyBytes: maxBodyBytes)
     }
 
     func emulator(_ configure: (inout EmulatorConfiguration) -> Void = { _ in }) throws -> Emulator {
@@ -18,20 +17,20 @@ import ShowbatchEmulator
         return emulator
     }
 
-    @Test(arguments: TransportKind.allCases, HTTPMethod.allCases)
-    func methodsHeadersAndBodies(kind: TransportKind, method: HTTPMethod) async throws {
+    @Test(arguments: HTTPMethod.allCases)
+    func methodsHeadersAndBodies(method: HTTPMethod) async throws {
         let server = try emulator()
         defer { server.stop() }
         let body: [UInt8]? = method == .get ? nil : Array(#"{"c":"tok"}"#.utf8)
         let request = PreparedRequest(name: "r", method: method, url: server.baseURL + "/p?q=1",
                                       headers: [("X-Id", "7"), ("Content-Type", "application/json")], body: body)
-        guard case .response(let status, let headers, let received) = await make(kind).send(request, timeout: .seconds(10)) else {
+        guard case .response(let status, let headers, let received) = await make().send(request, timeout: .seconds(10)) else {
             Issue.record("expected a response")
             return
         }
         #expect(status == 200)
-        // URLSession hands over every header; curl keeps only the one the engine reads.
-        #expect(kind == .curl ? headers.isEmpty : headers["content-type"] == "application/json")
+        // curl keeps only the headers the engine reads.
+        #expect(headers.isEmpty)
         let json = try JSONParser.parse(received)
         #expect(json["method"] == .string(method.rawValue))
         #expect(json["path"] == .string("/p?q=1"))
@@ -43,11 +42,11 @@ import ShowbatchEmulator
     /// One transport sends requests of every shape in turn: curl reuses its handle for each, and
     /// nothing of one request (method, body, headers) may carry over to the next. With fixed
     /// headers curl also reuses header lists: only an identical request may get one.
-    @Test(arguments: TransportKind.allCases, [false, true])
-    func requestsInTurnDoNotInheritFromEachOther(kind: TransportKind, fixed: Bool) async throws {
+    @Test(arguments: [false, true])
+    func requestsInTurnDoNotInheritFromEachOther(fixed: Bool) async throws {
         let server = try emulator()
         defer { server.stop() }
-        let transport = make(kind)
+        let transport = make()
         let json = [("Content-Type", "application/json")]
         let sequence: [(HTTPMethod, [(String, String)], String?)] = [
             (.post, json + [("X-A", "1")], #"{"c":"tok"}"#), (.get, [], nil), (.put, [], nil), (.delete, [("X-B", "2")], nil),
@@ -76,12 +75,12 @@ import ShowbatchEmulator
     }
 
     /// A POST without a payload sends an empty body: never standard input, never a form.
-    @Test(arguments: TransportKind.allCases)
-    func postWithoutPayloadSendsNothing(kind: TransportKind) async throws {
+    @Test
+    func postWithoutPayloadSendsNothing() async throws {
         let server = try emulator()
         defer { server.stop() }
         let request = PreparedRequest(name: "r", method: .post, url: server.baseURL + "/p", headers: [], body: nil)
-        guard case .response(let status, _, let received) = await make(kind).send(request, timeout: .seconds(10)) else {
+        guard case .response(let status, _, let received) = await make().send(request, timeout: .seconds(10)) else {
             Issue.record("expected a response")
             return
         }
@@ -95,29 +94,29 @@ import ShowbatchEmulator
         #expect(json["method"] == .string("POST"))
     }
 
-    @Test(arguments: TransportKind.allCases)
-    func bodiesOverTheLimitAreRefused(kind: TransportKind) async throws {
+    @Test
+    func bodiesOverTheLimitAreRefused() async throws {
         let server = try emulator()
         defer { server.stop() }
         let request = PreparedRequest(name: "r", method: .post, url: server.baseURL + "/p", headers: [], body: Array(#"{"c":"tok"}"#.utf8))
-        guard case .failure(let failure) = await make(kind, maxBodyBytes: 20).send(request, timeout: .seconds(10)) else {
+        guard case .failure(let failure) = await make(maxBodyBytes: 20).send(request, timeout: .seconds(10)) else {
             Issue.record("expected a failure")
             return
         }
         #expect(failure == .bodyTooLarge(20))
     }
 
-    @Test(arguments: TransportKind.allCases)
-    func refusedConnectionsAndTimeouts(kind: TransportKind) async throws {
+    @Test
+    func refusedConnectionsAndTimeouts() async throws {
         // A port bound but not listening refuses connections, and no other test can take it meanwhile.
         let closed = ClosedPort()
         defer { closed.release() }
         let url = "http://127.0.0.1:\(closed.port)"
-        let refused = await make(kind).send(PreparedRequest(name: "r", method: .get, url: url + "/p", headers: [], body: nil), timeout: .seconds(5))
+        let refused = await make().send(PreparedRequest(name: "r", method: .get, url: url + "/p", headers: [], body: nil), timeout: .seconds(5))
         guard case .failure(.network) = refused else { Issue.record("expected a network failure, got \(refused)"); return }
         let slow = try emulator { $0.faults.latency = .seconds(3) }
         defer { slow.stop() }
-        let timedOut = await make(kind).send(PreparedRequest(name: "r", method: .get, url: slow.baseURL + "/p", headers: [], body: nil), timeout: .milliseconds(150))
+        let timedOut = await make().send(PreparedRequest(name: "r", method: .get, url: slow.baseURL + "/p", headers: [], body: nil), timeout: .milliseconds(150))
         guard case .failure(.timeout) = timedOut else { Issue.record("expected a timeout, got \(timedOut)"); return }
     }
 }

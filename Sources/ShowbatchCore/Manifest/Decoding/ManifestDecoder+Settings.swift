@@ -45,7 +45,9 @@ extension ManifestDecoder {
             if let kind = TransportKind(rawValue: value.lowercased()) {
                 manifest.transport = kind
             } else {
-                problem(node.mark, "transport \"\(value)\" is not valid; expected curl or urlsession")
+                problem(node.mark, value.lowercased() == "urlsession"
+                        ? "transport \"\(value)\" is no longer available; curl is the only transport (remove the key, or write curl)"
+                        : "transport \"\(value)\" is not valid; expected curl, the only transport")
             }
         }
     }
