@@ -159,14 +159,16 @@ package final class Emulator: Sendable {
                 _ = connection.write(HTTPResponse.json(status: status, ["error": reason], close: true).bytes)
                 return
             }
-            guard let response = respond(to: request) else { return }  // dropped
+            guard let response = respond(to: request) else {
+                // Dropped; in an outage that resets, with RST.
+                if configuration.faults.outageResets && inOutage() { reset(fd) }
+                return
+            }
             guard connection.write(response.bytes) else { return }
             if response.close || !request.keepAlive { return }
             answered += 1
             if answered == resetAt {
-                // SO_LINGER with a zero timeout: close sends RST, and unread data is thrown away.
-                var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
-                setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+                reset(fd)
                 droppedCount.add(1, ordering: .relaxed)
                 return
             }
@@ -175,6 +177,12 @@ package final class Emulator: Sendable {
                 return
             }
         }
+    }
+
+    /// Makes the close of `fd` send RST (SO_LINGER with a zero timeout); unread data is thrown away.
+    private func reset(_ fd: Int32) {
+        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
     }
 
     /// The answers after which a new connection is reset and closed (0: never), drawn from the
@@ -209,6 +217,8 @@ package final class Emulator: Sendable {
         }
         if inOutage() {
             failedCount.add(1, ordering: .relaxed)
+            // A server that is down behind its address: the connection is reset, no answer.
+            if configuration.faults.outageResets { return nil }
             if configuration.faults.outageHangs {
                 // No answer until the outage is over (or the emulator stops): then the connection closes.
                 while inOutage() && !stopped.load(ordering: .relaxed) { usleep(20_000) }

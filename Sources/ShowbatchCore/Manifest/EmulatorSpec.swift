@@ -42,6 +42,9 @@ package struct EmulatorFaults: Sendable, Equatable {
     /// The outage answers nothing: a request waits until the outage ends, then its connection is
     /// closed (tests only).
     package var outageHangs = false
+    /// The outage resets every connection that sends a request, with no answer, as a server that
+    /// was killed does (tests only).
+    package var outageResets = false
     /// How long the outage lasts.
     package var outageFor: Duration = .zero
     /// Paths always answered with `failStatus` (a row that can never succeed).

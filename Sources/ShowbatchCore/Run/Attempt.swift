@@ -5,6 +5,11 @@ import Synchronization
 enum JobOutcome: Sendable {
     /// Its row.
     case row(FinishedRow)
+    /// Its last attempt failed in a way that can be the endpoint's (no answer, a timeout, a
+    /// retried status): `row` is written only if other rows are seen to get answers after it;
+    /// if the pause opens instead, the row is sent again with fresh attempts. The row keeps its
+    /// place in the window meanwhile, and its worker takes another.
+    case undecided(ResultRow)
     /// The run was cancelled before the row was finished.
     case cancelled
     /// The run must stop: the failure is not the row's (a certificate, credentials, an endpoint
@@ -105,6 +110,7 @@ struct AttemptContext: Sendable {
                 sent.setHeader(credentials.spec.header, "Bearer " + token!.value)
             }
             let began = verbose ? ContinuousClock.now : nil
+            let sentAt = coarseMilliseconds()
             let result = await transport.send(sent, timeout: probe ? pause!.probeTimeout(timeout) : timeout)
             if verbose, let began {
                 var record = AttemptRecord(request: request.name, method: request.method.rawValue, url: request.url,
@@ -151,11 +157,22 @@ struct AttemptContext: Sendable {
             if case .response = result { answeredUnavailable = true }
             let weighs = probe || failedBefore || attempt >= policy.attempts || answeredUnavailable
             failedBefore = signal == .transient
-            if let pause, !pause.attemptEnded(ordinal: ordinal, signal: signal, probe: probe, weighs: weighs) {
-                // Sending is paused: this attempt does not count; it is made again once the pause ends.
-                attempt -= 1
-                if signal == .refused { renewals = 0 }
-                continue
+            var undecided = false
+            if let pause {
+                let ended = pause.attemptEnded(ordinal: ordinal, signal: signal, probe: probe, weighs: weighs,
+                                               last: attempt >= policy.attempts, sentAt: sentAt)
+                if !ended.counts {
+                    // Sending is paused: this attempt does not count; it is made again once the pause ends.
+                    attempt -= 1
+                    if signal == .refused { renewals = 0 }
+                    continue
+                }
+                undecided = ended.undecided
+            }
+            /// A failed row, or undecided when the pause says its failure may be the endpoint's.
+            func failedRow(status: Int?, _ error: RowError) -> JobOutcome {
+                let row = failed(request, ordinal, labels, status: status, attempts: attempt, error)
+                return undecided ? .undecided(row) : .row(.row(row))
             }
             if signal == .refused {
                 return .stop(RunStop("authentication failed (HTTP 401) with a freshly renewed access token"))
@@ -186,23 +203,19 @@ struct AttemptContext: Sendable {
                     let error = status == 429
                         ? RowError(code: .rateLimited, label: nil, message: "HTTP 429 after \(attempt) attempt\(attempt == 1 ? "" : "s")")
                         : RowError(code: .httpStatus, label: nil, message: "HTTP \(status)")
-                    return .row(.row(failed(request, ordinal, labels, status: status, attempts: attempt, error)))
+                    return failedRow(status: status, error)
                 }
                 retryAfter = headers["retry-after"].flatMap(RetryAfter.parse)
             case .failure(let failure) where canRetry && policy.retries(failure):
                 break
             case .failure(.timeout):
-                return .row(.row(failed(request, ordinal, labels, status: nil, attempts: attempt,
-                              RowError(code: .timeout, label: nil, message: "no answer within \(Units.text(timeout))"))))
+                return failedRow(status: nil, RowError(code: .timeout, label: nil, message: "no answer within \(Units.text(timeout))"))
             case .failure(.network(let detail)):
-                return .row(.row(failed(request, ordinal, labels, status: nil, attempts: attempt,
-                              RowError(code: .network, label: nil, message: detail))))
+                return failedRow(status: nil, RowError(code: .network, label: nil, message: detail))
             case .failure(.notHTTP(let detail)), .failure(.certificate(let detail)):
-                return .row(.row(failed(request, ordinal, labels, status: nil, attempts: attempt,
-                              RowError(code: .unexpectedResponseType, label: nil, message: detail))))
+                return failedRow(status: nil, RowError(code: .unexpectedResponseType, label: nil, message: detail))
             case .failure(.bodyTooLarge(let limit)):
-                return .row(.row(failed(request, ordinal, labels, status: nil, attempts: attempt,
-                              RowError(code: .unexpectedResponseDataFormat, label: nil, message: "response body is over \(limit >> 20) MiB"))))
+                return failedRow(status: nil, RowError(code: .unexpectedResponseDataFormat, label: nil, message: "response body is over \(limit >> 20) MiB"))
             }
             // Capped exponential backoff with full jitter, unless the server said when.
             let cap = min(policy.maxBackoff.seconds, policy.backoff.seconds * pow(2, Double(attempt - 1)))

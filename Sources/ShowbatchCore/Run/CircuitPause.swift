@@ -32,9 +32,11 @@ struct PauseSettings: Sendable {
     var rate = 0.5
     /// The longest pause, in milliseconds.
     var maxPause: Int64
-    /// The wait before the first probe, in milliseconds; it doubles up to `maxProbe`.
+    /// The wait before the first probe, in milliseconds; it doubles up to `maxProbe`. No probe
+    /// follows another sooner than `firstProbe`.
     var firstProbe: Int64 = 1000
-    var maxProbe: Int64 = 30_000
+    /// Short, so that a run goes on within a few seconds of the endpoint coming back.
+    var maxProbe: Int64 = 5_000
 }
 
 /// What an attempt may do now.
@@ -80,6 +82,11 @@ struct PauseState<Waiter>: ~Copyable {
         var timer: Int64?
         /// A line for the log: the pause began or ended.
         var event: RunEvent?
+        /// The attempt that ended was its row's last and failed in a way that can be the
+        /// endpoint's: the row is undecided (`JobOutcome.undecided`) until a verdict comes.
+        var undecided = false
+        /// Verdicts on undecided rows, for the dispatch.
+        var decided: [(ordinal: Int, verdict: UndecidedVerdict)] = []
     }
 
     typealias Admission = PauseAdmission
@@ -112,6 +119,10 @@ struct PauseState<Waiter>: ~Copyable {
     private var failureSerial = 0
     private(set) var stopped: String?
     private(set) var cancelled = false
+    /// Rows whose last attempt failed in a way that can be the endpoint's, with when it ended:
+    /// an answer to an attempt sent after that says the failure was the row's; the pause opening
+    /// says it was the endpoint's.
+    private(set) var undecided: [Int: Int64] = [:]
 
     init(settings: PauseSettings, seed: UInt64) {
         self.settings = settings
@@ -147,8 +158,11 @@ struct PauseState<Waiter>: ~Copyable {
     /// when the pause is open or opens with it), and what to do. A transient failure `weighs`
     /// towards an outage unless it is a connection failure that is the row's first in a row with
     /// more attempts to come: a load balancer resets a connection now and then, and the retry
-    /// gets through; an outage fails the retry too.
-    mutating func attemptEnded(ordinal: Int, signal: AttemptSignal, probe: Bool, now: Int64, weighs: Bool = true) -> (counts: Bool, Actions) {
+    /// gets through; an outage fails the retry too. `last`: the row has no attempt left, so a
+    /// transient failure that counts leaves it undecided (`Actions.undecided`). `sentAt`: when
+    /// the attempt was sent (an answer decides only the rows that failed before it).
+    mutating func attemptEnded(ordinal: Int, signal: AttemptSignal, probe: Bool, now: Int64, weighs: Bool = true,
+                               last: Bool = false, sentAt: Int64? = nil) -> (counts: Bool, Actions) {
         var actions = Actions()
         // Only the probe of this pause is a probe: one taken before the pause closed (and maybe
         // opened again) is an ordinary attempt now.
@@ -161,6 +175,13 @@ struct PauseState<Waiter>: ~Copyable {
         case .answered:
             note(ordinal, failed: false)
             suspects.remove(ordinal)
+            if !undecided.isEmpty {
+                let sent = sentAt ?? now
+                for (row, failedAt) in undecided where row != ordinal && failedAt < sent {
+                    actions.decided.append((row, .failed))
+                    undecided[row] = nil
+                }
+            }
             if reason != nil {
                 failedInPause[ordinal] = nil
                 close(into: &actions, now: now)
@@ -180,7 +201,12 @@ struct PauseState<Waiter>: ~Copyable {
                             && Double(failures) >= settings.rate * Double(slots.count) {
                     open(.outage, now: now, into: &actions)
                 } else {
-                    // A row's own failure: it counts, and the row fails alone once its attempts are used.
+                    // It counts. If it was the row's last attempt, the row fails alone once other
+                    // rows are seen to get answers after it, or is sent again if the pause opens.
+                    if last && signal == .transient && settings.minimumFailures > 0 {
+                        undecided[ordinal] = now
+                        actions.undecided = true
+                    }
                     return (true, actions)
                 }
             }
@@ -217,6 +243,12 @@ struct PauseState<Waiter>: ~Copyable {
         }
         probeDue = true
         return electProbe()
+    }
+
+    /// Undecided rows that the dispatch failed itself (nothing was left to send that could
+    /// decide them).
+    mutating func forget(_ ordinals: [Int]) {
+        for ordinal in ordinals { undecided[ordinal] = nil }
     }
 
     /// The run is cancelled: every waiter goes on, and sees it.
@@ -266,8 +298,11 @@ struct PauseState<Waiter>: ~Copyable {
 
     private mutating func open(_ why: PauseReason, now: Int64, into actions: inout Actions) {
         reason = why
-        // Down again: every row waits, suspect or not.
+        // Down again: every row waits, suspect or not, and the undecided rows failed for the
+        // endpoint: they go again, with fresh attempts, once it answers.
         suspects = []
+        actions.decided = undecided.keys.sorted().map { ($0, .resend) }
+        undecided = [:]
         quiet = lastClosed[why].map { now - $0 < 60_000 } ?? false
         openedAt = now
         failedProbes = 0
@@ -302,11 +337,13 @@ struct PauseState<Waiter>: ~Copyable {
     }
 
     /// When the next probe goes: the wait doubles with each failed probe up to `maxProbe`, drawn
-    /// between half of it and all of it, and never past the end of `maxPause`.
+    /// between half of it (never less than `firstProbe`) and all of it, and never past the end
+    /// of `maxPause`.
     private mutating func nextProbeTime(now: Int64) -> Int64 {
         let doubled = settings.firstProbe << Int64(min(failedProbes, 20))
-        let wait = min(settings.maxProbe, doubled)
-        let jittered = wait / 2 + Int64(random.unit() * Double(wait - wait / 2))
+        let wait = max(settings.firstProbe, min(settings.maxProbe, doubled))
+        let least = min(wait, max(settings.firstProbe, wait / 2))
+        let jittered = least + Int64(random.unit() * Double(wait - least))
         return max(now, min(now + max(1, jittered), openedAt + settings.maxPause))
     }
 
@@ -344,6 +381,8 @@ final class CircuitPause: Sendable {
     private let state: Mutex<State>
     private let timer = Mutex<Task<Void, Never>?>(nil)
     private let events: @Sendable (RunEvent) -> Void
+    /// Takes the verdicts on undecided rows (the run's dispatch).
+    private let verdicts = Mutex<(@Sendable ([(ordinal: Int, verdict: UndecidedVerdict)]) -> Void)?>(nil)
 
     init(settings: PauseSettings, seed: UInt64, events: @escaping @Sendable (RunEvent) -> Void = { _ in }) {
         state = Mutex(State(settings: settings, seed: seed))
@@ -383,11 +422,26 @@ final class CircuitPause: Sendable {
         }
     }
 
-    /// After an attempt: whether it counts as one of the row's attempts.
-    func attemptEnded(ordinal: Int, signal: AttemptSignal, probe: Bool, weighs: Bool = true) -> Bool {
-        let ended = state.withLock { $0.attemptEnded(ordinal: ordinal, signal: signal, probe: probe, now: coarseMilliseconds(), weighs: weighs) }
+    /// Where the verdicts on undecided rows go.
+    func onVerdicts(_ handler: @escaping @Sendable ([(ordinal: Int, verdict: UndecidedVerdict)]) -> Void) {
+        verdicts.withLock { $0 = handler }
+    }
+
+    /// After an attempt: whether it counts as one of the row's attempts, and whether its row is
+    /// now undecided (`last`: it was the row's last attempt).
+    @discardableResult
+    func attemptEnded(ordinal: Int, signal: AttemptSignal, probe: Bool, weighs: Bool = true, last: Bool = false,
+                      sentAt: Int64? = nil) -> (counts: Bool, undecided: Bool) {
+        let ended = state.withLock {
+            $0.attemptEnded(ordinal: ordinal, signal: signal, probe: probe, now: coarseMilliseconds(), weighs: weighs, last: last, sentAt: sentAt)
+        }
         perform(ended.1)
-        return ended.counts
+        return (ended.counts, ended.1.undecided)
+    }
+
+    /// Undecided rows the dispatch failed itself.
+    func forget(_ ordinals: [Int]) {
+        state.withLock { $0.forget(ordinals) }
     }
 
     /// How long a probe may wait for its answer: its timeout, but not past the end of
@@ -410,12 +464,15 @@ final class CircuitPause: Sendable {
 
     /// Ends the timer; called when the run's workers are done.
     func shutDown() {
+        // The handler holds the dispatch, which holds this pause.
+        verdicts.withLock { $0 = nil }
         perform(state.withLock { $0.cancel() })
         timer.withLock { $0?.cancel() }
     }
 
     private func perform(_ actions: State.Actions) {
         if let event = actions.event { events(event) }
+        if !actions.decided.isEmpty, let handler = verdicts.withLock({ $0 }) { handler(actions.decided) }
         if let deadline = actions.timer {
             let task = Task.detached { [self] in
                 let wait = deadline - coarseMilliseconds()

@@ -33,6 +33,9 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
         var handOver: [RowWriter.Entry]?
         /// Parked workers to resume.
         var wake: [Waiter] = []
+        /// Undecided rows failed here because nothing was left that could decide them: the pause
+        /// must forget them (`PauseState.forget`).
+        var forget: [Int] = []
     }
 
     /// What the run needs once the workers are done (the writer counts the rows).
@@ -90,6 +93,13 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
     private(set) var inFlight = 0
     /// Why the run stopped early, if it did.
     private(set) var stopReason: RunStop?
+    /// Rows whose failure waits for evidence (`JobOutcome.undecided`), by ordinal: they keep their
+    /// place in the window.
+    private var undecided: [Int: (job: Job, row: ResultRow)] = [:]
+    /// Verdicts that came before their row was handed back as undecided.
+    private var early: [Int: UndecidedVerdict] = [:]
+    /// Undecided rows to send again (the pause opened): handed out before anything fresh.
+    private var resend: [Job] = []
 
     /// A dispatch of jobs for requests with `labels`, writing to the outputs of `byRequest`.
     init(labels: [[LabelBinding]], byRequest: [Int], failFast: Bool, window: Int, outboxLimit: Int = 4096,
@@ -116,7 +126,18 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
         var actions = Actions()
         var queuedRows = false
         var next = take(from: source, queuedRows: &queuedRows)
+        if inFlight == 0, !undecided.isEmpty, !stopped, next.endsOrWaits {
+            // Nothing in flight and nothing to send: no attempt is left that could tell whether
+            // the endpoint is down, so the undecided rows fail on their own.
+            actions.forget = undecided.keys.sorted()
+            for ordinal in actions.forget { decide(ordinal, .failed) }
+            moveReady()
+            next = take(from: source, queuedRows: &queuedRows)
+            // Room was made: workers waiting for it go on.
+            actions.wake = wakeable()
+        }
         if case .wait = next, inFlight == 0, !handingOver {
+            let woken = actions.wake
             // Nothing in flight or being handed over can make room, so nobody would wake a
             // parked worker: rows held as a possible streak of failures (with unpreparable rows
             // queued behind them) are written now, as `finish` writes them, and what is ready
@@ -125,7 +146,11 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
             moveReady()
             forceHandOver(now: now, into: &actions)
             next = take(from: source, queuedRows: &queuedRows)
-            actions.wake = wakeable()
+            actions.wake = woken + wakeable()
+        }
+        if !actions.forget.isEmpty {
+            // The failed rows may be due: handed over as queued rows are.
+            queuedRows = true
         }
         // Not in a defer: the actions must be complete before they are returned.
         if queuedRows { writeReady(now: now, into: &actions) }
@@ -143,6 +168,11 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
     }
 
     private mutating func take(from source: some WorkSource, queuedRows: inout Bool) -> Next {
+        if !stopped, !resend.isEmpty {
+            // Its place in the window is its own already.
+            inFlight += 1
+            return .send(resend.removeFirst())
+        }
         while !stopped && !exhausted {
             if windowFull { return .wait }
             let entry: WorkEntry
@@ -177,7 +207,7 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
     /// Parks a worker that was told to wait; false when it need not wait after all (room was
     /// made, the run is stopping, or nothing is left in flight to wake it, since it was told).
     mutating func park(_ waiter: Waiter) -> Bool {
-        guard windowFull && !stopped && (inFlight > 0 || handingOver) else { return false }
+        guard windowFull && !stopped && resend.isEmpty && (inFlight > 0 || handingOver) else { return false }
         parked.append(waiter)
         return true
     }
@@ -192,13 +222,61 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
             accept((row, job.target), sequence: job.sequence)
             // Written before this worker takes another, so --fail-fast sends nothing past a failure.
             writeReady(now: now, into: &actions)
+        case .undecided(let row) where failFast:
+            // The first failed row stops the run: there is nothing to wait for.
+            early[job.ordinal] = nil
+            actions.forget = [job.ordinal]
+            accept((.row(row), job.target), sequence: job.sequence)
+            writeReady(now: now, into: &actions)
+        case .undecided(let row):
+            undecided[job.ordinal] = (job, row)
+            if let verdict = early.removeValue(forKey: job.ordinal) {
+                apply(verdict, to: job.ordinal, into: &actions)
+                writeReady(now: now, into: &actions)
+            }
         case .cancelled:
             stopped = true
         case .stop(let reason):
             stop(reason)
         }
-        actions.wake = wakeable()
+        actions.wake += wakeable()
         return actions
+    }
+
+    /// The pause's verdict on undecided rows: they fail (other rows got answers after them) or
+    /// are sent again (the pause opened). A verdict may come before its row is handed back. The
+    /// actions only wake workers: rows that fail reach the writer with the next hand-over.
+    mutating func decided(_ verdicts: [(ordinal: Int, verdict: UndecidedVerdict)]) -> Actions {
+        var actions = Actions()
+        for (ordinal, verdict) in verdicts {
+            if undecided[ordinal] == nil {
+                early[ordinal] = verdict
+            } else {
+                apply(verdict, to: ordinal, into: &actions)
+            }
+        }
+        actions.wake += wakeable()
+        return actions
+    }
+
+    private mutating func apply(_ verdict: UndecidedVerdict, to ordinal: Int, into actions: inout Actions) {
+        let resent = resend.count
+        decide(ordinal, verdict)
+        if verdict == .failed {
+            moveReady()
+        } else if resend.count > resent {
+            // A worker is needed for it, whether or not the window has room.
+            actions.wake += parked
+            parked.removeAll()
+        }
+    }
+
+    private mutating func decide(_ ordinal: Int, _ verdict: UndecidedVerdict) {
+        guard let entry = undecided.removeValue(forKey: ordinal) else { return }
+        switch verdict {
+        case .failed: accept((.row(entry.row), entry.job.target), sequence: entry.job.sequence)
+        case .resend: resend.append(entry.job)
+        }
     }
 
     /// Takes a finished row into `pending`, or holds it while it may be part of a streak of
@@ -264,7 +342,8 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
         }
         let rest = outbox
         outbox = []
-        return (rest, Outcome(gap: !pending.isEmpty || !held.isEmpty, unfinished: nextSequence - nextToWrite, stopReason: stopReason,
+        let gap = !pending.isEmpty || !held.isEmpty || !undecided.isEmpty || !resend.isEmpty
+        return (rest, Outcome(gap: gap, unfinished: nextSequence - nextToWrite, stopReason: stopReason,
                               stopped: stopped, exhausted: exhausted, writeError: writeError))
     }
 
@@ -307,5 +386,23 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
         guard !parked.isEmpty, stopped || !windowFull else { return [] }
         defer { parked.removeAll() }
         return parked
+    }
+}
+
+/// What the pause decided about a row whose last attempt failed in a way that can be the endpoint's.
+enum UndecidedVerdict: Equatable, Sendable {
+    /// Other rows got answers after it: the failure is the row's own.
+    case failed
+    /// The pause opened: the endpoint was down; the row is sent again with fresh attempts.
+    case resend
+}
+
+extension DispatchState.Next {
+    /// Nothing fresh can be handed out now (the window is full, or there is nothing left).
+    var endsOrWaits: Bool {
+        switch self {
+        case .wait, .stop: return true
+        case .send, .awaitFeed: return false
+        }
     }
 }

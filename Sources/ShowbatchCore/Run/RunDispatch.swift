@@ -16,13 +16,17 @@ final class RunDispatch: Sendable {
     private let feed: RequestFeed
     private let writer: RowWriter
     private let onPark: (@Sendable (Int) -> Void)?
+    /// The circuit breaker's pause, which decides the undecided rows.
+    private let pause: CircuitPause?
 
-    /// Dispatch for a run: `feed` gives the work items, `writer` takes the rows.
+    /// Dispatch for a run: `feed` gives the work items, `writer` takes the rows; `pause` gives
+    /// its verdicts on undecided rows to this dispatch.
     init(manifest: Manifest, feed: RequestFeed, writer: RowWriter, byRequest: [Int], failFast: Bool, window: Int,
-         failureLimit: Int = 0, onPark: (@Sendable (Int) -> Void)? = nil) {
+         failureLimit: Int = 0, pause: CircuitPause? = nil, onPark: (@Sendable (Int) -> Void)? = nil) {
         self.feed = feed
         self.onPark = onPark
         self.writer = writer
+        self.pause = pause
         state = Mutex(State(labels: manifest.requests.map(\.labels), byRequest: byRequest, failFast: failFast,
                             window: window, failureLimit: failureLimit, now: coarseMilliseconds()))
     }
@@ -75,7 +79,7 @@ final class RunDispatch: Sendable {
             case .done(let outcome):
                 await perform(state.withLock { $0.finished(current.job, outcome: outcome, now: coarseMilliseconds()) })
                 switch outcome {
-                case .row:
+                case .row, .undecided:
                     guard let last = held.popLast() else { return }
                     current = last
                     mayStepAside = true
@@ -104,10 +108,19 @@ final class RunDispatch: Sendable {
         }
     }
 
+    /// The pause's verdicts on undecided rows. Rows that fail are written by the next hand-over
+    /// (a worker's); this only changes the state and wakes workers, so the pause can call it
+    /// from wherever its actions are carried out.
+    func decided(_ verdicts: [(ordinal: Int, verdict: UndecidedVerdict)]) {
+        let actions = state.withLock { $0.decided(verdicts) }
+        for waiter in actions.wake { waiter.resume() }
+    }
+
     /// Does what the state asked for: hands rows to the writer (which may make this worker wait
     /// for room, without holding a thread) and wakes parked workers.
     private func perform(_ actions: State.Actions) async {
         var actions = actions
+        if !actions.forget.isEmpty { pause?.forget(actions.forget) }
         while let batch = actions.handOver {
             await writer.submit(batch)
             let failure = writer.failure

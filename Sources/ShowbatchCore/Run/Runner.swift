@@ -188,7 +188,8 @@ package struct Runner: Sendable {
                                carried: outputs.carried)
         let dispatch = RunDispatch(manifest: manifest, feed: feed, writer: writer, byRequest: plan.byRequest,
                                    failFast: options.failFast, window: window, failureLimit: manifest.circuit.failedRows,
-                                   onPark: onPark)
+                                   pause: pause, onPark: onPark)
+        pause.onVerdicts { [dispatch] in dispatch.decided($0) }
         // Progress comes from the writer's counts, on a clock of its own: it goes on while
         // sending is paused, when no row is written.
         let ticker = Task.detached { [events] in

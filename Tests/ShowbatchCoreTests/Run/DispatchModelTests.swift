@@ -9,6 +9,9 @@ import Testing
 /// that could wake it, `.wait` is never answered with nothing in flight or being handed over,
 /// and after a cancellation no worker stays parked. At the end every row taken was written
 /// exactly once, unless the run was cancelled or stopped (then what was written is in order).
+/// Rows also end undecided, and the pause's verdicts on them (fail, or send again) come while
+/// other jobs are in flight, sometimes before the row is handed back; a row sent again is
+/// written once.
 @Suite struct DispatchModelTests {
     /// Seeds per test case; the cases run in parallel.
     static let perCase = 12_500
@@ -152,6 +155,8 @@ private struct DispatchModel: ~Copyable {
     var cancelled = false
     var writerFailed = false
     var stoppedByJob = false
+    /// Rows handed back undecided and not yet decided, as the model saw them.
+    var undecided: Set<Int> = []
     /// What happened, for the message of a broken invariant.
     var trace: [String] = []
     let tracing: Bool
@@ -215,6 +220,16 @@ private struct DispatchModel: ~Copyable {
                 if tracing { trace.append("unstall") }
                 continue
             }
+            let inFlight = workers.contains { if case .inFlight = $0 { return true } else { return false } }
+            if roll >= 90 && inFlight && !undecided.isEmpty {
+                // The pause decides a row: an attempt in flight ended.
+                let ordinal = undecided.sorted()[Int(random.next() % UInt64(undecided.count))]
+                undecided.remove(ordinal)
+                let verdict: UndecidedVerdict = random.next() % 2 == 0 ? .failed : .resend
+                if tracing { trace.append("verdict \(ordinal) \(verdict)") }
+                wake(state.decided([(ordinal, verdict)]).wake)
+                continue
+            }
             if canHandOver && (roll < 55 || enabled.isEmpty) {
                 if let problem = completeHandOver(now: now) { return problem }
                 continue
@@ -236,7 +251,11 @@ private struct DispatchModel: ~Copyable {
     /// A worker asks what to do next.
     mutating func step(_ index: Int, now: Int64) -> String? {
         let (next, actions) = state.next(from: source, cancelled: cancelled, now: now)
-        if tracing { trace.append("w\(index) next: \(describe(next)) handOver \(actions.handOver.map { $0.map { $0.row.ordinalForTest } } ?? []) wake \(actions.wake)") }
+        if tracing { trace.append("w\(index) next: \(describe(next)) handOver \(actions.handOver.map { $0.map { $0.row.ordinalForTest } } ?? []) wake \(actions.wake) forget \(actions.forget)") }
+        for ordinal in actions.forget {
+            guard undecided.remove(ordinal) != nil else { return "forgot row \(ordinal), which is not undecided" }
+        }
+        if !actions.forget.isEmpty && !undecided.isEmpty { return "forgot some undecided rows and kept others: \(undecided)" }
         if case .send(let job) = next { taken.append(job.ordinal) }
         if case .wait = next, state.inFlight == 0, handOver == nil, actions.handOver == nil {
             return "told to wait with nothing in flight or being handed over"
@@ -277,13 +296,24 @@ private struct DispatchModel: ~Copyable {
         } else if roll < 5 {
             outcome = .stop(RunStop("stop"))
             stoppedByJob = true
-        } else if roll < 40 {
+        } else if roll < 30 {
             outcome = .row(.row(failedRow(job.ordinal)))
+        } else if roll < 45 {
+            outcome = .undecided(failedRow(job.ordinal))
+            if roll < 35 {
+                // The verdict comes before the row is handed back.
+                let verdict: UndecidedVerdict = roll % 2 == 0 ? .failed : .resend
+                if tracing { trace.append("early verdict \(job.ordinal) \(verdict)") }
+                wake(state.decided([(job.ordinal, verdict)]).wake)
+            } else {
+                undecided.insert(job.ordinal)
+            }
         } else {
             outcome = .row(.row(okRow(job.ordinal)))
         }
         let actions = state.finished(job, outcome: outcome, now: now)
-        if tracing { trace.append("w\(index) finished \(job.ordinal): \(roll < 3 ? "cancelled" : roll < 5 ? "stop" : roll < 40 ? "failed" : "ok") handOver \(actions.handOver.map { $0.map { $0.row.ordinalForTest } } ?? [])") }
+        for ordinal in actions.forget { undecided.remove(ordinal) }
+        if tracing { trace.append("w\(index) finished \(job.ordinal): \(roll < 3 ? "cancelled" : roll < 5 ? "stop" : roll < 30 ? "failed" : roll < 45 ? "undecided" : "ok") handOver \(actions.handOver.map { $0.map { $0.row.ordinalForTest } } ?? [])") }
         wake(actions.wake)
         if let rows = actions.handOver { return begin(rows, by: index, afterwards: .idle) }
         workers[index] = .idle
@@ -355,6 +385,7 @@ private struct DispatchModel: ~Copyable {
             let unsent = Set(written).subtracting(taken)
             // Unsendable rows are written without being taken as jobs.
             if written.count != Set(written).count { return "a row was written twice: \(written)" }
+            if !undecided.isEmpty { return "rows left undecided at the end: \(undecided)" }
             if !Set(taken).isSubset(of: Set(written)) { return "rows taken but never written: \(Set(taken).subtracting(written))" }
             if !state.failFast && !outcome.stopped && written != Array(0..<written.count) { return "rows missing: \(written), unsent \(unsent)" }
         }

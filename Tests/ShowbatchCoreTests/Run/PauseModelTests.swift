@@ -10,18 +10,27 @@ import Testing
 /// only when none waits and only if its worker can take a fresh row; an attempt that failed
 /// counts unless the pause is open; a row that failed in a pause an answer ended, and a failure
 /// that weighs nothing (a row's first with a retry to come), never open one; the run stops only at or past `maxPause`; after a cancellation or a stop nobody waits.
+/// A row whose last attempt fails transiently while sending goes on is undecided, never failed at
+/// once; it is failed only by an answer to another row's attempt sent after its failure, and sent
+/// again only when a pause opens, which takes every undecided row; each gets one verdict.
 @Suite struct PauseModelTests {
     /// 40,000 sequences in all.
     static let perCase = 5_000
 
     @Test(arguments: 0..<8) func randomSequencesKeepTheInvariants(part: Int) async {
-        var stepAsides = 0
-        defer { #expect(stepAsides > 100, "the sequences hardly made a row step aside (\(stepAsides))") }
+        var stepAsides = 0, verdicts = 0
+        defer {
+            #expect(stepAsides > 100, "the sequences hardly made a row step aside (\(stepAsides))")
+            #expect(verdicts > 1_000, "the sequences hardly decided an undecided row (\(verdicts))")
+        }
         for seed in (part * Self.perCase)..<((part + 1) * Self.perCase) {
             // Now and then the thread goes back to the pool: other tests' tasks wait on it.
             if seed % 500 == 0 { await Task.yield() }
             var model = PauseModel(seed: UInt64(seed))
-            defer { stepAsides += model.stepAsides }
+            defer {
+                stepAsides += model.stepAsides
+                verdicts += model.verdicts
+            }
             if model.run() != nil {
                 // Run again, telling what happens, for the message.
                 model = PauseModel(seed: UInt64(seed), tracing: true)
@@ -111,6 +120,58 @@ extension PauseModelTests {
         #expect(opened && state.reason == .outage)
     }
 
+    /// A row whose last attempt fails is undecided: an answer to an attempt sent before its
+    /// failure decides nothing, one sent after it fails the row; a pause opening sends every
+    /// undecided row again. A row the dispatch failed itself is forgotten.
+    @Test func undecidedRowsWaitForEvidence() {
+        var state = PauseState<Int>(settings: PauseSettings(minimumFailures: 3, window: 16, maxPause: 60_000), seed: 1)
+        for ordinal in 100..<110 { _ = state.attemptEnded(ordinal: ordinal, signal: .answered, probe: false, now: 0) }
+        let failed = state.attemptEnded(ordinal: 1, signal: .transient, probe: false, now: 100, last: true, sentAt: 90)
+        #expect(failed.counts && failed.1.undecided && state.undecided == [1: 100])
+        // Not the last attempt, or an answer-like failure that is not transient: not undecided.
+        #expect(!state.attemptEnded(ordinal: 2, signal: .transient, probe: false, now: 100, last: false).1.undecided)
+        let earlier = state.attemptEnded(ordinal: 3, signal: .answered, probe: false, now: 110, sentAt: 95)
+        #expect(earlier.1.decided.isEmpty && state.undecided == [1: 100])
+        let later = state.attemptEnded(ordinal: 4, signal: .answered, probe: false, now: 120, sentAt: 101)
+        #expect(later.1.decided.map(\.ordinal) == [1] && later.1.decided.map(\.verdict) == [.failed] && state.undecided.isEmpty)
+
+        _ = state.attemptEnded(ordinal: 5, signal: .transient, probe: false, now: 200, last: true)
+        _ = state.attemptEnded(ordinal: 6, signal: .transient, probe: false, now: 201, last: true)
+        _ = state.attemptEnded(ordinal: 7, signal: .transient, probe: false, now: 202, last: true)
+        state.forget([7])
+        #expect(state.undecided.keys.sorted() == [5, 6])
+        var opened: (counts: Bool, PauseState<Int>.Actions)?
+        for ordinal in 8..<40 where opened == nil {
+            let ended = state.attemptEnded(ordinal: ordinal, signal: .transient, probe: false, now: 210, last: false)
+            if state.reason != nil { opened = ended }
+        }
+        let open = try! #require(opened)
+        #expect(!open.counts && state.reason == .outage && !open.1.undecided)
+        #expect(open.1.decided.map(\.ordinal) == [5, 6] && open.1.decided.allSatisfy { $0.verdict == .resend })
+        #expect(state.undecided.isEmpty)
+        // In the pause a failure is no row's: nothing is undecided.
+        #expect(!state.attemptEnded(ordinal: 9, signal: .transient, probe: false, now: 220, last: true).1.undecided)
+    }
+
+    /// Probe waits are never shorter than the first one and never longer than 5 s: a run goes
+    /// on within a few seconds of the endpoint coming back, probing at most once a second.
+    @Test func probeWaitsStayBetweenOneAndFiveSeconds() {
+        var state = PauseState<Int>(settings: PauseSettings(minimumFailures: 1, window: 4, maxPause: 600_000), seed: 3)
+        var now: Int64 = 0
+        var timer = try! #require(state.attemptEnded(ordinal: 0, signal: .transient, probe: false, now: now).1.timer)
+        var waits: [Int64] = []
+        for ordinal in 1...30 {
+            waits.append(timer - now)
+            now = timer
+            #expect(state.admit(ordinal, ordinal: ordinal).0 == nil)
+            let fired = state.timerFired(now: now)
+            #expect(fired.resume.map(\.1) == [.probe])
+            timer = try! #require(state.attemptEnded(ordinal: ordinal, signal: .transient, probe: true, now: now).1.timer)
+        }
+        #expect(waits.allSatisfy { (1_000...5_000).contains($0) }, "\(waits)")
+        #expect(waits.suffix(20).contains { $0 > 4_000 }, "\(waits)")
+    }
+
     /// Short-lived tokens refused now and then open pause after pause: the first is a warning,
     /// the ones within a minute of the last are notes (for the JSON log and --verbose).
     @Test func aPauseAgainWithinAMinuteIsANote() {
@@ -172,6 +233,14 @@ private struct PauseModel: ~Copyable {
     /// The worker whose attempt is the probe of this pause (a probe of an earlier pause that
     /// is still out is an ordinary attempt).
     var probeWorker: Int?
+    /// When each worker's attempt was sent.
+    var sentAt: [Int64]
+    /// Undecided rows as the model saw them, with when their last attempt failed.
+    var undecided: [Int: Int64] = [:]
+    /// Undecided rows the pause sent back, to be sent again.
+    var resend: [Int] = []
+    /// Verdicts given, for the sequences' coverage.
+    var verdicts = 0
     var trace: [String] = []
     let tracing: Bool
 
@@ -187,6 +256,7 @@ private struct PauseModel: ~Copyable {
         rows = Array(0..<count)
         held = Array(repeating: [], count: count)
         mayStepAside = Array(repeating: false, count: count)
+        sentAt = Array(repeating: 0, count: count)
         nextOrdinal = count
         totalRows = count + Int(random.next() % 30)
     }
@@ -250,10 +320,19 @@ private struct PauseModel: ~Copyable {
             let signal: AttemptSignal = roll < 8 ? .none : roll < 40 ? .transient : roll < 45 ? .refused : .answered
             let wasPaused = state.reason != nil
             let reasonBefore = state.reason
-            // Some failures are a row's first with a retry to come: they weigh as nothing.
-            let weighs = probe || random.next() % 3 != 0
-            let (counts, actions) = state.attemptEnded(ordinal: rows[index], signal: signal, probe: probe, now: now, weighs: weighs)
-            if tracing { trace.append("w\(index) row \(rows[index]) \(probe ? "probe " : "")ended \(signal): counts \(counts)") }
+            // Some failures are a row's first with a retry to come: they weigh as nothing; some
+            // attempts are their row's last (and always weigh).
+            let last = random.next() % 3 == 0
+            let weighs = probe || last || random.next() % 3 != 0
+            let (counts, actions) = state.attemptEnded(ordinal: rows[index], signal: signal, probe: probe, now: now, weighs: weighs,
+                                                       last: last, sentAt: sentAt[index])
+            if tracing {
+                trace.append("w\(index) row \(rows[index]) \(probe ? "probe " : "")ended \(signal)\(last ? " (last)" : ""): counts \(counts)"
+                             + "\(actions.undecided ? " undecided" : "")\(actions.decided.isEmpty ? "" : " verdicts \(actions.decided)")")
+            }
+            if let problem = judge(actions, row: rows[index], signal: signal, counts: counts, last: last, weighs: weighs,
+                                   opened: !wasPaused && state.reason != nil, suspect: !wasPaused && signal == .transient && suspects.contains(rows[index]),
+                                   sentAt: sentAt[index]) { return problem }
             if probeWorker == index { probeWorker = nil }
             let wasSuspect = !wasPaused && signal == .transient && suspects.contains(rows[index])
             if wasSuspect { suspects.remove(rows[index]) }
@@ -275,10 +354,14 @@ private struct PauseModel: ~Copyable {
                 if state.reason == nil { return "a failed attempt did not count while sending goes on" }
                 failedInPause.insert(rows[index])
                 workers[index] = .ready
-            } else if signal == .answered || random.next() % 3 == 0 {
-                // The row is done (answered, or its attempts are used up): a row held back, or the next.
+            } else if signal == .answered || actions.undecided || last {
+                // The row is done (answered, undecided, or its attempts are used up): a row held
+                // back, one sent back by the pause, or the next.
                 if let back = held[index].popLast() {
                     rows[index] = back
+                    workers[index] = .ready
+                } else if !resend.isEmpty {
+                    rows[index] = resend.removeFirst()
                     workers[index] = .ready
                 } else if nextOrdinal < totalRows {
                     rows[index] = nextOrdinal
@@ -296,7 +379,38 @@ private struct PauseModel: ~Copyable {
         }
     }
 
+    /// Checks what an ended attempt did to the undecided rows.
+    mutating func judge(_ actions: PauseState<Int>.Actions, row: Int, signal: AttemptSignal, counts: Bool, last: Bool, weighs: Bool,
+                        opened: Bool, suspect: Bool, sentAt: Int64) -> String? {
+        for (ordinal, verdict) in actions.decided {
+            guard let failedAt = undecided.removeValue(forKey: ordinal) else { return "a verdict on row \(ordinal), which is not undecided" }
+            verdicts += 1
+            switch verdict {
+            case .failed:
+                if signal != .answered || ordinal == row || failedAt >= sentAt {
+                    return "row \(ordinal) failed without an answer to an attempt sent after its failure"
+                }
+            case .resend:
+                if !opened { return "row \(ordinal) sent again without a pause opening" }
+                resend.append(ordinal)
+            }
+        }
+        if opened && !undecided.isEmpty { return "a pause opened and left rows undecided: \(undecided)" }
+        if signal == .answered, let stale = undecided.first(where: { $0.key != row && $0.value < sentAt }) {
+            return "row \(stale.key) stays undecided after an answer sent after its failure"
+        }
+        let shouldWait = counts && last && signal == .transient && weighs && !suspect && state.reason == nil
+            && settings.minimumFailures > 0 && state.stopped == nil && !state.cancelled
+        if actions.undecided != shouldWait {
+            return actions.undecided ? "row \(row) undecided although it did not fail its last attempt while sending went on"
+                                     : "row \(row) failed its last attempt while sending went on and was not held undecided"
+        }
+        if actions.undecided { undecided[row] = now }
+        return nil
+    }
+
     mutating func admitted(_ index: Int, _ admission: PauseAdmission) -> String? {
+        sentAt[index] = now
         switch admission {
         case .go:
             if state.reason != nil { return "admitted while paused" }
