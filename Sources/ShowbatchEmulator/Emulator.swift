@@ -36,6 +36,27 @@ package final class Emulator: Sendable {
         var unavailableStarted: ContinuousClock.Instant?
         /// Token requests seen.
         var tokenRequests = 0
+        /// The fixed window of `windowLimit`: when it began and the requests it let through.
+        var windowStarted: ContinuousClock.Instant = .now
+        var windowUsed = 0
+    }
+
+    /// The fixed-window limit's verdict on one request: let through or not, the requests left,
+    /// and the time to the window's reset.
+    private func windowAdmits() -> (allowed: Bool, remaining: Int, reset: Duration) {
+        let faults = configuration.faults
+        return state.withLock { state in
+            let now = ContinuousClock.now
+            if now - state.windowStarted >= faults.windowLength {
+                // Windows are aligned to the first one, as a limiter counting per minute is.
+                let elapsed = (now - state.windowStarted) / faults.windowLength
+                state.windowStarted = state.windowStarted + faults.windowLength * Int(elapsed.rounded(.down))
+                state.windowUsed = 0
+            }
+            let allowed = state.windowUsed < faults.windowLimit!
+            if allowed { state.windowUsed += 1 }
+            return (allowed, faults.windowLimit! - state.windowUsed, state.windowStarted + faults.windowLength - now)
+        }
     }
 
     /// Tokens handed out, with the requests each is still good for (nil: any number).
@@ -228,6 +249,21 @@ package final class Emulator: Sendable {
             if let seconds = configuration.faults.outageRetryAfter { response.extraHeaders.append(("Retry-After", String(seconds))) }
             return response
         }
+        var limitHeaders: [(String, String)] = []
+        if configuration.faults.windowLimit != nil {
+            let (allowed, remaining, reset) = windowAdmits()
+            let seconds = String(Int(reset.seconds.rounded(.up)))
+            if configuration.faults.windowHeaders {
+                limitHeaders = [("X-RateLimit-Remaining", String(remaining)), ("X-RateLimit-Reset", seconds)]
+            }
+            if !allowed {
+                throttledCount.add(1, ordering: .relaxed)
+                var response = HTTPResponse.json(status: 429, ["error": "rate limited"], close: close)
+                if configuration.faults.windowRetryAfter { response.extraHeaders.append(("Retry-After", seconds)) }
+                response.extraHeaders += limitHeaders
+                return response
+            }
+        }
         let faults = nextFaults()
         if faults.delay > 0 { usleep(UInt32(min(faults.delay, 60) * 1_000_000)) }
         if faults.drop {
@@ -264,7 +300,9 @@ package final class Emulator: Sendable {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(512)
         echo.write(to: &bytes)
-        return HTTPResponse(status: 200, contentType: "application/json", body: bytes, close: close)
+        var response = HTTPResponse(status: 200, contentType: "application/json", body: bytes, close: close)
+        response.extraHeaders += limitHeaders
+        return response
     }
 
     /// Whether every token is refused now (the configured window of 401s).

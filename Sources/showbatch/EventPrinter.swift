@@ -174,6 +174,7 @@ final class EventPrinter: Sendable {
                 JSONMember("replayed", .number(String(summary.replayed))), JSONMember("skipped", .number(String(summary.skipped))),
                 JSONMember("unfinished", .number(String(summary.unfinished))),
                 JSONMember("resent_after_401", .number(String(summary.resentAfter401))),
+                JSONMember("resent_after_429", .number(String(summary.resentAfter429))),
                 JSONMember("token_renewals", .number(String(summary.tokenRenewals))),
                 JSONMember("elapsed_s", .number(String(format: "%.3f", summary.elapsed.seconds))),
                 JSONMember("requests_per_s", .number(String(format: "%.1f", summary.rate))),

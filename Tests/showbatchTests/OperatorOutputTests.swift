@@ -133,6 +133,9 @@ private let manifest = okManifest + "\n  - {name: last, path: /p, payload: {c: t
         # HELP showbatch_requests_resent_after_401 Requests the last run sent again because an answer refused their token.
         # TYPE showbatch_requests_resent_after_401 gauge
         showbatch_requests_resent_after_401{manifest="m.yaml"} 0
+        # HELP showbatch_requests_resent_after_429 Requests the last run sent again because the endpoint answered 429 (rate limited).
+        # TYPE showbatch_requests_resent_after_429 gauge
+        showbatch_requests_resent_after_429{manifest="m.yaml"} 0
         # HELP showbatch_token_renewals Access tokens the last run fetched again.
         # TYPE showbatch_token_renewals gauge
         showbatch_token_renewals{manifest="m.yaml"} 0

@@ -29,6 +29,14 @@ package struct EmulatorFaults: Sendable, Equatable {
     package var failStatus = 500
     /// Requests per interval before 429 with Retry-After.
     package var throttle: Rate?
+    /// A rate limit of fixed windows, as the VGS proxy keeps one per client and minute: this many
+    /// requests per `windowLength`, then 429 until the window resets (tests only).
+    package var windowLimit: Int?
+    package var windowLength: Duration = .seconds(60)
+    /// The window's 429s say `Retry-After` (the seconds to its reset, rounded up).
+    package var windowRetryAfter = false
+    /// Every answer says `x-ratelimit-remaining` and `x-ratelimit-reset` (seconds to the reset).
+    package var windowHeaders = false
     /// Fraction of requests whose connection is closed without an answer.
     package var dropRate = 0.0
     /// Fraction of requests answered 200 with a body that is not JSON.

@@ -55,7 +55,7 @@ package enum ManifestReference {
         Entry(path: "retry.attempts", type: "integer", defaultValue: "3", meaning: "Total attempts per request, 1…100 (1 = no retry)."),
         Entry(path: "retry.backoff", type: "duration", defaultValue: "200ms", meaning: "Base of the capped exponential backoff with full jitter."),
         Entry(path: "retry.max_backoff", type: "duration", defaultValue: "10s", meaning: "Cap of the backoff. A `Retry-After` answer is honoured instead (up to 10 minutes)."),
-        Entry(path: "retry.on", type: "list", defaultValue: "[429, 502, 503, 504, network, timeout]", meaning: "HTTP statuses and failure kinds (`network`, `timeout`) that are retried."),
+        Entry(path: "retry.on", type: "list", defaultValue: "[429, 502, 503, 504, network, timeout]", meaning: "HTTP statuses and failure kinds (`network`, `timeout`) that are retried. With 429 in it, a 429 slows the whole run down and is sent again without using an attempt; it never fails a row."),
         Entry(path: "output", type: "mapping", defaultValue: "—", meaning: "Where rows go when neither `--output` nor the request says."),
         Entry(path: "output.path", type: "string", defaultValue: "required", meaning: "The file, relative to the manifest's folder; may hold `{shard}`."),
         Entry(path: "output.format", type: "string", defaultValue: "extension", meaning: "`csv`, `json` or `jsonl`; without it the extension decides (`.csv`, `.json`, `.jsonl`/`.ndjson`)."),

@@ -30,6 +30,8 @@ enum PerformResult: Sendable {
 final class AttemptCounts: Sendable {
     /// Requests sent again because an answer refused their token (401).
     let resentAfter401 = Atomic<Int>(0)
+    /// Requests sent again because the endpoint answered 429 (rate limited).
+    let throttled = Atomic<Int>(0)
 }
 
 /// Everything an attempt needs, shared by the tasks of a run.
@@ -37,7 +39,8 @@ struct AttemptContext: Sendable {
     let transport: any Transport
     let policy: RetryPolicy
     let timeout: Duration
-    let limiter: RateLimiter?
+    /// Starts spaced by `rate_limit` and by the rate the endpoint's 429s teach.
+    let pacer: Pacer?
     let events: @Sendable (RunEvent) -> Void
     let verbose: Bool
     /// The bearer token, when the manifest has `auth`.
@@ -85,14 +88,18 @@ struct AttemptContext: Sendable {
             case .cancelled: return .cancelled
             }
             let probe = admission == .probe
+            /// The attempt probes the endpoint's rate limit.
+            var paceProbe = false
             /// Ends an attempt that is not sent: a probe's place goes to another row.
             func unsent(_ outcome: JobOutcome) -> JobOutcome {
                 if probe { _ = pause?.attemptEnded(ordinal: ordinal, signal: .none, probe: true) }
+                if paceProbe { pacer?.probeUnsent() }
                 return outcome
             }
-            if let limiter {
-                let slot = await limiter.reserve()
-                do { try await Task.sleep(until: slot, clock: .continuous) } catch { return unsent(.cancelled) }
+            switch await pacer?.admit() ?? .go(probe: false) {
+            case .go(let probe): paceProbe = probe
+            case .stop(let reason): return unsent(.stop(RunStop(reason)))
+            case .cancelled: return unsent(.cancelled)
             }
             if Task.isCancelled { return unsent(.cancelled) }
             var sent = request
@@ -112,6 +119,10 @@ struct AttemptContext: Sendable {
             let began = verbose ? ContinuousClock.now : nil
             let sentAt = coarseMilliseconds()
             let result = await transport.send(sent, timeout: probe ? pause!.probeTimeout(timeout) : timeout)
+            switch result {
+            case .response(let status, let headers, _): pacer?.ended(sentAt: sentAt, status: status, headers: headers, probe: paceProbe)
+            case .failure: pacer?.ended(sentAt: sentAt, status: nil, headers: [:], probe: paceProbe)
+            }
             if verbose, let began {
                 var record = AttemptRecord(request: request.name, method: request.method.rawValue, url: request.url,
                                            attempt: attempt, status: nil, failure: nil, duration: ContinuousClock.now - began)
@@ -197,6 +208,12 @@ struct AttemptContext: Sendable {
                 renewals += 1
                 attempt -= 1
                 counts?.resentAfter401.add(1, ordering: .relaxed)
+                continue
+            case .response(429, _, _) where pacer != nil && policy.statuses.contains(429):
+                // The endpoint asks the run to slow down: every row waits as the pacer says, and
+                // this one is sent again without using an attempt. It is not the row's failure.
+                attempt -= 1
+                counts?.throttled.add(1, ordering: .relaxed)
                 continue
             case .response(let status, let headers, _):
                 if !(canRetry && policy.statuses.contains(status)) {

@@ -66,6 +66,7 @@ package struct RunReport: Sendable {
             JSONMember("skipped", number(summary.skipped)),
             JSONMember("unfinished", number(summary.unfinished)),
             JSONMember("resent_after_401", number(summary.resentAfter401)),
+            JSONMember("resent_after_429", number(summary.resentAfter429)),
             JSONMember("token_renewals", number(summary.tokenRenewals)),
             JSONMember("max_failed", summary.allowance.map { .string($0.text) } ?? .null),
             JSONMember("elapsed_s", .number(String(format: "%.3f", summary.elapsed.seconds))),
@@ -124,6 +125,8 @@ package struct RunReport: Sendable {
                [("", String(summary.unfinished))])
         metric("showbatch_requests_resent_after_401", "Requests the last run sent again because an answer refused their token.",
                [("", String(summary.resentAfter401))])
+        metric("showbatch_requests_resent_after_429", "Requests the last run sent again because the endpoint answered 429 (rate limited).",
+               [("", String(summary.resentAfter429))])
         metric("showbatch_token_renewals", "Access tokens the last run fetched again.", [("", String(summary.tokenRenewals))])
         metric("showbatch_run_duration_seconds", "Wall time of the last run.", [("", String(format: "%.3f", summary.elapsed.seconds))])
         metric("showbatch_run_exit_code", "Exit code of the last run (0 ok, 1 rows failed, 2 invalid, 3 error, 4 stopped, 130 interrupted).",

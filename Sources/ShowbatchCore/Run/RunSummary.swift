@@ -63,6 +63,8 @@ package struct RunSummary: Sendable {
     package var allowance: FailureAllowance?
     /// Requests sent again because an answer refused their token (401).
     package var resentAfter401 = 0
+    /// Requests sent again because the endpoint answered 429 (rate limited).
+    package var resentAfter429 = 0
     /// Access tokens fetched again (renewals), the first one not counted.
     package var tokenRenewals = 0
     /// Work items whose request was under way when the run stopped or was interrupted: not

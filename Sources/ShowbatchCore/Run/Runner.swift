@@ -172,9 +172,9 @@ package struct Runner: Sendable {
 
         let concurrency = options.concurrency ?? manifest.concurrency
         let window = max(concurrency * 4, 64)
-        let limiter = rate.map { RateLimiter(rate: $0) }
+        let pacer = Pacer(settings: Pacer.settings(rate: rate, maxPause: manifest.circuit.maxPause), seed: pauseSeed &+ 2, events: events)
         var context = AttemptContext(transport: transport, policy: manifest.retry, timeout: options.timeout ?? manifest.timeout,
-                                     limiter: limiter, events: events, verbose: options.verbose)
+                                     pacer: pacer, events: events, verbose: options.verbose)
         context.credentials = credentials
         context.reveal = RevealTiming(failFast: options.failFast)
         let counts = AttemptCounts()
@@ -229,6 +229,7 @@ package struct Runner: Sendable {
         summary.tally = written.tally
         summary.unfinished = outcome.unfinished + written.dropped
         summary.resentAfter401 = counts.resentAfter401.load(ordering: .relaxed)
+        summary.resentAfter429 = counts.throttled.load(ordering: .relaxed)
         summary.tokenRenewals = credentials?.renewals ?? 0
         let writeError = outcome.writeError ?? written.error
         // Rows after a gap (a cancelled request) stay unwritten: order is never broken.

@@ -16,8 +16,9 @@ extension Transport {
 
 /// What one attempt came back with.
 package enum TransportResult: Sendable {
-    /// An HTTP answer; header names are lower-cased. The curl transport keeps only the header the
-    /// engine reads (`retry-after`).
+    /// An HTTP answer; header names are lower-cased. The curl transport keeps only the headers
+    /// the engine reads (`retry-after`, `x-ratelimit-remaining`, `x-ratelimit-reset` and their
+    /// `ratelimit-` forms).
     case response(status: Int, headers: [String: String], body: [UInt8])
     /// No usable answer.
     case failure(TransportFailure)

@@ -24,9 +24,9 @@ func appendBody(_ data: UnsafeMutablePointer<CChar>?, _ length: Int, to bytes: i
     return length
 }
 
-/// Keeps the response header the engine reads (`retry-after`, lower-cased); a new status line
-/// starts a new set. Works on the bytes, and most answers allocate nothing here: this runs for
-/// every header line of every answer.
+/// Keeps the response headers the engine reads (`retry-after` and the rate-limit fields,
+/// lower-cased); a new status line starts a new set. Works on the bytes, and most answers
+/// allocate nothing here: this runs for every header line of every answer.
 let curlWriteHeader: sb_data_callback = { data, size, count, context in
     let transfer = Unmanaged<CurlTransfer>.fromOpaque(context!).takeUnretainedValue()
     let length = size * count
@@ -38,14 +38,26 @@ let curlWriteHeader: sb_data_callback = { data, size, count, context in
             return
         }
         guard let colon = line.firstIndex(of: UInt8(ascii: ":")),
-              asciiLowercaseEquals(UnsafeBufferPointer(rebasing: line[..<colon]), "retry-after") else { return }
+              let name = keptHeader(UnsafeBufferPointer(rebasing: line[..<colon])) else { return }
         var start = colon + 1
         var end = length
         while start < end, line[start] == 0x20 || line[start] == 0x09 { start += 1 }
         while end > start, line[end - 1] == 0x0A || line[end - 1] == 0x0D || line[end - 1] == 0x20 { end -= 1 }
-        transfer.headers["retry-after"] = String(decoding: UnsafeBufferPointer(rebasing: line[start..<end]), as: UTF8.self)
+        transfer.headers[name] = String(decoding: UnsafeBufferPointer(rebasing: line[start..<end]), as: UTF8.self)
     }
     return length
+}
+
+/// The name of a response header the engine reads, when `name` (any case) is one.
+func keptHeader(_ name: UnsafeBufferPointer<UInt8>) -> String? {
+    switch name.count {
+    case 11: return asciiLowercaseEquals(name, "retry-after") ? "retry-after" : nil
+    case 15: return asciiLowercaseEquals(name, "ratelimit-reset") ? "ratelimit-reset" : nil
+    case 17: return asciiLowercaseEquals(name, "x-ratelimit-reset") ? "x-ratelimit-reset" : nil
+    case 19: return asciiLowercaseEquals(name, "ratelimit-remaining") ? "ratelimit-remaining" : nil
+    case 21: return asciiLowercaseEquals(name, "x-ratelimit-remaining") ? "x-ratelimit-remaining" : nil
+    default: return nil
+    }
 }
 
 /// Whether `bytes`, lower-cased (ASCII), are `lowercase`; compares in place.

@@ -1,0 +1,302 @@
+import Foundation
+import Synchronization
+
+/// What an answer said about the endpoint's rate limit.
+struct RateSignal: Equatable, Sendable {
+    /// `Retry-After`, when the answer is a 429 that has one.
+    var retryAfter: Duration?
+    /// `x-ratelimit-remaining` (or `ratelimit-remaining`): requests left in the current window.
+    var remaining: Int?
+    /// `x-ratelimit-reset` (or `ratelimit-reset`): milliseconds until the window resets.
+    var reset: Int64?
+
+    /// The signal in `headers` (names lower-cased); `now` is for a reset given as a Unix time.
+    static func from(_ headers: [String: String], status: Int, nowSince1970: Double = Date().timeIntervalSince1970) -> RateSignal {
+        var signal = RateSignal()
+        if status == 429 { signal.retryAfter = headers["retry-after"].flatMap(RetryAfter.parse) }
+        if let text = headers["x-ratelimit-remaining"] ?? headers["ratelimit-remaining"],
+           let value = Int(text.trimmingCharacters(in: .whitespaces)), value >= 0 {
+            signal.remaining = value
+        }
+        if let text = headers["x-ratelimit-reset"] ?? headers["ratelimit-reset"],
+           let value = Double(text.trimmingCharacters(in: .whitespaces)), value >= 0, value.isFinite {
+            // A large number is a Unix time (as GitHub and Vimeo send it); else seconds from now
+            // (as the IETF RateLimit fields say). At most ten minutes, as Retry-After.
+            let seconds = value > 1_000_000_000 ? value - nowSince1970 : value
+            signal.reset = Int64(min(600, max(0, seconds)) * 1000)
+        }
+        return signal
+    }
+}
+
+/// How the run keeps to the endpoint's rate limit.
+struct PaceSettings: Sendable {
+    /// Milliseconds between two starts that `rate_limit` asks for; 0: no cap.
+    var capSpacing: Double = 0
+    /// The wait between probes while the endpoint answers 429 and says nothing of when it
+    /// stops (milliseconds): short, since a window that resets is seen only by a probe.
+    var probeWait: Int64 = 250
+    /// The probe wait once the endpoint has answered 429 for `slowAfter` with nothing let
+    /// through (a window of a minute is probed four times a second for no gain).
+    var slowProbeWait: Int64 = 2_000
+    var slowAfter: Int64 = 10_000
+    /// Answered 429 this long (milliseconds) with nothing let through: the run stops.
+    var maxThrottle: Int64 = 300_000
+    /// The share of the measured rate the run keeps to.
+    var margin = 0.97
+    /// The share of the rate added for each window (the time between two resets; a second
+    /// until one is seen) without a 429: additive increase.
+    var increase = 0.02
+}
+
+/// What an attempt may do now.
+enum PaceAdmission: Equatable, Sendable {
+    /// Send now; `probe`: this attempt is the one that probes a rate limit.
+    case go(probe: Bool)
+    /// A start at this time (milliseconds) is reserved: sleep until then, then send unless the
+    /// endpoint answered 429 meanwhile (`PaceState.epoch` changed).
+    case sendAt(Double, epoch: Int)
+    /// Ask again at this time (milliseconds).
+    case askAt(Int64)
+    /// The run stops, for this reason.
+    case stop(String)
+}
+
+/// The pacing of a run's requests, as a plain value that returns what to do (as `PauseState`
+/// does): starts spaced by `rate_limit` and by the rate learned from the endpoint's 429s.
+///
+/// A 429 is the endpoint saying "slower" to every row, not a row failing: the first 429 to an
+/// attempt sent after the last one slows everyone down at once (a shared throttle until its
+/// `Retry-After`, or `x-ratelimit-reset`; with neither, one request at a time probes every
+/// `probeWait` until one gets through). 429s to attempts that were already on their way when it
+/// began say nothing new. When a request gets through again, the window has reset: the requests
+/// let through since the reset before, over the time between the two, is the rate the endpoint
+/// allows, and the run keeps to `margin` of it, adding `increase` of it for every second without
+/// a 429 (additive increase; a 429 then measures it again, the multiplicative decrease). An
+/// answer saying `x-ratelimit-remaining: 0` throttles as a 429 would, before one is spent.
+struct PaceState {
+    let settings: PaceSettings
+    private var random: SeededGenerator
+    /// The rate learned from the endpoint, requests per second; nil until a 429.
+    private(set) var learned: Double?
+    /// When the next paced start may be, in milliseconds.
+    private var nextSlot: Double = 0
+    private var lastIncrease: Int64 = 0
+    /// No request starts before this (milliseconds) while throttled; nil: not throttled.
+    private(set) var throttledUntil: Int64?
+    /// The throttle ends at `throttledUntil` for everyone (the endpoint said when), rather than
+    /// with a probe that gets through.
+    private var resetKnown = false
+    private(set) var probeOut = false
+    /// When the current throttle began: 429s to attempts sent before it are not news (nor those
+    /// sent in the same millisecond: the clock is coarse, and an old answer must not pass for news).
+    private var throttleBegan: Int64 = .min
+    /// The first 429 since anything got through (for the slower probes and the stop).
+    private var throttledSince: Int64?
+    /// A throttle began and nothing has got through since.
+    private var awaitingReset = false
+    /// When the window was last seen to reset (or the first request went), and the requests
+    /// let through since.
+    private var lastReset: Int64?
+    private var acceptedSinceReset = 0
+    /// The requests let through between the last reset and the throttle after it.
+    private var acceptedBeforeThrottle = 0
+    /// The time between the last two resets, in milliseconds: the endpoint's window, as seen.
+    private var cycle: Int64 = 1_000
+    /// Goes up with each throttle: a start reserved before it is void.
+    private(set) var epoch = 0
+    /// 429 answers, and the throttles they began.
+    private(set) var answered429 = 0
+    private(set) var throttles = 0
+    private(set) var stopped: String?
+
+    init(settings: PaceSettings, seed: UInt64) {
+        self.settings = settings
+        random = SeededGenerator(seed: seed)
+    }
+
+    /// Milliseconds between two starts now: the larger of the cap's and the learned rate's.
+    var spacing: Double {
+        max(settings.capSpacing, learned.map { 1000 / $0 } ?? 0)
+    }
+
+    /// Before an attempt.
+    mutating func admit(now: Int64) -> PaceAdmission {
+        if let stopped { return .stop(stopped) }
+        if lastReset == nil {
+            lastReset = now
+            nextSlot = Double(now)
+        }
+        if let until = throttledUntil {
+            if let since = throttledSince, now - since >= settings.maxThrottle {
+                let text = "the endpoint answered 429 (rate limited) to every request for \(Units.text(.milliseconds(settings.maxThrottle))) (circuit.max_pause)"
+                stopped = text
+                return .stop(text)
+            }
+            if now < until { return .askAt(until) }
+            if resetKnown {
+                throttledUntil = nil
+                nextSlot = max(nextSlot, Double(now))
+            } else {
+                if probeOut { return .askAt(now + min(50, settings.probeWait)) }
+                probeOut = true
+                return .go(probe: true)
+            }
+        }
+        let spacing = self.spacing
+        guard spacing > 0 else { return .go(probe: false) }
+        let slot = max(Double(now), nextSlot)
+        nextSlot = slot + spacing
+        return slot <= Double(now) ? .go(probe: false) : .sendAt(slot, epoch: epoch)
+    }
+
+    /// After an attempt sent at `sentAt`: its status (nil: no answer) and what its headers said.
+    /// Returns a line for the log, when there is one to say.
+    mutating func ended(sentAt: Int64, status: Int?, signal: RateSignal, probe: Bool, now: Int64) -> RunEvent? {
+        if probe { probeOut = false }
+        guard let status else { return nil }
+        if status == 429 {
+            answered429 += 1
+            // Already throttled, or sent before the throttle began: nothing new.
+            guard sentAt > throttleBegan, throttledUntil == nil || probe else { return nil }
+            return throttle(now: now, wait: signal.retryAfter ?? signal.reset.map(Duration.milliseconds))
+        }
+        var event: RunEvent?
+        if awaitingReset && sentAt > throttleBegan {
+            event = windowReset(now: now)
+        } else {
+            acceptedSinceReset += 1
+        }
+        if let rate = learned, throttledUntil == nil, now - lastIncrease >= 1000 {
+            learned = rate * (1 + settings.increase * Double(min(now - lastIncrease, cycle)) / Double(cycle))
+            lastIncrease = now
+        }
+        if let remaining = signal.remaining, remaining <= 0, throttledUntil == nil, sentAt > throttleBegan {
+            // Nothing left in this window: wait for it before spending a 429.
+            return throttle(now: now, wait: signal.reset.map(Duration.milliseconds), counted: false) ?? event
+        }
+        return event
+    }
+
+    /// An attempt admitted as the probe was not sent (cancelled, or stopped first).
+    mutating func probeUnsent() { probeOut = false }
+
+    private mutating func throttle(now: Int64, wait: Duration?, counted: Bool = true) -> RunEvent? {
+        epoch += 1
+        throttles += counted ? 1 : 0
+        throttleBegan = now
+        if !awaitingReset { acceptedBeforeThrottle = acceptedSinceReset }
+        awaitingReset = true
+        let first = throttledSince == nil && learned == nil && throttles <= 1
+        if throttledSince == nil { throttledSince = now }
+        resetKnown = wait != nil
+        let waited = now - (throttledSince ?? now)
+        let base = waited >= settings.slowAfter ? settings.slowProbeWait : settings.probeWait
+        let drawn = base / 2 + Int64(random.unit() * Double(base - base / 2))
+        // Paced: the window runs out near its end, so a probe soon after finds it reset.
+        let paced = learned.map { min(drawn, max(20, Int64(4000 / $0))) } ?? drawn
+        let milliseconds = wait.map { Int64($0.seconds * 1000) } ?? paced
+        throttledUntil = now + max(1, milliseconds)
+        probeOut = false
+        guard first else { return nil }
+        let how = wait != nil ? "until the endpoint says its limit resets" : "while one request at a time probes it"
+        return .warning("the endpoint answers 429 (rate limited): sending waits for every row \(how), then keeps to the rate the endpoint lets through; a 429 never fails a row")
+    }
+
+    /// A request got through after a throttle: the window has reset. What was let through
+    /// since the reset before is the rate the endpoint allows.
+    private mutating func windowReset(now: Int64) -> RunEvent? {
+        awaitingReset = false
+        throttledUntil = nil
+        throttledSince = nil
+        probeOut = false
+        var event: RunEvent?
+        if let previous = lastReset, now > previous, acceptedSinceReset > 0 {
+            // From one reset to the next: what the endpoint let through in a window. Once paced,
+            // the rate the run went at when the window ran out says it better (a reset the
+            // endpoint gives in whole seconds can be most of a short window late), but not more
+            // than a fifth above the window's.
+            let window = Double(acceptedSinceReset) * 1000 / Double(now - previous)
+            var measured = window
+            if learned != nil, throttleBegan > previous, acceptedBeforeThrottle > 0 {
+                measured = min(1.2 * window, Double(acceptedBeforeThrottle) * 1000 / Double(throttleBegan - previous))
+            }
+            cycle = max(1_000, now - previous)
+            if learned == nil {
+                event = .note("keeping to \(Self.text(measured * settings.margin)) requests/s, the rate the endpoint let through before its 429s")
+            }
+            // A decrease is at most a halving per throttle (as TCP's), so one odd window cannot
+            // bring the run to a crawl.
+            learned = max(0.1, learned.map { $0 / 2 } ?? 0, measured * settings.margin)
+        }
+        lastReset = now
+        acceptedSinceReset = 1
+        lastIncrease = now
+        nextSlot = Double(now)
+        return event
+    }
+
+    static func text(_ rate: Double) -> String {
+        rate >= 100 ? String(Int(rate.rounded())) : String(format: "%.1f", rate)
+    }
+}
+
+/// The pacing of a run: `PaceState` under a lock. Workers sleep (as tasks) until their start.
+final class Pacer: Sendable {
+    private let state: Mutex<PaceState>
+    private let events: @Sendable (RunEvent) -> Void
+
+    init(settings: PaceSettings, seed: UInt64, events: @escaping @Sendable (RunEvent) -> Void = { _ in }) {
+        state = Mutex(PaceState(settings: settings, seed: seed))
+        self.events = events
+    }
+
+    /// What the run's pacing waits for: `rate` (the run's `rate_limit`), and 429s for as long as
+    /// `maxPause` with nothing let through.
+    static func settings(rate: Rate?, maxPause: Duration) -> PaceSettings {
+        var settings = PaceSettings()
+        if let rate { settings.capSpacing = rate.spacing.seconds * 1000 }
+        settings.maxThrottle = Int64(maxPause.seconds * 1000)
+        return settings
+    }
+
+    /// How an admission ended.
+    enum Outcome: Equatable, Sendable {
+        case go(probe: Bool)
+        case stop(String)
+        case cancelled
+    }
+
+    /// Waits until this attempt may start.
+    func admit() async -> Outcome {
+        while true {
+            switch state.withLock({ $0.admit(now: coarseMilliseconds()) }) {
+            case .go(let probe): return .go(probe: probe)
+            case .stop(let reason): return .stop(reason)
+            case .sendAt(let slot, let epoch):
+                let wait = slot - Double(coarseMilliseconds())
+                if wait > 0 {
+                    do { try await Task.sleep(for: .microseconds(Int64(wait * 1000))) } catch { return .cancelled }
+                }
+                if state.withLock({ $0.epoch }) == epoch { return .go(probe: false) }
+            case .askAt(let time):
+                // Never long at once: a throttle may end sooner (a probe gets through).
+                let wait = min(100, max(1, time - coarseMilliseconds()))
+                do { try await Task.sleep(for: .milliseconds(wait)) } catch { return .cancelled }
+            }
+        }
+    }
+
+    /// After an attempt admitted by `admit`.
+    func ended(sentAt: Int64, status: Int?, headers: [String: String], probe: Bool) {
+        let signal = status.map { RateSignal.from(headers, status: $0) } ?? RateSignal()
+        let event = state.withLock { $0.ended(sentAt: sentAt, status: status, signal: signal, probe: probe, now: coarseMilliseconds()) }
+        if let event { events(event) }
+    }
+
+    /// The probe admitted was not sent.
+    func probeUnsent() { state.withLock { $0.probeUnsent() } }
+
+    /// 429 answers so far, and the rate learned (requests per second), if one was.
+    var figures: (answered429: Int, learned: Double?) { state.withLock { ($0.answered429, $0.learned) } }
+}

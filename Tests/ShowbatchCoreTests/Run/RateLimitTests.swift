@@ -1,0 +1,202 @@
+import Foundation
+import Testing
+@testable import ShowbatchCore
+import ShowbatchEmulator
+
+/// The vault's own rate limit, as its proxy keeps it: a fixed number of requests per window, then
+/// 429 until the window resets, with or without `Retry-After` and the `x-ratelimit-*` fields.
+/// With the default settings (no `rate_limit`), the run slows down and paces itself: every row
+/// ok after one attempt, exit 0, and most requests are not 429s. (A run used to fail 25 rows
+/// in a row and stop, exit 4, in under a second.)
+@Suite struct RateLimitTests {
+    @Test(.timeLimit(.minutes(1)), arguments: [false, true], [false, true])
+    func aWindowLimitSlowsTheRunAndFailsNoRow(retryAfter: Bool, headers: Bool) async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let count = 800
+        let manifest = try fixture.manifest("""
+        vault: tnt1
+        concurrency: 16
+        output: {path: r.csv}
+        requests: [{name: "r${row.id}", each: {csv: d.csv}, path: /p, labels: {p: path}}]
+        """, files: ["d.csv": "id\n" + (0..<count).map(String.init).joined(separator: "\n") + "\n"])
+        let (emulator, options) = try fixture.emulator(for: manifest) {
+            $0.faults.windowLimit = 100
+            $0.faults.windowLength = .milliseconds(500)
+            $0.faults.windowRetryAfter = retryAfter
+            $0.faults.windowHeaders = headers
+        }
+        defer { emulator.stop() }
+        let log = fixture.log
+        let summary = try await Runner(manifest: manifest, options: options, environment: [:]) { log.record($0) }.run()
+        #expect(summary.stopReason == nil && summary.ok == count && summary.exitCode == .ok, "stop: \(summary.stopReason ?? "none")")
+        let lines = try #require(fixture.read("r.csv")).split(separator: "\n").dropFirst()
+        #expect(lines.count == count)
+        for (index, line) in lines.enumerated() where line != "r\(index),ok,200,1,,/p" {
+            Issue.record("row \(index) is \(line)")
+            break
+        }
+        let throttled = emulator.snapshot.throttled
+        #expect(summary.resentAfter429 == throttled)
+        // Pacing, not hammering: far fewer 429s than rows (without it, a run at concurrency 16
+        // meets hundreds).
+        #expect(throttled < count / 4, "\(throttled) answers were 429")
+        #expect(log.all.contains { $0.hasPrefix("warning: the endpoint answers 429 (rate limited)") })
+    }
+
+    /// The endpoint answering 429 to everything for circuit.max_pause stops the run (exit 4,
+    /// the journal kept), rather than waiting for ever.
+    @Test(.timeLimit(.minutes(1))) func endless429sStopTheRunAtMaxPause() async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let manifest = try fixture.manifest("""
+        vault: tnt1
+        concurrency: 4
+        circuit: {max_pause: 2s}
+        output: {path: r.csv}
+        requests: [{name: "r${row.id}", each: {csv: d.csv}, path: /p, labels: {p: path}}]
+        """, files: ["d.csv": "id\n" + (0..<20).map(String.init).joined(separator: "\n") + "\n"])
+        let (emulator, options) = try fixture.emulator(for: manifest) {
+            $0.faults.windowLimit = 0
+            $0.faults.windowLength = .seconds(600)
+        }
+        defer { emulator.stop() }
+        let summary = try await Runner(manifest: manifest, options: options, environment: [:]).run()
+        #expect(summary.stopReason == "the endpoint answered 429 (rate limited) to every request for 2s (circuit.max_pause)")
+        #expect(summary.exitCode == .stopped && summary.ok == 0 && summary.failed == 0)
+    }
+}
+
+/// `PaceState` on its own: what a 429 and the rate-limit fields do, without a network.
+@Suite struct PaceStateTests {
+    /// 429s to attempts sent before the first one say nothing new; the probe after the window
+    /// resets measures the rate let through, and the run keeps to 97% of it.
+    @Test func theRateIsMeasuredBetweenResets() {
+        var state = PaceState(settings: PaceSettings(), seed: 1)
+        #expect(state.admit(now: 0) == .go(probe: false))
+        for _ in 0..<200 { _ = state.ended(sentAt: 0, status: 200, signal: RateSignal(), probe: false, now: 10) }
+        let warning = state.ended(sentAt: 10, status: 429, signal: RateSignal(), probe: false, now: 20)
+        #expect(warning != nil && state.throttles == 1)
+        // Others under way before it: no new throttle.
+        _ = state.ended(sentAt: 15, status: 429, signal: RateSignal(), probe: false, now: 21)
+        #expect(state.throttles == 1 && state.answered429 == 2)
+        guard case .askAt(let until) = state.admit(now: 22) else { Issue.record("not throttled"); return }
+        #expect((125...250).contains(until - 20))
+        // At the end of the wait one request probes; the others wait for it.
+        #expect(state.admit(now: until) == .go(probe: true))
+        if case .askAt = state.admit(now: until) {} else { Issue.record("a second request went while the probe was out") }
+        // The window resets at 2 s: the probe of 1.9 s is refused, the next gets through.
+        _ = state.ended(sentAt: until, status: 429, signal: RateSignal(), probe: true, now: 1_900)
+        #expect(state.throttles == 2)
+        guard case .askAt(let next) = state.admit(now: 1_901) else { Issue.record("not throttled"); return }
+        #expect(state.admit(now: next) == .go(probe: true))
+        _ = state.ended(sentAt: next, status: 200, signal: RateSignal(), probe: true, now: 2_050)
+        let learned = try! #require(state.learned)
+        #expect(abs(learned - 200.0 * 1000 / 2_050 * 0.97) < 0.01)
+        #expect(state.throttledUntil == nil)
+        // Paced now: starts a spacing apart.
+        #expect(state.admit(now: 2_050) == .go(probe: false))
+        guard case .sendAt(let slot, _) = state.admit(now: 2_050) else { Issue.record("not paced"); return }
+        #expect(abs(slot - (2_050 + 1000 / learned)) < 0.01)
+    }
+
+    /// Retry-After (or x-ratelimit-reset) says when: everyone waits until then and goes, no
+    /// probe; x-ratelimit-remaining: 0 throttles before a 429 is spent.
+    @Test func theEndpointsWordOnTheResetIsTaken() {
+        var state = PaceState(settings: PaceSettings(), seed: 1)
+        _ = state.admit(now: 0)
+        _ = state.ended(sentAt: 0, status: 429, signal: RateSignal(retryAfter: .seconds(2)), probe: false, now: 5)
+        #expect(state.admit(now: 10) == .askAt(2_005))
+        #expect(state.admit(now: 2_005) == .go(probe: false))
+        #expect(state.admit(now: 2_005) == .go(probe: false))
+        _ = state.ended(sentAt: 2_005, status: 200, signal: RateSignal(remaining: 0, reset: 1_000), probe: false, now: 2_010)
+        #expect(state.admit(now: 2_020) == .askAt(3_010))
+        #expect(state.answered429 == 1)
+    }
+
+    /// The headers as servers send them: seconds or a Unix time for the reset.
+    @Test func rateLimitFieldsAreRead() {
+        let now = 1_800_000_000.0
+        #expect(RateSignal.from(["x-ratelimit-remaining": "7", "x-ratelimit-reset": "30"], status: 200, nowSince1970: now)
+                == RateSignal(retryAfter: nil, remaining: 7, reset: 30_000))
+        #expect(RateSignal.from(["ratelimit-reset": "1800000012"], status: 200, nowSince1970: now).reset == 12_000)
+        #expect(RateSignal.from(["retry-after": "3", "x-ratelimit-remaining": "x"], status: 429, nowSince1970: now)
+                == RateSignal(retryAfter: .seconds(3), remaining: nil, reset: nil))
+        #expect(RateSignal.from(["retry-after": "3"], status: 200).retryAfter == nil)
+    }
+}
+
+/// The pacing against a fixed-window limit in virtual time (the state driven by simulated
+/// workers, an answer taking `latency`): the run's length against the ideal (rows ÷ allowed
+/// rate) and the share of 429s, for the windows the VGS proxy keeps (5,000 a minute live, 200
+/// sandbox) and a short one, with the endpoint saying when it resets or not. Whole-second reset
+/// fields on windows of a second or two cost up to a second a window, and are not among these.
+@Suite struct PaceSimulationTests {
+    @Test(arguments: [
+        // limit, window (ms), rows, concurrency, latency (ms), Retry-After, x-ratelimit-*, at most: ratio, 429 share
+        (200, Int64(2_000), 2_000, 16, Int64(2), false, false, 1.15, 0.05),
+        (200, 2_000, 2_000, 1, 5, false, false, 1.15, 0.05),
+        (5_000, 60_000, 20_000, 16, 50, false, false, 1.05, 0.02),
+        (5_000, 60_000, 20_000, 16, 50, true, false, 1.05, 0.02),
+        (5_000, 60_000, 20_000, 64, 20, false, true, 1.05, 0.02),
+        // Sandbox: the first minute is probed for its reset, a tenth of 1,000 rows.
+        (200, 60_000, 1_000, 8, 30, false, false, 1.05, 0.10),
+        (200, 60_000, 1_000, 8, 30, false, true, 1.05, 0.02),
+    ] as [(Int, Int64, Int, Int, Int64, Bool, Bool, Double, Double)])
+    func pacingKeepsCloseToTheLimit(limit: Int, window: Int64, rows: Int, concurrency: Int, latency: Int64,
+                                    retryAfter: Bool, headers: Bool, ratio: Double, share: Double) {
+        let result = simulateWindow(limit: limit, window: window, rows: rows, concurrency: concurrency, latency: latency,
+                                    retryAfter: retryAfter, headers: headers)
+        let ideal = Double(rows) / Double(limit) * Double(window)
+        #expect(Double(result.elapsed) / ideal <= ratio, "\(result.elapsed) ms for an ideal of \(ideal)")
+        #expect(Double(result.throttled) / Double(rows) <= share, "\(result.throttled) answers were 429")
+    }
+}
+
+/// A run of `rows` requests at `concurrency` against a fixed-window limit, in virtual time.
+private func simulateWindow(limit: Int, window: Int64, rows: Int, concurrency: Int, latency: Int64 = 2,
+                    retryAfter: Bool, headers: Bool) -> (elapsed: Int64, throttled: Int, learned: Double?) {
+    var state = PaceState(settings: PaceSettings(), seed: 1)
+    var used = 0, windowStart: Int64 = 0
+    var left = rows
+    var throttled = 0
+    // Each worker: the time it acts next, and what it does then.
+    enum Step { case admit, wake(epoch: Int), send(probe: Bool), answer(sentAt: Int64, status: Int, signal: RateSignal, probe: Bool) }
+    var workers: [(at: Int64, step: Step)] = Array(repeating: (0, .admit), count: concurrency)
+    var now: Int64 = 0
+    var events = 0
+    while left > 0 && events < 2_000_000 {
+        events += 1
+        let index = workers.indices.min { workers[$0].at < workers[$1].at }!
+        now = max(now, workers[index].at)
+        switch workers[index].step {
+        case .admit:
+            switch state.admit(now: now) {
+            case .go(let probe): workers[index] = (now, .send(probe: probe))
+            case .sendAt(let slot, let epoch):
+                // Sleeps to its slot, then sends unless the epoch moved.
+                workers[index] = (Int64(slot.rounded(.up)), .wake(epoch: epoch))
+            case .askAt(let time): workers[index] = (min(time, now + 100), .admit)
+            case .stop: return (now, throttled, state.learned)
+            }
+        case .wake(let epoch):
+            workers[index] = (now, state.epoch == epoch ? .send(probe: false) : .admit)
+        case .send(let probe):
+            if now - windowStart >= window { windowStart += (now - windowStart) / window * window; used = 0 }
+            let allowed = used < limit
+            if allowed { used += 1 }
+            let reset = windowStart + window - now
+            var signal = RateSignal()
+            if headers { signal.remaining = limit - used; signal.reset = (reset + 999) / 1000 * 1000 }
+            if !allowed && retryAfter { signal.retryAfter = .seconds((reset + 999) / 1000) }
+            if !allowed { throttled += 1 }
+            workers[index] = (now + latency, .answer(sentAt: now, status: allowed ? 200 : 429, signal: signal, probe: probe))
+        case .answer(let sentAt, let status, let signal, let probe):
+            _ = state.ended(sentAt: sentAt, status: status, signal: signal, probe: probe, now: now)
+            if status != 429 { left -= 1 }
+            workers[index] = (now, .admit)
+        }
+    }
+    return (now, throttled, state.learned)
+}
+
