@@ -114,7 +114,7 @@ struct AttemptContext: Sendable {
                 case .success(let value): token = value
                 case .failure(let stop): return unsent(Task.isCancelled ? .cancelled : .stop(stop))
                 }
-                sent.setHeader(credentials.spec.header, "Bearer " + token!.value)
+                sent.setCredential(credentials.spec.header, "Bearer " + token!.value)
             }
             let began = verbose ? ContinuousClock.now : nil
             let sentAt = coarseMilliseconds()

@@ -21,9 +21,12 @@ package struct PreparedRequest: Sendable {
     /// request has none.
     var labelFiles: [LabelFileTarget?] = []
 
-    /// Sets a header, replacing one of the same name (names ignore case).
-    mutating func setHeader(_ name: String, _ value: String) {
+    /// Sets the credential header, replacing one of the same name (names ignore case). A
+    /// credential changes with each renewal, so the headers are no longer fixed: no transport
+    /// keeps a token past the request that sends it.
+    mutating func setCredential(_ name: String, _ value: String) {
         headers.removeAll { $0.name.caseInsensitiveCompare(name) == .orderedSame }
         headers.append((name, value))
+        fixedHeaders = false
     }
 }

@@ -1,3 +1,4 @@
+import Synchronization
 import Foundation
 import Testing
 @testable import ShowbatchCore
@@ -65,6 +66,54 @@ import Testing
         let error = await #expect(throws: RunError.self) { try await fixture.run(manifest, options: options) }
         #expect(error?.description == "--report \(fixture.dir.path)/\(file) is \(what); give it a path of its own")
         #expect(fixture.read(file) == "x\n")
+    }
+}
+
+/// A bearer token is never in a header set a transport keeps: requests that carry one are sent
+/// as not fixed, so curl builds their header list for that request alone and frees it with the
+/// transfer (it used to keep up to 16 lists, each holding a token, until the run ended).
+@Suite struct CredentialHeaderTests {
+    @Test func requestsWithATokenAreNeverKeptByTheTransport() async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let manifest = try fixture.manifest("""
+        vault: tnt1
+        concurrency: 4
+        auth: {token_url: "http://127.0.0.1:1/oauth/token", client_id: showbatch, client_secret: "${SECRET}"}
+        output: {path: r.csv}
+        requests: [{name: "r${row.id}", each: {csv: d.csv}, path: /p, labels: {p: path}}]
+        """, files: ["d.csv": "id\n" + (0..<40).map(String.init).joined(separator: "\n") + "\n"], environment: ["SECRET": "s3cr3t"])
+        let (emulator, pointed) = try fixture.emulator(for: manifest) {
+            var auth = EmulatorAuth()
+            auth.tokenUses = 7
+            $0.auth = auth
+        }
+        defer { emulator.stop() }
+        var options = pointed
+        options.tokenURLOverride = emulator.baseURL + "/oauth/token"
+        let recording = RecordingTransport(inner: CurlTransport(maxConnections: 4))
+        let summary = try await Runner(manifest: manifest, options: options, transport: recording, environment: [:]).run()
+        #expect(summary.ok == 40 && summary.tokenRenewals > 0)
+        let sent = recording.sent.withLock { $0 }
+        #expect(sent.count >= 40 && sent.allSatisfy { $0.hasToken && !$0.fixed }, "\(sent.filter { !$0.hasToken || $0.fixed }.count) kept")
+        // Without a token, the same requests' headers are fixed (kept and shared).
+        var plain = PreparedRequest(name: "r", method: .post, url: "http://127.0.0.1/p", headers: [("X", "1")], body: nil, fixedHeaders: true)
+        #expect(plain.fixedHeaders)
+        plain.setCredential("Authorization", "Bearer t")
+        #expect(!plain.fixedHeaders && plain.headers.map(\.name) == ["X", "Authorization"])
+    }
+}
+
+/// Records whether each request carried a bearer token and was marked fixed.
+final class RecordingTransport: Transport, Sendable {
+    let inner: any Transport
+    let sent = Mutex<[(hasToken: Bool, fixed: Bool)]>([])
+    init(inner: any Transport) { self.inner = inner }
+    var executor: (any TaskExecutor)? { inner.executor }
+    func send(_ request: PreparedRequest, timeout: Duration) async -> TransportResult {
+        let hasToken = request.headers.contains { $0.name.lowercased() == "authorization" && $0.value.hasPrefix("Bearer ") }
+        if !request.url.hasSuffix("/oauth/token") { sent.withLock { $0.append((hasToken, request.fixedHeaders)) } }
+        return await inner.send(request, timeout: timeout)
     }
 }
 
