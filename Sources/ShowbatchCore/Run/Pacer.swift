@@ -103,6 +103,9 @@ struct PaceState {
     private var acceptedBeforeThrottle = 0
     /// The time between the last two resets, in milliseconds: the endpoint's window, as seen.
     private var cycle: Int64 = 1_000
+    /// The rate that spends what `x-ratelimit-remaining` says is left by the `x-ratelimit-reset`
+    /// it gives, from the latest answer that said both: requests per second.
+    private(set) var headerRate: Double?
     /// Goes up with each throttle: a start reserved before it is void.
     private(set) var epoch = 0
     /// 429 answers, and the throttles they began.
@@ -117,7 +120,7 @@ struct PaceState {
 
     /// Milliseconds between two starts now: the larger of the cap's and the learned rate's.
     var spacing: Double {
-        max(settings.capSpacing, learned.map { 1000 / $0 } ?? 0)
+        max(settings.capSpacing, learned.map { 1000 / $0 } ?? 0, headerRate.map { 1000 / $0 } ?? 0)
     }
 
     /// Before an attempt.
@@ -171,6 +174,11 @@ struct PaceState {
             learned = rate * (1 + settings.increase * Double(min(now - lastIncrease, cycle)) / Double(cycle))
             lastIncrease = now
         }
+        if let remaining = signal.remaining, let reset = signal.reset, remaining > 0 {
+            // What is left, spread over the time to the reset: the window is never spent early.
+            // A reset in whole seconds is half a second early on average.
+            headerRate = max(0.1, Double(remaining) * 1000 / Double(max(500, reset - 500)))
+        }
         if let remaining = signal.remaining, remaining <= 0, throttledUntil == nil, sentAt > throttleBegan {
             // Nothing left in this window: wait for it before spending a 429.
             return throttle(now: now, wait: signal.reset.map(Duration.milliseconds), counted: false) ?? event
@@ -215,11 +223,11 @@ struct PaceState {
             // From one reset to the next: what the endpoint let through in a window. Once paced,
             // the rate the run went at when the window ran out says it better (a reset the
             // endpoint gives in whole seconds can be most of a short window late), but not more
-            // than a fifth above the window's.
+            // than half as much again as the window's (a run paced too fast would measure itself).
             let window = Double(acceptedSinceReset) * 1000 / Double(now - previous)
             var measured = window
             if learned != nil, throttleBegan > previous, acceptedBeforeThrottle > 0 {
-                measured = min(1.2 * window, Double(acceptedBeforeThrottle) * 1000 / Double(throttleBegan - previous))
+                measured = min(1.5 * window, Double(acceptedBeforeThrottle) * 1000 / Double(throttleBegan - previous))
             }
             cycle = max(1_000, now - previous)
             if learned == nil {
@@ -232,6 +240,7 @@ struct PaceState {
         lastReset = now
         acceptedSinceReset = 1
         lastIncrease = now
+        headerRate = nil
         nextSlot = Double(now)
         return event
     }
