@@ -11,8 +11,10 @@ struct RateSignal: Equatable, Sendable {
     var reset: Int64?
 
     /// The signal in `headers` (names lower-cased); `now` is for a reset given as a Unix time.
-    static func from(_ headers: [String: String], status: Int, nowSince1970: Double = Date().timeIntervalSince1970) -> RateSignal {
+    static func from(_ headers: [String: String], status: Int, nowSince1970: Double? = nil) -> RateSignal {
         var signal = RateSignal()
+        // Most answers carry none of these (curl keeps only them): nothing to look up.
+        guard !headers.isEmpty else { return signal }
         if status == 429 { signal.retryAfter = headers["retry-after"].flatMap(RetryAfter.parse) }
         if let text = headers["x-ratelimit-remaining"] ?? headers["ratelimit-remaining"],
            let value = Int(text.trimmingCharacters(in: .whitespaces)), value >= 0 {
@@ -22,7 +24,7 @@ struct RateSignal: Equatable, Sendable {
            let value = Double(text.trimmingCharacters(in: .whitespaces)), value >= 0, value.isFinite {
             // A large number is a Unix time (as GitHub and Vimeo send it); else seconds from now
             // (as the IETF RateLimit fields say). At most ten minutes, as Retry-After.
-            let seconds = value > 1_000_000_000 ? value - nowSince1970 : value
+            let seconds = value > 1_000_000_000 ? value - (nowSince1970 ?? Date().timeIntervalSince1970) : value
             signal.reset = Int64(min(600, max(0, seconds)) * 1000)
         }
         return signal
