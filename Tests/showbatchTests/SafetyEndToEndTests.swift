@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 @testable import ShowbatchCore
 import ShowbatchEmulator
+import TestSupport
 
 /// Starts showbatch without waiting for it; stdout and stderr go to files in `directory`.
 func launch(_ arguments: [String], in directory: String, stdin: FileHandle? = nil,
@@ -94,11 +95,15 @@ private func crashManifest(_ outputs: String) -> String {
         for file in files { #expect(!work.exists(file + ".partial")) }
     }
 
+    /// The cases are there, wherever the tests run from.
+    @Test func theSecretLeakCasesAreThere() {
+        #expect(fixtureCases("secret-leaks").count == 36)
+    }
+
     /// No secret reaches validate, plan or run (text or JSON logs), whatever the error.
-    @Test(arguments: ((try? FileManager.default.contentsOfDirectory(atPath: repository + "/Tests/Fixtures/secret-leaks")) ?? [])
-        .filter { $0.hasSuffix(".yaml") }.sorted())
+    @Test(arguments: fixtureCases("secret-leaks"))
     func noSecretReachesAnyCommand(file: String) async throws {
-        let work = Workspace(["m.yaml": try String(contentsOfFile: repository + "/Tests/Fixtures/secret-leaks/" + file, encoding: .utf8)])
+        let work = Workspace(["m.yaml": try String(contentsOfFile: file, encoding: .utf8)])
         defer { work.remove() }
         for arguments in [["validate", "m.yaml"], ["plan", "m.yaml"], ["plan", "m.yaml", "--format", "json"],
                           ["run", "m.yaml", "--emulate", "--output", "-"], ["run", "m.yaml", "--emulate", "--log-format", "json", "--output", "-"]] {

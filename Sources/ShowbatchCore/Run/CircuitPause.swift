@@ -402,6 +402,9 @@ final class CircuitPause: Sendable {
     /// Why sending is paused now, if it is.
     var reason: PauseReason? { state.withLock { $0.reason } }
 
+    /// Attempts waiting for the pause to end (tests wait on it instead of sleeping).
+    var parkedCount: Int { state.withLock { $0.parkedCount } }
+
     /// Before an attempt of row `ordinal`: goes on at once unless sending is paused; then waits
     /// until the pause ends, this attempt is taken as the probe (or asked to step aside, when
     /// `mayStepAside`), or the run stops.

@@ -30,6 +30,13 @@ final class BatchQueue<Element: Sendable>: @unchecked Sendable {
     private var elementWaiters: [UnsafeContinuation<Void, Never>] = []
     private var roomWaiters: [UnsafeContinuation<Void, Never>] = []
 
+    /// Tasks waiting now, for elements or for room (tests wait on it instead of sleeping).
+    var parkedTasks: Int {
+        condition.lock()
+        defer { condition.unlock() }
+        return elementWaiters.count + roomWaiters.count
+    }
+
     /// A queue that holds at most about `capacity` elements (a batch is never split).
     init(capacity: Int = .max) {
         self.capacity = capacity

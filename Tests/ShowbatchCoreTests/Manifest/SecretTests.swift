@@ -1,15 +1,12 @@
 import Foundation
 import Testing
 @testable import ShowbatchCore
+import TestSupport
 
 /// Manifests that once printed a secret in an error (`Tests/Fixtures/secret-leaks/*.yaml`), each
 /// with the exact errors it now gets (`*.errors`). Every secret in them starts with `sk_`, holds
 /// `SECRET` or `Xk9m`, or is a card, phone or PIN number.
-let secretLeakCases: [String] = {
-    let folder = FileManager.default.currentDirectoryPath + "/Tests/Fixtures/secret-leaks"
-    return ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter { $0.hasSuffix(".yaml") }.sorted()
-        .map { folder + "/" + $0 }
-}()
+let secretLeakCases = fixtureCases("secret-leaks")
 
 @Suite struct SecretTests {
     /// Duplicate header, payload and alias keys, an error elsewhere on a one-line payload, syntax
@@ -21,12 +18,16 @@ let secretLeakCases: [String] = {
     /// a secret, in the quoted line or the message.
     @Test(arguments: secretLeakCases)
     func noErrorShowsASecret(file: String) throws {
-        #expect(secretLeakCases.count == 36)
         let text = try String(contentsOfFile: file, encoding: .utf8)
         let expected = try String(contentsOfFile: file.replacingOccurrences(of: ".yaml", with: ".errors"), encoding: .utf8)
         let errors = manifestErrors(text) + "\n"
         #expect(errors == expected)
         for secret in ["sk_", "4111", "4222", "4333", "4555", "SECRET", "Xk9m", "4155550123", "4821"] { #expect(!errors.contains(secret), "\(secret)") }
+    }
+
+    /// The cases are there, wherever the tests run from.
+    @Test func theCasesAreThere() {
+        #expect(secretLeakCases.count == 36)
     }
 
     /// The rule is a positive one: a value is shown only where the reference names a setting

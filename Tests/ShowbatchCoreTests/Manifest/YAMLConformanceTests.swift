@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ShowbatchCore
+import TestSupport
 
 /// The cases of `Tests/Fixtures/yaml-conformance`: YAML in (`NN-name.yaml`, a value sent as the
 /// payload member `v`, or `NN-name.manifest.yaml`, a whole manifest for what only starts a file:
@@ -9,11 +10,7 @@ import Testing
 /// The cases are our own, written to cover the feature areas of the YAML test suite; the
 /// expected JSON was checked against ruamel.yaml (YAML 1.2) and PyYAML where they read the YAML
 /// 1.2 core schema (see the README for where they do not, and why the suite is not stored here).
-let conformanceCases: [String] = {
-    let folder = FileManager.default.currentDirectoryPath + "/Tests/Fixtures/yaml-conformance"
-    return ((try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? []).filter { $0.hasSuffix(".yaml") }.sorted()
-        .map { folder + "/" + $0 }
-}()
+let conformanceCases = fixtureCases("yaml-conformance")
 
 /// `value`, a YAML document, as the payload member `v` of a manifest's one request: each line
 /// indented under `v:` (empty lines stay empty, so that block scalars keep them).
@@ -29,12 +26,16 @@ func manifestEmbedding(_ value: [UInt8]) -> [UInt8] {
 }
 
 @Suite struct YAMLConformanceTests {
+    /// The cases are there, wherever the tests run from.
+    @Test func theCasesAreThere() {
+        #expect(conformanceCases.count == 40)
+    }
+
     /// Each case is embedded in a manifest, read, and its request's body built the way a run
     /// builds it; the member `v` of that body is the expected JSON, number text and member order
     /// included.
     @Test(arguments: conformanceCases)
     func theBodySentIsTheExpectedJSON(file: String) throws {
-        #expect(conformanceCases.count == 40)
         let yaml = try #require(FileManager.default.contents(atPath: file))
         let manifest = try loadManifest(bytes: file.hasSuffix(".manifest.yaml") ? Array(yaml) : manifestEmbedding(Array(yaml)))
         let body = try #require(sentBody(manifest))

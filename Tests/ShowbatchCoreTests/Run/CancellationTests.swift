@@ -31,15 +31,20 @@ private func inCancelledTask<T: Sendable>(_ body: @escaping @Sendable () async -
         let pause = CircuitPause(settings: PauseSettings(minimumFailures: 1, window: 4, maxPause: 600_000, firstProbe: 600_000), seed: 1)
         _ = pause.attemptEnded(ordinal: 0, signal: .transient, probe: false)
         let waiting = Task { await pause.admit(ordinal: 1) }
-        try? await Task.sleep(for: .milliseconds(50))
+        while pause.parkedCount == 0 { await Task.yield() }
         waiting.cancel()
         #expect(await waiting.value == .cancelled)
         pause.shutDown()
     }
 
+    /// A cancelled task returns from the feed's wait without ever parking in it.
     @Test(.timeLimit(.minutes(1))) func aCancelledTaskDoesNotWaitForTheFeed() async {
         let empty = BatchQueue<Int>(capacity: 1)
-        await inCancelledTask { await empty.elements() }
+        let parkedAfter = await inCancelledTask { () async -> Int in
+            await empty.elements()
+            return empty.parkedTasks
+        }
+        #expect(parkedAfter == 0)
     }
 
     /// A full writer queue is waited for even by a cancelled run, as the writer drains it (an
@@ -48,7 +53,8 @@ private func inCancelledTask<T: Sendable>(_ body: @escaping @Sendable () async -
         let full = BatchQueue<Int>(capacity: 1)
         full.put([1])
         let handing = Task { await inCancelledTask { await full.putWhenRoom([2]) } }
-        try? await Task.sleep(for: .milliseconds(30))
+        // Once it is parked, waiting for room: not before.
+        while full.parkedTasks == 0 { await Task.yield() }
         var batch: [Int] = []
         #expect(full.take(into: &batch) == .taken && batch == [1])
         #expect(await handing.value)
@@ -56,7 +62,7 @@ private func inCancelledTask<T: Sendable>(_ body: @escaping @Sendable () async -
         #expect(full.take(into: &batch) == .taken && batch == [2])
         full.put([3])
         let refused = Task { await full.putWhenRoom([4]) }
-        try? await Task.sleep(for: .milliseconds(30))
+        while full.parkedTasks == 0 { await Task.yield() }
         full.close()
         #expect(await refused.value == false)
     }
@@ -64,13 +70,13 @@ private func inCancelledTask<T: Sendable>(_ body: @escaping @Sendable () async -
     @Test(.timeLimit(.minutes(1))) func waitingForTheFeedEndsWithItsItemsOrItsEnd() async {
         let queue = BatchQueue<Int>()
         let waiter = Task { await queue.elements() }
-        try? await Task.sleep(for: .milliseconds(20))
+        while queue.parkedTasks == 0 { await Task.yield() }
         queue.put([7] as [Int])
         await waiter.value
         var batch: [Int] = []
         #expect(queue.take(into: &batch, wait: false) == .taken && batch == [7])
         let end = Task { await queue.elements() }
-        try? await Task.sleep(for: .milliseconds(20))
+        while queue.parkedTasks == 0 { await Task.yield() }
         queue.finish()
         await end.value
     }
