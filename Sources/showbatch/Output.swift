@@ -1,12 +1,26 @@
 import Foundation
+import Synchronization
 import ShowbatchCore
 
 /// Writes to standard output and standard error without trapping on a closed pipe. Standard
 /// error goes through `StandardError`, so that nothing that prints waits for its reader.
 enum Console {
+    /// The first write to standard output that failed, in words: the command's output is then
+    /// not whole, and the process must not end with 0 or 1.
+    private static let outFailure = Mutex<String?>(nil)
+
     static func out(_ text: String) {
-        try? FileHandle.standardOutput.write(contentsOf: Data(text.utf8))
+        do {
+            try FileHandle.standardOutput.write(contentsOf: Data(text.utf8))
+        } catch {
+            let code = posixCode(error)
+            let reason = code == EPIPE ? "Broken pipe: whatever reads it has gone away" : code.flatMap { strerror($0).map { String(cString: $0) } } ?? "the write failed"
+            outFailure.withLock { $0 = $0 ?? reason }
+        }
     }
+
+    /// Why standard output was not written whole, if it was not.
+    static var outputFailure: String? { outFailure.withLock { $0 } }
 
     static func err(_ text: String) {
         StandardError.shared.write(text)
@@ -90,4 +104,11 @@ final class StandardError: @unchecked Sendable {
             condition.unlock()
         }
     }
+}
+
+/// The errno a failed write carries (FileHandle wraps it in a Cocoa error), if it carries one.
+private func posixCode(_ error: any Error) -> Int32? {
+    let error = error as NSError
+    if error.domain == NSPOSIXErrorDomain { return Int32(error.code) }
+    return (error.userInfo[NSUnderlyingErrorKey] as? NSError).flatMap { $0.domain == NSPOSIXErrorDomain ? Int32($0.code) : nil }
 }

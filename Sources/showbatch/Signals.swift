@@ -24,10 +24,16 @@ enum Signals {
     private static let listener = Mutex<(@Sendable () -> Void)?>(nil)
     private static let count = Atomic<Int>(0)
 
-    /// Catches SIGINT and SIGTERM from now on.
+    /// Catches SIGINT and SIGTERM from now on. Without the pipe a signal would end the process
+    /// by its default action, with no cleanup: the process ends at once with 3 instead.
     static func install() {
         var fds: [Int32] = [0, 0]
-        guard pipe(&fds) == 0 else { return }
+        guard pipe(&fds) == 0 else {
+            let reason = String(cString: strerror(errno))
+            let text = "showbatch: error: cannot set up the handling of SIGINT and SIGTERM (pipe: \(reason)); nothing was done\n"
+            _ = text.withCString { write(2, $0, strlen($0)) }
+            exit(ExitCode.runtime.rawValue)
+        }
         signalPipe = fds[1]
         let reader = fds[0]
         for number in [SIGINT, SIGTERM] {

@@ -9,7 +9,13 @@ ProcessGuard.keepMemoryPrivate()
 signal(SIGPIPE, SIG_IGN)
 signal(SIGXFSZ, SIG_IGN)
 Signals.install()
-let code = await CLI.main(Array(CommandLine.arguments.dropFirst()))
+var code = await CLI.main(Array(CommandLine.arguments.dropFirst()))
+// Output that did not reach its reader whole is no answer (a truncated plan, a validate list cut
+// short): never 0 or 1.
+if let failure = Console.outputFailure, code == .ok || code == .rowsFailed {
+    StandardError.shared.write("showbatch: error: cannot write to standard output (\(failure)); what it shows is not whole\n")
+    code = .runtime
+}
 // What is queued for standard error gets a few seconds to be read; a reader that has stalled
 // does not keep the process from ending.
 StandardError.shared.finish(timeout: .seconds(5))

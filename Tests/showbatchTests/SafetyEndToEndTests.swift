@@ -199,6 +199,28 @@ private func crashManifest(_ outputs: String) -> String {
         #expect(stderr == "showbatch: error: cannot write to standard output: Broken pipe (whatever reads the output has gone away); the rows after it were not written\n")
     }
 
+    /// validate and plan whose output cannot be written whole (a full disk) end with exit 3 and
+    /// say so: a truncated plan is no answer.
+    @Test(arguments: [["validate", "m.yaml"], ["plan", "m.yaml"], ["plan", "m.yaml", "--format", "json"]])
+    func anOutputThatCannotBeWrittenIsExit3(arguments: [String]) async throws {
+        let work = Workspace(["m.yaml": "vault: tnt1\nrequests: [{name: a, path: /p}]\n"])
+        defer { work.remove() }
+        let result = try await showbatch(["-c", "exec \"$0\" \"$@\" > /dev/full", binary] + arguments, in: work.path, shell: true)
+        #expect(result.status == 3)
+        #expect(result.stderr == "showbatch: error: cannot write to standard output (No space left on device); what it shows is not whole\n")
+    }
+
+    /// Without a pipe for the signal handler (no file descriptor left) a SIGTERM would end the
+    /// process with no cleanup: showbatch refuses to start instead, exit 3.
+    @Test func noSignalPipeIsExit3() async throws {
+        let work = Workspace(["m.yaml": "vault: tnt1\noutput: {path: r.csv}\nrequests: [{name: a, path: /p}]\n"])
+        defer { work.remove() }
+        let result = try await showbatch(["-c", "ulimit -n 4; exec \"$0\" run m.yaml --emulate", binary], in: work.path, shell: true)
+        #expect(result.status == 3)
+        #expect(result.stderr == "showbatch: error: cannot set up the handling of SIGINT and SIGTERM (pipe: Too many open files); nothing was done\n")
+        #expect(!work.exists("r.csv") && !work.exists("r.csv.partial"))
+    }
+
     /// A write that fails (here: past a file-size limit, as a full disk would) says which file,
     /// what happened and that the journal is kept; the run can go on with --resume.
     @Test func aFailedWriteSaysWhichFileAndThatTheJournalIsKept() async throws {
@@ -207,7 +229,12 @@ private func crashManifest(_ outputs: String) -> String {
         defer { work.remove() }
         let result = try await showbatch(["-c", "ulimit -f 64; exec \"$0\" run m.yaml --emulate", binary], in: work.path, shell: true)
         #expect(result.status == 3)
-        #expect(result.stderr.hasSuffix("showbatch: error: cannot write out/r.csv.partial: File too large; the journal out/r.csv.journal is kept, so the run can go on with --resume once that is fixed\n"), "\(result.stderr)")
+        // The last checkpoint, made as the run gives the output up, fails too, and says so.
+        #expect(result.stderr == """
+            showbatch: warning: the last checkpoint could not be written (out/r.csv.partial was not written whole; the journal out/r.csv.journal is kept, so the run can go on with --resume); --resume goes on from the one before it and sends the rows after it again
+            showbatch: error: cannot write out/r.csv.partial: File too large; the journal out/r.csv.journal is kept, so the run can go on with --resume once that is fixed
+
+            """, "\(result.stderr)")
         #expect(work.exists("out/r.csv.journal"))
         let resumed = try await showbatch(["run", "m.yaml", "--emulate", "--resume"], in: work.path)
         #expect(resumed.status == 0)

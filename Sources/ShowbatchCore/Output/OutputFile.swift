@@ -406,10 +406,14 @@ final class OutputFile {
     }
 
     /// Leaves the partial file with what could be written (an interrupted or failed run).
-    func abandon() {
-        rejects?.abandon()
-        try? sync()
+    /// Leaves the file as it is, synced; returns the sync's failure, if it had one.
+    @discardableResult
+    func abandon() -> RunError? {
+        let rejected = rejects?.abandon()
+        var failure: RunError?
+        do { try sync() } catch { failure = error }
         closeFiles()
+        return rejected ?? failure
     }
 
     fileprivate func closeFiles() {

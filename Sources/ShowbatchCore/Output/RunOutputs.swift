@@ -378,14 +378,19 @@ final class RunOutputs {
 
     /// Leaves every output as `.partial`, its journal holding a last checkpoint of what could be
     /// written (an interrupted or failed run).
-    func abandon() {
-        guard !closed else { return }
+    /// Returns what could not be written: a journal then holds the checkpoint before (so
+    /// `--resume` sends the rows after it again), and the caller says so.
+    @discardableResult
+    func abandon() -> [RunError] {
+        guard !closed else { return [] }
         closed = true
+        var failures: [RunError] = []
         for (index, file) in files.enumerated() {
-            try? checkpoint(index, now: coarseMilliseconds())
-            file?.abandon()
+            do { try checkpoint(index, now: coarseMilliseconds()) } catch { failures.append(error) }
+            if let failure = file?.abandon(), failures.isEmpty { failures.append(failure) }
             journals[index]?.close()
         }
+        return failures
     }
 }
 

@@ -109,7 +109,7 @@ package struct Runner: Sendable {
             summary = try await send(outputs: outputs, plan: plan, baseURL: baseURL, start: start, credentials: credentials,
                                      encryptors: encryptors)
             if summary.interrupted || summary.stopReason != nil {
-                outputs.abandon()
+                abandon(outputs)
             } else {
                 do {
                     try outputs.commit()
@@ -120,11 +120,19 @@ package struct Runner: Sendable {
                 }
             }
         } catch {
-            outputs.abandon()
+            abandon(outputs)
             throw error
         }
         summary.outputs = targets.map(\.path)
         return summary
+    }
+
+    /// Leaves the outputs for `--resume`, saying what could not be written at the end: the rows
+    /// after the checkpoint before are then sent again by `--resume`.
+    private func abandon(_ outputs: RunOutputs) {
+        for failure in outputs.abandon() {
+            events(.warning("the last checkpoint could not be written (\(failure.description)); --resume goes on from the one before it and sends the rows after it again"))
+        }
     }
 
     /// The GnuPG encryptor of each encrypted target, its recipients' keys loaded (they were
