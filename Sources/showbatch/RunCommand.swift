@@ -15,6 +15,9 @@ enum RunCommand {
         /// process at once, with the run's own code (its files are written; a scheduler must not
         /// take it for an interrupted run and reveal everything again).
         case pushing(ExitCode)
+        /// The command, or a signal before the run existed, is finishing: writing `--metrics` and
+        /// `--report` and deciding the exit code. Only one does, the one that set this.
+        case finishing
     }
 
     static func execute(_ arguments: RunArguments) async -> ExitCode {
@@ -23,11 +26,25 @@ enum RunCommand {
         let phase = Mutex(Phase.starting)
         let printer = EventPrinter(format: arguments.options.logFormat, progress: false, quiet: arguments.options.quiet,
                                    verbose: arguments.options.verbose, runID: runID, progressEvery: arguments.progressEvery)
+        /// Ends the command with `code`, writing what `record` writes, unless a signal that came
+        /// before the run existed is finishing it already: then that finisher's exit ends the
+        /// process, and this waits for it (both writing the same files through one temporary
+        /// name was the alternative).
+        @Sendable func finish(_ code: ExitCode, summary: RunSummary? = nil, error: String? = nil, shard: Shard? = nil,
+                              files: Bool = true) -> ExitCode {
+            let mine = phase.withLock { phase -> Bool in
+                if case .finishing = phase { return false }
+                phase = .finishing
+                return true
+            }
+            guard mine else { while true { sleep(60) } }
+            return record(code, summary: summary, error: error, shard: shard, files: files)
+        }
         /// Writes the metrics and the report, and pushes the metrics, for a run that ended with
         /// `code` (`files: false` when a refused path is the error: only the push is made); a
         /// file that cannot be written is an error of its own (exit 3) when the run itself went
         /// well, a push that fails a warning.
-        @Sendable func finish(_ code: ExitCode, summary: RunSummary? = nil, error: String? = nil, shard: Shard? = nil,
+        @Sendable func record(_ code: ExitCode, summary: RunSummary? = nil, error: String? = nil, shard: Shard? = nil,
                               files: Bool = true) -> ExitCode {
             guard arguments.metrics != nil || arguments.report != nil || arguments.metricsPush != nil else { return code }
             // The signals the run heard (one that interrupted it, say): the push is made all the
@@ -72,21 +89,30 @@ enum RunCommand {
         }
         // Caught from the first moment: reading a big manifest or data file takes a while.
         Signals.listen {
-            let now = phase.withLock { $0 }
-            if case .pushing(let code) = now { interruptedWhilePushing(code) }
-            let task: Task<Result<RunSummary, RunError>, Never>?
-            if case .running(let running) = now { task = running } else { task = nil }
-            guard let task else {
+            // Decided under the lock: before the run exists, this signal finishes the command
+            // (unless the command is finishing already, for an error of its own: its code stands).
+            let now = phase.withLock { phase -> Phase in
+                let before = phase
+                if case .starting = phase { phase = .finishing }
+                return before
+            }
+            switch now {
+            case .pushing(let code):
+                interruptedWhilePushing(code)
+            case .running(let task):
+                task.cancel()
+            case .finishing:
+                return
+            case .starting:
                 if arguments.options.logFormat == .json {
                     printer.error("interrupted before anything was sent")
                 } else {
                     Console.err("showbatch: interrupted before anything was sent\n")
                 }
-                let code = finish(.interrupted, error: "interrupted before anything was sent")
+                let code = record(.interrupted, error: "interrupted before anything was sent")
                 StandardError.shared.finish(timeout: .seconds(5))
                 exit(code.rawValue)
             }
-            task.cancel()
         }
         // Checked before anything else: even a manifest that cannot be read gets its metrics, and
         // they must never replace it.
