@@ -68,6 +68,8 @@ final class RunOutputs {
          staleAfter: Duration? = nil, note: (String) -> Void = { _ in },
          check: (Int) -> OutputCheck, waitingForLock: (String) -> Void = { _ in },
          encryptors: [Int: OpenPGPEncryptor] = [:], isCancelled: @escaping () -> Bool = { false }) throws(RunError) {
+        // Waits for a journal's lock (up to 5 s): never on a thread of the cooperative pool.
+        Blocking.assertMayBlock()
         self.mode = mode
         var files: [OutputFile?] = []
         var journals: [Journal?] = []
@@ -320,6 +322,8 @@ final class RunOutputs {
     /// failed row, and kept (for `--retry-failed`) when it has. If an output cannot be finished,
     /// it and the ones after it stay `.partial` and their journals are kept.
     func commit() throws(RunError) {
+        // Syncs every output, and runs gpg for encrypted ones: never on the cooperative pool.
+        Blocking.assertMayBlock()
         guard !closed else { return }
         closed = true
         for (index, file) in files.enumerated() {
@@ -386,8 +390,11 @@ final class RunOutputs {
         closed = true
         var failures: [RunError] = []
         for (index, file) in files.enumerated() {
-            do { try checkpoint(index, now: coarseMilliseconds()) } catch { failures.append(error) }
-            if let failure = file?.abandon(), failures.isEmpty { failures.append(failure) }
+            var failure: RunError?
+            do { try checkpoint(index, now: coarseMilliseconds()) } catch { failure = error }
+            if let abandoned = file?.abandon(), failure == nil { failure = abandoned }
+            // Standard output has no journal: nothing there to go on from, nothing to say.
+            if let failure, journals[index] != nil { failures.append(failure) }
             journals[index]?.close()
         }
         return failures

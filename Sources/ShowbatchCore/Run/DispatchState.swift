@@ -126,7 +126,7 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
         var actions = Actions()
         var queuedRows = false
         var next = take(from: source, queuedRows: &queuedRows)
-        if inFlight == 0, !undecided.isEmpty, !stopped, next.endsOrWaits {
+        if inFlight == 0, !handingOver, !undecided.isEmpty, !stopped, next.endsOrWaits {
             // Nothing in flight and nothing to send: no attempt is left that could tell whether
             // the endpoint is down, so the undecided rows fail on their own.
             actions.forget = undecided.keys.sorted()
@@ -327,6 +327,14 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
             stopped = true
         }
         var actions = Actions()
+        if inFlight == 0, exhausted, resend.isEmpty, !undecided.isEmpty, !stopped {
+            // The last job ended while this hand-over was under way, with nothing left to send:
+            // no attempt is left that could decide the undecided rows (as in `next`).
+            actions.forget = undecided.keys.sorted()
+            for ordinal in actions.forget { decide(ordinal, .failed) }
+            moveReady()
+            forceHandOver(now: now, into: &actions)
+        }
         handOverIfDue(now: now, into: &actions)
         actions.wake = wakeable()
         return actions

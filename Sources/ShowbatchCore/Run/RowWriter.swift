@@ -92,6 +92,7 @@ final class RowWriter: @unchecked Sendable {
     /// Writes everything queued (unless interrupted), stops the thread and says what was written.
     func finish() -> Result {
         if !stopping.load(ordering: .relaxed) { queue.finish() }
+        Blocking.assertMayBlock()
         thread.join()
         let dropped = submitted.load(ordering: .relaxed) - (counts.rows - carriedRows)
         return Result(counts: counts, retries: retries, tally: tally, error: failure, dropped: max(0, dropped))

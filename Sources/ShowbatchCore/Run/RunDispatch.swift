@@ -125,6 +125,7 @@ final class RunDispatch: Sendable {
             await writer.submit(batch)
             let failure = writer.failure
             let more = state.withLock { $0.handedOver(writerFailure: failure, now: coarseMilliseconds()) }
+            if !more.forget.isEmpty { pause?.forget(more.forget) }
             actions.handOver = more.handOver
             actions.wake += more.wake
         }

@@ -90,14 +90,15 @@ package struct Runner: Sendable {
         }
         let outputs: RunOutputs
         do {
-            outputs = try RunOutputs(targets: targets, identity: { target in
+            // A journal's lock may be waited for (up to 5 s): off the cooperative pool.
+            outputs = try await Blocking.run("showbatch-journals") { () throws(RunError) -> RunOutputs in try RunOutputs(targets: targets, identity: { target in
                 plan.journalIdentity(of: target, dataHash: dataHash, shard: options.shard, limit: options.limit)
             }, mode: mode, sharded: options.shard != nil, staleAfter: options.resumeAuto ? manifest.resumeMaxAge : nil,
                note: { events(.note($0)) }, check: { index in
                 OutputCheck(manifest: manifest, target: index, byRequest: plan.byRequest, shard: options.shard)
             }, waitingForLock: { path in
                 events(.note("the journal of \(path) is locked by another process: waiting up to 5 s for it"))
-            }, encryptors: encryptors.filter { !targets[$0.key].sealedShard }, isCancelled: { Task.isCancelled })
+            }, encryptors: encryptors.filter { !targets[$0.key].sealedShard }, isCancelled: { Task.isCancelled }) }
         } catch {
             // Interrupted while waiting for a journal's lock: nothing was opened or sent.
             guard Task.isCancelled else { throw error }
@@ -112,7 +113,8 @@ package struct Runner: Sendable {
                 abandon(outputs)
             } else {
                 do {
-                    try outputs.commit()
+                    // gpg makes encrypted outputs' messages here, and every output is synced.
+                    try await Blocking.run("showbatch-commit") { () throws(RunError) in try outputs.commit() }
                 } catch where Task.isCancelled {
                     // Interrupted while an encrypted output was being made: its sealed file and
                     // journal are kept, and --resume finishes it.
@@ -220,7 +222,7 @@ package struct Runner: Sendable {
                 }
             }
             let outcome = await dispatch.finish()
-            return (outcome, writer.finish())
+            return (outcome, await Blocking.run("showbatch-writer-join") { writer.finish() })
         } onCancel: {
             // At once, whatever the run is doing: the workers may be waiting for room in the
             // writer's queue, or the writer be working through it.

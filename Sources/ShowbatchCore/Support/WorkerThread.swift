@@ -10,6 +10,7 @@ final class WorkerThread: Sendable {
     /// Starts `body` on a new thread named `name`.
     init(name: String, _ body: @escaping @Sendable () -> Void) {
         let thread = Thread { [done] in
+            Blocking.markCurrent()
             body()
             done.signal()
         }

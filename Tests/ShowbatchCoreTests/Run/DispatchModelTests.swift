@@ -335,6 +335,9 @@ private struct DispatchModel: ~Copyable {
         let failure: RunError? = !writerFailed && random.next() % 50 == 0 ? .runtime("disk full") : nil
         if failure != nil { writerFailed = true }
         let actions = state.handedOver(writerFailure: failure, now: now)
+        for ordinal in actions.forget {
+            guard undecided.remove(ordinal) != nil else { return "forgot row \(ordinal), which is not undecided" }
+        }
         if tracing { trace.append("handed over \(rows)\(failure == nil ? "" : " then failed")") }
         wake(actions.wake)
         guard case .handing(let afterwards) = workers[index] else { return "the handing worker was not handing" }

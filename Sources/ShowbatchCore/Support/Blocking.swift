@@ -1,0 +1,98 @@
+import Foundation
+import Synchronization
+
+/// Blocking work of a run (waiting for a journal's lock, joining the writer thread, gpg making
+/// a message) goes to a thread of its own, never to a thread of Swift's cooperative pool: the
+/// pool has as many threads as cores (two here), and each one held in a wait is a core's worth
+/// of tasks (the progress ticker, the pause's timers, another test's run) that cannot go on.
+///
+/// The work runs in the calling task, on a task executor backed by one thread made for it, so
+/// that `Task.isCancelled` still says whether the run is being interrupted (a lock wait ends at
+/// once on SIGTERM). Debug builds assert, where such work blocks, that it is not on the pool.
+enum Blocking {
+    /// Runs `body` on a thread of its own named `name`, the calling task suspended meanwhile.
+    static func run<T>(_ name: String, _ body: () throws(RunError) -> T) async throws(RunError) -> T {
+        let executor = ThreadExecutor(name: name)
+        defer { executor.stop() }
+        return try await withTaskExecutorPreference(executor) { () async throws(RunError) -> T in
+            Blocking.assertMayBlock()
+            return try body()
+        }
+    }
+
+    /// `run` for work that cannot fail.
+    static func run<T>(_ name: String, _ body: () -> T) async -> T {
+        let executor = ThreadExecutor(name: name)
+        defer { executor.stop() }
+        return await withTaskExecutorPreference(executor) { () async -> T in
+            Blocking.assertMayBlock()
+            return body()
+        }
+    }
+
+    private static let key = "showbatch.may-block"
+
+    /// Marks the calling thread as one made for work that blocks (showbatch's own threads).
+    static func markCurrent() {
+        Thread.current.threadDictionary[key] = true
+    }
+
+    /// Traps in debug builds when called on a thread of the cooperative pool (or the curl loop):
+    /// only the main thread and showbatch's own threads may block.
+    @inline(__always)
+    static func assertMayBlock(file: StaticString = #fileID, line: UInt = #line) {
+        assert(Thread.isMainThread || Thread.current.threadDictionary[key] != nil,
+               "a blocking wait on a thread of the cooperative pool", file: file, line: line)
+    }
+}
+
+/// A task executor with one thread of its own, for `Blocking.run`.
+private final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
+    private let condition = NSCondition()
+    private var jobs: [UnownedJob] = []
+    private var stopping = false
+
+    init(name: String) {
+        let thread = Thread { [self] in
+            Blocking.markCurrent()
+            run()
+        }
+        thread.name = name
+        thread.start()
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        condition.lock()
+        let stopped = stopping
+        if !stopped {
+            jobs.append(job)
+            condition.signal()
+        }
+        condition.unlock()
+        // A task that still prefers a stopped executor runs on the shared pool instead.
+        if stopped { globalConcurrentExecutor.enqueue(job) }
+    }
+
+    /// Ends the thread once the jobs queued have run.
+    func stop() {
+        condition.lock()
+        stopping = true
+        condition.signal()
+        condition.unlock()
+    }
+
+    private func run() {
+        let executor = asUnownedTaskExecutor()
+        while true {
+            condition.lock()
+            while jobs.isEmpty && !stopping { condition.wait() }
+            let work = jobs
+            jobs.removeAll()
+            let done = stopping && work.isEmpty
+            condition.unlock()
+            if done { return }
+            for job in work { job.runSynchronously(on: executor) }
+        }
+    }
+}
