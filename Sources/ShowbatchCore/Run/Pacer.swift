@@ -7,7 +7,8 @@ struct RateSignal: Equatable, Sendable {
     var retryAfter: Duration?
     /// `x-ratelimit-remaining` (or `ratelimit-remaining`): requests left in the current window.
     var remaining: Int?
-    /// `x-ratelimit-reset` (or `ratelimit-reset`): milliseconds until the window resets.
+    /// `x-ratelimit-reset` (or `ratelimit-reset`): milliseconds until the window resets (at most
+    /// a day: an hourly window is paced over its hour; a wait for it is capped as Retry-After is).
     var reset: Int64?
 
     /// The signal in `headers` (names lower-cased); `now` is for a reset given as a Unix time.
@@ -23,9 +24,9 @@ struct RateSignal: Equatable, Sendable {
         if let text = headers["x-ratelimit-reset"] ?? headers["ratelimit-reset"],
            let value = Double(text.trimmingCharacters(in: .whitespaces)), value >= 0, value.isFinite {
             // A large number is a Unix time (as GitHub and Vimeo send it); else seconds from now
-            // (as the IETF RateLimit fields say). At most ten minutes, as Retry-After.
+            // (as the IETF RateLimit fields say).
             let seconds = value > 1_000_000_000 ? value - (nowSince1970 ?? Date().timeIntervalSince1970) : value
-            signal.reset = Int64(min(600, max(0, seconds)) * 1000)
+            signal.reset = Int64(min(86_400, max(0, seconds)) * 1000)
         }
         return signal
     }
@@ -108,8 +109,12 @@ struct PaceState {
     /// The rate that spends what `x-ratelimit-remaining` says is left by the `x-ratelimit-reset`
     /// it gives, from the latest answer that said both: requests per second.
     private(set) var headerRate: Double?
+    /// The rate kept when the window last reset, before any increase.
+    private var measuredRate: Double = 0
     /// Goes up with each throttle: a start reserved before it is void.
     private(set) var epoch = 0
+    /// Answers other than 429: requests the endpoint's limit let through.
+    private(set) var letThrough = 0
     /// 429 answers, and the throttles they began.
     private(set) var answered429 = 0
     private(set) var throttles = 0
@@ -134,7 +139,7 @@ struct PaceState {
         }
         if let until = throttledUntil {
             if let since = throttledSince, now - since >= settings.maxThrottle {
-                let text = "the endpoint answered 429 (rate limited) to every request for \(Units.text(.milliseconds(settings.maxThrottle))) (circuit.max_pause)"
+                let text = "the endpoint's rate limit let no request through for \(Units.text(.milliseconds(settings.maxThrottle))) (circuit.max_pause)"
                 stopped = text
                 return .stop(text)
             }
@@ -164,8 +169,9 @@ struct PaceState {
             answered429 += 1
             // Already throttled, or sent before the throttle began: nothing new.
             guard sentAt > throttleBegan, throttledUntil == nil || probe else { return nil }
-            return throttle(now: now, wait: signal.retryAfter ?? signal.reset.map(Duration.milliseconds))
+            return throttle(now: now, wait: signal.retryAfter ?? signal.reset.map { .milliseconds(min($0, 600_000)) })
         }
+        letThrough += 1
         var event: RunEvent?
         if awaitingReset && sentAt > throttleBegan {
             event = windowReset(now: now)
@@ -173,7 +179,8 @@ struct PaceState {
             acceptedSinceReset += 1
         }
         if let rate = learned, throttledUntil == nil, now - lastIncrease >= 1000 {
-            learned = rate * (1 + settings.increase * Double(min(now - lastIncrease, cycle)) / Double(cycle))
+            // Additive: a share of the measured rate per window, up to twice it (a 429 measures again).
+            learned = min(2 * measuredRate, rate + measuredRate * settings.increase * Double(min(now - lastIncrease, cycle)) / Double(cycle))
             lastIncrease = now
         }
         if let remaining = signal.remaining, let reset = signal.reset, remaining > 0 {
@@ -183,7 +190,7 @@ struct PaceState {
         }
         if let remaining = signal.remaining, remaining <= 0, throttledUntil == nil, sentAt > throttleBegan {
             // Nothing left in this window: wait for it before spending a 429.
-            return throttle(now: now, wait: signal.reset.map(Duration.milliseconds), counted: false) ?? event
+            return throttle(now: now, wait: signal.reset.map { .milliseconds(min($0, 600_000)) }, counted: false) ?? event
         }
         return event
     }
@@ -207,10 +214,13 @@ struct PaceState {
         let paced = learned.map { min(drawn, max(20, Int64(4000 / $0))) } ?? drawn
         let milliseconds = wait.map { Int64($0.seconds * 1000) } ?? paced
         throttledUntil = now + max(1, milliseconds)
+        // Starts reserved before the throttle are void (their sleepers see the epoch change).
+        nextSlot = Double(throttledUntil!)
         probeOut = false
         guard first else { return nil }
         let how = wait != nil ? "until the endpoint says its limit resets" : "while one request at a time probes it"
-        return .warning("the endpoint answers 429 (rate limited): sending waits for every row \(how), then keeps to the rate the endpoint lets through; a 429 never fails a row")
+        let what = counted ? "answers 429 (rate limited)" : "says its rate limit is reached (x-ratelimit-remaining: 0)"
+        return .warning("the endpoint \(what): sending waits for every row \(how), then keeps to the rate the endpoint lets through; a 429 never fails a row")
     }
 
     /// A request got through after a throttle: the window has reset. What was let through
@@ -238,6 +248,7 @@ struct PaceState {
             // A decrease is at most a halving per throttle (as TCP's), so one odd window cannot
             // bring the run to a crawl.
             learned = max(0.1, learned.map { $0 / 2 } ?? 0, measured * settings.margin)
+            measuredRate = learned!
         }
         lastReset = now
         acceptedSinceReset = 1
@@ -285,11 +296,15 @@ final class Pacer: Sendable {
             case .go(let probe): return .go(probe: probe)
             case .stop(let reason): return .stop(reason)
             case .sendAt(let slot, let epoch):
-                let wait = slot - Double(coarseMilliseconds())
-                if wait > 0 {
-                    do { try await Task.sleep(for: .microseconds(Int64(wait * 1000))) } catch { return .cancelled }
+                // In steps of at most 100 ms: a throttle meanwhile voids the start.
+                var void = false
+                while !void {
+                    let wait = slot - Double(coarseMilliseconds())
+                    if wait <= 0 { break }
+                    do { try await Task.sleep(for: .microseconds(Int64(min(wait, 100) * 1000))) } catch { return .cancelled }
+                    void = state.withLock({ $0.epoch }) != epoch
                 }
-                if state.withLock({ $0.epoch }) == epoch { return .go(probe: false) }
+                if !void && state.withLock({ $0.epoch }) == epoch { return .go(probe: false) }
             case .askAt(let time):
                 // Never long at once: a throttle may end sooner (a probe gets through).
                 let wait = min(100, max(1, time - coarseMilliseconds()))
@@ -307,6 +322,9 @@ final class Pacer: Sendable {
 
     /// The probe admitted was not sent.
     func probeUnsent() { state.withLock { $0.probeUnsent() } }
+
+    /// Requests let through so far (answers other than 429).
+    var letThrough: Int { state.withLock { $0.letThrough } }
 
     /// 429 answers so far, and the rate learned (requests per second), if one was.
     var figures: (answered429: Int, learned: Double?) { state.withLock { ($0.answered429, $0.learned) } }
