@@ -76,10 +76,6 @@ struct AttemptContext: Sendable {
         var renewals = 0
         /// The row's last attempt failed transiently.
         var failedBefore = false
-        /// 429s this row got while other rows were let through (its own, not the run's limit),
-        /// and how many were let through at its last 429.
-        var own429s = 0
-        var letThroughAtLast429: Int?
         while true {
             attempt += 1
             let admission = await pause?.admit(ordinal: ordinal, mayStepAside: mayStepAside) ?? .go
@@ -215,17 +211,7 @@ struct AttemptContext: Sendable {
                 continue
             case .response(429, _, _) where pacer != nil && policy.statuses.contains(429):
                 // The endpoint asks the run to slow down: every row waits as the pacer says, and
-                // this one is sent again without using an attempt. It is not the row's failure,
-                // unless other rows were let through since its last 429, attempts times over: a
-                // limit of this row's own (it would otherwise hold the window for ever).
-                let letThrough = pacer!.letThrough
-                if let last = letThroughAtLast429, letThrough > last { own429s += 1 }
-                letThroughAtLast429 = letThrough
-                if own429s >= policy.attempts {
-                    return .row(.row(failed(request, ordinal, labels, status: 429, attempts: own429s,
-                                            RowError(code: .rateLimited, label: nil,
-                                                     message: "HTTP 429 \(own429s) times while other rows got through"))))
-                }
+                // this one is sent again without using an attempt. It is not the row's failure.
                 attempt -= 1
                 counts?.throttled.add(1, ordering: .relaxed)
                 continue

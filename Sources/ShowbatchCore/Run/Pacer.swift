@@ -113,8 +113,6 @@ struct PaceState {
     private var measuredRate: Double = 0
     /// Goes up with each throttle: a start reserved before it is void.
     private(set) var epoch = 0
-    /// Answers other than 429: requests the endpoint's limit let through.
-    private(set) var letThrough = 0
     /// 429 answers, and the throttles they began.
     private(set) var answered429 = 0
     private(set) var throttles = 0
@@ -171,7 +169,6 @@ struct PaceState {
             guard sentAt > throttleBegan, throttledUntil == nil || probe else { return nil }
             return throttle(now: now, wait: signal.retryAfter ?? signal.reset.map { .milliseconds(min($0, 600_000)) })
         }
-        letThrough += 1
         var event: RunEvent?
         if awaitingReset && sentAt > throttleBegan {
             event = windowReset(now: now)
@@ -323,8 +320,6 @@ final class Pacer: Sendable {
     /// The probe admitted was not sent.
     func probeUnsent() { state.withLock { $0.probeUnsent() } }
 
-    /// Requests let through so far (answers other than 429).
-    var letThrough: Int { state.withLock { $0.letThrough } }
 
     /// 429 answers so far, and the rate learned (requests per second), if one was.
     var figures: (answered429: Int, learned: Double?) { state.withLock { ($0.answered429, $0.learned) } }

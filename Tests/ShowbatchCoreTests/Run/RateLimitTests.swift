@@ -46,34 +46,6 @@ import ShowbatchEmulator
         #expect(headers || log.all.contains { $0.hasPrefix("warning: the endpoint answers 429 (rate limited)") })
     }
 
-    /// A row that always gets 429 while the other rows are let through is limited on its own: it
-    /// fails alone (1429) once that happened retry.attempts times, and the run goes on. (It used
-    /// to hold the window until circuit.max_pause stopped the run.)
-    @Test(.timeLimit(.minutes(1))) func aRowAlways429WhileOthersGetThroughFailsAlone() async throws {
-        let fixture = RunFixture()
-        defer { fixture.dir.remove() }
-        let manifest = try fixture.manifest("""
-        vault: tnt1
-        concurrency: 8
-        circuit: {max_pause: 20s}
-        output: {path: r.csv}
-        requests: [{name: "r${row.id}", each: {csv: d.csv}, path: "/p/${row.id}", labels: {p: path}}]
-        """, files: ["d.csv": "id\n" + (0..<600).map(String.init).joined(separator: "\n") + "\n"])
-        let (emulator, options) = try fixture.emulator(for: manifest) {
-            $0.faults.failPaths = ["/p/17"]
-            $0.faults.failStatus = 429
-        }
-        defer { emulator.stop() }
-        let summary = try await Runner(manifest: manifest, options: options, environment: [:]).run()
-        #expect(summary.stopReason == nil && summary.ok == 599 && summary.failed == 1 && summary.exitCode == .rowsFailed,
-                "stop: \(summary.stopReason ?? "none")")
-        let lines = try #require(fixture.read("r.csv")).split(separator: "\n").dropFirst()
-        for (index, line) in lines.enumerated() {
-            #expect(index == 17 ? line == "r17,failed,429,3,1429 rate_limited: HTTP 429 3 times while other rows got through,"
-                                : line == "r\(index),ok,200,1,,/p/\(index)", "row \(index)")
-        }
-    }
-
     /// The endpoint answering 429 to everything for circuit.max_pause stops the run (exit 4,
     /// the journal kept), rather than waiting for ever.
     @Test(.timeLimit(.minutes(1))) func endless429sStopTheRunAtMaxPause() async throws {
