@@ -321,6 +321,4 @@ final class Pacer: Sendable {
     func probeUnsent() { state.withLock { $0.probeUnsent() } }
 
 
-    /// 429 answers so far, and the rate learned (requests per second), if one was.
-    var figures: (answered429: Int, learned: Double?) { state.withLock { ($0.answered429, $0.learned) } }
 }
