@@ -6,6 +6,8 @@ package struct Template: Sendable, Equatable {
     package enum Part: Sendable, Equatable {
         case literal(String)
         case environment(String)
+        /// `${NAME:-TEXT}`: the variable, or TEXT when it is unset or empty.
+        case environmentOr(String, String)
         case row(String)
         case index
     }
@@ -75,6 +77,13 @@ package struct Template: Sendable, Equatable {
 
     private static func part(_ reference: String) throws(TemplateSyntaxError) -> Part {
         if reference == "index" { return .index }
+        if let colon = reference.range(of: ":-") {
+            let name = String(reference[..<colon.lowerBound])
+            guard case .environment = try part(name) else {
+                throw TemplateSyntaxError(message: "${\(name):-…} is not valid; only an environment variable takes a default")
+            }
+            return .environmentOr(name, String(reference[colon.upperBound...]))
+        }
         if reference.hasPrefix("row.") {
             let column = String(reference.dropFirst(4))
             guard !column.isEmpty else { throw TemplateSyntaxError(message: "${row.} names no column") }
@@ -103,7 +112,12 @@ package struct Template: Sendable, Equatable {
     /// Names of the environment variables referenced.
     package var environmentNames: [String] {
         guard case .parts(let parts) = storage else { return [] }
-        return parts.compactMap { if case .environment(let name) = $0 { return name } else { return nil } }
+        return parts.compactMap {
+            switch $0 {
+            case .environment(let name), .environmentOr(let name, _): return name
+            default: return nil
+            }
+        }
     }
 
     /// Names of the data columns referenced.
@@ -115,7 +129,12 @@ package struct Template: Sendable, Equatable {
     /// True when the template needs a data row (`${row.…}` or `${index}`).
     package var needsRow: Bool {
         guard case .parts(let parts) = storage else { return false }
-        return parts.contains { if case .literal = $0 { return false } else if case .environment = $0 { return false } else { return true } }
+        return parts.contains {
+            switch $0 {
+            case .literal, .environment, .environmentOr: return false
+            case .row, .index: return true
+            }
+        }
     }
 
     /// The column when the whole template is one `${row.COLUMN}` (its value keeps its JSON type).
@@ -124,18 +143,24 @@ package struct Template: Sendable, Equatable {
         return nil
     }
 
-    /// Replaces environment references with their values; returns the names that are unset.
+    /// Replaces environment references with their values; returns the names that are unset or
+    /// empty (an empty secret would be sent as no secret at all), but for `${NAME:-TEXT}`.
     package mutating func resolveEnvironment(_ environment: [String: String]) -> [String] {
-        guard case .parts(let parts) = storage,
-              parts.contains(where: { if case .environment = $0 { return true } else { return false } }) else { return [] }
+        guard case .parts(let parts) = storage, !environmentNames.isEmpty else { return [] }
         var missing: [String] = []
         let resolved = parts.map { part in
-            guard case .environment(let name) = part else { return part }
-            guard let value = environment[name] else {
-                missing.append(name)
+            switch part {
+            case .environment(let name):
+                guard let value = environment[name], !value.isEmpty else {
+                    missing.append(name)
+                    return part
+                }
+                return .literal(value)
+            case .environmentOr(let name, let fallback):
+                return .literal(environment[name].flatMap { $0.isEmpty ? nil : $0 } ?? fallback)
+            default:
                 return part
             }
-            return .literal(value)
         }
         // Adjacent literals merge so that equal texts compare equal.
         var merged: [Part] = []
@@ -170,7 +195,7 @@ package struct Template: Sendable, Equatable {
         for part in parts {
             switch part {
             case .literal(let text): out += text
-            case .environment: break
+            case .environment, .environmentOr: break
             case .row(let column): if let text = row?.text(column) { out += Template.pathSegment(text) }
             case .index: if let row { out += String(row.index) }
             }
@@ -207,7 +232,7 @@ package struct Template: Sendable, Equatable {
         for part in parts {
             switch part {
             case .literal(let text): body(text)
-            case .environment: break
+            case .environment, .environmentOr: break
             case .row(let column): if let text = row?.text(column) { body(text) }
             case .index: if let row { body(String(row.index)) }
             }

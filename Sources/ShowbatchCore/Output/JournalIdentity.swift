@@ -87,6 +87,7 @@ private struct IdentityHasher {
             switch part {
             case .literal(let text): add("l", text)
             case .environment(let name): add("e", name)
+            case .environmentOr(let name, let fallback): add("e", name); add("d", fallback)
             case .row(let column): add("r", column)
             case .index: add("i")
             }
@@ -110,7 +111,7 @@ private struct IdentityHasher {
                 switch part {
                 case .row(let column): add("r", column)
                 case .index: add("i")
-                case .literal, .environment: add("v")
+                case .literal, .environment, .environmentOr: add("v")
                 }
             }
         case .array(let items):

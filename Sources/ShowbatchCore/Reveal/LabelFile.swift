@@ -144,7 +144,7 @@ package struct FileTemplate: Sendable {
         for part in source.parts {
             switch part {
             case .literal(let text): path += text
-            case .environment: path += Self.nameSegment(request)
+            case .environment, .environmentOr: path += Self.nameSegment(request)
             case .row(let column): path += Self.nameSegment(row?.text(column) ?? "")
             case .index: path += row.map { String($0.index) } ?? ""
             }

@@ -48,7 +48,7 @@ extension ManifestDecoder {
         var environment = self.environment
         environment.removeValue(forKey: "request")
         let unset = template.resolveEnvironment(environment).filter { $0 != "request" }
-        for name in unset { problem(node.mark, "environment variable \(name) is not set (used in \(what()))") }
+        for name in unset { problem(node.mark, environmentProblem(name, what())) }
         guard unset.isEmpty else { return nil }
         let file = FileTemplate(source: template)
         let problems = file.problems

@@ -177,9 +177,33 @@ extension ManifestDecoder {
                         problem(bound.mark, "\(what()) mask range bounds must be integers or null; found \(bound.typeName)")
                     }
                 }
-                if values.count == 2 { mask.ranges.append(Mask.Range(start: values[0], end: values[1])) }
+                guard values.count == 2 else { continue }
+                // A range that can cover no character would leave the value unmasked, so it is
+                // a mistake here, not a range to skip as an interactive SDK does.
+                let range = Mask.Range(start: values[0], end: values[1])
+                if let problemText = Self.rangeProblem(range) {
+                    problem(item.mark, "\(what()) mask range \(Self.rangeText(range)) \(problemText)")
+                    continue
+                }
+                mask.ranges.append(range)
             }
         }
         return mask
+    }
+
+    /// Why a range can mask nothing whatever the value, or nil when it can.
+    static func rangeProblem(_ range: Mask.Range) -> String? {
+        if (range.start ?? 0) < 0 || (range.end ?? 0) < 0 {
+            return "has a negative bound; characters are counted from 0 (null is the start or the end)"
+        }
+        if let start = range.start, let end = range.end, start > end {
+            return "ends before it starts, so it would mask nothing; write [start, end] with start <= end"
+        }
+        return nil
+    }
+
+    /// A range as the manifest writes it.
+    static func rangeText(_ range: Mask.Range) -> String {
+        "[\(range.start.map(String.init) ?? "null"), \(range.end.map(String.init) ?? "null")]"
     }
 }

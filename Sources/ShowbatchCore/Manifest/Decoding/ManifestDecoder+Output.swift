@@ -231,10 +231,12 @@ extension ManifestDecoder {
             case .index: parts.append(.index)
             case .environment("request"): parts.append(.request)
             case .environment(let name):
-                if let value = environment[name] { parts.append(.literal(value)) } else { missing.append(name) }
+                if let value = environment[name], !value.isEmpty { parts.append(.literal(value)) } else { missing.append(name) }
+            case .environmentOr(let name, let fallback):
+                parts.append(.literal(environment[name].flatMap { $0.isEmpty ? nil : $0 } ?? fallback))
             }
         }
-        for name in missing { problem(node.mark, "environment variable \(name) is not set (used in \(what))") }
+        for name in missing { problem(node.mark, environmentProblem(name, what)) }
         return missing.isEmpty ? parts : nil
     }
 

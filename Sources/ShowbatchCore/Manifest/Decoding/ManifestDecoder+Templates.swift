@@ -11,7 +11,7 @@ extension ManifestDecoder {
         let unset = template.resolveEnvironment(environment)
         // Header and payload values only go out with requests, which a merge never sends.
         for name in unset where !(sensitive && use == .merge) {
-            problem(node.mark, "environment variable \(name) is not set (used in \(what()))")
+            problem(node.mark, environmentProblem(name, what()))
         }
         if !allowRow {
             for column in template.rowColumns {
@@ -60,6 +60,14 @@ extension ManifestDecoder {
             result.append(HeaderField(name: name, value: value))
         }
         return result
+    }
+
+    /// Why `${name}` cannot be used: unset, or set to nothing (a secret sent empty fails every row).
+    func environmentProblem(_ name: String, _ what: String) -> String {
+        if environment[name]?.isEmpty == true {
+            return "environment variable \(name) is set but empty (used in \(what)); write ${\(name):-} where empty text is meant"
+        }
+        return "environment variable \(name) is not set (used in \(what))"
     }
 
     func isBool(_ value: ScalarValue) -> Bool {

@@ -114,7 +114,7 @@ struct ManifestDecoder {
         guard var template = parseTemplate(raw, at: node, what()) else { return nil }
         let unset = template.resolveEnvironment(environment)
         if optionalEnvironment && !unset.isEmpty { return nil }
-        for name in unset { problem(node.mark, "environment variable \(name) is not set (used in \(what()))") }
+        for name in unset { problem(node.mark, environmentProblem(name, what())) }
         if template.needsRow {
             problem(node.mark, "\(what()) cannot use ${row.…} or ${index}; only request names, paths, headers and payloads can")
             return nil
