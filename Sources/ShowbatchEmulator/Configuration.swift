@@ -30,7 +30,7 @@ package struct EmulatorConfiguration: Sendable {
         "tok_sandbox_Hd8f3LkQ2mZp": "5555555555554444",
         "tok_sandbox_Lq2Vn8Rt4sXa": "01/2029",
         "tok_sandbox_Pz7Yc1Wb6eKd": "Ada Lovelace",
-    ]
+    ].merging(sampleDataAliases) { first, _ in first }
 
     /// The configuration a manifest's `emulator:` section asks for (aliases loaded from a file if named).
     package init(spec: EmulatorSpec?) throws(EmulatorError) {

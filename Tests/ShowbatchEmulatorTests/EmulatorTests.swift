@@ -295,3 +295,23 @@ func withEmulator(_ configure: (inout EmulatorConfiguration) -> Void = { _ in },
         #expect((20...60).contains(fails) && (5...35).contains(drops) && (5...35).contains(malformed))
     }
 }
+
+/// The built-in aliases are the samples' own, so a sample run under `--emulate` reveals every
+/// card of its data instead of echoing aliases (which now fail their rows, 1408).
+@Suite struct SampleAliasTests {
+    private static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().path
+
+    @Test func theBuiltInAliasesHoldTheSampleData() throws {
+        let file = try AliasFile.load(path: Self.repository + "/samples/data/emulator-aliases.csv")
+        #expect(file.count == 80)
+        #expect(EmulatorConfiguration.sampleDataAliases == file)
+        for (alias, value) in file { #expect(EmulatorConfiguration.sampleAliases[alias] == value, "\(alias)") }
+    }
+
+    @Test func everySampleCardPassesLuhn() throws {
+        let cards = EmulatorConfiguration.sampleAliases.values.filter { $0.allSatisfy(\.isNumber) && $0.count >= 13 }
+        #expect(cards.count > 40)
+        for card in cards { #expect(LabelExpectation.passesLuhn(card), "a sample card fails Luhn") }
+    }
+}

@@ -24,7 +24,7 @@ private func exportManifest(output: String, rows: Int = 120, latency: String = "
         labels:
           c: json.c
           last4: {path: json.c, mask: {ranges: [[0, 11]]}}
-          id: json.id\(labelFile ? "\n      doc: {path: json.doc, decode: base64, file: \"docs/${row.id}.txt.pgp\"}" : "")
+          id: {path: json.id, revealed: optional}\(labelFile ? "\n      doc: {path: json.doc, decode: base64, file: \"docs/${row.id}.txt.pgp\"}" : "")
     """
 }
 
@@ -175,7 +175,9 @@ private let stateKeyEnvironment = ["SHOWBATCH_STATE_KEY": Data((0..<32).map { UI
         #expect(after - before < 40, "\(before) label files when interrupted, \(after) at the end")
         let resumed = try await showbatch(["run", "m.yaml", "--emulate", "--quiet", "--resume"], in: work.path, environment: stateKeyEnvironment)
         #expect(resumed.status == 1, "\(resumed.stderr)")
-        let documents = (0..<count).filter { $0 % 13 != 5 }.count
+        // Rows without an alias fail before they are sent; tok_3 is no alias the emulator knows, so
+        // its rows come back unrevealed and fail (1408) with no file written.
+        let documents = (0..<count).filter { $0 % 13 != 5 && $0 % 4 != 3 }.count
         #expect(try FileManager.default.contentsOfDirectory(atPath: docs).count == documents)
         #expect(filesWithCards(work.path + "/out").isEmpty)
     }

@@ -36,7 +36,7 @@ private let okManifest = """
 vault: tnt1
 concurrency: 4
 output: {path: out/r.csv}
-emulator: {aliases: {tok_0: "4000"}, latency: 2ms}
+emulator: {aliases: {tok_0: "4000", tok_1: "4111"}, latency: 2ms}
 requests:
   - {name: "r${row.id}", each: {csv: d.csv}, path: /p, payload: {c: "${row.alias}"}, labels: {c: json.c}}
 """

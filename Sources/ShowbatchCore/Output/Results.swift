@@ -53,7 +53,7 @@ package enum RowStatus: String, Sendable {
 package struct RowError: Sendable, Equatable {
     /// The code.
     package var code: ErrorCode
-    /// The label it concerns, for 1403 to 1407.
+    /// The label it concerns, for 1403 to 1409.
     package var label: String?
     /// A message that names paths and statuses, never values.
     package var message: String
@@ -85,6 +85,10 @@ package enum ErrorCode: Int, Sendable, CaseIterable {
     case fileRefused = 1406
     /// A label's value is not what its `expect` says (a pattern, the Luhn check): the row fails.
     case unexpectedValue = 1407
+    /// A label's value is one the request sent: the alias came back unrevealed.
+    case notRevealed = 1408
+    /// A text label's value holds control characters (NUL, escape…), which no cell may carry.
+    case controlCharacters = 1409
     case invalidConfigurationURL = 1480
     case invalidRow = 1490
     case rateLimited = 1429
@@ -103,6 +107,8 @@ package enum ErrorCode: Int, Sendable, CaseIterable {
         case .valueTooLarge: return "value_too_large"
         case .fileRefused: return "file_refused"
         case .unexpectedValue: return "unexpected_value"
+        case .notRevealed: return "not_revealed"
+        case .controlCharacters: return "control_characters"
         case .invalidConfigurationURL: return "invalid_configuration_url"
         case .invalidRow: return "invalid_row"
         case .rateLimited: return "rate_limited"

@@ -13,6 +13,9 @@ package struct LabelBinding: Sendable {
     /// What the value must look like after the transforms (`expect`); a value that fails is the
     /// row's error 1407.
     package var expect: LabelExpectation? = nil
+    /// Whether a value equal to one the request sent fails the row (error 1408): an alias the
+    /// vault does not know passes the proxy unchanged, and must not be written as the card.
+    package var mustReveal = true
 
     /// The value after transforms and mask, unchecked.
     package func format(_ value: String) -> String {

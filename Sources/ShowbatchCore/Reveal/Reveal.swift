@@ -2,15 +2,18 @@
 package enum Reveal {
     /// The row for a 2xx answer: labels extracted, transformed and masked.
     package static func row(ordinal: Int, request: String, status: Int, attempts: Int, body: [UInt8],
-                           labels: [LabelBinding]) -> ResultRow {
-        rowAndFiles(ordinal: ordinal, request: request, status: status, attempts: attempts, body: body, labels: labels, files: []).row
+                           labels: [LabelBinding], sent: [UInt8]? = nil) -> ResultRow {
+        rowAndFiles(ordinal: ordinal, request: request, status: status, attempts: attempts, body: body, labels: labels,
+                    files: [], sent: sent).row
     }
 
     /// The row for a 2xx answer, and the decoded bytes of its binary labels with the files they
     /// go to (`files` holds each label's target, nil for text labels). A binary label's cell is
-    /// its file's path; the caller writes the files before the row.
+    /// its file's path; the caller writes the files before the row. `sent` is the request's JSON
+    /// body: a label whose value is one of its strings was not revealed.
     package static func rowAndFiles(ordinal: Int, request: String, status: Int, attempts: Int, body: [UInt8],
-                                   labels: [LabelBinding], files: [LabelFileTarget?]) -> (row: ResultRow, files: [PendingLabelFile]) {
+                                   labels: [LabelBinding], files: [LabelFileTarget?],
+                                   sent: [UInt8]? = nil) -> (row: ResultRow, files: [PendingLabelFile]) {
         var pending: [PendingLabelFile] = []
         var row = ResultRow(ordinal: ordinal, request: request, status: .failed, httpStatus: status, attempts: attempts,
                             labels: labels.map { ($0.name, nil) }, errors: [])
@@ -31,12 +34,22 @@ package enum Reveal {
         }
         var missing = 0
         var unexpected = false
+        var sentStrings: Set<String>?
         for (index, binding) in labels.enumerated() {
             guard let value = values[index], value != .null else {
                 missing += 1
                 row.errors.append(RowError(code: .fieldNotFound, label: binding.name,
                                            message: "label \(binding.name): no value at \(binding.path.text)"))
                 continue
+            }
+            if binding.mustReveal, let sent, case .string(let echoed) = value, !echoed.isEmpty {
+                if sentStrings == nil { sentStrings = Self.strings(in: sent) }
+                if sentStrings!.contains(echoed) {
+                    unexpected = true
+                    row.errors.append(RowError(code: .notRevealed, label: binding.name,
+                                               message: "label \(binding.name): not revealed: the value is one the request sent (an unknown alias comes back unchanged)"))
+                    continue
+                }
             }
             if let spec = binding.file {
                 let target = index < files.count ? files[index] : nil
@@ -71,6 +84,12 @@ package enum Reveal {
             default: text = value.compactText
             }
             switch binding.checkedFormat(text) {
+            case .success(let formatted) where Self.hasControlCharacters(formatted):
+                // A NUL or an escape sequence would reach the processor's file and a terminal raw;
+                // bytes belong in a binary label.
+                unexpected = true
+                row.errors.append(RowError(code: .controlCharacters, label: binding.name,
+                                           message: "label \(binding.name): the value holds control characters (a binary value needs decode and file)"))
             case .success(let formatted):
                 row.labels[index].value = formatted
             case .failure(let failure):
@@ -87,6 +106,34 @@ package enum Reveal {
         }
         row.status = missing == 0 ? .ok : .partial
         return (row, pending)
+    }
+}
+
+extension Reveal {
+    /// The strings of a JSON body, at any depth (an unparsable body has none).
+    static func strings(in body: [UInt8]) -> Set<String> {
+        var found = Set<String>()
+        func walk(_ value: JSONValue) {
+            switch value {
+            case .string(let text): found.insert(text)
+            case .array(let items): items.forEach(walk)
+            case .object(let members): members.forEach { walk($0.value) }
+            default: break
+            }
+        }
+        if let value = try? JSONParser.parse(body) { walk(value) }
+        return found
+    }
+
+    /// True for C0 controls but tab, line feed and carriage return (which CSV quotes), DEL and C1.
+    static func hasControlCharacters(_ text: String) -> Bool {
+        text.unicodeScalars.contains { scalar in
+            switch scalar.value {
+            case 0x09, 0x0A, 0x0D: return false
+            case 0..<0x20, 0x7F...0x9F: return true
+            default: return false
+            }
+        }
     }
 }
 

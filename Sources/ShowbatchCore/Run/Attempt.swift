@@ -195,7 +195,8 @@ struct AttemptContext: Sendable {
                 return .cancelled
             case .response(let status, _, let body) where (200..<300).contains(status):
                 let answer = FinishedRow.Answer(ordinal: ordinal, request: request.name, status: status, attempts: attempt,
-                                                body: body, labels: labels, extras: request.extras, files: request.labelFiles)
+                                                body: body, labels: labels, extras: request.extras, files: request.labelFiles,
+                                                sent: request.body)
                 return .row(reveal.finished(answer))
             case .response(401, _, _) where credentials != nil:
                 // A token that ran out: renewed (once for everyone), and the row sent again

@@ -33,10 +33,13 @@ enum FinishedRow: Sendable {
         var extras: [String] = []
         /// Where each binary label goes (nil for a text label); empty when there is none.
         var files: [LabelFileTarget?] = []
+        /// The request's JSON body: a label that comes back as one of its strings was not revealed.
+        var sent: [UInt8]? = nil
 
         /// The row: labels extracted, transformed and masked.
         func revealed() -> ResultRow {
-            var row = Reveal.row(ordinal: ordinal, request: request, status: status, attempts: attempts, body: body, labels: labels)
+            var row = Reveal.row(ordinal: ordinal, request: request, status: status, attempts: attempts, body: body, labels: labels,
+                                 sent: sent)
             row.extras = extras
             return row
         }
@@ -47,7 +50,7 @@ enum FinishedRow: Sendable {
         /// The row, and the decoded bytes of its binary labels with their files.
         func revealedWithFiles() -> (row: ResultRow, files: [PendingLabelFile]) {
             var (row, pending) = Reveal.rowAndFiles(ordinal: ordinal, request: request, status: status, attempts: attempts, body: body,
-                                                    labels: labels, files: files)
+                                                    labels: labels, files: files, sent: sent)
             row.extras = extras
             return (row, pending)
         }

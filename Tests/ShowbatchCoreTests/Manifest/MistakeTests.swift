@@ -44,3 +44,49 @@ import Testing
         #expect(withDefault.requests[0].name.expand(row: nil) == (expected == "x-" ? "x-none" : expected))
     }
 }
+
+/// Values that must not reach the processor's file: an alias that came back unrevealed, and
+/// control characters in a revealed text value.
+@Suite struct UnrevealedValueTests {
+    private static let labels = [LabelBinding(name: "card", path: try! ContentPath(parsing: "json.card"), transforms: [], mask: nil)]
+
+    private func row(answer: String, sent: String, labels: [LabelBinding] = labels) -> ResultRow {
+        Reveal.row(ordinal: 0, request: "r", status: 200, attempts: 1, body: Array(answer.utf8), labels: labels, sent: Array(sent.utf8))
+    }
+
+    /// An unknown alias passes the proxy as it is; it was written as the card number with exit 0.
+    @Test func anAliasThatComesBackUnchangedIsNotRevealed() {
+        let echoed = row(answer: #"{"json": {"card": "tok_unknown_1"}}"#, sent: #"{"card": "tok_unknown_1"}"#)
+        #expect(echoed.status == .failed)
+        #expect(echoed.labels[0].value == nil)
+        #expect(echoed.errors.map(\.text) == ["1408 not_revealed: label card: not revealed: the value is one the request sent (an unknown alias comes back unchanged)"])
+        // Any string the request sent counts, at any depth.
+        let nested = row(answer: #"{"json": {"card": "tok_b"}}"#, sent: #"{"customer": {"cards": ["tok_a", "tok_b"]}}"#)
+        #expect(nested.status == .failed && nested.errors.first?.code == .notRevealed)
+        let revealed = row(answer: #"{"json": {"card": "4111111111111111"}}"#, sent: #"{"card": "tok_known"}"#)
+        #expect(revealed.status == .ok && revealed.labels[0].value == "4111111111111111")
+    }
+
+    /// A label that echoes an input on purpose says so.
+    @Test func aLabelThatEchoesAnInputOnPurposeOptsOut() throws {
+        let manifest = try loadManifest("vault: tnt1\nrequests:\n  - {name: a, path: /p, payload: {id: \"42\"}, labels: {id: {path: json.id, revealed: optional}}}\n")
+        let echoed = row(answer: #"{"json": {"id": "42"}}"#, sent: #"{"id": "42"}"#, labels: manifest.requests[0].labels)
+        #expect(echoed.status == .ok && echoed.labels[0].value == "42")
+        #expect(manifestErrors("vault: tnt1\nrequests:\n  - {name: a, path: /p, labels: {id: {path: json.id, revealed: maybe}}}\n") ==
+            "m.yaml:3:64: error: label \"id\" revealed \"maybe\" is not valid; expected required or optional\n    - {name: a, path: /p, labels: {id: {path: json.id, revealed: maybe}}}\n                                                                 ^")
+    }
+
+    /// NUL and escape sequences were written raw into CSV cells and to the terminal.
+    @Test(arguments: ["41\\u0000", "\\u001b[2J41", "41\\u007f", "41\\u009b"])
+    func controlCharactersInARevealedValueFailTheRow(value: String) {
+        let failed = row(answer: "{\"json\": {\"card\": \"\(value)\"}}", sent: #"{"card": "tok"}"#)
+        #expect(failed.status == .failed && failed.labels[0].value == nil)
+        #expect(failed.errors.map(\.text) == ["1409 control_characters: label card: the value holds control characters (a binary value needs decode and file)"])
+    }
+
+    /// Tabs and line breaks are text a CSV cell quotes.
+    @Test func tabsAndLineBreaksAreText() {
+        let kept = row(answer: #"{"json": {"card": "line one\nline\ttwo\r"}}"#, sent: #"{"card": "tok"}"#)
+        #expect(kept.status == .ok && kept.labels[0].value == "line one\nline\ttwo\r")
+    }
+}

@@ -55,7 +55,7 @@ private func failingManifest(label: String = "json.c", failRate: String = "0.5",
         each: {csv: d.csv}
         path: /p
         payload: {c: "${row.alias}", note: "DISTINCT-PAYLOAD-${row.note}"}
-        labels: {c: \(label), note: json.note}
+        labels: {c: \(label), note: {path: json.note, revealed: optional}}
     """
 }
 

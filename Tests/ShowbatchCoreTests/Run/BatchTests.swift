@@ -13,7 +13,7 @@ vault: tnt1
 concurrency: 8
 output: {path: out/rows.csv}
 emulator:
-  aliases: {tok_0: "4000000000000000", tok_1: "4111111111111111", tok_2: "4222222222222222", tok_3: "4333333333333333"}
+  aliases: {tok_0: "4000000000000000", tok_1: "4111111111111111", tok_2: "4222222222222222", tok_3: "4333333333333333", tok_4: "4444444444444444", tok_5: "4555555555555555", tok_6: "4666666666666666"}
   latency: 1ms±1ms
   seed: 9
 requests:
@@ -58,7 +58,7 @@ requests:
             each: {jsonl: d.jsonl}
             path: /p
             payload: {n: "${row.n}", s: "x${row.n}"}
-            labels: {n: json.n, s: json.s}
+            labels: {n: {path: json.n, revealed: optional}, s: {path: json.s, revealed: optional}}
         """, files: ["d.jsonl": "{\"n\": 42}\nnot json\n{\"n\": \"a\"}\n{\"m\": 1}\n"])
         let summary = try await fixture.run(manifest)
         #expect(summary.ok == 2 && summary.failed == 2)
@@ -123,10 +123,11 @@ requests:
         let manifest = try fixture.manifest("""
         vault: tnt1
         output: {path: main.csv}
+        emulator: {aliases: {tok_x: "1", tok_y: "2", tok_z: "3"}}
         requests:
-          - {name: a, path: /p, payload: {x: "1"}, labels: {x: json.x}}
-          - {name: b, path: /p, payload: {y: "2"}, labels: {y: json.y}, output: {path: side.json}}
-          - {name: c, path: /p, payload: {z: "3"}, labels: {z: json.z}}
+          - {name: a, path: /p, payload: {x: tok_x}, labels: {x: json.x}}
+          - {name: b, path: /p, payload: {y: tok_y}, labels: {y: json.y}, output: {path: side.json}}
+          - {name: c, path: /p, payload: {z: tok_z}, labels: {z: json.z}}
         """)
         _ = try await fixture.run(manifest)
         #expect(fixture.read("main.csv") == "request,status,http_status,attempts,error,x,z\na,ok,200,1,,1,\nc,ok,200,1,,,3\n")

@@ -104,7 +104,7 @@ import Testing
         hostname: https://127.0.0.1:\(server.port)/ignored
         tls: {ca_file: \(tls.path("ca.pem"))}
         output: {path: r.csv}
-        requests: [{name: a, path: /post, payload: {card: card-a}, labels: {card: json.card}}]
+        requests: [{name: a, path: /post, payload: {card: card-a}, labels: {card: {path: json.card, revealed: optional}}}]
         """)
         #expect(manifest.hostname == "127.0.0.1:\(server.port)")
         #expect(manifest.hostnameCheck && !manifest.hostnameIsChecked)

@@ -71,9 +71,9 @@ requests:
         let manifest = try fixture.manifest("""
         vault: tnt1
         output: {path: f.csv, csv: {escape_formulas: true}}
-        emulator: {aliases: {tok: "=HYPERLINK(1)"}}
+        emulator: {aliases: {tok: "=HYPERLINK(1)", tok_w: "@x", tok_z: "-1"}}
         requests:
-          - {name: "+r", path: /p, payload: {v: tok, w: "@x", z: "-1"}, labels: {v: json.v, w: json.w, z: json.z}}
+          - {name: "+r", path: /p, payload: {v: tok, w: tok_w, z: tok_z}, labels: {v: json.v, w: json.w, z: json.z}}
         """)
         _ = try await fixture.run(manifest)
         #expect(fixture.read("f.csv") == "request,status,http_status,attempts,error,v,w,z\n'+r,ok,200,1,,'=HYPERLINK(1),'@x,-1\n")
@@ -171,7 +171,7 @@ requests:
     @Test func rowsStayInOrderWhateverOrderAnswersArriveIn() async throws {
         let fixture = RunFixture()
         defer { fixture.dir.remove() }
-        let requests = (0..<300).map { "  - {name: r\($0), path: /p, payload: {i: \"\($0)\"}, labels: {i: json.i}}" }.joined(separator: "\n")
+        let requests = (0..<300).map { "  - {name: r\($0), path: /p, payload: {i: \"\($0)\"}, labels: {i: {path: json.i, revealed: optional}}}" }.joined(separator: "\n")
         let manifest = try fixture.manifest("vault: tnt1\nconcurrency: 16\noutput: {path: r.csv}\nemulator: {latency: 5ms±5ms, seed: 3}\nrequests:\n\(requests)\n")
         let summary = try await fixture.run(manifest)
         #expect(summary.ok == 300)
@@ -187,7 +187,7 @@ requests:
     func aSlowRequestHoldsTheWindow() async throws {
         let fixture = RunFixture()
         defer { fixture.dir.remove() }
-        let requests = (0..<200).map { "  - {name: r\($0), path: /p, payload: {i: \"\($0)\"}, labels: {i: json.i}}" }.joined(separator: "\n")
+        let requests = (0..<200).map { "  - {name: r\($0), path: /p, payload: {i: \"\($0)\"}, labels: {i: {path: json.i, revealed: optional}}}" }.joined(separator: "\n")
         let manifest = try fixture.manifest("vault: tnt1\nconcurrency: 4\noutput: {path: r.csv}\nrequests:\n\(requests)\n")
         let (emulator, options) = try fixture.emulator(for: manifest)
         defer { emulator.stop() }

@@ -15,7 +15,7 @@ private func manifestText(tls: String, count: Int = 20, attempts: Int = 3) -> St
     retry: {attempts: \(attempts), backoff: 1ms}
     \(tls)
     output: {path: r.csv}
-    requests: [{name: "r${row.id}", each: {csv: d.csv}, path: /post, payload: {card: "card-${row.id}"}, labels: {card: json.card}}]
+    requests: [{name: "r${row.id}", each: {csv: d.csv}, path: /post, payload: {card: "card-${row.id}"}, labels: {card: {path: json.card, revealed: optional}}}]
     """
 }
 

@@ -100,6 +100,13 @@ extension ManifestDecoder {
             }
         }
         if let maskNode = map["mask"] { binding.mask = mask(maskNode, what()) }
+        if let revealedNode = map["revealed"], let revealed = text(revealedNode, "\(what()) revealed") {
+            switch revealed {
+            case "required": binding.mustReveal = true
+            case "optional": binding.mustReveal = false
+            default: problem(revealedNode.mark, "\(what()) revealed \"\(revealed)\" is not valid; expected required or optional")
+            }
+        }
         labelFile(map, node, into: &binding, what())
         if let expectNode = map["expect"] {
             if binding.file != nil || map["decode"] != nil {
