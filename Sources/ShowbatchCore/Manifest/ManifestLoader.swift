@@ -58,7 +58,8 @@ package enum ManifestLoader {
         let concurrent = source.bytes.count >= threshold ? ConcurrentRequestDecoder(decoder: decoder, bytes: source.bytes) : nil
         let root: Node
         do {
-            root = try YAMLParser.parseDocument(source, stream: concurrent?.stream, isSecret: ManifestSecrets.isSecret).root
+            root = try YAMLParser.parseDocument(source, stream: concurrent?.stream, isSecret: ManifestSecrets.isSecret,
+                                               showsValue: ManifestSecrets.showsValue).root
         } catch {
             _ = concurrent?.finish()
             throw ManifestError([error.diagnostic])

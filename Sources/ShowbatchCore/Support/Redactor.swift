@@ -8,8 +8,10 @@ import Synchronization
 final class Redactor: Sendable {
     /// What a secret is replaced by.
     static let mask = "<redacted>"
-    /// Shorter texts are not taken for secrets (a word as short would hide common words).
-    private static let shortest = 6
+    /// Texts shorter than this (in UTF-8 bytes) are never taken for secrets, in messages of a
+    /// run or of a manifest: a word as short is far more often a name, and hiding it would
+    /// scramble every message that holds it.
+    static let shortest = 6
 
     private let secrets = Mutex<[String]>([])
 
