@@ -64,11 +64,14 @@ package enum ManifestLoader {
             _ = concurrent?.finish()
             throw ManifestError([error.diagnostic])
         }
-        if let (list, requests, items, problems, hash) = concurrent?.finish() {
+        if let concurrent {
+            let (list, requests, items, problems, hash) = concurrent.finish()
             decoder.contentHash = hash
             if let list { decoder.predecoded = (list, requests, items, problems) }
+            decoder.environmentSecrets.formUnion(concurrent.environmentSecrets)
         }
         var manifest = decoder.decode(root)
+        manifest.environmentSecrets = decoder.environmentSecrets.sorted()
         if !decoder.problems.isEmpty {
             throw ManifestError(decoder.diagnostics(root))
         }
