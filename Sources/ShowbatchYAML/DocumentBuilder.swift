@@ -22,6 +22,8 @@ extension YAMLParser {
         let limits: YAMLLimits
         let stream: ListStream?
         let isSecret: (([YAMLPathStep]) -> Bool)?
+        /// Whether the value at a path may be shown (`YAMLParser.parseDocument`).
+        var showsValue: (([YAMLPathStep]) -> Bool)?
         let document: Document
         let storage: Document.Storage
         var recordCount = 0
@@ -112,7 +114,7 @@ extension YAMLParser {
         /// tree exists nothing tells a header or payload value from any other, and those may be
         /// secrets; messages at this stage never hold a value either. With `hidingLine`, nothing
         /// of the line is shown but its indentation.
-        func error(_ mark: Mark?, _ message: String, hidingLine: Bool = false) -> YAMLError {
+        func error(_ mark: Mark?, _ message: String, hidingLine: Bool = false, showing shown: Range<Int>? = nil) -> YAMLError {
             guard let mark, Diagnostic.quotesLine(of: mark, in: source) else {
                 return YAMLError(diagnostic: Diagnostic(source: source, mark: mark, message: message))
             }
@@ -122,6 +124,27 @@ extension YAMLParser {
                 hidden = [SourceSpan(start: Mark(line: mark.line, column: indentation + 1), end: Mark(line: mark.line + 1, column: 1))]
             } else {
                 hidden = QuoteMask.hiddenSpans(in: source, lines: [mark.line], showValue: { _ in false })[mark.line] ?? []
+                if let shown {
+                    // The columns of a value that may be shown are cut out of what is hidden.
+                    hidden = hidden.flatMap { span -> [SourceSpan] in
+                        let columns = span.start.column..<(span.end.line == mark.line ? span.end.column : Int.max)
+                        guard span.start.line == mark.line, columns.overlaps(shown) else { return [span] }
+                        var kept: [SourceSpan] = []
+                        if columns.lowerBound < shown.lowerBound {
+                            kept.append(SourceSpan(start: span.start, end: Mark(line: mark.line, column: shown.lowerBound)))
+                        }
+                        if columns.upperBound > shown.upperBound {
+                            // From the next character that is not white space, as hidden spans are.
+                            let scalars = Array((source.line(mark.line) ?? "").unicodeScalars)
+                            var start = shown.upperBound
+                            while start < columns.upperBound, start <= scalars.count, scalars[start - 1] == " " || scalars[start - 1] == "\t" { start += 1 }
+                            if start < columns.upperBound {
+                                kept.append(SourceSpan(start: Mark(line: mark.line, column: start), end: span.end))
+                            }
+                        }
+                        return kept
+                    }
+                }
             }
             return YAMLError(diagnostic: Diagnostic(source: source, mark: mark, message: message, redacting: hidden))
         }
@@ -152,7 +175,9 @@ extension YAMLParser {
                let line = source.line(syntax.mark.line), line.contains("\t") {
                 message += " (tabs cannot indent YAML; use spaces)"
             }
-            return error(syntax.mark, message, hidingLine: isSecret?(regionPath(at: syntax.mark)) ?? false)
+            let path = regionPath(at: syntax.mark)
+            if isSecret?(path) ?? false { return error(syntax.mark, message, hidingLine: true) }
+            return error(syntax.mark, message, showing: showsValue?(path) == true ? shownValueColumns(at: syntax.mark) : nil)
         }
 
         func string(_ pointer: UnsafeMutablePointer<yaml_char_t>?) -> String? {

@@ -62,10 +62,14 @@ package enum YAMLParser {
     ///
     /// `isSecret` says whether the value at a path may hold secrets: a syntax error inside such a
     /// value (a line of a header's block value that lost its indentation reads as a key) quotes
-    /// nothing of its line but the indentation.
+    /// nothing of its line but the indentation. `showsValue` says whether the value at a path is
+    /// one that may be shown (a setting such as a label's regex): a syntax error in such a value,
+    /// written on its key's line, quotes the value (`regex: "\d"`, an escape YAML does not know).
     package static func parseDocument(_ source: SourceFile, limits: YAMLLimits = YAMLLimits(), stream: ListStream? = nil,
-                                      isSecret: (([YAMLPathStep]) -> Bool)? = nil) throws(YAMLError) -> Document {
+                                      isSecret: (([YAMLPathStep]) -> Bool)? = nil,
+                                      showsValue: (([YAMLPathStep]) -> Bool)? = nil) throws(YAMLError) -> Document {
         var builder = Builder(source: source, limits: limits, stream: stream, isSecret: isSecret)
+        builder.showsValue = showsValue
         guard source.bytes.count <= Document.maxSourceSize else {
             throw builder.error(nil, "the file is larger than \(Document.maxSourceSize >> 20) MiB")
         }

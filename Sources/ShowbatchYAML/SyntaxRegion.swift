@@ -44,6 +44,33 @@ extension YAMLParser.Builder {
         return path
     }
 
+    /// The columns of the value a syntax error at `mark` lies in, when it is written on its key's
+    /// line in block style (`  - regex: "\d"`): from past the key's `: ` to the end of the line or
+    /// to a comment. Nil when the key is elsewhere, or in a flow collection, whose line may hold
+    /// other values.
+    func shownValueColumns(at mark: Mark) -> Range<Int>? {
+        guard let frame = stack.last, frame.kind != .sequence else { return nil }
+        let entries = pending.count - frame.first
+        guard entries % 2 == 1, let key = keyText(Int(pending[pending.count - 1])), isPlainKeyName(key) else { return nil }
+        let keyMark = self.mark(Int(pending[pending.count - 1]))
+        guard keyMark.line == mark.line, let line = source.line(mark.line) else { return nil }
+        let scalars = Array(line.unicodeScalars)
+        let start = keyMark.column - 1
+        // Only indentation and list dashes before the key.
+        guard start < scalars.count, scalars[..<start].allSatisfy({ $0 == " " || $0 == "-" }),
+              String(String.UnicodeScalarView(scalars[start...].prefix(key.unicodeScalars.count))) == key else { return nil }
+        var at = start + key.unicodeScalars.count
+        while at < scalars.count, scalars[at] == " " { at += 1 }
+        guard at < scalars.count, scalars[at] == ":" else { return nil }
+        at += 1
+        while at < scalars.count, scalars[at] == " " || scalars[at] == "\t" { at += 1 }
+        var end = at
+        while end < scalars.count, !(scalars[end] == "#" && (scalars[end - 1] == " " || scalars[end - 1] == "\t")) { end += 1 }
+        while end > at, scalars[end - 1] == " " || scalars[end - 1] == "\t" { end -= 1 }
+        guard end > at, mark.column - 1 < end else { return nil }
+        return (at + 1)..<(end + 1)
+    }
+
     /// The last key (nil in a list) and value of a finished container; nil for scalars and empty ones.
     private func lastEntry(of index: Int) -> (key: Int?, value: Int)? {
         let record = storage.record(index)

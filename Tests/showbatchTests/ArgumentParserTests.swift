@@ -162,7 +162,7 @@ import Testing
         ("gw:9091", "--metrics-push must be an http:// or https:// URL, such as http://pushgateway:9091; got \"gw:9091\""),
         ("http://gw:0", "--metrics-push has an invalid port, such as http://pushgateway:9091; got \"http://gw:0\""),
         ("http://gw:push", "--metrics-push has an invalid port, such as http://pushgateway:9091; got \"http://gw:push\""),
-        ("http:///metrics", "--metrics-push needs a host, such as http://pushgateway:9091; got \"http:///metrics\""),
+        ("http:///metrics", "--metrics-push needs a host, such as http://pushgateway:9091; got \"http://\""),
         ("http://gw 9091", "--metrics-push must be a URL without spaces or control characters, such as http://pushgateway:9091; got \"http://gw 9091\""),
     ])
     func otherURLsAreUsageErrors(url: String, message: String) {

@@ -253,7 +253,7 @@ requests:
         #expect(noOutput.stderr == "noout.yaml:2:12: error: request 1 has no output: give --output PATH, or add output: to the manifest or the request\n  requests: [{name: a, path: /p}]\n             ^\n")
         let unwritable = try await showbatch(["run", "m.yaml", "--emulate", "--output", "blocker/r.csv"], in: work.path, environment: env)
         #expect(unwritable.status == 3)
-        #expect(unwritable.stderr == "showbatch: error: cannot create the folder blocker for blocker/r.csv\n")
+        #expect(unwritable.stderr == "showbatch: error: cannot create the folder blocker for blocker/r.csv: Not a directory\n")
         let unset = try await showbatch(["run", "m.yaml", "--emulate"], in: work.path)
         #expect(unset.status == 2)
         #expect(unset.stderr.hasPrefix("m.yaml:2:26: error: environment variable SB_TEST_TOKEN is not set (used in headers.Authorization)\n  headers: {Authorization: <redacted>}\n"))

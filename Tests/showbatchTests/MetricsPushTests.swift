@@ -183,4 +183,17 @@ requests:
         let bad = try await showbatch(["run", "bad.yaml", "--emulate", "--metrics-push", url], in: work.path)
         #expect(bad.status == 2)
     }
+
+    /// A Pushgateway address with a token in its path is quoted by its scheme and host only.
+    @Test func aPushWarningNeverQuotesTheURLsPath() async throws {
+        let gateway = try Pushgateway()
+        let url = gateway.url
+        gateway.stop()  // nothing listens there now
+        let work = Workspace(["m.yaml": okManifest, "d.csv": rows(2)])
+        defer { work.remove() }
+        let result = try await showbatch(["run", "m.yaml", "--emulate", "--quiet", "--metrics-push", url + "/push/sbtestPUSHTOKEN"], in: work.path)
+        #expect(result.status == 0)
+        #expect(result.stderr.hasPrefix("showbatch: warning: cannot push the metrics to \(url): connection refused"))
+        #expect(!result.stderr.contains("sbtestPUSHTOKEN"))
+    }
 }

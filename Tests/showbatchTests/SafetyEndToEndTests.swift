@@ -97,7 +97,7 @@ private func crashManifest(_ outputs: String) -> String {
 
     /// The cases are there, wherever the tests run from.
     @Test func theSecretLeakCasesAreThere() {
-        #expect(fixtureCases("secret-leaks").count == 36)
+        #expect(fixtureCases("secret-leaks").count == 38)
     }
 
     /// No secret reaches validate, plan or run (text or JSON logs), whatever the error.

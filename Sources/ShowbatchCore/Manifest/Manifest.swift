@@ -60,6 +60,9 @@ package struct Manifest: Sendable {
     package var requests: [RequestSpec] = []
     /// A hash of the manifest's bytes, for telling journals apart.
     package var contentHash: UInt64 = 0
+    /// The values of the `${NAME}` references in headers and payloads, and the state key: the
+    /// secrets that resolving the manifest put into it (their texts are nowhere in the file).
+    package var environmentSecrets: [String] = []
     /// What is valid but likely not meant, positioned like errors; `validate` prints them and
     /// `run` logs them before sending.
     package var warnings: [ManifestWarning] = []

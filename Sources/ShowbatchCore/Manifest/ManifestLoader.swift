@@ -58,16 +58,20 @@ package enum ManifestLoader {
         let concurrent = source.bytes.count >= threshold ? ConcurrentRequestDecoder(decoder: decoder, bytes: source.bytes) : nil
         let root: Node
         do {
-            root = try YAMLParser.parseDocument(source, stream: concurrent?.stream, isSecret: ManifestSecrets.isSecret).root
+            root = try YAMLParser.parseDocument(source, stream: concurrent?.stream, isSecret: ManifestSecrets.isSecret,
+                                               showsValue: ManifestSecrets.showsValue).root
         } catch {
             _ = concurrent?.finish()
             throw ManifestError([error.diagnostic])
         }
-        if let (list, requests, items, problems, hash) = concurrent?.finish() {
+        if let concurrent {
+            let (list, requests, items, problems, hash) = concurrent.finish()
             decoder.contentHash = hash
             if let list { decoder.predecoded = (list, requests, items, problems) }
+            decoder.environmentSecrets.formUnion(concurrent.environmentSecrets)
         }
         var manifest = decoder.decode(root)
+        manifest.environmentSecrets = decoder.environmentSecrets.sorted()
         if !decoder.problems.isEmpty {
             throw ManifestError(decoder.diagnostics(root))
         }

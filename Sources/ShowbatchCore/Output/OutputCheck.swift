@@ -140,7 +140,7 @@ struct OutputCheck {
                 throw RunError.usage("the journal \(journal) cannot be trusted: \(path) is not what it says was written (\(error.reason)); remove it to start over")
             }
             guard let reader = opened else {
-                throw RunError.runtime("cannot read \(path) to check it against its journal \(journal)")
+                throw RunError.runtime("cannot read \(path) to check it against its journal \(journal): \(PrivateFile.readingProblem(path))")
             }
             self.reader = reader
             self.layout = layout

@@ -203,7 +203,7 @@ final class OutputFile {
     static func retrying(path: String, layout: OutputLayout, failed: [Journal.FailedRow], kept: RowCounts,
                          lastOrdinal: Int) throws(RunError) -> OutputFile {
         guard let old = PrivateFile.openForReading(path) else {
-            throw RunError.runtime("cannot read \(path), whose failed rows are to be sent again")
+            throw RunError.runtime("cannot read \(path), whose failed rows are to be sent again: \(PrivateFile.readingProblem(path))")
         }
         let size = Int(lseek(old, 0, SEEK_END))
         let partial = SideFile.partial.of(path)

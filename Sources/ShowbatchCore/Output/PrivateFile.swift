@@ -79,7 +79,10 @@ enum PrivateFile {
         let temporary = (folder.isEmpty ? "" : folder + "/") + "." + name + ".tmp-\(getpid())"
         if case .regular = inspect(temporary) { unlink(temporary) }
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
-        guard fd >= 0 else { throw RunError.runtime("cannot write \(path): \(describeErrno(errno))") }
+        guard fd >= 0 else {
+            let code = errno
+            throw RunError.runtime("cannot write \(path): \(describeErrno(code))")
+        }
         fchmod(fd, mode)
         var code = bytes.withUnsafeBytes { writeAll(fd, $0) }
         if code == nil && fsync(fd) != 0 { code = errno }
@@ -118,7 +121,8 @@ enum PrivateFile {
         }
         let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
-            throw RunError.runtime("cannot create \(path) for \(output): \(describeErrno(errno))")
+            let code = errno
+            throw RunError.runtime("cannot create \(path) for \(output): \(describeErrno(code))")
         }
         // The umask may have taken bits away; the mode is exactly 0600.
         fchmod(fd, 0o600)
@@ -131,9 +135,12 @@ enum PrivateFile {
         try makeParent(of: path, for: output)
         let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
-            if errno == EEXIST, case .regular = inspect(path) { return nil }
+            // Kept before anything else is asked of the system: `inspect` sets errno too, and an
+            // unwritable folder (EACCES) must not be told as a missing file (ENOENT).
+            let code = errno
+            if code == EEXIST, case .regular = inspect(path) { return nil }
             if let refusal = refusal(path) { throw RunError.runtime(refusal + ": remove it and run again") }
-            throw RunError.runtime("cannot create \(path) for \(output): \(describeErrno(errno))")
+            throw RunError.runtime("cannot create \(path) for \(output): \(describeErrno(code))")
         }
         // The umask may have taken bits away; the mode is exactly 0600.
         fchmod(fd, 0o600)
@@ -146,8 +153,9 @@ enum PrivateFile {
         if let refusal = refusal(path) { throw RunError.runtime(refusal + ": remove it and run again") }
         let fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else {
-            if errno == ENOENT || errno == ENOTDIR { return nil }
-            throw RunError.runtime("cannot open \(path) for \(output): \(describeErrno(errno))")
+            let code = errno
+            if code == ENOENT || code == ENOTDIR { return nil }
+            throw RunError.runtime("cannot open \(path) for \(output): \(describeErrno(code))")
         }
         var info = stat()
         guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
@@ -173,11 +181,35 @@ enum PrivateFile {
     private static func makeParent(of path: String, for output: String) throws(RunError) {
         let parent = (path as NSString).deletingLastPathComponent
         guard !parent.isEmpty else { return }
-        do {
-            try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
-        } catch {
-            throw RunError.runtime("cannot create the folder \(parent) for \(output)")
+        if let code = makeFolders(parent) {
+            throw RunError.runtime("cannot create the folder \(parent) for \(output): \(describeErrno(code))")
         }
+    }
+
+    /// Creates `folder` and the folders it is in that are missing (mode 0777 less the umask, as
+    /// `mkdir -p`); the errno of the call that failed.
+    private static func makeFolders(_ folder: String) -> Int32? {
+        var info = stat()
+        if stat(folder, &info) == 0 { return info.st_mode & S_IFMT == S_IFDIR ? nil : ENOTDIR }
+        // The folder it is in, by its last slash (NSString's deletingLastPathComponent traps on
+        // some one-character names).
+        if let slash = folder.lastIndex(of: "/"), slash != folder.startIndex,
+           let code = makeFolders(String(folder[..<slash])) { return code }
+        if mkdir(folder, 0o777) == 0 { return nil }
+        let code = errno
+        // Made meanwhile by another process.
+        if code == EEXIST, stat(folder, &info) == 0, info.st_mode & S_IFMT == S_IFDIR { return nil }
+        return code
+    }
+
+    /// Why the regular file at `path` cannot be opened for reading, in words: what is there
+    /// instead, or the system's own text.
+    static func readingProblem(_ path: String) -> String {
+        if let refusal = refusal(path) { return refusal }
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else { return describeErrno(errno) }
+        close(fd)
+        return "it changed while being opened"
     }
 
     /// Writes all of `bytes` to `fd`; the errno of a failure.

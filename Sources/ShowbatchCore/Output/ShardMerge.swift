@@ -516,7 +516,7 @@ private final class MergedFile {
                 throw RunError.usage("\(plan.cannot(output, file, index)) cannot be read: \(error.reason)")
             }
             guard let source = opened else {
-                throw RunError.runtime("\(plan.cannot(output, file, index)) cannot be opened for reading: \(PrivateFile.refusal(file) ?? describeErrno(errno))")
+                throw RunError.runtime("\(plan.cannot(output, file, index)) cannot be opened for reading: \(PrivateFile.readingProblem(file))")
             }
             sources.append(source)
         }

@@ -51,6 +51,8 @@ struct AttemptContext: Sendable {
     var pause: CircuitPause?
     /// What the attempts of a run count.
     var counts: AttemptCounts?
+    /// Clears a failure's words (curl quoting a host that came from a secret) before the row keeps them.
+    var redactor: Redactor?
 
     /// Sends with retries; a 2xx answer comes back as `reveal` says (revealed now, or as it is for
     /// the writer). `attempts`: attempts the row made before it was held back. `mayStepAside`:
@@ -249,7 +251,7 @@ struct AttemptContext: Sendable {
     private func failed(_ request: PreparedRequest, _ ordinal: Int, _ labels: [LabelBinding], status: Int?, attempts: Int,
                         _ error: RowError) -> ResultRow {
         var row = ResultRow(ordinal: ordinal, request: request.name, status: .failed, httpStatus: status, attempts: attempts,
-                            labels: labels.map { ($0.name, nil) }, errors: [error])
+                            labels: labels.map { ($0.name, nil) }, errors: [redactor?.redact(error) ?? error])
         row.extras = request.extras
         return row
     }

@@ -14,7 +14,8 @@ package enum MetricsPush {
     static let attempts = 3
 
     /// Why `url` cannot be used as a Pushgateway's address, or nil. A URL that may hold a secret
-    /// (user info, a query) is refused without being quoted.
+    /// (user info, a query) is refused without being quoted; of any other, only its address is
+    /// quoted (`address(of:)`).
     package static func problem(with url: String) -> String? {
         let example = "such as http://pushgateway:9091"
         if url.contains("@") {
@@ -23,7 +24,7 @@ package enum MetricsPush {
         if url.contains("?") || url.contains("#") {
             return "--metrics-push must not have a query or fragment: give the Pushgateway's address only, \(example)"
         }
-        let shown = "\"\(TerminalText.escaped(url))\""
+        let shown = "\"\(TerminalText.escaped(address(of: url)))\""
         if url.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value >= 0x7F }) {
             return "--metrics-push must be a URL without spaces or control characters, \(example); got \(shown)"
         }
@@ -66,6 +67,13 @@ package enum MetricsPush {
         let encoded = Data(value.utf8).base64EncodedString()
             .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
         return "\(name)@base64/\(encoded)"
+    }
+
+    /// What of `url` a message may quote: its scheme and host (and port), never the path, which a
+    /// Pushgateway behind a proxy may take a token in (`https://gw/push/TOKEN`).
+    package static func address(of url: String) -> String {
+        guard let scheme = url.range(of: "://") else { return String(url.prefix { $0 != "/" }) }
+        return String(url[..<scheme.upperBound]) + url[scheme.upperBound...].prefix { $0 != "/" }
     }
 
     static func trimmed(_ base: String) -> String {
@@ -123,6 +131,6 @@ extension RunReport {
             }
             if attempt < MetricsPush.attempts { usleep(UInt32(250_000 * attempt)) }
         }
-        throw RunError.runtime("cannot push the metrics to \(MetricsPush.trimmed(url)): \(reason)")
+        throw RunError.runtime("cannot push the metrics to \(MetricsPush.address(of: url)): \(reason)")
     }
 }

@@ -75,6 +75,16 @@ package struct Plan: Sendable {
             if let each = spec.each { data.append(DataSummary(request: index + 1, file: each.name, rows: counts[index] ?? 0)) }
             if let output = spec.output?.path ?? manifest.output?.path, !outputs.contains(output) { outputs.append(output) }
         }
+        // What `run --verbose` hides, `plan` hides too: a variable a header uses may be in a
+        // path's query or be the hostname.
+        let redactor = Redactor(manifest: manifest)
+        baseURL = redactor.redact(baseURL)
+        hostnameNote = hostnameNote.map(redactor.redact)
+        for index in entries.indices {
+            entries[index].url = redactor.redact(entries[index].url)
+            entries[index].name = redactor.redact(entries[index].name)
+            entries[index].problem = entries[index].problem.map(redactor.redact)
+        }
     }
 
     /// The plan as text: `base_url: URL`, then `METHOD URL name` per request.

@@ -186,6 +186,7 @@ package struct Runner: Sendable {
         var context = AttemptContext(transport: transport, policy: manifest.retry, timeout: options.timeout ?? manifest.timeout,
                                      pacer: pacer, events: events, verbose: options.verbose)
         context.credentials = credentials
+        context.redactor = redactor
         context.reveal = RevealTiming(failFast: options.failFast)
         let counts = AttemptCounts()
         context.counts = counts

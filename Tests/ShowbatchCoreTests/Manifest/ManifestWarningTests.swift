@@ -46,10 +46,10 @@ import Testing
 
     /// A request's own output is checked too; an output shared through an alias warns once.
     @Test func requestOutputsAndSharedOutputs() throws {
-        // The quoted line hides what the reference does not name under a request's output.
-        let line = "  - {name: a, path: /p, labels: {pan: json.pan}, output: {path: <redacted>, columns: [<redacted>]}}"
+        // A request's output has the keys of `output`: its path and columns are shown.
+        let line = "  - {name: a, path: /p, labels: {pan: json.pan}, output: {path: s.csv, columns: [pan]}}"
         #expect(try Self.warnings("output: {path: r.csv}", requestOutput: ", output: {path: s.csv, columns: [pan]}") == [
-            "m.yaml:4:72: warning: \(Self.blank)\n  \(line)\n  \(String(repeating: " ", count: 76))^",
+            "m.yaml:4:72: warning: \(Self.blank)\n  \(line)\n  \(String(repeating: " ", count: 71))^",
         ])
         let shared = try Self.rendered("""
         vault: tnt1
@@ -59,7 +59,7 @@ import Testing
 
         """)
         #expect(shared == [
-            "m.yaml:3:77: warning: \(Self.blank)\n    - {name: a, path: /p, labels: {pan: json.pan}, output: <redacted> {path: <redacted>, columns: [<redacted>]}}\n  \(String(repeating: " ", count: 87))^",
+            "m.yaml:3:77: warning: \(Self.blank)\n    - {name: a, path: /p, labels: {pan: json.pan}, output: <redacted> {path: s.csv, columns: [pan]}}\n  \(String(repeating: " ", count: 82))^",
         ])
     }
 

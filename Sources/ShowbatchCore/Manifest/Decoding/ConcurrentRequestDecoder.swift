@@ -41,6 +41,9 @@ final class ConcurrentRequestDecoder: @unchecked Sendable {
         })
     }
 
+    /// The secrets the worker's requests resolved (read after `finish()`).
+    var environmentSecrets: Set<String> { decoder.environmentSecrets }
+
     private func handOver() {
         queue.put(batch)
         batch.removeAll(keepingCapacity: true)

@@ -127,6 +127,7 @@ extension ManifestDecoder {
         spec.recipientMarks = marks
         spec.context = context
         if let keyNode = map["state_key"], let text = text(keyNode, "\(context).encrypt.state_key") {
+            environmentSecrets.insert(text)
             do {
                 spec.stateKey = try StateKey(parsing: text)
             } catch {

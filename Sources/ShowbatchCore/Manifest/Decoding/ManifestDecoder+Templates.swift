@@ -8,6 +8,11 @@ extension ManifestDecoder {
     mutating func template(_ node: Node, _ what: @autoclosure () -> String, allowRow: Bool, sensitive: Bool = false) -> Template? {
         guard let raw = rawText(node, what()) else { return nil }
         guard var template = parseTemplate(raw, at: node, what(), sensitive: sensitive) else { return nil }
+        if sensitive {
+            for case .environment(let name) in template.parts {
+                if let value = environment[name] { environmentSecrets.insert(value) }
+            }
+        }
         let unset = template.resolveEnvironment(environment)
         // Header and payload values only go out with requests, which a merge never sends.
         for name in unset where !(sensitive && use == .merge) {

@@ -20,6 +20,8 @@ struct ManifestDecoder {
     var predecoded: (list: Node, requests: [RequestSpec], items: Int, problems: [(mark: Mark, message: String)])?
     /// The hash of the manifest's bytes, when it was computed ahead.
     var contentHash: UInt64?
+    /// The values `${NAME}` references put into headers and payloads, and the state key.
+    var environmentSecrets: Set<String> = []
     /// Names of the requests decoded so far, with their lines.
     var requestNames: [String: Int] = [:]
     /// Recipient lists checked already (by their paths), with what was found: outputs repeated

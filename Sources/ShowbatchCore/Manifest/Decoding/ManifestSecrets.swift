@@ -79,7 +79,10 @@ struct ManifestSecrets {
             case .mapping(let pairs):
                 for pair in pairs {
                     if !secret { keys.append(pair.key) }
-                    visit(pair.value, path: secret ? nil : Self.childPath(path, key: pair.key.text), inValueList: inValueList)
+                    // An item of a list of plain values names what it is (`columns: [{pan: card}]`:
+                    // a column and its template); its value is shown as the item is.
+                    let child = secret ? nil : (inValueList ? path : Self.childPath(path, key: pair.key.text))
+                    visit(pair.value, path: child, inValueList: inValueList)
                 }
             }
         }
@@ -129,23 +132,43 @@ struct ManifestSecrets {
     /// Whether the value at `steps` from the root may hold a secret: in a secret section, or
     /// at a place the reference does not know. After a syntax error, whose line is then not quoted.
     static func isSecret(_ steps: [YAMLPathStep]) -> Bool {
+        place(of: steps) == nil
+    }
+
+    /// Whether the value at `steps` from the root is one that may be shown (a label's regex, a
+    /// column): after a syntax error in it, on its key's line, it is quoted.
+    static func showsValue(_ steps: [YAMLPathStep]) -> Bool {
+        guard let (path, inValueList) = place(of: steps) else { return false }
+        return inValueList || valuePaths.contains(path)
+    }
+
+    /// The reference path of the value at `steps`, and whether it lies in a list of plain values;
+    /// nil where it may hold a secret.
+    private static func place(of steps: [YAMLPathStep]) -> (path: String, inValueList: Bool)? {
         var path = ""
+        var inValueList = false
         for step in steps {
             switch step {
-            case .item: path += "[]"
+            case .item:
+                inValueList = inValueList || valueLists.contains(path)
+                path += "[]"
             case .key(let key?):
-                guard let child = childPath(path, key: key) else { return true }
+                // Inside an item of a list of plain values, a key is a name of the user's (a column).
+                if inValueList { continue }
+                guard let child = childPath(path, key: key) else { return nil }
                 path = child
-            case .key(nil): return true
+            case .key(nil): return nil
             }
-            if secretSections.contains(where: { path == $0 || path.hasPrefix($0 + ".") || path.hasPrefix($0 + "[]") }) { return true }
+            if secretSections.contains(where: { path == $0 || path.hasPrefix($0 + ".") || path.hasPrefix($0 + "[]") }) { return nil }
         }
-        return false
+        return (path, inValueList)
     }
 
     /// The reference path of `key` under `parent` (nil: a place the reference does not know).
     private static func childPath(_ parent: String?, key: String) -> String? {
-        guard let parent else { return nil }
+        guard var parent else { return nil }
+        // A request's own output has the keys of `output`, and is shown as it is.
+        if parent == "requests[].output" { parent = "output" }
         let path = parent.isEmpty ? key : parent + "." + key
         if places.contains(path) { return path }
         let named = parent + ".<name>"
@@ -155,13 +178,15 @@ struct ManifestSecrets {
     /// Whether the value ending at `end` may be shown in a quoted line.
     func mayShow(valueEndingAt end: Mark) -> Bool { shownEnds.contains(end) }
 
-    /// `message` with every secret text in it replaced by `<redacted>`: any secret of four
-    /// characters or more wherever it appears (first, so that a secret holding a quote is found
-    /// whole), then any quoted part that is a secret or a piece of one. `pieces` remembers what
+    /// `message` with every secret text in it replaced by `<redacted>`: any secret of
+    /// `Redactor.shortest` bytes or more wherever it appears (first, so that a secret holding a
+    /// quote is found whole), then any quoted part as long that is a secret or a piece of one.
+    /// Shorter texts are left alone: a word that short is a name far more often than a secret,
+    /// and messages never quote a value of a secret section in the first place. `pieces` remembers what
     /// was found of each quoted part (messages repeat names).
     private func clear(_ message: String, index: SecretIndex, pieces: inout [String: Bool]) -> String {
         var bytes = Array(message.utf8)
-        for range in index.occurrences(in: bytes, minimum: 4).reversed() {
+        for range in index.occurrences(in: bytes, minimum: Redactor.shortest).reversed() {
             bytes.replaceSubrange(range, with: "<redacted>".utf8)
         }
         var parts = String(decoding: bytes, as: UTF8.self).components(separatedBy: "\"")
@@ -172,7 +197,7 @@ struct ManifestSecrets {
             if let known = pieces[quoted] {
                 secret = known
             } else {
-                secret = index.contains(quoted) || (quoted.count >= 4 && index.containsPiece(quoted))
+                secret = quoted.utf8.count >= Redactor.shortest && index.containsPiece(quoted)
                 pieces[quoted] = secret
             }
             if secret { parts[part] = "<redacted>" }
@@ -226,7 +251,7 @@ struct ManifestSecrets {
             }
         }
         columns.append(window.scalars.count + 1)
-        return index.occurrences(in: bytes, minimum: 4, prefixesAtEnd: window.truncated).filter { columns[$0.lowerBound] <= Diagnostic.quoteLimit }.map {
+        return index.occurrences(in: bytes, minimum: Redactor.shortest, prefixesAtEnd: window.truncated).filter { columns[$0.lowerBound] <= Diagnostic.quoteLimit }.map {
             SourceSpan(start: Mark(line: line, column: columns[$0.lowerBound]), end: Mark(line: line, column: columns[$0.upperBound]))
         }
     }
