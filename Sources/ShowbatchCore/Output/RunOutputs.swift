@@ -48,6 +48,9 @@ final class RunOutputs {
     private var lastCheckpoint: [Int64]
     /// What each target's work items skip.
     let skips: [SkipRule]
+    /// For a `--retry-failed` rewrite, by target: the rows kept from the files it rewrites.
+    private let kept: [KeptRows?]
+    private let targets: [OutputTarget]
     /// Rows already in the outputs (from the run being resumed, or kept by a retry), by status.
     let carried: RowCounts
     private let mode: RunMode
@@ -76,15 +79,16 @@ final class RunOutputs {
         var skips: [SkipRule] = []
         var carried = RowCounts()
         var complete: Set<Int> = []
+        var kept: [KeptRows?] = Array(repeating: nil, count: targets.count)
         do throws(RunError) {
             for target in targets {
                 guard target.path != "-" else {
                     journals.append(nil)
                     continue
                 }
-                try Journal.finishInterruptedRewrite(output: target.path)
-                if mode == .retryFailed && target.encrypt != nil {
-                    throw RunError.usage("--retry-failed cannot rewrite \(target.path): it is encrypted to its recipients, and showbatch cannot read it back; run without --retry-failed to write it again")
+                try Journal.finishInterruptedRewrite(of: target)
+                if mode == .retryFailed && target.publishesMessage && target.encrypt?.stateKey == nil {
+                    throw RunError.usage("--retry-failed cannot rewrite \(target.path): it is encrypted to its recipients, and without output.encrypt.state_key its sealed rows could not be kept to rewrite it from; run without --retry-failed to write it again")
                 }
                 if mode == .retryFailed && PrivateFile.inspect(SideFile.journal.of(target.path)) == .none {
                     // A finished output without a journal had no failed row: it stays as it is.
@@ -164,32 +168,11 @@ final class RunOutputs {
                         try discard(error.description)
                     }
                 case .retryFailed:
-                    if target.layout.gzip {
-                        throw RunError.usage("--retry-failed cannot rewrite \(target.path): a gzip output is written whole; run without --retry-failed to write it again")
-                    }
-                    if let rejects = target.rejects {
-                        throw RunError.usage("--retry-failed cannot rewrite \(target.path): its failed rows are in its rejects file \(rejects.path); send them again with a manifest that reads that file")
-                    }
-                    guard let ended = journal.ended, let checkpoint = journal.lastCheckpoint else {
-                        throw RunError.usage("the journal \(journal.path) is of a run that did not finish; finish it with --resume first")
-                    }
-                    guard Journal.outputMatches(target.path, size: ended.size, hash: ended.hash) else {
-                        throw RunError.usage("\(target.path) does not match its journal (it changed since the run that wrote it, or a --retry-failed run was cut short); run without --retry-failed to write it again")
-                    }
-                    try check(index).verify(checkpoint, failed: journal.failedRows, path: target.path, rejectsPath: nil, of: target,
-                                            journal: journal.path)
-                    var kept = checkpoint.counts
-                    kept.rows -= kept.failed
-                    kept.failed = 0
-                    if journal.failedRows.isEmpty {
-                        files.append(nil)
-                        skips.append(.all)
-                    } else {
-                        files.append(try OutputFile.retrying(path: target.path, layout: target.layout, failed: journal.failedRows, kept: kept,
-                                                         lastOrdinal: checkpoint.ordinal))
-                        skips.append(.allBut(Set(journal.failedRows.map(\.ordinal))))
-                    }
-                    carried.add(kept)
+                    let (file, rows, counts) = try RunOutputs.rewrite(target, journal: journal, check: check(index), sealing: sealing())
+                    files.append(file)
+                    kept[index] = rows
+                    skips.append(file == nil ? .all : .allBut(Set(journal.failedRows.map(\.ordinal))))
+                    carried.add(counts)
                 }
             }
         } catch {
@@ -199,12 +182,59 @@ final class RunOutputs {
         }
         self.files = files
         self.journals = journals
+        self.kept = kept
+        self.targets = targets
         shardIdentities = targets.map { sharded && !$0.isStandardOutput ? identity($0) : nil }
         sinceCheckpoint = Array(repeating: 0, count: files.count)
         lastCheckpoint = Array(repeating: coarseMilliseconds(), count: files.count)
         self.skips = skips
         self.carried = carried
         self.complete = complete
+    }
+
+    /// A `--retry-failed` rewrite of `target`, whose finished run's `journal` is read back: its
+    /// files (or an OpenPGP message's kept sealed rows) are checked against the journal, and a
+    /// new `.partial` of each made, into which `KeptRows` copies every row but the failed ones,
+    /// which are sent again. Nil for the file when no row failed; the rows it keeps, counted.
+    private static func rewrite(_ target: OutputTarget, journal: Journal, check: OutputCheck,
+                                sealing: OutputFile.Sealing?) throws(RunError) -> (OutputFile?, KeptRows?, RowCounts) {
+        guard let ended = journal.ended, let checkpoint = journal.lastCheckpoint else {
+            throw RunError.usage("the journal \(journal.path) is of a run that did not finish; finish it with --resume first")
+        }
+        let key = target.encrypt != nil ? journal.dataKey : nil
+        if target.encrypt != nil && key == nil {
+            throw RunError.usage("the journal \(journal.path) holds no data key, so the sealed rows of \(target.path) cannot be read; run without --retry-failed")
+        }
+        let path = target.readableRows(of: target.path)
+        let rejectsPath = target.rejects.map { target.readableRows(of: $0.path) }
+        for file in [path] + (rejectsPath.map { [$0] } ?? []) where target.publishesMessage && PrivateFile.inspect(file) == .none {
+            throw RunError.usage("--retry-failed cannot rewrite \(target.path): \(file), the sealed rows its run kept to rewrite it from, is gone; run without --retry-failed to write it again")
+        }
+        let mark = checkpoint.rejects ?? (offset: 0, hash: fnvOffsetBasis, rows: 0)
+        guard Journal.outputMatches(path, size: ended.size, hash: ended.hash, key: key) else {
+            throw RunError.usage("\(path) does not match its journal (it changed since the run that wrote it, or a --retry-failed run was cut short); run without --retry-failed to write it again")
+        }
+        if let rejectsPath, !Journal.outputMatches(rejectsPath, size: mark.offset, hash: mark.hash, key: key) {
+            throw RunError.usage("\(rejectsPath) does not match its journal (it changed since the run that wrote it, or a --retry-failed run was cut short); run without --retry-failed to write it again")
+        }
+        try check.verify(checkpoint, failed: journal.failedRows, path: path, rejectsPath: rejectsPath, key: key, of: target, journal: journal.path)
+        var counts = checkpoint.counts
+        counts.rows -= counts.failed
+        counts.failed = 0
+        guard !journal.failedRows.isEmpty else { return (nil, nil, counts) }
+        let rows = try KeptRows(target: target, path: path, rejectsPath: rejectsPath, key: key, failed: journal.failedRows,
+                                rejected: journal.rejectedRows, items: check.ordinals(), last: checkpoint.ordinal)
+        let file = try OutputFile.create(path: target.path, layout: target.layout, sealing: sealing)
+        if let rejects = target.rejects {
+            do {
+                file.attachRejects(try OutputFile.create(path: rejects.path, layout: rejects.layout, sealing: sealing), partial: target.rejectPartial)
+            } catch {
+                file.abandon()
+                throw error
+            }
+        }
+        file.carry(counts, lastOrdinal: checkpoint.ordinal)
+        return (file, rows, counts)
     }
 
     /// The output of `target` as an interrupted run left it, cut back to `checkpoint` and checked
@@ -220,12 +250,15 @@ final class RunOutputs {
                     throw RunError.runtime("\(target.path) was finished, and it is gone since; run without --resume to write it again")
                 }
                 if let sealing {
-                    // A shard's sealed file can be read back and checked; an OpenPGP message cannot
-                    // (its journal is normally gone: one left by a kill between the rename and
-                    // the journal's removal, or by an older showbatch, is not trusted blindly).
-                    guard target.sealedShard, Journal.outputMatches(target.path, size: ended.size, hash: ended.hash, key: sealing.key) else {
-                        throw RunError.usage(target.sealedShard
-                            ? "\(target.path) does not match its journal (it changed since the run that wrote it); run without --resume to write it again"
+                    // A shard's sealed file can be read back and checked, and so can the sealed
+                    // rows kept beside an OpenPGP message whose rows failed; the message cannot (a
+                    // journal left without them, by a kill between the rename and the journal's
+                    // removal or by an older showbatch, is not trusted blindly).
+                    let rows = target.readableRows(of: target.path)
+                    let readable = target.sealedShard || PrivateFile.inspect(rows) != .none
+                    guard readable, Journal.outputMatches(rows, size: ended.size, hash: ended.hash, key: sealing.key) else {
+                        throw RunError.usage(readable
+                            ? "\(rows) does not match its journal (it changed since the run that wrote it); run without --resume to write it again"
                             : "\(target.path) was finished, but an encrypted output cannot be checked against the journal left beside it; run without --resume to write it again")
                     }
                 } else {
@@ -285,6 +318,8 @@ final class RunOutputs {
     /// what else a checkpoint counts durable first (binary labels' files).
     func write(_ row: ResultRow, to index: Int, beforeCheckpoint: () throws(RunError) -> Void) throws(RunError) {
         guard let file = files[index] else { return }
+        // A rewrite: the kept rows before this one first, the failed row it replaces dropped.
+        try kept[index]?.copy(before: row.ordinal, into: file, journal: journals[index])
         let span = try file.write(row)
         guard let journal = journals[index] else { return }
         if row.status == .failed {
@@ -305,8 +340,19 @@ final class RunOutputs {
     /// neither (showbatch cannot read the message back), and `--resume` could only trust it
     /// blindly: it goes.
     private func keepsJournal(_ index: Int, _ checkpoint: Journal.Checkpoint, _ journal: Journal) -> Bool {
-        if journal.isOfEncryptedOutput && shardIdentities[index] == nil { return false }
-        return checkpoint.counts.failed > 0 || journal.rejectedCount > 0
+        var wrapped = false
+        if case .wrapped? = journal.storedKey { wrapped = true }
+        return Journal.stays(failed: checkpoint.counts.failed, rejected: journal.rejectedCount,
+                             publishesMessage: targets[index].publishesMessage, keyWrapped: wrapped)
+    }
+
+    /// Removes the sealed rows kept beside an OpenPGP message (and its rejects file's) once no
+    /// journal describes them.
+    private func removeSealedRows(_ index: Int) {
+        guard targets[index].publishesMessage else { return }
+        for path in targets[index].paths where PrivateFile.inspect(SideFile.sealedRows.of(path)) != .none {
+            if case .regular = PrivateFile.inspect(SideFile.sealedRows.of(path)) { unlink(SideFile.sealedRows.of(path)) }
+        }
     }
 
     /// Makes target `index`'s bytes durable, then records in its journal that they are there.
@@ -337,25 +383,46 @@ final class RunOutputs {
                 }
                 if let journal, mode == .resume, let checkpoint = journal.lastCheckpoint, !keepsJournal(index, checkpoint, journal) {
                     journal.remove()
+                    removeSealedRows(index)
                 } else {
                     journal?.close()
                 }
                 continue
             }
             do {
-                if !complete.contains(index) { try file.finishContent() }
+                if !complete.contains(index) {
+                    // A rewrite's kept rows after the last one sent again come first.
+                    try kept[index]?.finish(into: file, journal: journal)
+                    try file.finishContent()
+                }
                 let checkpoint = file.checkpoint
+                let keep = journal.map { keepsJournal(index, checkpoint, $0) } ?? false
+                let message = targets[index].publishesMessage
                 switch mode {
                 case .fresh, .resume:
                     if !complete.contains(index) { try journal?.end(checkpoint) }
                     // The identity first: a run killed after the rename still leaves one for merge.
                     try writeShardIdentity(index, checkpoint)
-                    try file.commit()
-                    if let journal, !keepsJournal(index, checkpoint, journal) { journal.remove() } else { journal?.close() }
+                    try file.commit(keepingSealed: keep && message)
+                    if let journal, !keep {
+                        journal.remove()
+                        removeSealedRows(index)
+                    } else {
+                        journal?.close()
+                    }
                 case .retryFailed:
-                    try journal?.prepareRewrite(checkpoint)
+                    // An OpenPGP message, which nothing checks, is put in place first; `.next`
+                    // then describes the sealed rows kept beside it, which are put in place after.
+                    if message { try file.publish(keepingSealed: keep) }
+                    try journal?.prepareRewrite(checkpoint, keep: keep)
                     try writeShardIdentity(index, checkpoint)
-                    try file.commit()
+                    if !message {
+                        try file.commit()
+                    } else if keep {
+                        try file.keepSealedRows()
+                    } else {
+                        removeSealedRows(index)
+                    }
                     try journal?.adoptRewrite()
                 }
             } catch {
