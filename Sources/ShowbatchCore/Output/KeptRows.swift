@@ -78,8 +78,12 @@ final class KeptRows {
     func copy(before ordinal: Int, into file: OutputFile, journal: Journal?) throws(RunError) {
         while let item = peek(), item <= ordinal {
             peeked = nil
-            let split = rejects != nil && (failed.contains(item) || rejected.contains(item))
-            let source = split ? rejects! : output
+            var split = false
+            var source = output
+            if let rejects, failed.contains(item) || rejected.contains(item) {
+                split = true
+                source = rejects
+            }
             row.removeAll(keepingCapacity: true)
             let found: Bool
             do { found = try source.rows.next(into: &row) } catch { throw KeptRows.unreadable(source.path, error.reason) }
