@@ -9,12 +9,12 @@ private let cards = ["4000000000000000", "4111111111111111", "4222222222222222"]
 
 /// A run over `rows` data rows; every 13th row is malformed (a failed row) and `tok_3` has no
 /// value (a partial row). `output` is the output section, `{path}` and `{encrypt}` filled in.
-private func exportManifest(output: String, rows: Int = 120, latency: String = "0ms", labelFile: Bool = false) -> String {
+private func exportManifest(output: String, rows: Int = 120, latency: String = "0ms", labelFile: Bool = false, failRate: String = "0") -> String {
     """
     vault: tnt1
     concurrency: 4
     \(output)
-    emulator: {aliases: {tok_0: "4000000000000000", tok_1: "4111111111111111", tok_2: "4222222222222222", tok_doc: "\(Data("scan of 4111111111111111".utf8).base64EncodedString())"}, latency: \(latency)}
+    emulator: {aliases: {tok_0: "4000000000000000", tok_1: "4111111111111111", tok_2: "4222222222222222", tok_doc: "\(Data("scan of 4111111111111111".utf8).base64EncodedString())"}, latency: \(latency), fail_rate: \(failRate), seed: 5}
     retry: {attempts: 1}
     requests:
       - name: "r${row.id}"
@@ -117,10 +117,11 @@ private let stateKeyEnvironment = ["SHOWBATCH_STATE_KEY": Data((0..<32).map { UI
             #expect(matches, "\(file)")
         }
         #expect(filesWithCards(work.path + "/out").isEmpty)
-        // What is left: the messages only. Rows failed, but the journal goes: showbatch cannot
-        // read the message back, so nothing (--retry-failed, --resume) could use it.
+        // What is left: the messages and, since rows failed, the journal and each message's rows
+        // still sealed (showbatch cannot read a message back): what --retry-failed rewrites from.
         let left = try FileManager.default.contentsOfDirectory(atPath: work.path + "/out").sorted()
-        #expect(left == files.map { String($0.dropFirst(4)) + ".pgp" }.sorted())
+        let messages = files.map { String($0.dropFirst(4)) + ".pgp" }
+        #expect(left == (messages + messages.map { $0 + ".sealed" } + [messages[0] + ".journal"]).sorted())
     }
 
     /// The journal records a MAC of the rows' hash at each checkpoint and at the end, never the
@@ -241,7 +242,9 @@ private let stateKeyEnvironment = ["SHOWBATCH_STATE_KEY": Data((0..<32).map { UI
         #expect(interrupted.status == 130)
         let saved = try #require(FileManager.default.contents(atPath: path))
         let finished = try await showbatch(["run", "m.yaml", "--emulate", "--quiet", "--resume"], in: work.path, environment: stateKeyEnvironment)
-        #expect(finished.status == 1 && !work.exists("out/r.csv.pgp.journal"))
+        // Rows failed: the journal stays with the sealed rows; an older showbatch kept neither.
+        #expect(finished.status == 1 && work.exists("out/r.csv.pgp.journal") && work.exists("out/r.csv.pgp.sealed"))
+        try FileManager.default.removeItem(atPath: work.path + "/out/r.csv.pgp.sealed")
         // The journal as a run killed right after its rename would leave it: ended at its checkpoint.
         let contents = try #require(try JournalCodec.read(Array(saved)))
         let checkpoint = try #require(contents.lastCheckpoint)
@@ -514,6 +517,6 @@ private let stateKeyEnvironment = ["SHOWBATCH_STATE_KEY": Data((0..<32).map { UI
         #expect(run.status == 1)
         let retry = try await showbatch(["run", "m.yaml", "--emulate", "--quiet", "--retry-failed"], in: work.path)
         #expect(retry.status == 2)
-        #expect(retry.stderr.hasPrefix("showbatch: error: --retry-failed cannot rewrite out/r.csv.pgp: it is encrypted to its recipients, and showbatch cannot read it back; run without --retry-failed to write it again\n"))
+        #expect(retry.stderr.hasPrefix("showbatch: error: --retry-failed cannot rewrite out/r.csv.pgp: it is encrypted to its recipients, and without output.encrypt.state_key its sealed rows could not be kept to rewrite it from; run without --retry-failed to write it again\n"), "\(retry.stderr)")
     }
 }

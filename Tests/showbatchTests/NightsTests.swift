@@ -103,8 +103,19 @@ private func expectedFile(for data: String) async throws -> String {
             let isFailed = got.contains(",failed,400,")
             #expect(isFailed, "a row that differs from the clean night is not a failed one")
         }
-        // The output is encrypted: no --retry-failed can read it back, so its journal goes too.
-        #expect(!work.exists(output + ".journal"))
+        // The message cannot be read back, so its rows stay sealed beside it, with the journal,
+        // until the night is complete: --retry-failed sends the failed rows only and makes the
+        // night's file the clean run's.
+        #expect(work.exists(output + ".journal") && work.exists(output + ".sealed") && !work.exists(output + ".partial"))
+        let failedTwo = written.filter { $0.contains(",failed,400,") }.count
+        work.write("manifest.yaml", try sampleManifest(work))
+        let completed = try await showbatch(["run", "manifest.yaml", "--emulate", "--retry-failed", "--log-format", "json"], in: work.path,
+                                            environment: environment)
+        #expect(completed.status == 0, "\(completed.stderr)")
+        #expect(events(completed, "summary").first.flatMap { summaryField($0, "replayed") } == expectedTwo.count - 1 - failedTwo)
+        let night2Matches = decrypted(work, output) == (try await expectedFile(for: second))
+        #expect(night2Matches, "night 2's file, its failed rows sent again, is not the clean run's (compared here: a failure prints no row)")
+        #expect(!work.exists(output + ".journal") && !work.exists(output + ".sealed"))
 
         // Night 3: new data, killed (SIGKILL) while it writes.
         let third = try customers(first: 3000, count: 400)

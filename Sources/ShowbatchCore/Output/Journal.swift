@@ -78,7 +78,7 @@ final class Journal {
 
     let path: String
     let output: String
-    private let identity: Identity
+    let identity: Identity
     private var fd: Int32
     private var buffer: [UInt8] = []
     private var writer = JournalCodec.Writer()
@@ -89,12 +89,16 @@ final class Journal {
     private(set) var failedRows: [FailedRow] = []
     /// Size and hash of the output, when the run that wrote it finished.
     private(set) var ended: (size: Int, hash: UInt64)?
-    /// Rows other than failed ones the rejects file holds so far (read back, and noted since).
+    /// Rows other than failed ones the rejects file holds so far (read back, and noted since; in
+    /// a rewrite, those of the rewritten rejects file).
     private(set) var rejectedCount = 0
-    /// Failed rows of a rewrite, held until `rewrite` (retry runs write no checkpoints).
-    private var pendingFailed: [FailedRow] = []
-    /// Rows that failed again in the rewrite `prepareRewrite` wrote.
-    private var rewriteFailed = 0
+    /// Those rows' work items, as read back (`--retry-failed` copies them).
+    private(set) var rejectedRows: [Int] = []
+    /// A rewrite's failed and rejected rows, in work-item order, held until `prepareRewrite`
+    /// writes them (retry runs write no checkpoints).
+    var rewriteRecords: [JournalRecord] = []
+    /// Whether the journal `prepareRewrite` wrote stays (rows failed, or its rejects file holds rows).
+    var rewriteKept = false
     private let mode: RunMode
     /// With `--resume=auto`: why the journal found was not gone on from (and was started afresh).
     private(set) var discarded: String?
@@ -115,7 +119,7 @@ final class Journal {
          waiting: () -> Void = {}) throws(RunError) {
         self.output = output
         self.identity = identity
-        self.sealing = mode == .retryFailed ? nil : sealing
+        self.sealing = sealing
         self.mode = mode
         path = SideFile.journal.of(output)
         fd = try Journal.lock(path, output: output, create: mode != .retryFailed, waiting: waiting)
@@ -223,7 +227,10 @@ final class Journal {
     }
 
     /// What a wrapped data key is bound to: this output.
-    private var wrapContext: [UInt8] { Array("showbatch output \(identity.output)".utf8) }
+    private var wrapContext: [UInt8] { Journal.wrapContext(identity.output) }
+
+    /// What the data key of the journal of `output` is wrapped for.
+    static func wrapContext(_ output: String) -> [UInt8] { Array("showbatch output \(output)".utf8) }
 
     /// The data key a journal read back holds; a refusal when it cannot be had.
     private func unwrapKey(_ contents: JournalCodec.Contents) throws(Refusal) -> DataKey? {
@@ -269,6 +276,8 @@ final class Journal {
             // `readChecked` refused a key that cannot be had; none at all means nothing was
             // sealed under one yet, and the output starts afresh.
             guard let key = try? unwrapKey(contents) else {
+                // A rewrite reads the rows sealed under it: none there is nothing to rewrite from.
+                if keepTail { throw RunError.usage("the journal \(path) holds no data key, so the sealed rows of \(output) cannot be read; run without --retry-failed") }
                 try start()
                 return
             }
@@ -276,7 +285,9 @@ final class Journal {
             storedKey = contents.dataKey
         }
         failedRows = contents.failedRows
-        rejectedCount = contents.rejectedRows.count
+        rejectedRows = contents.rejectedRows
+        // A rewrite notes again every row its rejects file will hold.
+        rejectedCount = keepTail ? 0 : contents.rejectedRows.count
         lastCheckpoint = contents.lastCheckpoint
         ended = contents.ended
         writer = JournalCodec.Writer(chain: contents.chain)
@@ -324,7 +335,7 @@ final class Journal {
     /// Notes a failed row; written with the next checkpoint.
     func recordFailed(_ row: FailedRow) {
         guard mode != .retryFailed else {
-            pendingFailed.append(row)
+            rewriteRecords.append(.failed(row))
             return
         }
         writer.encode(.failed(row), into: &buffer)
@@ -334,6 +345,10 @@ final class Journal {
     /// checkpoint.
     func recordRejected(_ ordinal: Int) {
         rejectedCount += 1
+        guard mode != .retryFailed else {
+            rewriteRecords.append(.rejected(ordinal))
+            return
+        }
         writer.encode(.rejected(ordinal), into: &buffer)
     }
 
@@ -350,100 +365,6 @@ final class Journal {
         writer.encode(.checkpoint(checkpoint), into: &buffer)
         writer.encode(.end(size: checkpoint.offset, hash: checkpoint.hash), into: &buffer)
         try writeBuffer(sync: true)
-    }
-
-    /// Before a `--retry-failed` rewrite is renamed into place: the journal of the new output,
-    /// written whole and synced as `<journal>.next`. Renaming the output and then this file over
-    /// the journal (`adoptRewrite`) is the commit; a run cut short between the two is finished by
-    /// `finishInterruptedRewrite`, so a journal never describes an output it was not written for.
-    func prepareRewrite(_ checkpoint: Checkpoint) throws(RunError) {
-        let next = SideFile.journalNext.of(output)
-        let nextFD = try PrivateFile.create(next, for: output)
-        var whole: [UInt8] = []
-        var rewriter = JournalCodec.Writer()
-        rewriter.encode(.identity(identity), into: &whole)
-        for row in pendingFailed { rewriter.encode(.failed(row), into: &whole) }
-        rewriter.encode(.checkpoint(checkpoint), into: &whole)
-        rewriter.encode(.end(size: checkpoint.offset, hash: checkpoint.hash), into: &whole)
-        let code = whole.withUnsafeBytes { PrivateFile.writeAll(nextFD, $0) } ?? (fdatasync(nextFD) == 0 ? nil : errno)
-        Glibc.close(nextFD)
-        if let code {
-            unlink(next)
-            throw RunError.runtime("cannot write the journal \(next): \(describeErrno(code))")
-        }
-        rewriteFailed = checkpoint.counts.failed
-    }
-
-    /// Once the rewritten output is in place: its journal replaces this one, or both go when no
-    /// row failed again.
-    func adoptRewrite() throws(RunError) {
-        close()
-        try Journal.adopt(SideFile.journalNext.of(output), as: path, keep: rewriteFailed > 0)
-    }
-
-    private static func adopt(_ next: String, as path: String, keep: Bool) throws(RunError) {
-        if keep {
-            guard rename(next, path) == 0 else {
-                throw RunError.runtime("cannot rename \(next) to \(path): \(describeErrno(errno))")
-            }
-        } else {
-            unlink(path)
-            unlink(next)
-        }
-    }
-
-    /// Finishes the commit of a `--retry-failed` run cut short after writing `<journal>.next`:
-    /// if the output is the one it describes (the output was renamed), it becomes the journal;
-    /// if not, it goes, and the journal still describes the output. Done under the journal's lock;
-    /// when another run holds it, that run's files are left alone.
-    static func finishInterruptedRewrite(output: String) throws(RunError) {
-        let path = SideFile.journal.of(output)
-        let next = SideFile.journalNext.of(output)
-        guard case .regular = PrivateFile.inspect(next) else { return }
-        guard let fd = try PrivateFile.openExisting(path, for: output) else {
-            unlink(next)
-            return
-        }
-        defer { Glibc.close(fd) }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { return }
-        // A .next file that cannot be read or trusted describes nothing: it goes.
-        guard let bytes = try? FileDescriptor.openOwn(next)?.readAll(limit: Int.max),
-              let contents = try? JournalCodec.read(bytes), let ended = contents.ended else {
-            unlink(next)
-            return
-        }
-        if outputMatches(output, size: ended.size, hash: ended.hash) {
-            try adopt(next, as: path, keep: !contents.failedRows.isEmpty)
-        } else {
-            unlink(next)
-        }
-    }
-
-    /// Whether `path` is a regular file of `size` bytes whose FNV-1a hash is `hash`; with `key`, a
-    /// whole sealed file whose plaintext is those bytes (and `hash` their `journalTag`).
-    static func outputMatches(_ path: String, size: Int, hash: UInt64, key: DataKey? = nil) -> Bool {
-        guard let file = try? FileDescriptor.openOwn(path), let bytes = try? StoredBytes(fd: file.raw, path: path, key: key, limit: nil) else {
-            return false
-        }
-        defer { bytes.wipe() }
-        var total = 0
-        var value = fnvOffsetBasis
-        var chunk = [UInt8](repeating: 0, count: 1 << 16)
-        defer { chunk.withUnsafeMutableBytes { wipe($0) } }
-        while true {
-            let count: Int
-            do {
-                count = try chunk.withUnsafeMutableBytes { buffer in
-                    try Result { () throws(StoredBytes.Failure) -> Int in try bytes.read(into: buffer) }.get()
-                }
-            } catch {
-                return false
-            }
-            if count == 0 { break }
-            value = fnv1a(chunk[0..<count], seed: value)
-            total += count
-        }
-        return total == size && (key.map { $0.journalTag(value) } ?? value) == hash
     }
 
     private func writeBuffer(sync: Bool) throws(RunError) {

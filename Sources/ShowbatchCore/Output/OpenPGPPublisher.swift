@@ -11,11 +11,11 @@ enum OpenPGPPublisher {
     /// Publishes the finished sealed file open at `fd` (named `partial`, sealed under `key`) as
     /// `path`, encrypted by `encryptor`. `isCancelled` is asked between chunks: a cancelled
     /// publication removes its `.encrypting` file and leaves the sealed one, to be finished by
-    /// `--resume`.
+    /// `--resume`. With `keepingSealed`, the sealed file stays once the message is in place.
     static func publish(sealed fd: Int32, partial: String, key: DataKey, to path: String,
-                        encryptor: OpenPGPEncryptor, isCancelled: @escaping () -> Bool) throws(RunError) {
+                        encryptor: OpenPGPEncryptor, isCancelled: @escaping () -> Bool, keepingSealed: Bool = false) throws(RunError) {
         try makeMessage(sealed: fd, partial: partial, key: key, for: path, encryptor: encryptor, isCancelled: isCancelled)
-        try place(path, partial: partial)
+        try place(path, partial: partial, keepingSealed: keepingSealed)
     }
 
     /// Makes `<path>.encrypting`, the OpenPGP message of the sealed file open at `fd`, and syncs
@@ -45,15 +45,16 @@ enum OpenPGPPublisher {
         close(out)
     }
 
-    /// Renames `<path>.encrypting` to `path` and removes the sealed file it was made from.
-    static func place(_ path: String, partial: String) throws(RunError) {
+    /// Renames `<path>.encrypting` to `path` and removes the sealed file it was made from (unless
+    /// `keepingSealed`).
+    static func place(_ path: String, partial: String, keepingSealed: Bool = false) throws(RunError) {
         let temporary = SideFile.encrypting.of(path)
         guard rename(temporary, path) == 0 else {
             let reason = describeErrno(errno)
             unlink(temporary)
             throw RunError.runtime("cannot rename \(temporary) to \(path): \(reason)")
         }
-        unlink(partial)
+        if !keepingSealed { unlink(partial) }
     }
 
     /// The publication was cancelled (SIGINT, SIGTERM).

@@ -103,7 +103,7 @@ struct OutputCheck {
     }
 
     /// The ordinals of this output's work items (this shard's), in order.
-    private func ordinals() -> AnyIterator<Int> {
+    func ordinals() -> AnyIterator<Int> {
         var items = WorkItemSequence(manifest: manifest).makeIterator()
         let byRequest = self.byRequest
         let target = self.target

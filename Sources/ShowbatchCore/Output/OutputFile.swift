@@ -44,8 +44,6 @@ final class OutputFile {
     private(set) var lastOrdinal = -1
     /// Rows in this very file (its rejected rows are in the rejects file): where JSON needs a comma.
     private(set) var ownRows = 0
-    /// For `--retry-failed`: the output being rewritten.
-    private var splice: Splice?
     /// Where failed (with `rejectPartial`, also partial) rows go instead (`output.rejects`): a
     /// file of this output, written, checkpointed, committed and abandoned with it.
     private var rejects: OutputFile?
@@ -71,17 +69,6 @@ final class OutputFile {
         let encryptor: OpenPGPEncryptor?
         /// Asked while the message is made: an interrupt leaves the sealed file for `--resume`.
         let isCancelled: () -> Bool
-    }
-
-    /// The output a `--retry-failed` run rewrites: its bytes are copied, and the rows of the
-    /// failed spans replaced by the rows sent again.
-    private struct Splice {
-        let fd: Int32
-        let size: Int
-        /// Byte spans of the failed rows, by ordinal.
-        let spans: [Int: (start: Int, end: Int)]
-        /// How far the old output has been copied.
-        var cursor = 0
     }
 
     private init(path: String, layout: OutputLayout, fd: Int32, partialPath: String?, sealing: Sealing? = nil) {
@@ -198,30 +185,11 @@ final class OutputFile {
         return file
     }
 
-    /// A new `<path>.partial` that will be `path` with the failed rows in `failed` sent again:
-    /// everything else is copied byte for byte.
-    static func retrying(path: String, layout: OutputLayout, failed: [Journal.FailedRow], kept: RowCounts,
-                         lastOrdinal: Int) throws(RunError) -> OutputFile {
-        guard let old = PrivateFile.openForReading(path) else {
-            throw RunError.runtime("cannot read \(path), whose failed rows are to be sent again: \(PrivateFile.readingProblem(path))")
-        }
-        let size = Int(lseek(old, 0, SEEK_END))
-        let partial = SideFile.partial.of(path)
-        let fd: Int32
-        do {
-            fd = try PrivateFile.create(partial, for: path)
-        } catch {
-            close(old)
-            throw error
-        }
-        let file = OutputFile(path: path, layout: layout, fd: fd, partialPath: partial)
-        var spans: [Int: (start: Int, end: Int)] = [:]
-        for row in failed { spans[row.ordinal] = (row.start, row.end) }
-        file.splice = Splice(fd: old, size: size, spans: spans)
-        file.counts = kept
-        // The rewrite holds every row of the output: its last work item is the old one's.
-        file.lastOrdinal = lastOrdinal
-        return file
+    /// For a `--retry-failed` rewrite: the rows the file holds from the run it rewrites (copied
+    /// by `KeptRows`), counted as that run counted them, and its last work item.
+    func carry(_ kept: RowCounts, lastOrdinal: Int) {
+        counts = kept
+        self.lastOrdinal = lastOrdinal
     }
 
     /// Sends this output's failed (and with `partial`, partial) rows to `file` from now on.
@@ -252,55 +220,44 @@ final class OutputFile {
             lastOrdinal = max(lastOrdinal, row.ordinal)
             return (span.start, span.end, true)
         }
-        if splice != nil { try copyOld(upTo: row.ordinal) }
-        if format == .json && splice == nil { buffer.append(contentsOf: (ownRows == 0 ? "\n" : ",\n").utf8) }
-        ownRows += 1
-        let start = offset
-        switch format {
-        case .csv: RowEncoding.csvLine(row, layout, to: &buffer)
-        case .json, .jsonl:
-            if layout.custom { RowEncoding.writeFlatJSON(row, layout, to: &buffer) } else { RowEncoding.writeJSON(row, to: &buffer) }
-            if format == .jsonl { buffer.append(0x0A) }
+        let layout = self.layout
+        let span = try place { buffer in
+            switch layout.format {
+            case .csv: RowEncoding.csvLine(row, layout, to: &buffer)
+            case .json, .jsonl:
+                if layout.custom { RowEncoding.writeFlatJSON(row, layout, to: &buffer) } else { RowEncoding.writeJSON(row, to: &buffer) }
+                if layout.format == .jsonl { buffer.append(0x0A) }
+            }
         }
-        let end = offset
         counts.count(row.status)
         lastOrdinal = max(lastOrdinal, row.ordinal)
+        return (span.start, span.end, false)
+    }
+
+    /// Appends a row a `--retry-failed` rewrite keeps from the file it rewrites, as it was
+    /// written there (`ShardRows` gives CSV and JSON Lines rows with their line ending, JSON rows
+    /// without their separator), to this file or, with `toRejects`, its rejects file; returns
+    /// where its bytes are. It was counted when the rewrite began (`carry`).
+    @discardableResult
+    func writeKept(_ bytes: [UInt8], toRejects: Bool) throws(RunError) -> (start: Int, end: Int) {
+        if toRejects, let rejects { return try rejects.writeKept(bytes, toRejects: false) }
+        return try place { $0.append(contentsOf: bytes) }
+    }
+
+    /// Appends one row's bytes (`encode` writes them), with JSON's separator before them; where
+    /// they are.
+    private func place(_ encode: (inout [UInt8]) -> Void) throws(RunError) -> (start: Int, end: Int) {
+        if format == .json { buffer.append(contentsOf: (ownRows == 0 ? "\n" : ",\n").utf8) }
+        ownRows += 1
+        let start = offset
+        encode(&buffer)
+        let end = offset
         if buffer.count >= 1 << 16 { try flush() }
-        // A gzip file's bytes are not the rows' (and --retry-failed never splices one): its rows
-        // are placed by their number in the file, which, unlike `offset` (compressed bytes
-        // flushed and plain bytes buffered), only grows, across a resume too.
-        if gzip != nil { return (ownRows - 1, ownRows, false) }
-        return (start, end, false)
-    }
-
-    /// Copies the old output up to the failed row `ordinal`, whose span is then skipped.
-    private func copyOld(upTo ordinal: Int) throws(RunError) {
-        guard var splice, let span = splice.spans[ordinal] else { return }
-        try copy(from: splice.fd, splice.cursor..<span.start)
-        splice.cursor = span.end
-        self.splice = splice
-    }
-
-    /// Copies bytes of another file into this one.
-    private func copy(from source: Int32, _ range: Range<Int>) throws(RunError) {
-        var position = range.lowerBound
-        var chunk = [UInt8](repeating: 0, count: 1 << 16)
-        let reader = FileDescriptor(borrowing: source, path: path)
-        while position < range.upperBound {
-            let wanted = min(chunk.count, range.upperBound - position)
-            let read: Int
-            do {
-                read = try reader.read(into: &chunk, from: chunk.count - wanted, at: position)
-            } catch {
-                throw RunError.runtime("cannot read \(path), whose failed rows are being sent again: \(error.reason)")
-            }
-            guard read == wanted else {
-                throw RunError.runtime("cannot read \(path), whose failed rows are being sent again: it ended early")
-            }
-            buffer.append(contentsOf: chunk[(chunk.count - wanted)...])
-            position += read
-            if buffer.count >= 1 << 16 { try flush() }
-        }
+        // A gzip file's bytes are not the rows': its rows are placed by their number in the
+        // file, which, unlike `offset` (compressed bytes flushed and plain bytes buffered), only
+        // grows, across a resume too.
+        if gzip != nil { return (ownRows - 1, ownRows) }
+        return (start, end)
     }
 
     /// Hands the buffered bytes to the file.
@@ -366,21 +323,28 @@ final class OutputFile {
     /// the journal gives no way to test guesses of the rows.
     private var recordedHash: UInt64 { sealing.map { $0.key.journalTag(hash) } ?? hash }
 
-    /// Ends the content (the JSON array's close, or the rest of a rewritten output) and makes it
-    /// durable; the file is then ready to be renamed into place.
+    /// Ends the content (the JSON array's close) and makes it durable; the file is then ready to
+    /// be renamed into place.
     func finishContent() throws(RunError) {
         try rejects?.finishContent()
-        if let splice {
-            try copy(from: splice.fd, splice.cursor..<splice.size)
-        } else if format == .json {
+        if format == .json {
             buffer.append(contentsOf: (ownRows == 0 ? "]\n" : "\n]\n").utf8)
         }
         try sync()
     }
 
     /// Closes the file and puts it in place: renamed or, encrypted, made into an OpenPGP message.
-    func commit() throws(RunError) {
-        try rejects?.commit()
+    /// With `keepingSealed`, an OpenPGP message's sealed rows are kept beside it (`.sealed`) for
+    /// `--retry-failed`, once every message of the output (its rejects file's too) is in place.
+    func commit(keepingSealed: Bool = false) throws(RunError) {
+        try publish(keepingSealed: keepingSealed)
+        if keepingSealed { try keepSealedRows() }
+    }
+
+    /// Puts the file and its rejects file in place (`commit`); with `keepingSealed`, an OpenPGP
+    /// message's sealed file stays as `.partial`, for `keepSealedRows`.
+    func publish(keepingSealed: Bool) throws(RunError) {
+        try rejects?.publish(keepingSealed: keepingSealed)
         guard let partialPath, !closed else { return }
         if let sealer, let sealing {
             // The last chunk ends the sealed file (a resumed one had it cut off).
@@ -394,7 +358,7 @@ final class OutputFile {
             }
             if let encryptor = sealing.encryptor {
                 try OpenPGPPublisher.publish(sealed: fd, partial: partialPath, key: sealing.key, to: path, encryptor: encryptor,
-                                             isCancelled: sealing.isCancelled)
+                                             isCancelled: sealing.isCancelled, keepingSealed: keepingSealed)
                 closeFiles()
                 return
             }
@@ -402,6 +366,17 @@ final class OutputFile {
         closeFiles()
         guard rename(partialPath, path) == 0 else {
             throw RunError.runtime("cannot rename \(partialPath) to \(path): \(describeErrno(errno))")
+        }
+    }
+
+    /// After `publish(keepingSealed: true)`: an OpenPGP message's sealed file (and its rejects
+    /// file's) becomes its kept sealed rows, `<path>.sealed`, replacing the ones kept before.
+    func keepSealedRows() throws(RunError) {
+        try rejects?.keepSealedRows()
+        guard let partialPath, sealing?.encryptor != nil else { return }
+        let kept = SideFile.sealedRows.of(path)
+        guard rename(partialPath, kept) == 0 else {
+            throw RunError.runtime("cannot rename \(partialPath) to \(kept): \(describeErrno(errno))")
         }
     }
 
@@ -420,7 +395,6 @@ final class OutputFile {
         guard !closed else { return }
         closed = true
         if partialPath != nil { close(fd) }
-        if let splice { close(splice.fd) }
     }
 
     /// A failed write in words: which file, what happened, and what is kept.

@@ -14,6 +14,10 @@ enum SideFile: String, CaseIterable {
     /// An encrypted output's OpenPGP message as it is being made from the sealed `.partial`,
     /// renamed into place when whole.
     case encrypting = ".encrypting"
+    /// An encrypted output's rows, still sealed under its data key, kept beside the OpenPGP
+    /// message while its journal holds failed rows: what `--retry-failed` rewrites it from
+    /// (showbatch cannot read the message back). Removed once no failed row is left.
+    case sealedRows = ".sealed"
 
     /// This side file of `output`.
     func of(_ output: String) -> String { output + rawValue }
@@ -41,6 +45,14 @@ struct OutputTarget {
 
     /// Whether rows go to standard output.
     var isStandardOutput: Bool { path == "-" }
+
+    /// An encrypted output that becomes an OpenPGP message, which showbatch cannot read back:
+    /// while rows failed, its sealed rows are kept beside it (`.sealed`) for `--retry-failed`.
+    var publishesMessage: Bool { encrypt != nil && !sealedShard }
+
+    /// Where the rows of the finished file `path` (the output or its rejects file) are read back
+    /// from: the file itself, or the sealed rows kept beside an OpenPGP message.
+    func readableRows(of path: String) -> String { publishesMessage ? SideFile.sealedRows.of(path) : path }
 }
 
 /// A file a run reads, and what it is in words ("the data file d.csv").

@@ -48,6 +48,9 @@ final class RunOutputs {
     private var lastCheckpoint: [Int64]
     /// What each target's work items skip.
     let skips: [SkipRule]
+    /// For a `--retry-failed` rewrite, by target: the rows kept from the files it rewrites.
+    private let kept: [KeptRows?]
+    private let targets: [OutputTarget]
     /// Rows already in the outputs (from the run being resumed, or kept by a retry), by status.
     let carried: RowCounts
     private let mode: RunMode
@@ -76,15 +79,16 @@ final class RunOutputs {
         var skips: [SkipRule] = []
         var carried = RowCounts()
         var complete: Set<Int> = []
+        var kept: [KeptRows?] = Array(repeating: nil, count: targets.count)
         do throws(RunError) {
             for target in targets {
                 guard target.path != "-" else {
                     journals.append(nil)
                     continue
                 }
-                try Journal.finishInterruptedRewrite(output: target.path)
-                if mode == .retryFailed && target.encrypt != nil {
-                    throw RunError.usage("--retry-failed cannot rewrite \(target.path): it is encrypted to its recipients, and showbatch cannot read it back; run without --retry-failed to write it again")
+                try Journal.finishInterruptedRewrite(of: target)
+                if mode == .retryFailed && target.publishesMessage && target.encrypt?.stateKey == nil {
+                    throw RunError.usage("--retry-failed cannot rewrite \(target.path): it is encrypted to its recipients, and without output.encrypt.state_key its sealed rows could not be kept to rewrite it from; run without --retry-failed to write it again")
                 }
                 if mode == .retryFailed && PrivateFile.inspect(SideFile.journal.of(target.path)) == .none {
                     // A finished output without a journal had no failed row: it stays as it is.
@@ -164,32 +168,11 @@ final class RunOutputs {
                         try discard(error.description)
                     }
                 case .retryFailed:
-                    if target.layout.gzip {
-                        throw RunError.usage("--retry-failed cannot rewrite \(target.path): a gzip output is written whole; run without --retry-failed to write it again")
-                    }
-                    if let rejects = target.rejects {
-                        throw RunError.usage("--retry-failed cannot rewrite \(target.path): its failed rows are in its rejects file \(rejects.path); send them again with a manifest that reads that file")
-                    }
-                    guard let ended = journal.ended, let checkpoint = journal.lastCheckpoint else {
-                        throw RunError.usage("the journal \(journal.path) is of a run that did not finish; finish it with --resume first")
-                    }
-                    guard Journal.outputMatches(target.path, size: ended.size, hash: ended.hash) else {
-                        throw RunError.usage("\(target.path) does not match its journal (it changed since the run that wrote it, or a --retry-failed run was cut short); run without --retry-failed to write it again")
-                    }
-                    try check(index).verify(checkpoint, failed: journal.failedRows, path: target.path, rejectsPath: nil, of: target,
-                                            journal: journal.path)
-                    var kept = checkpoint.counts
-                    kept.rows -= kept.failed
-                    kept.failed = 0
-                    if journal.failedRows.isEmpty {
-                        files.append(nil)
-                        skips.append(.all)
-                    } else {
-                        files.append(try OutputFile.retrying(path: target.path, layout: target.layout, failed: journal.failedRows, kept: kept,
-                                                         lastOrdinal: checkpoint.ordinal))
-                        skips.append(.allBut(Set(journal.failedRows.map(\.ordinal))))
-                    }
-                    carried.add(kept)
+                    let (file, rows, counts) = try RunOutputs.rewrite(target, journal: journal, check: check(index), sealing: sealing())
+                    files.append(file)
+                    kept[index] = rows
+                    skips.append(file == nil ? .all : .allBut(Set(journal.failedRows.map(\.ordinal))))
+                    carried.add(counts)
                 }
             }
         } catch {
@@ -199,6 +182,8 @@ final class RunOutputs {
         }
         self.files = files
         self.journals = journals
+        self.kept = kept
+        self.targets = targets
         shardIdentities = targets.map { sharded && !$0.isStandardOutput ? identity($0) : nil }
         sinceCheckpoint = Array(repeating: 0, count: files.count)
         lastCheckpoint = Array(repeating: coarseMilliseconds(), count: files.count)
@@ -220,12 +205,15 @@ final class RunOutputs {
                     throw RunError.runtime("\(target.path) was finished, and it is gone since; run without --resume to write it again")
                 }
                 if let sealing {
-                    // A shard's sealed file can be read back and checked; an OpenPGP message cannot
-                    // (its journal is normally gone: one left by a kill between the rename and
-                    // the journal's removal, or by an older showbatch, is not trusted blindly).
-                    guard target.sealedShard, Journal.outputMatches(target.path, size: ended.size, hash: ended.hash, key: sealing.key) else {
-                        throw RunError.usage(target.sealedShard
-                            ? "\(target.path) does not match its journal (it changed since the run that wrote it); run without --resume to write it again"
+                    // A shard's sealed file can be read back and checked, and so can the sealed
+                    // rows kept beside an OpenPGP message whose rows failed; the message cannot (a
+                    // journal left without them, by a kill between the rename and the journal's
+                    // removal or by an older showbatch, is not trusted blindly).
+                    let rows = target.readableRows(of: target.path)
+                    let readable = target.sealedShard || PrivateFile.inspect(rows) != .none
+                    guard readable, Journal.outputMatches(rows, size: ended.size, hash: ended.hash, key: sealing.key) else {
+                        throw RunError.usage(readable
+                            ? "\(rows) does not match its journal (it changed since the run that wrote it); run without --resume to write it again"
                             : "\(target.path) was finished, but an encrypted output cannot be checked against the journal left beside it; run without --resume to write it again")
                     }
                 } else {
@@ -285,6 +273,8 @@ final class RunOutputs {
     /// what else a checkpoint counts durable first (binary labels' files).
     func write(_ row: ResultRow, to index: Int, beforeCheckpoint: () throws(RunError) -> Void) throws(RunError) {
         guard let file = files[index] else { return }
+        // A rewrite: the kept rows before this one first, the failed row it replaces dropped.
+        try kept[index]?.copy(before: row.ordinal, into: file, journal: journals[index])
         let span = try file.write(row)
         guard let journal = journals[index] else { return }
         if row.status == .failed {
@@ -305,8 +295,21 @@ final class RunOutputs {
     /// neither (showbatch cannot read the message back), and `--resume` could only trust it
     /// blindly: it goes.
     private func keepsJournal(_ index: Int, _ checkpoint: Journal.Checkpoint, _ journal: Journal) -> Bool {
-        if journal.isOfEncryptedOutput && shardIdentities[index] == nil { return false }
-        return checkpoint.counts.failed > 0 || journal.rejectedCount > 0
+        var wrapped = false
+        if case .wrapped? = journal.storedKey { wrapped = true }
+        return Journal.stays(failed: checkpoint.counts.failed, rejected: journal.rejectedCount,
+                             publishesMessage: targets[index].publishesMessage, keyWrapped: wrapped)
+    }
+
+    /// Removes the sealed rows kept beside an OpenPGP message (and its rejects file's) once no
+    /// journal describes them.
+    private func removeSealedRows(_ index: Int) {
+        guard targets[index].publishesMessage else { return }
+        for path in targets[index].paths {
+            let sealed = SideFile.sealedRows.of(path)
+            // Only a regular file: a link planted there is refused before the run, and never followed.
+            if case .regular = PrivateFile.inspect(sealed) { unlink(sealed) }
+        }
     }
 
     /// Makes target `index`'s bytes durable, then records in its journal that they are there.
@@ -337,25 +340,46 @@ final class RunOutputs {
                 }
                 if let journal, mode == .resume, let checkpoint = journal.lastCheckpoint, !keepsJournal(index, checkpoint, journal) {
                     journal.remove()
+                    removeSealedRows(index)
                 } else {
                     journal?.close()
                 }
                 continue
             }
             do {
-                if !complete.contains(index) { try file.finishContent() }
+                if !complete.contains(index) {
+                    // A rewrite's kept rows after the last one sent again come first.
+                    try kept[index]?.finish(into: file, journal: journal)
+                    try file.finishContent()
+                }
                 let checkpoint = file.checkpoint
+                let keep = journal.map { keepsJournal(index, checkpoint, $0) } ?? false
+                let message = targets[index].publishesMessage
                 switch mode {
                 case .fresh, .resume:
                     if !complete.contains(index) { try journal?.end(checkpoint) }
                     // The identity first: a run killed after the rename still leaves one for merge.
                     try writeShardIdentity(index, checkpoint)
-                    try file.commit()
-                    if let journal, !keepsJournal(index, checkpoint, journal) { journal.remove() } else { journal?.close() }
+                    try file.commit(keepingSealed: keep && message)
+                    if let journal, !keep {
+                        journal.remove()
+                        removeSealedRows(index)
+                    } else {
+                        journal?.close()
+                    }
                 case .retryFailed:
-                    try journal?.prepareRewrite(checkpoint)
+                    // An OpenPGP message, which nothing checks, is put in place first; `.next`
+                    // then describes the sealed rows kept beside it, which are put in place after.
+                    if message { try file.publish(keepingSealed: keep) }
+                    try journal?.prepareRewrite(checkpoint, keep: keep)
                     try writeShardIdentity(index, checkpoint)
-                    try file.commit()
+                    if !message {
+                        try file.commit()
+                    } else if keep {
+                        try file.keepSealedRows()
+                    } else {
+                        removeSealedRows(index)
+                    }
                     try journal?.adoptRewrite()
                 }
             } catch {

@@ -237,7 +237,7 @@ private func failingManifest(label: String = "json.c", failRate: String = "0.5",
         _ = fixture.dir.file("out/r.csv.journal.next", after.journal)
         _ = fixture.dir.file("out/r.csv.journal", before.journal)
         if !renamed { _ = fixture.dir.file("out/r.csv", before.output) }
-        try Journal.finishInterruptedRewrite(output: fixture.dir.path + "/out/r.csv")
+        try Journal.finishInterruptedRewrite(of: OutputTarget(path: fixture.dir.path + "/out/r.csv", layout: .standard(format: .csv, labels: [], csv: CSVDialect())))
         #expect(fixture.read("out/r.csv.journal") == (renamed ? after.journal : before.journal))
         #expect(!fixture.dir.exists("out/r.csv.journal.next"))
         let last = try await fixture.run(try fixture.manifest(failingManifest(failRate: "0")), options: options)
@@ -266,7 +266,7 @@ private func failingManifest(label: String = "json.c", failRate: String = "0.5",
         writer.encode(.end(size: size, hash: hashValue), into: &next)
         _ = fixture.dir.file("out/r.csv.journal.next", String(decoding: next, as: UTF8.self))
         _ = fixture.dir.file("out/r.csv.journal", journal)
-        try Journal.finishInterruptedRewrite(output: fixture.dir.path + "/out/r.csv")
+        try Journal.finishInterruptedRewrite(of: OutputTarget(path: fixture.dir.path + "/out/r.csv", layout: .standard(format: .csv, labels: [], csv: CSVDialect())))
         #expect(!fixture.dir.exists("out/r.csv.journal"))
         #expect(!fixture.dir.exists("out/r.csv.journal.next"))
     }

@@ -1,0 +1,49 @@
+import Foundation
+
+/// Where a `--retry-failed` run's outputs are opened: what it rewrites each from.
+extension RunOutputs {
+    /// A `--retry-failed` rewrite of `target`, whose finished run's `journal` is read back: its
+    /// files (or an OpenPGP message's kept sealed rows) are checked against the journal, and a
+    /// new `.partial` of each made, into which `KeptRows` copies every row but the failed ones,
+    /// which are sent again. Nil for the file when no row failed; the rows it keeps, counted.
+    static func rewrite(_ target: OutputTarget, journal: Journal, check: OutputCheck,
+                                sealing: OutputFile.Sealing?) throws(RunError) -> (OutputFile?, KeptRows?, RowCounts) {
+        guard let ended = journal.ended, let checkpoint = journal.lastCheckpoint else {
+            throw RunError.usage("the journal \(journal.path) is of a run that did not finish; finish it with --resume first")
+        }
+        let key = target.encrypt != nil ? journal.dataKey : nil
+        if target.encrypt != nil && key == nil {
+            throw RunError.usage("the journal \(journal.path) holds no data key, so the sealed rows of \(target.path) cannot be read; run without --retry-failed")
+        }
+        let path = target.readableRows(of: target.path)
+        let rejectsPath = target.rejects.map { target.readableRows(of: $0.path) }
+        for file in [path] + (rejectsPath.map { [$0] } ?? []) where target.publishesMessage && PrivateFile.inspect(file) == .none {
+            throw RunError.usage("--retry-failed cannot rewrite \(target.path): \(file), the sealed rows its run kept to rewrite it from, is gone; run without --retry-failed to write it again")
+        }
+        let mark = checkpoint.rejects ?? (offset: 0, hash: fnvOffsetBasis, rows: 0)
+        guard Journal.outputMatches(path, size: ended.size, hash: ended.hash, key: key) else {
+            throw RunError.usage("\(path) does not match its journal (it changed since the run that wrote it, or a --retry-failed run was cut short); run without --retry-failed to write it again")
+        }
+        if let rejectsPath, !Journal.outputMatches(rejectsPath, size: mark.offset, hash: mark.hash, key: key) {
+            throw RunError.usage("\(rejectsPath) does not match its journal (it changed since the run that wrote it, or a --retry-failed run was cut short); run without --retry-failed to write it again")
+        }
+        try check.verify(checkpoint, failed: journal.failedRows, path: path, rejectsPath: rejectsPath, key: key, of: target, journal: journal.path)
+        var counts = checkpoint.counts
+        counts.rows -= counts.failed
+        counts.failed = 0
+        guard !journal.failedRows.isEmpty else { return (nil, nil, counts) }
+        let rows = try KeptRows(target: target, path: path, rejectsPath: rejectsPath, key: key, failed: journal.failedRows,
+                                rejected: journal.rejectedRows, items: check.ordinals(), last: checkpoint.ordinal)
+        let file = try OutputFile.create(path: target.path, layout: target.layout, sealing: sealing)
+        if let rejects = target.rejects {
+            do {
+                file.attachRejects(try OutputFile.create(path: rejects.path, layout: rejects.layout, sealing: sealing), partial: target.rejectPartial)
+            } catch {
+                file.abandon()
+                throw error
+            }
+        }
+        file.carry(counts, lastOrdinal: checkpoint.ordinal)
+        return (file, rows, counts)
+    }
+}
