@@ -90,3 +90,35 @@ import Testing
         #expect(kept.status == .ok && kept.labels[0].value == "line one\nline\ttwo\r")
     }
 }
+
+/// A `columns` item that names nothing wrote the same word into every row and dropped the label.
+@Suite struct ColumnMistakeTests {
+    private static func manifest(_ columns: String) -> String {
+        "vault: tnt1\noutput:\n  path: r.csv\n  rejects: rj.csv\n  columns: \(columns)\nrequests:\n  - {name: a, path: /p, payload: {c: tok}, labels: {card: json.card}}\n"
+    }
+
+    @Test func aColumnThatNamesNoLabelIsAnErrorWithASuggestion() {
+        #expect(manifestErrors(Self.manifest("[request, {card_number: cart}]")) ==
+            "m.yaml:5:22: error: output.columns[1].card_number \"cart\" is neither a label nor a fixed column; did you mean \"card\"? its labels are card (a constant is written {card_number: {text: cart}})\n    columns: [request, {card_number: cart}]\n                       ^")
+        #expect(manifestErrors(Self.manifest("[request, crad]")) ==
+            "m.yaml:5:22: error: output.columns[1] \"crad\" is neither a label nor a fixed column (request, status, http_status, attempts, error); did you mean \"card\"? its labels are card\n    columns: [request, crad]\n                       ^")
+    }
+
+    @Test func aConstantIsWrittenExplicitly() throws {
+        let manifest = try loadManifest(Self.manifest("[{record_type: {text: D}}, {card_number: card}, {state: status}]"))
+        #expect(manifest.output?.columns == [
+            .template([.literal("D")], name: "record_type"), .label("card", name: "card_number"), .fixed(.status, name: "state"),
+        ])
+        #expect(manifestErrors(Self.manifest("[{record_type: {txt: D}}, card]")).hasPrefix(
+            "m.yaml:5:28: error: unknown key \"txt\" in output.columns[0].record_type; did you mean \"text\"?"))
+    }
+
+    @Test func aLabelWrittenToNoColumnIsAWarning() throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let warnings = try loadManifest(Self.manifest("[request, status]"), in: dir).warnings.map {
+            $0.description.replacingOccurrences(of: dir.path + "/", with: "")
+        }
+        #expect(warnings == ["m.yaml:5:3: warning: label \"card\" is revealed but written to no column; add it to columns, or remove the label\n    columns: [request, status]\n    ^"])
+    }
+}

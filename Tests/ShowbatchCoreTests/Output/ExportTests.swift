@@ -203,7 +203,7 @@ private func gunzip(_ path: String) throws -> String? {
 
     @Test(arguments: [
         ("output: {path: r.csv, columns: [request, cardd]}",
-         "m.yaml:2:42: error: output.columns[1] \"cardd\" is neither a label nor a fixed column (request, status, http_status, attempts, error); its labels are card"),
+         "m.yaml:2:42: error: output.columns[1] \"cardd\" is neither a label nor a fixed column (request, status, http_status, attempts, error); did you mean \"card\"? its labels are card"),
         ("output: {path: r.csv, columns: [card, {card: status}]}",
          "m.yaml:2:39: error: output.columns names the column \"card\" twice (items 0 and 1)"),
         ("output: {path: r.csv, columns: []}", "m.yaml:2:32: error: output.columns is empty; list at least one column"),

@@ -192,16 +192,25 @@ extension ManifestDecoder {
                 let name = pair.key.text
                 if name.isEmpty {
                     problem(pair.key.mark, "\(what) has an empty column name")
+                } else if pair.value.kind == .mapping {
+                    // `{NAME: {text: D}}`: a constant, said as one (a bare word names a label).
+                    if let map = fields(pair.value, "\(what).\(name)", known: ["text"]) {
+                        if let textNode = map["text"], let text = text(textNode, "\(what).\(name).text") {
+                            column = .template([.literal(text)], name: name)
+                        } else if map.pairs.isEmpty {
+                            problem(pair.value.mark, "\(what).\(name) must be a label, a template such as \"${row.id}\" or {text: CONSTANT}")
+                        }
+                    }
                 } else if pair.value.scalar == nil || pair.value.scalar?.value == .null {
                     problem(pair.value.mark, "\(what).\(name) must be a template string such as \"${row.id}\"; found \(pair.value.typeName)")
+                } else if let raw = rawText(pair.value, "\(what).\(name)"), !raw.contains("${") {
+                    // Text without a reference renames a fixed column or a label (checked once the
+                    // labels are known): a constant is written {text: …}, so a misspelt label is
+                    // an error, not the same word in every row.
+                    let text = raw.replacingOccurrences(of: "$${", with: "${")
+                    column = ResultColumn(rawValue: text).map { .fixed($0, name: name) } ?? .label(text, name: name)
                 } else if let parts = columnTemplate(pair.value, "\(what).\(name)") {
-                    // A bare fixed-column name renames that column; a bare label name is decided
-                    // once the labels are known.
-                    if parts.count == 1, case .literal(let text) = parts[0], let fixed = ResultColumn(rawValue: text) {
-                        column = .fixed(fixed, name: name)
-                    } else {
-                        column = .template(parts, name: name)
-                    }
+                    column = .template(parts, name: name)
                 }
             } else {
                 problem(item.mark, "\(what) must be a column name or {NAME: TEMPLATE} with one key; found \(item.typeName)")
@@ -255,18 +264,17 @@ extension ManifestDecoder {
             guard let columns = spec.columns else { return }
             spec.columns = columns.enumerated().map { index, column in
                 let mark = index < spec.columnMarks.count ? spec.columnMarks[index] : Mark(line: 1, column: 1)
-                switch column {
-                case .label(let label, let name) where !labels.contains(label):
-                    let known = labels.isEmpty ? "no request writing here has labels" : "its labels are \(labels.joined(separator: ", "))"
-                    problem(mark, "\(context)[\(index)] \"\(label)\" is neither a label nor a fixed column (request, status, http_status, attempts, error); \(known)")
-                    return .label(label, name: name)
-                case .template(let parts, let name):
-                    if parts.count == 1, case .literal(let text) = parts[0], labels.contains(text) { return .label(text, name: name) }
-                    return column
-                default:
-                    return column
+                guard case .label(let label, let name) = column, !labels.contains(label) else { return column }
+                let known = labels.isEmpty ? "no request writing here has labels" : "its labels are \(labels.joined(separator: ", "))"
+                let suggestion = closest(label, in: labels + ResultColumn.names).map { "did you mean \"\($0)\"? " } ?? ""
+                if label == name {
+                    problem(mark, "\(context)[\(index)] \"\(label)\" is neither a label nor a fixed column (request, status, http_status, attempts, error); \(suggestion)\(known)")
+                } else {
+                    problem(mark, "\(context)[\(index)].\(name) \"\(label)\" is neither a label nor a fixed column; \(suggestion)\(known) (a constant is written {\(name): {text: \(label)}})")
                 }
+                return column
             }
+            warnOfUnwrittenLabels(spec, labels: labels)
         }
         if var output = manifest.output {
             check(&output, "output.columns", labels: labels(writingTo: false, request: nil))
@@ -278,6 +286,19 @@ extension ManifestDecoder {
             check(&output, "requests[\(index)].output.columns", labels: labels(writingTo: true, request: index))
             warnOfBlankFailedRows(output)
             manifest.requests[index].output = output
+        }
+    }
+
+    /// A label that is revealed but in no column: the vault was asked for a value nobody gets
+    /// (often a column that renames another label by mistake).
+    private mutating func warnOfUnwrittenLabels(_ spec: OutputSpec, labels: [String]) {
+        guard let columns = spec.columns, let mark = spec.columnsKeyMark else { return }
+        let written = Set(columns.compactMap { column -> String? in
+            if case .label(let label, _) = column { return label }
+            return nil
+        })
+        for label in labels where !written.contains(label) {
+            warnings.append((mark, "label \"\(label)\" is revealed but written to no column; add it to columns, or remove the label"))
         }
     }
 
