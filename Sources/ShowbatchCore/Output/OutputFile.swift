@@ -48,6 +48,8 @@ final class OutputFile {
     /// file of this output, written, checkpointed, committed and abandoned with it.
     private var rejects: OutputFile?
     private var rejectPartial = false
+    /// Standard output whose columns cannot show a failure: failed rows are not written.
+    private var leavesOutFailed = false
     /// The compressor of a `.gz` output; the buffer holds plain bytes, the file gzip members.
     private let gzip: GzipMembers?
     private var compressed: [UInt8] = []
@@ -82,8 +84,12 @@ final class OutputFile {
     }
 
     /// Rows to standard output (not atomic, not resumable).
-    static func standardOutput(layout: OutputLayout) -> OutputFile {
+    static func standardOutput(layout: OutputLayout, rejectPartial: Bool = false) -> OutputFile {
         let file = OutputFile(path: "-", layout: layout, fd: STDOUT_FILENO, partialPath: nil)
+        // Columns that show no status or error would print a failed row as a row of blanks, which
+        // the reader of a pipe takes for a real one: such rows are left out (the summary counts them).
+        file.leavesOutFailed = !layout.showsFailures
+        file.rejectPartial = rejectPartial
         file.writeHead()
         return file
     }
@@ -214,6 +220,11 @@ final class OutputFile {
     /// whether they went to the rejects file.
     @discardableResult
     func write(_ row: ResultRow) throws(RunError) -> (start: Int, end: Int, rejected: Bool) {
+        if leavesOutFailed, row.status == .failed || (rejectPartial && row.status == .partial) {
+            counts.count(row.status)
+            lastOrdinal = max(lastOrdinal, row.ordinal)
+            return (offset, offset, true)
+        }
         if let rejects, row.status == .failed || (rejectPartial && row.status == .partial) {
             let span = try rejects.write(row)
             counts.count(row.status)

@@ -24,6 +24,11 @@ struct OutputLayout: Equatable {
                      names: ResultColumn.names + labels, csv: csv, custom: false)
     }
 
+    /// Whether a reader can tell a failed row from a real one: a `status` or `error` column.
+    var showsFailures: Bool {
+        sources.contains { $0 == .fixed(.status) || $0 == .fixed(.error) }
+    }
+
     /// What a journal records of the layout: anything that changes a row's bytes.
     var signature: [String] {
         var parts = names

@@ -123,7 +123,7 @@ final class RunOutputs {
                     return file
                 }
                 guard target.path != "-" else {
-                    files.append(.standardOutput(layout: target.layout))
+                    files.append(.standardOutput(layout: target.layout, rejectPartial: target.rejects != nil && target.rejectPartial))
                     skips.append(.none)
                     continue
                 }

@@ -30,6 +30,7 @@ import ShowbatchYAML
         emulator: {}
         requests: [{name: a, path: /p, labels: {x: {path: json.x, mask: true}}}]
         """)
+        let withRejects = try loadManifest("vault: tnt1\noutput: {path: r.csv, rejects: j.csv}\nrequests: [{name: a, path: /p}]\n")
         let request = try #require(manifest.requests.first)
         let mask = try #require(request.labels.first?.mask)
         let faults = try #require(manifest.emulator?.faults)
@@ -56,7 +57,8 @@ import ShowbatchYAML
             "output.csv.header": String(manifest.output?.csv.header ?? false),
             "output.csv.quote": manifest.output?.csv.quoteAll == false ? "minimal" : "all",
             "output.columns": manifest.output?.columns == nil ? "fixed + labels" : "given",
-            "output.reject_partial": String(manifest.output?.rejectPartial ?? true),
+            "output.reject_partial": withRejects.output?.rejectPartial == true && manifest.output?.rejectPartial == false
+                ? "true with rejects" : "not what the reference says",
             "output.compress": manifest.output?.compress == nil ? "extension" : "given",
             "emulator.aliases": manifest.emulator?.aliases == nil ? "sample aliases" : "given",
             "emulator.latency": faults.latency == .zero ? "0" : Units.text(faults.latency),

@@ -59,6 +59,10 @@ extension ManifestDecoder {
                 problem(partialNode.mark, "\(context()).reject_partial needs \(context()).rejects")
             }
             spec.rejectPartial = value
+        } else {
+            // A partial row lacks a label the processor's file needs: with a rejects file it goes
+            // there, like a failed row, unless the manifest says reject_partial: false.
+            spec.rejectPartial = spec.rejects != nil
         }
         if let encryptNode = map["encrypt"] {
             spec.encrypt = encrypt(encryptNode, context())
