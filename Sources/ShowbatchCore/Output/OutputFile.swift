@@ -50,6 +50,8 @@ final class OutputFile {
     private var rejectPartial = false
     /// Standard output whose columns cannot show a failure: failed rows are not written.
     private var leavesOutFailed = false
+    /// Standard output is a terminal: control bytes a data row or a message brought are escaped.
+    private var toTerminal = false
     /// The compressor of a `.gz` output; the buffer holds plain bytes, the file gzip members.
     private let gzip: GzipMembers?
     private var compressed: [UInt8] = []
@@ -89,6 +91,7 @@ final class OutputFile {
         // Columns that show no status or error would print a failed row as a row of blanks, which
         // the reader of a pipe takes for a real one: such rows are left out (the summary counts them).
         file.leavesOutFailed = !layout.showsFailures
+        file.toTerminal = isatty(STDOUT_FILENO) == 1
         file.rejectPartial = rejectPartial
         file.writeHead()
         return file
@@ -287,8 +290,40 @@ final class OutputFile {
             buffer.removeAll(keepingCapacity: true)
             try hand(&compressed)
         } else {
+            if toTerminal { buffer = Self.escapedForTerminal(buffer) }
             try hand(&buffer)
         }
+    }
+
+    /// `bytes` with C0 controls but tab and line feed, DEL and C1 controls written as `\u{…}`, so
+    /// that a cell cannot drive the terminal that shows it.
+    static func escapedForTerminal(_ bytes: [UInt8]) -> [UInt8] {
+        func isC1(_ index: Int) -> Bool {
+            bytes[index] == 0xC2 && index + 1 < bytes.count && (0x80...0x9F).contains(bytes[index + 1])
+        }
+        // A CRLF line ending is a line ending; a lone CR could draw over what was printed.
+        func isControl(_ index: Int) -> Bool {
+            let byte = bytes[index]
+            if byte == 0x0D { return !(index + 1 < bytes.count && bytes[index + 1] == 0x0A) }
+            return (byte < 0x20 && byte != 0x09 && byte != 0x0A) || byte == 0x7F
+        }
+        guard bytes.indices.contains(where: { isControl($0) || isC1($0) }) else { return bytes }
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count + 16)
+        var index = 0
+        while index < bytes.count {
+            let byte = bytes[index]
+            if isControl(index) {
+                out.append(contentsOf: Array("\\u{\(String(byte, radix: 16, uppercase: true))}".utf8))
+            } else if isC1(index) {
+                out.append(contentsOf: Array("\\u{\(String(bytes[index + 1], radix: 16, uppercase: true))}".utf8))
+                index += 1
+            } else {
+                out.append(byte)
+            }
+            index += 1
+        }
+        return out
     }
 
     /// Writes `bytes` to the file, counts and hashes them, and empties them.

@@ -45,3 +45,17 @@ import Testing
         #expect(fixture.read("out/rejects.csv") == "request,status,http_status,attempts,error,id,alias\n")
     }
 }
+
+/// `--output -` to a terminal wrote NUL and escape sequences from data rows and messages raw.
+@Suite struct TerminalOutputTests {
+    @Test(arguments: [
+        ("r\u{1B}[2J,ok\n", "r\\u{1B}[2J,ok\n"),
+        ("a\u{0}b\tc\n", "a\\u{0}b\tc\n"),
+        ("x\r\ny\rz\n", "x\r\ny\\u{D}z\n"),
+        ("c1\u{9B}31m\n", "c1\\u{9B}31m\n"),
+        ("plain, \"quoted\nline\"\n", "plain, \"quoted\nline\"\n"),
+    ])
+    func aTerminalNeverGetsRawEscapes(written: String, shown: String) {
+        #expect(String(decoding: OutputFile.escapedForTerminal(Array(written.utf8)), as: UTF8.self) == shown)
+    }
+}
