@@ -171,6 +171,12 @@ extension YAMLParser {
             if let context = syntax.context {
                 message = "\(context): \(problem)"
             }
+            // libyaml notices a misindented line where the structure breaks, often a line after it.
+            if problem == "did not find expected key" || problem == "did not find expected '-' indicator" {
+                message += " (check the indentation of this line and the line above)"
+            } else if problem == "mapping values are not allowed in this context" {
+                message += " (check the indentation of this line and the line above, or quote a value that holds \": \")"
+            }
             if problem.hasPrefix("found character that cannot start any token"),
                let line = source.line(syntax.mark.line), line.contains("\t") {
                 message += " (tabs cannot indent YAML; use spaces)"

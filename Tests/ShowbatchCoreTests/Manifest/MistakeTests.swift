@@ -122,3 +122,25 @@ import Testing
         #expect(warnings == ["m.yaml:5:3: warning: label \"card\" is revealed but written to no column; add it to columns, or remove the label\n    columns: [request, status]\n    ^"])
     }
 }
+
+/// Smaller mistakes that read as something else.
+@Suite struct SmallMistakeTests {
+    @Test func anIndentationErrorSaysWhereToLook() {
+        #expect(manifestErrors("vault: tnt1\nrequests:\n  - name: a\n    path: /p\n   method: get\n") ==
+            "m.yaml:5:4: error: while parsing a block collection: did not find expected '-' indicator (check the indentation of this line and the line above)\n     method: <redacted>\n     ^")
+    }
+
+    @Test(arguments: [("eu1", "eu-1"), ("us2", "us-2")])
+    func aRegionWithoutItsDashIsAWarning(region: String, meant: String) throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let warnings = try loadManifest("vault: tnt1\nenvironment: live\ndata_region: \(region)\nrequests: [{name: a, path: /p}]\n", in: dir).warnings
+            .map { $0.description.replacingOccurrences(of: dir.path + "/", with: "") }
+        #expect(warnings == ["m.yaml:3:14: warning: data_region \"\(region)\" has no dash; VGS regions are written like \"\(meant)\"\n  data_region: \(region)\n               ^"])
+    }
+
+    @Test(arguments: ["eu-1", "ua0505", "ua-0505"])
+    func regionsThatLookRightAreQuiet(region: String) throws {
+        #expect(try loadManifest("vault: tnt1\nenvironment: live\ndata_region: \(region)\nrequests: [{name: a, path: /p}]\n").warnings.isEmpty)
+    }
+}

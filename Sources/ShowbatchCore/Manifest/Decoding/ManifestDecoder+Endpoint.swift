@@ -31,6 +31,12 @@ extension ManifestDecoder {
                 problem(node.mark, "data_region is given but environment \"\(manifest.environment)\" already names a region; give one or the other")
             } else {
                 manifest.dataRegion = region
+                // `eu1` is valid but names no VGS region (they read `eu-1`): the host would not resolve.
+                let letters = region.prefix { $0.isASCII && $0.isLetter }
+                let digits = region.dropFirst(letters.count)
+                if !letters.isEmpty, !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }), digits.count <= 2 {
+                    warnings.append((node.mark, "data_region \"\(region)\" has no dash; VGS regions are written like \"\(letters)-\(digits)\""))
+                }
             }
         }
         if let node = top["route_id"], let route = text(node, "route_id") {
