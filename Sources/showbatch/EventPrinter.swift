@@ -15,11 +15,15 @@ final class EventPrinter: Sendable {
     let runID: String
     /// How often a progress event is written in JSON mode.
     let progressEvery: Duration
-    private let progressShown = Mutex(false)
+    /// The length of the progress line on screen, nil when none is shown.
+    private let progressShown = Mutex<Int?>(nil)
+    /// How the progress line is drawn.
+    let terminal: ProgressLine
     private let lastProgressLine = Mutex<ContinuousClock.Instant?>(nil)
 
     init(format: LogFormat, progress: Bool, quiet: Bool, verbose: Bool = false, runID: String = "",
-         progressEvery: Duration = .seconds(10)) {
+         progressEvery: Duration = .seconds(10), terminal: ProgressLine? = nil) {
+        self.terminal = terminal ?? (progress ? .forStandardError() : ProgressLine(width: 80, erases: true))
         self.format = format
         self.progress = progress
         self.quiet = quiet
@@ -75,7 +79,7 @@ final class EventPrinter: Sendable {
                 return
             }
             guard progress else { return }
-            var text = "\r\u{1B}[2K"
+            var text = ""
             let rate = value.elapsed.seconds > 0 ? Double(value.done) / value.elapsed.seconds : 0
             if let total = value.total, total > 0 {
                 let fraction = Double(value.done) / Double(total)
@@ -88,8 +92,12 @@ final class EventPrinter: Sendable {
             }
             text += " \(Int(rate)) req/s"
             if value.failed > 0 { text += " \(value.failed) failed" }
-            progressShown.withLock { $0 = true }
-            StandardError.shared.write(text, spare: true)
+            let bytes = progressShown.withLock { shown in
+                let frame = terminal.frame(text, previous: shown ?? 0)
+                shown = frame.shown
+                return frame.bytes
+            }
+            StandardError.shared.write(bytes, spare: true)
         }
     }
 
@@ -117,10 +125,10 @@ final class EventPrinter: Sendable {
 
     func endProgress() {
         let shown = progressShown.withLock { shown in
-            defer { shown = false }
+            defer { shown = nil }
             return shown
         }
-        if shown { Console.err("\r\u{1B}[2K") }
+        if let shown { Console.err(terminal.clear(previous: shown)) }
     }
 
     /// A warning that `--quiet` does not hide: something the command could not do after the run
