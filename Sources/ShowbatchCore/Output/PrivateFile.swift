@@ -186,8 +186,8 @@ enum PrivateFile {
         }
     }
 
-    /// Creates `folder` and the folders it is in that are missing (mode 0777 less the umask, as
-    /// `mkdir -p`); the errno of the call that failed.
+    /// Creates `folder` and the folders it is in that are missing, mode 0700; the errno of the
+    /// call that failed.
     private static func makeFolders(_ folder: String) -> Int32? {
         var info = stat()
         if stat(folder, &info) == 0 { return info.st_mode & S_IFMT == S_IFDIR ? nil : ENOTDIR }
@@ -195,7 +195,8 @@ enum PrivateFile {
         // some one-character names).
         if let slash = folder.lastIndex(of: "/"), slash != folder.startIndex,
            let code = makeFolders(String(folder[..<slash])) { return code }
-        if mkdir(folder, 0o777) == 0 { return nil }
+        // 0700 whatever the umask: a folder of revealed files is no one else's to list or write.
+        if mkdir(folder, 0o700) == 0 { return nil }
         let code = errno
         // Made meanwhile by another process.
         if code == EEXIST, stat(folder, &info) == 0, info.st_mode & S_IFMT == S_IFDIR { return nil }
