@@ -14,7 +14,7 @@ private func handleSignal(_ number: Int32) {
     _ = write(signalPipe, &byte, 1)
 }
 
-/// SIGINT and SIGTERM, caught from the first moment of the process (`install` is the first thing
+/// SIGINT, SIGTERM and SIGHUP, caught from the first moment of the process (`install` is the first thing
 /// `main` does), so that a signal is never lost in a gap while a command starts, and never ends
 /// the process by its default action.
 ///
@@ -24,7 +24,7 @@ enum Signals {
     private static let listener = Mutex<(@Sendable () -> Void)?>(nil)
     private static let count = Atomic<Int>(0)
 
-    /// Catches SIGINT and SIGTERM from now on. Without the pipe a signal would end the process
+    /// Catches SIGINT, SIGTERM and SIGHUP from now on. Without the pipe a signal would end the process
     /// by its default action, with no cleanup: the process ends at once with 3 instead.
     static func install() {
         var fds: [Int32] = [0, 0]
@@ -36,7 +36,12 @@ enum Signals {
         }
         signalPipe = fds[1]
         let reader = fds[0]
-        for number in [SIGINT, SIGTERM] {
+        for number in [SIGINT, SIGTERM, SIGHUP] {
+            // A hang-up the parent chose to ignore (nohup) stays ignored; otherwise a closed
+            // terminal or a cron shell's end winds the run down as SIGTERM does.
+            var previous = sigaction()
+            if number == SIGHUP, sigaction(number, nil, &previous) == 0,
+               unsafeBitCast(previous.__sigaction_handler.sa_handler, to: Int.self) == 1 { continue }
             var action = sigaction()
             action.__sigaction_handler.sa_handler = handleSignal
             sigemptyset(&action.sa_mask)

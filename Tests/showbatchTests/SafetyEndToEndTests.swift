@@ -25,7 +25,7 @@ func launch(_ arguments: [String], in directory: String, stdin: FileHandle? = ni
 }
 
 /// Whether process `pid` has a handler for `signal` (its SigCgt mask in /proc).
-private func catches(_ signal: Int32, _ pid: Int32) -> Bool {
+func catches(_ signal: Int32, _ pid: Int32) -> Bool {
     guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
           let line = status.split(separator: "\n").first(where: { $0.hasPrefix("SigCgt:") }),
           let mask = UInt64(line.dropFirst("SigCgt:".count).trimmingCharacters(in: .whitespaces), radix: 16) else { return false }

@@ -25,3 +25,43 @@ import Testing
         }
     }
 }
+
+/// A hang-up (the terminal closed, the session of a cron shell ended) killed the run at once with
+/// 129: no summary, no metrics or report, an encrypted run's temporary files left behind.
+@Suite struct HangUpTests {
+    private static let manifest = """
+    vault: tnt1
+    concurrency: 2
+    emulator: {aliases: {tok_0: "4111111111111111"}, latency: 50ms}
+    output: {path: out/r.csv}
+    requests: [{name: "r${row.id}", each: {csv: d.csv}, path: /p, payload: {c: "${row.alias}"}, labels: {c: json.c}}]
+    """
+    private static let data = "id,alias\n" + (0..<400).map { "\($0),tok_0" }.joined(separator: "\n") + "\n"
+
+    @Test func aHangUpEndsTheRunAsSIGTERMDoes() async throws {
+        let work = Workspace(["m.yaml": Self.manifest, "d.csv": Self.data])
+        defer { work.remove() }
+        let process = try launch(["run", "m.yaml", "--emulate", "--metrics", "m.prom", "--report", "r.json"], in: work.path)
+        let deadline = Date().addingTimeInterval(30)
+        while !(work.exists("out/r.csv.journal") && catches(SIGHUP, process.processIdentifier)) && Date() < deadline {
+            try await Task.sleep(for: .milliseconds(2))
+        }
+        kill(process.processIdentifier, SIGHUP)
+        await exited(process)
+        #expect(process.terminationReason == .exit && process.terminationStatus == 130)
+        #expect(work.read(".stderr")?.contains("interrupted: outputs left as .partial, rerun with --resume") == true, "\(work.read(".stderr") ?? "")")
+        #expect(work.read("r.json")?.contains("\"exit_code\":130,") == true)
+        #expect(work.read("m.prom")?.contains("showbatch_run_exit_code") == true)
+        #expect(work.exists("out/r.csv.journal") && !work.exists("out/r.csv"))
+    }
+
+    /// `nohup` (a hang-up ignored by whoever started the run) keeps it ignored: the run goes on.
+    @Test func anIgnoredHangUpStaysIgnored() async throws {
+        let work = Workspace(["m.yaml": Self.manifest.replacingOccurrences(of: "50ms", with: "1ms"), "d.csv": Self.data])
+        defer { work.remove() }
+        let run = try await showbatch(["-c", "trap '' HUP; \"$0\" run m.yaml --emulate --quiet & pid=$!; sleep 0.2; kill -HUP $pid; wait $pid; echo \"exit $?\"", binary],
+                                      in: work.path, shell: true)
+        #expect(run.stdout == "exit 0\n", "\(run.stderr)")
+        #expect(work.exists("out/r.csv"))
+    }
+}
