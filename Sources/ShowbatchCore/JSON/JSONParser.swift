@@ -5,6 +5,8 @@ package struct JSONParser {
     let bytes: UnsafeBufferPointer<UInt8>
     var index = 0
     let maxDepth: Int
+    /// A key on a label's path found twice (`LabelScanner`), thrown once the body is read.
+    var ambiguity: JSONParseError?
 
     /// Parses one JSON value filling all of `data` (white space around it allowed).
     package static func parse<Bytes: ContiguousBytes>(_ data: Bytes, maxDepth: Int = 512) throws(JSONParseError) -> JSONValue {
@@ -239,6 +241,9 @@ package struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertib
     package let reason: String
     /// The byte offset of the problem.
     package let offset: Int
+    /// The JSON is valid, but a key on a label's path is in its object twice: which value the
+    /// label means cannot be told.
+    package var ambiguous = false
 
     /// The reason and the byte offset.
     package var description: String { "\(reason) at byte \(offset)" }

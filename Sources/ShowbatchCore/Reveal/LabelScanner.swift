@@ -8,6 +8,8 @@ extension JSONParser {
         let result: Result<[JSONValue?]?, JSONParseError> = data.withUnsafeBufferPointer { bytes in
             var parser = JSONParser(bytes: bytes, maxDepth: maxDepth)
             do throws(JSONParseError) {
+                // A byte-order mark some servers put first is no content.
+                if bytes.count >= 3, bytes[0] == 0xEF, bytes[1] == 0xBB, bytes[2] == 0xBF { parser.index = 3 }
                 parser.skipSpace()
                 var found = [JSONValue?](repeating: nil, count: paths.count)
                 let isObject = parser.index < parser.bytes.count && parser.bytes[parser.index] == UInt8(ascii: "{")
@@ -18,6 +20,7 @@ extension JSONParser {
                 }
                 parser.skipSpace()
                 guard parser.index == parser.bytes.count else { throw parser.fail("unexpected text after the JSON value") }
+                if let ambiguity = parser.ambiguity { throw ambiguity }
                 return .success(isObject ? found : nil)
             } catch {
                 return .failure(error)
@@ -40,16 +43,33 @@ extension JSONParser {
         guard index < bytes.count else { throw fail("unexpected end of input") }
         switch bytes[index] {
         case UInt8(ascii: "{"):
-            // The first member with a name counts, as in `ContentPath.lookup`.
+            // A key on a path that is there twice fails the row: parsers differ on which value
+            // counts, so the revealed one cannot be told.
             var open = ids
+            var taken: [Int] = []
             var matches: [Int] = []
             try readObject(name: { parser throws(JSONParseError) in
-                if open.isEmpty {
+                if open.isEmpty && taken.isEmpty {
                     matches = []
                     try parser.skipString()
                 } else {
-                    matches = try parser.matchingKey(paths, open, level: level)
-                    if !matches.isEmpty { open.removeAll(where: matches.contains) }
+                    let start = parser.index
+                    let all = try parser.matchingKey(paths, open + taken, level: level)
+                    if all.contains(where: taken.contains) {
+                        // Said once the whole body is read: a body that is not JSON says that.
+                        if parser.ambiguity == nil {
+                            var error = JSONParseError(reason: "a key on a label's path is in its object twice, so which value is meant cannot be told", offset: start)
+                            error.ambiguous = true
+                            parser.ambiguity = error
+                        }
+                        matches = []
+                        return
+                    }
+                    matches = all
+                    if !matches.isEmpty {
+                        open.removeAll(where: matches.contains)
+                        taken += matches
+                    }
                 }
             }, value: { parser throws(JSONParseError) in
                 if matches.isEmpty {

@@ -28,6 +28,9 @@ package enum Reveal {
                 return (row, [])
             }
             values = found
+        } catch where error.ambiguous {
+            row.errors = [RowError(code: .responseInvalidJSON, label: nil, message: "response body is ambiguous (\(error.reason) at byte \(error.offset))")]
+            return (row, [])
         } catch {
             row.errors = [RowError(code: .responseInvalidJSON, label: nil, message: "response body is not valid JSON (\(error.reason) at byte \(error.offset))")]
             return (row, [])

@@ -144,3 +144,33 @@ import Testing
         #expect(try loadManifest("vault: tnt1\nenvironment: live\ndata_region: \(region)\nrequests: [{name: a, path: /p}]\n").warnings.isEmpty)
     }
 }
+
+/// Answers that parsers read differently.
+@Suite struct AmbiguousAnswerTests {
+    private static let labels = [LabelBinding(name: "card", path: try! ContentPath(parsing: "json.card"), transforms: [], mask: nil)]
+
+    private func row(_ answer: String) -> ResultRow {
+        Reveal.row(ordinal: 0, request: "r", status: 200, attempts: 1, body: Array(answer.utf8), labels: Self.labels)
+    }
+
+    /// The first of two values was taken, where most parsers take the last.
+    @Test(arguments: [#"{"json": {"card": "4111111111111111", "card": "4000000000000002"}}"#,
+                      #"{"json": {"card": "4111111111111111"}, "json": {"card": "4000000000000002"}}"#])
+    func aKeyTwiceOnALabelsPathFailsTheRow(answer: String) {
+        let failed = row(answer)
+        #expect(failed.status == .failed && failed.labels[0].value == nil)
+        #expect(failed.errors.first?.code == .responseInvalidJSON)
+        #expect(failed.errors.first?.message.hasPrefix("response body is ambiguous (a key on a label's path is in its object twice, so which value is meant cannot be told at byte ") == true)
+    }
+
+    @Test func aKeyTwiceElsewhereIsNoMatter() {
+        #expect(row(#"{"json": {"card": "4111111111111111"}, "headers": {"a": 1, "a": 2}}"#).status == .ok)
+    }
+
+    /// An answer that starts with a byte-order mark was refused (1402).
+    @Test func aByteOrderMarkIsSkipped() {
+        let answer = "\u{FEFF}" + #"{"json": {"card": "4111111111111111"}}"#
+        let revealed = row(answer)
+        #expect(revealed.status == .ok && revealed.labels[0].value == "4111111111111111")
+    }
+}
