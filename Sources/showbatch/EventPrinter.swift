@@ -197,6 +197,9 @@ final class EventPrinter: Sendable {
         text += "\(summary.retries) retries; \(Units.text(summary.elapsed)), \(String(format: "%.1f", summary.rate)) requests/s"
         if summary.replayed > 0 { text += "; \(summary.replayed) from the journal" }
         if summary.skipped > 0 { text += "; \(summary.skipped) not sent\(summary.stopReason == nil ? " (--fail-fast)" : "")" }
+        if !summary.dataChanged.isEmpty {
+            text += "; a data file changed during the run\(summary.unfinished > 0 ? ", \(summary.unfinished) rows not read (unfinished)" : "")"
+        }
         if summary.withinAllowance, let allowance = summary.allowance {
             text += "; \(summary.rows - summary.ok) not ok, within max_failed (\(allowance.text))"
         }

@@ -190,9 +190,11 @@ private func crashManifest(_ outputs: String) -> String {
         if codes.count < 2 { print("aSignalAsTheManifestFailsHasOneFinisher met only exit \(codes)") }
     }
 
-    /// SIGTERM while the rows are being counted for the progress line (a big data file) ends the
-    /// run as interrupted (130), without waiting for the count.
-    @Test func anInterruptWhileCountingRowsExits130() async throws {
+    /// The rows of a big data file are counted once, when the manifest is read (a signal then
+    /// ends the process at once, nothing opened): the run does not read the file again for the
+    /// progress line's count, which `run_started` has at once, and SIGTERM once the outputs are
+    /// open ends the run as interrupted (130).
+    @Test func theRowsAreCountedOnceAndAnInterruptExits130() async throws {
         let chunk = (0..<10_000).map(String.init).joined(separator: "\n") + "\n"
         let rows = "id\n" + String(repeating: chunk, count: 150)
         let work = Workspace(["m.yaml": "vault: tnt1\noutput: {path: out/r.csv}\nrequests: [{name: \"r${row.id}\", each: {csv: d.csv}, path: /p}]\n",
@@ -206,11 +208,9 @@ private func crashManifest(_ outputs: String) -> String {
         await exited(process)
         #expect(process.terminationStatus == 130)
         let stderr = work.read(".stderr") ?? ""
-        // It landed while the rows were counted: the count was cut short (run_started says no
-        // number of rows), and no row was sent or written.
-        #expect(stderr.contains(#""event":"run_started""#) && stderr.contains(#""rows":null"#), "the interrupt came after the count")
+        #expect(stderr.contains(#""event":"run_started""#) && stderr.contains(#""rows":1500000"#))
         #expect(stderr.contains(#""event":"summary""#) && stderr.contains(#""exit_code":130"#))
-        #expect(work.read("out/r.csv.partial") == "request,status,http_status,attempts,error\n")
+        #expect(work.read("out/r.csv.partial")?.hasPrefix("request,status,http_status,attempts,error\n") == true)
         #expect(work.exists("out/r.csv.journal") && !work.exists("out/r.csv"))
     }
 

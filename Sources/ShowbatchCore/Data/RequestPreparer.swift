@@ -58,7 +58,9 @@ package struct RequestPreparer: Sendable {
         switch item.row {
         case .failure(let failure)?:
             let name = fixed.spec.name.needsRow ? "\(fixed.spec.each?.name ?? "data"):row \(failure.index)" : fixed.spec.name.expand(row: nil)
-            return .failure(PreparationFailure(name: name, error: RowError(code: .invalidRow, label: nil, message: failure.message)))
+            // What of the record could be read goes with it: its rejects row shows which it was.
+            let extras = item.requestIndex < self.extras.count ? RequestPreparer.text(of: self.extras[item.requestIndex], row: failure.row, name: name) : []
+            return .failure(PreparationFailure(name: name, error: RowError(code: .invalidRow, label: nil, message: failure.message), extras: extras))
         case .success(let value)?: row = value
         case nil: row = nil
         }

@@ -15,6 +15,10 @@ package struct WorkItemSequence: Sequence, IteratorProtocol {
     private var ordinal = 0
     private var reader: DataRowReader?
     private var readerFailed = false
+    /// Per data-driven request (by index), the rows read from its file, once it was read to its end.
+    package private(set) var rowsRead: [Int: Int] = [:]
+    /// True once every work item has been given.
+    package private(set) var finished = false
 
     /// Iterates over `manifest`'s work items.
     package init(manifest: Manifest) { self.manifest = manifest }
@@ -33,6 +37,7 @@ package struct WorkItemSequence: Sequence, IteratorProtocol {
                 } catch {
                     // The file vanished or broke after validation: one failed row says so.
                     readerFailed = true
+                    rowsRead[requestIndex] = 0
                     defer { ordinal += 1 }
                     return WorkItem(ordinal: ordinal, requestIndex: requestIndex,
                                     row: .failure(DataRowFailure(index: 0, line: nil, message: "\(error)")))
@@ -42,11 +47,13 @@ package struct WorkItemSequence: Sequence, IteratorProtocol {
                 defer { ordinal += 1 }
                 return WorkItem(ordinal: ordinal, requestIndex: requestIndex, row: row)
             }
+            if let reader { rowsRead[requestIndex] = reader.rowsRead }
             reader?.close()
             reader = nil
             readerFailed = false
             requestIndex += 1
         }
+        finished = true
         return nil
     }
 }

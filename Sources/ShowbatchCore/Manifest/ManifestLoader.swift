@@ -72,8 +72,9 @@ package enum ManifestLoader {
         }
         var manifest = decoder.decode(root)
         manifest.environmentSecrets = decoder.environmentSecrets.sorted()
-        if !decoder.problems.isEmpty {
-            throw ManifestError(decoder.diagnostics(root))
+        let dataProblems = countDataFiles(&manifest)
+        if !decoder.problems.isEmpty || !dataProblems.isEmpty {
+            throw ManifestError(decoder.diagnostics(root) + dataProblems)
         }
         manifest.warnings = decoder.renderedWarnings(root)
         return manifest

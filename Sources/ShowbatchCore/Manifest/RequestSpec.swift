@@ -114,5 +114,10 @@ package struct DataSource: Sendable {
     package var path: String
     /// The path as the manifest writes it (used in messages).
     package var name: String
+    /// The rows the file held when the manifest was read (failed ones too); nil when it was not
+    /// read through (a manifest made in code).
+    package var rows: Int?
+    /// The file's version when it was counted: a run checks it again at its end.
+    var stamp: FileStamp?
 }
 

@@ -71,6 +71,10 @@ final class RequestFeed: WorkSource, @unchecked Sendable {
         }
     }
 
+    /// After `stop`: the rows read from each data-driven request's file (by request index) when
+    /// every work item was read, nil when the feed ended before that (`--limit`, an interrupt).
+    var rowsRead: [Int: Int]? { items.finished ? items.rowsRead : nil }
+
     /// The next work item with its prepared request, without waiting.
     func poll() -> WorkPoll {
         if let entry = taken.popLast() { return .item(entry) }

@@ -70,10 +70,16 @@ package struct RunSummary: Sendable {
     /// Work items whose request was under way when the run stopped or was interrupted: not
     /// written, sent again by `--resume`.
     package var unfinished = 0
+    /// What changed in a data file while the run read it (cut, grown, rewritten), one message
+    /// per file: the run's files are not that file's rows, whatever `max_failed` allows.
+    package var dataChanged: [String] = []
+
+    /// True when every work item was sent and written, and no data file changed under the run.
+    package var whole: Bool { skipped == 0 && unfinished == 0 && dataChanged.isEmpty }
 
     /// True when the rows not ok are within `allowance` (and there are some).
     package var withinAllowance: Bool {
-        guard let allowance, skipped == 0, ok < rows else { return false }
+        guard let allowance, whole, ok < rows else { return false }
         return rows - ok <= allowance.rows(of: rows)
     }
 

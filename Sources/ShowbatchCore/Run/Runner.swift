@@ -247,6 +247,13 @@ package struct Runner: Sendable {
         let stoppedEarly = outcome.stopped && !outcome.exhausted && !Task.isCancelled && writeError == nil
         let remaining = feed.stop(countingRest: stoppedEarly)
         if stoppedEarly { summary.skipped = remaining }
+        // Every row read: the data files must still be what the manifest's reading counted.
+        if let rowsRead = feed.rowsRead, !Task.isCancelled {
+            let check = DataFileCheck(manifest: manifest, rowsRead: rowsRead, shard: options.shard)
+            summary.unfinished += check.unread
+            summary.dataChanged = check.changes
+            for change in check.changes { events(.warning(change)) }
+        }
         summary.elapsed = ContinuousClock.now - start
         events(.progress(RunProgress(done: summary.rows, total: total, failed: summary.failed, elapsed: summary.elapsed,
                                      ok: summary.ok, retries: summary.retries)))
@@ -262,6 +269,12 @@ package struct Runner: Sendable {
     /// run is interrupted while counting (reading a large data file takes seconds, and an
     /// interrupt must not wait).
     private func countWorkItems() -> Int? {
+        // The data files were counted when the manifest was read: no need to read them again.
+        if manifest.requests.allSatisfy({ $0.each == nil || $0.each?.rows != nil }) {
+            let items = manifest.requests.reduce(0) { $0 + ($1.each?.rows ?? 1) }
+            let count = options.shard.map { shard in (0..<items).count { shard.takes($0) } } ?? items
+            return options.limit.map { min($0, count) } ?? count
+        }
         var count = 0
         for item in WorkItemSequence(manifest: manifest) {
             if options.shard?.takes(item.ordinal) ?? true { count += 1 }

@@ -36,6 +36,6 @@ extension RunSummary {
     package var exitCode: ExitCode {
         if interrupted { return .interrupted }
         if stopReason != nil { return .stopped }
-        return (ok == rows && skipped == 0) || withinAllowance ? .ok : .rowsFailed
+        return (ok == rows && whole) || withinAllowance ? .ok : .rowsFailed
     }
 }

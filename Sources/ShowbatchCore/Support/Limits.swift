@@ -2,10 +2,13 @@
 package enum Limits {
     /// The largest response body read (SPEC 7); a larger one is the row error 1401.
     package static let responseBody = 16 << 20
-    /// The longest record of a data file (a CSV record or a JSON line): one longer is a failed
-    /// row (1490) and ends the reading of that file, since nothing in it marks where the next
-    /// record would start.
+    /// The longest record of a data file (a CSV record or a JSON line). A CSV record longer is an
+    /// error in the file, found when the manifest is read: nothing in it marks where the next
+    /// record would start. A longer JSON line fails alone (1490): its end is the next line break.
     package static let dataRecord = 16 << 20
+    /// The most lines a quoted CSV field may span; a quote still open past them is an error in
+    /// the file, found when the manifest is read.
+    package static let quotedFieldLines = 10_000
     /// The largest manifest read (a generated 50,000-request manifest is about 10 MB).
     package static let manifestFile = 64 << 20
 }

@@ -31,7 +31,7 @@ import Testing
         ("a,b\n,\n", ["1:a|b", "2:|"]),
         ("a,b\nx\"y,1\n2,3\n", ["1:a|b", "error d.csv:2: has a quote inside an unquoted field", "3:2|3"]),
         ("a,b\n\"x\"y,1\n2,3\n", ["1:a|b", "error d.csv:2: has text after a closing quote", "3:2|3"]),
-        ("a,b\n\"open,1\n", ["1:a|b", "error d.csv:2: has a quoted field that is never closed"]),
+        ("a,b\n\"open,1\n", ["1:a|b", "error d.csv:2: quote opened here is never closed"]),
     ])
     func csvRecords(text: String, expected: [String]) throws {
         #expect(try records(text) == expected)
@@ -72,8 +72,8 @@ import Testing
     }
 }
 
-/// A record longer than `Limits.dataRecord` (an unclosed quote in a large file, a runaway
-/// line) is one failed row, and the reading of that file ends: memory stays bounded.
+/// A CSV record longer than `Limits.dataRecord` (an unclosed quote in a large file, a runaway
+/// line) ends the reading of that file: memory stays bounded. A JSON line that long fails alone.
 @Suite struct DataRecordLimitTests {
     func rows(kind: DataRowReader.Kind, _ text: String) throws -> [String] {
         let dir = TempDir()
@@ -94,16 +94,17 @@ import Testing
     @Test func aCSVRecordPastTheLimitEndsTheFile() throws {
         let long = String(repeating: "x", count: Limits.dataRecord)
         #expect(try rows(kind: .csv, "id\n1\n\"\(long)\n2\n3\n") == [
-            "0@2", "1 fails: d.csv:3: has a record longer than 16 MiB (an unclosed quote?); the rest of the file is not read",
+            "0@2", "1 fails: d.csv:3: has a record longer than 16 MiB (the quote opened on line 3 is still open)",
         ])
         // One byte under the limit is a record like any other.
         #expect(try rows(kind: .csv, "id\n" + String(long.dropFirst(2)) + "\n2\n") == ["0@2", "1@3"])
     }
 
-    @Test func aJSONLinePastTheLimitEndsTheFile() throws {
+    /// Its end is the next line break: the lines after it are rows as before.
+    @Test func aJSONLinePastTheLimitFailsAlone() throws {
         let long = String(repeating: "x", count: Limits.dataRecord)
-        #expect(try rows(kind: .jsonl, "{\"id\": 1}\n\(long)x\n{\"id\": 2}\n") == [
-            "0@1", "1 fails: d.jsonl:2: has a line longer than 16 MiB; the rest of the file is not read",
+        #expect(try rows(kind: .jsonl, "{\"id\": 1}\n\(long)x\n{\"id\": 2}\n{\"id\": 3}\n") == [
+            "0@1", "1 fails: d.jsonl:2: has a line longer than 16 MiB", "2@3", "3@4",
         ])
     }
 }
