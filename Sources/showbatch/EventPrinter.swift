@@ -223,9 +223,6 @@ final class EventPrinter: Sendable {
             let message = summary.tally.firstMessage[code].map { ", the first: \($0)" } ?? ""
             lines.append("showbatch: \(code.rawValue) \(code.kind): \(count) row\(count == 1 ? "" : "s")\(message)")
         }
-        for finished in summary.finishedBefore {
-            lines.append("showbatch: \(finished.path) was already finished at \(Timestamp.rfc3339(finished.finished)); nothing was sent for it")
-        }
         if let next {
             lines.append("showbatch: next: \(next) sends the \(summary.failed) failed row\(summary.failed == 1 ? "" : "s") again")
         }

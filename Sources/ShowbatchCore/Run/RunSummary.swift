@@ -58,8 +58,6 @@ package struct RunSummary: Sendable {
     package var outputs: [String] = []
     /// Each rejects file written, with the rows it holds.
     package var rejects: [RejectsFile] = []
-    /// Outputs an earlier run had finished already (`--resume` after the night): nothing was sent for them.
-    package var finishedBefore: [FinishedOutput] = []
     /// True when SIGINT/SIGTERM stopped the run: outputs were not renamed into place.
     package var interrupted = false
     /// Why the circuit breaker stopped the run (outputs left `.partial`, journals kept), if it did.

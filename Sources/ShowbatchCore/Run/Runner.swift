@@ -132,7 +132,6 @@ package struct Runner: Sendable {
             throw error
         }
         summary.outputs = plan.writtenFiles
-        summary.finishedBefore = outputs.finishedBefore
         summary.tally = outputs.carriedTally.adding(summary.tally)
         if !summary.interrupted && summary.stopReason == nil {
             summary.rejects = zip(targets, outputs.rejectsRows(targets)).compactMap { target, rows in
