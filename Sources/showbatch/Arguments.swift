@@ -111,7 +111,7 @@ enum ArgumentParser {
             }
             arguments.options.maxFailed = allowance
         },
-        Flag("--limit", "N", "send only the first N work items (of this shard): a canary run") { (arguments, text) throws(UsageError) in
+        Flag("--limit", "N", "send only the first N work items (of this shard): a canary run, written in a canary folder beside each output unless --output is given") { (arguments, text) throws(UsageError) in
             arguments.options.limit = try FlagValue.integer(text, "--limit", 1...Int.max, command: "run")
         },
         Flag("--shard", "I/N|auto/N", "take work items whose ordinal mod N is I (auto: JOB_COMPLETION_INDEX)") { $0.shard = $1 },

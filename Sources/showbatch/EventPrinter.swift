@@ -45,6 +45,10 @@ final class EventPrinter: Sendable {
                 JSONMember("mode", .string(start.mode)),
                 JSONMember("base_url", .string(start.baseURL)),
                 JSONMember("rate_limit", start.rateLimit.map { .string(Units.rateText($0)) } ?? .null),
+                JSONMember("output_modes", .array(start.outputModes.map { mode in
+                    .object([JSONMember("output", .string(mode.path)), JSONMember("mode", .string(mode.mode)),
+                             JSONMember("reason", mode.reason.map(JSONValue.string) ?? .null)])
+                })),
             ])
         case .note(let message):
             guard !quiet else { return }
@@ -80,7 +84,7 @@ final class EventPrinter: Sendable {
             }
             guard progress else { return }
             var text = ""
-            let rate = value.elapsed.seconds > 0 ? Double(value.done) / value.elapsed.seconds : 0
+            let rate = value.rate
             if let total = value.total, total > 0 {
                 let fraction = Double(value.done) / Double(total)
                 let filled = Int(fraction * 24)
@@ -111,7 +115,7 @@ final class EventPrinter: Sendable {
             return true
         }
         guard due else { return }
-        let rate = value.elapsed.seconds > 0 ? Double(value.done) / value.elapsed.seconds : 0
+        let rate = value.rate
         line("info", "progress", spare: true, [
             JSONMember("done", .number(String(value.done))),
             JSONMember("total", value.total.map { .number(String($0)) } ?? .null),
@@ -171,8 +175,11 @@ final class EventPrinter: Sendable {
         }
     }
 
-    func summary(_ summary: RunSummary) {
-        if quiet { return }
+    /// The run's summary; `--quiet` prints it too when the run did not exit 0. `retry` is the
+    /// command that sends the failed rows again, said when rows failed.
+    func summary(_ summary: RunSummary, retry: String? = nil) {
+        if quiet && summary.exitCode == .ok { return }
+        let next = summary.failed > 0 && !summary.interrupted && summary.stopReason == nil && summary.outputs != ["-"] ? retry : nil
         if format == .json {
             let level = summary.exitCode == .ok ? "info" : summary.exitCode == .rowsFailed ? "warning" : "error"
             line(level, "summary", [
@@ -190,6 +197,8 @@ final class EventPrinter: Sendable {
                 JSONMember("stopped", summary.stopReason.map(JSONValue.string) ?? .null),
                 JSONMember("exit_code", .number(String(summary.exitCode.rawValue))),
                 JSONMember("outputs", .array(summary.outputs.map(JSONValue.string))),
+                RunReport.rejectsMember(summary),
+                JSONMember("next", next.map(JSONValue.string) ?? .null),
             ] + RunReport.tallyMembers(summary.tally))
             return
         }
@@ -212,9 +221,23 @@ final class EventPrinter: Sendable {
         } else if summary.interrupted {
             text += "; interrupted: outputs left as .partial, rerun with --resume"
         } else {
-            text += "; wrote \(summary.outputs.map { $0 == "-" ? "standard output" : $0 }.joined(separator: ", "))"
+            let rejects = Dictionary(summary.rejects.map { ($0.path, $0.rows) }, uniquingKeysWith: { first, _ in first })
+            text += "; wrote " + summary.outputs.map { path in
+                if path == "-" { return "standard output" }
+                guard let rows = rejects[path] else { return path }
+                return "\(path) (rejects: \(rows) row\(rows == 1 ? "" : "s"))"
+            }.joined(separator: ", ")
         }
-        Console.err(TerminalText.escaped(text) + "\n")
+        var lines = [text]
+        // What went wrong, by code, with the first row's message of each: named, never a value.
+        for (code, count) in summary.tally.byErrorCode.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+            let message = summary.tally.firstMessage[code].map { ", the first: \($0)" } ?? ""
+            lines.append("showbatch: \(code.rawValue) \(code.kind): \(count) row\(count == 1 ? "" : "s")\(message)")
+        }
+        if let next {
+            lines.append("showbatch: next: \(next) sends the \(summary.failed) failed row\(summary.failed == 1 ? "" : "s") again")
+        }
+        Console.err(lines.map(TerminalText.escaped).joined(separator: "\n") + "\n")
     }
 
     /// One JSON line; `spare`: it may be dropped when standard error is not read fast enough.

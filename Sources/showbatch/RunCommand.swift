@@ -20,6 +20,26 @@ enum RunCommand {
         case finishing
     }
 
+    /// The command line that sends a finished run's failed rows again: this one's manifest and
+    /// the flags that name its files (`--output`, `--format`, `--shard`, `--limit`) and endpoint.
+    static func retryCommand(_ arguments: RunArguments, shard: Shard?) -> String {
+        var words = ["showbatch", "run", arguments.manifest, "--retry-failed"]
+        if let output = arguments.options.output { words += ["--output", output] }
+        if let format = arguments.options.format { words += ["--format", format.rawValue] }
+        if let shard { words += ["--shard", "\(shard.index)/\(shard.count)"] }
+        if let limit = arguments.options.limit { words += ["--limit", String(limit)] }
+        if arguments.emulate { words.append("--emulate") }
+        return words.map(shellWord).joined(separator: " ")
+    }
+
+    /// `word` as a shell reads it back: as it is when it is plain, else in single quotes.
+    private static func shellWord(_ word: String) -> String {
+        let plain = !word.isEmpty && word.unicodeScalars.allSatisfy { scalar in
+            CharacterSet.alphanumerics.contains(scalar) && scalar.isASCII || "-_./=:@%+,".unicodeScalars.contains(scalar)
+        }
+        return plain ? word : "'" + word.replacingOccurrences(of: "'", with: "'\\''") + "'"
+    }
+
     static func execute(_ arguments: RunArguments) async -> ExitCode {
         let started = Date()
         let runID = arguments.options.runID ?? RunOptions.newRunID()
@@ -184,7 +204,7 @@ enum RunCommand {
         switch await task.value {
         case .success(let summary):
             live.endProgress()
-            live.summary(summary)
+            live.summary(summary, retry: retryCommand(arguments, shard: options.shard))
             return finish(summary.exitCode, summary: summary, shard: options.shard)
         case .failure(let error):
             live.endProgress()

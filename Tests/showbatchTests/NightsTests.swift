@@ -209,7 +209,7 @@ private func expectedFile(for data: String) async throws -> String {
         if status == 0 { #expect(run.stderr.contains("\(failed) not ok, within max_failed")) }
     }
 
-    /// A canary sends the first N work items only, and the per-shard rate limit is said.
+    /// A canary sends the first N work items only (into its own folder), and the per-shard rate limit is said.
     @Test func aCanaryAndAShardsShareOfTheRateLimit() async throws {
         let work = Workspace(["m.yaml": """
         vault: tnt1
@@ -220,7 +220,7 @@ private func expectedFile(for data: String) async throws -> String {
         defer { work.remove() }
         let canary = try await showbatch(["run", "m.yaml", "--emulate", "--limit", "7", "--log-format", "json"], in: work.path)
         #expect(canary.status == 0)
-        #expect(work.read("r.csv")?.split(separator: "\n").map { $0.split(separator: ",")[0] } == ["request"] + (0..<7).map { "r\($0)" })
+        #expect(work.read("canary/r.csv")?.split(separator: "\n").map { $0.split(separator: ",")[0] } == ["request"] + (0..<7).map { "r\($0)" })
         #expect(canary.stderr.contains(#""rows":7,"#) && canary.stderr.contains(#""rate_limit":"400/s""#))
         let shard = try await showbatch(["run", "m.yaml", "--emulate", "--shard", "1/4", "--log-format", "json"], in: work.path)
         #expect(shard.status == 0)

@@ -116,12 +116,12 @@ private let manifest = okManifest + "\n  - {name: last, path: /p, payload: {c: t
         # HELP showbatch_rows_replayed Rows the last run took from a journal instead of sending them.
         # TYPE showbatch_rows_replayed gauge
         showbatch_rows_replayed{manifest="m.yaml"} 0
-        # HELP showbatch_row_errors Rows the last run sent that hold each error code.
+        # HELP showbatch_row_errors Rows of the last run's outputs that hold each error code (after --resume, the earlier run's rows too).
         # TYPE showbatch_row_errors gauge
-        # HELP showbatch_rows_by_http_status Rows the last run sent, by the HTTP status of their last attempt.
+        # HELP showbatch_rows_by_http_status Rows of the last run's outputs, by the HTTP status of their last attempt (after --resume, the earlier run's rows too).
         # TYPE showbatch_rows_by_http_status gauge
         showbatch_rows_by_http_status{manifest="m.yaml",status="200"} 6
-        # HELP showbatch_rows_without_answer Rows the last run sent whose last attempt got no HTTP answer.
+        # HELP showbatch_rows_without_answer Rows of the last run's outputs whose last attempt got no HTTP answer (after --resume, the earlier run's rows too).
         # TYPE showbatch_rows_without_answer gauge
         showbatch_rows_without_answer{manifest="m.yaml"} 0
         # HELP showbatch_retries Attempts beyond the first in the last run.

@@ -22,8 +22,10 @@ struct OutputCheck {
     /// the checkpoint's offset, and, with rejects, the rejects file (`rejectsPath`) up to its own.
     /// `key` unseals the files of an encrypted output. `rejectsPlaced`: the rejects file is in
     /// place already (checked by its caller), so its rows are taken as the journal counts them.
+    /// Returns the rows read by error code and HTTP status, as far as the layout writes them.
+    @discardableResult
     func verify(_ checkpoint: Journal.Checkpoint, failed: [Journal.FailedRow], path: String, rejectsPath: String?, key: DataKey? = nil,
-                rejectsPlaced: Bool = false, of output: OutputTarget, journal: String) throws(RunError) {
+                rejectsPlaced: Bool = false, of output: OutputTarget, journal: String) throws(RunError) -> RowTally {
         func untrusted(_ reason: String) -> RunError {
             .usage("the journal \(journal) cannot be trusted: \(reason); remove it to start over")
         }
@@ -36,7 +38,9 @@ struct OutputCheck {
         // without a rejects file, whose row i is work item i.
         let spans = !split && !output.layout.gzip
         var lastOrdinal = -1
+        var tally = RowTally()
         while let row = try own.next() {
+            row.count(into: &tally)
             if let status = row.status {
                 statuses.count(status)
                 if split && (status == .failed || (status == .partial && output.rejectPartial)) {
@@ -71,6 +75,7 @@ struct OutputCheck {
             if let rejects = output.rejects, let rejectsPath {
                 var side = try Rows(rejectsPath, layout: rejects.layout, key: key, limit: mark.offset, journal: journal)
                 while let row = try side.next() {
+                    row.count(into: &tally)
                     if let status = row.status { statuses.count(status) }
                 }
                 statusesKnown = statusesKnown && side.hasStatus
@@ -100,6 +105,16 @@ struct OutputCheck {
         if statusesKnown && statuses != checkpoint.counts {
             throw untrusted("it counts \(checkpoint.counts.ok) ok, \(checkpoint.counts.partial) partial and \(checkpoint.counts.failed) failed rows, and the output holds \(statuses.ok), \(statuses.partial) and \(statuses.failed)")
         }
+        return tally
+    }
+
+    /// The rows of a finished file (an output or its rejects file, `limit` bytes of it) by error
+    /// code and HTTP status, as far as its layout writes them.
+    static func tally(of path: String, layout: OutputLayout, key: DataKey?, limit: Int, journal: String) throws(RunError) -> RowTally {
+        var rows = try Rows(path, layout: layout, key: key, limit: limit, journal: journal)
+        var tally = RowTally()
+        while let row = try rows.next() { row.count(into: &tally) }
+        return tally
     }
 
     /// The ordinals of this output's work items (this shard's), in order.
@@ -122,6 +137,18 @@ struct OutputCheck {
         struct Row {
             var span: (start: Int, end: Int)
             var status: RowStatus?
+            /// The HTTP status cell (empty: no answer); nil when the layout has no such column.
+            var httpStatus: String?
+            /// The row's errors, when the layout writes them.
+            var errors: [(code: ErrorCode, message: String)]?
+
+            /// Counts the row by what it says of its answer and errors.
+            func count(into tally: inout RowTally) {
+                if let httpStatus {
+                    if let status = Int(httpStatus) { tally.byHTTPStatus[status, default: 0] += 1 } else { tally.withoutAnswer += 1 }
+                }
+                if let errors, !errors.isEmpty { tally.add(errors: errors) }
+            }
         }
 
         private let reader: ShardRows
@@ -130,6 +157,9 @@ struct OutputCheck {
         /// Where the status is: a CSV column, or a JSON key.
         private let statusColumn: Int?
         private let statusKey: String?
+        /// Where the HTTP status and the errors are, when the layout writes them.
+        private let httpColumn: Int?
+        private let errorColumn: Int?
         private var bytes: [UInt8] = []
 
         init(_ path: String, layout: OutputLayout, key: DataKey?, limit: Int, journal: String) throws(RunError) {
@@ -147,6 +177,8 @@ struct OutputCheck {
             self.journal = journal
             statusColumn = layout.sources.firstIndex(of: .fixed(.status))
             statusKey = statusColumn.map { layout.custom ? layout.names[$0] : ResultColumn.status.rawValue }
+            httpColumn = layout.sources.firstIndex(of: .fixed(.httpStatus))
+            errorColumn = layout.sources.firstIndex(of: .fixed(.error))
             guard limit > 0, layout.format != .jsonl, layout.format != .csv || layout.csv.header else { return }
             let head: [UInt8]
             do {
@@ -180,17 +212,56 @@ struct OutputCheck {
             }
             guard found else { return nil }
             var row = Row(span: reader.lastSpan, status: nil)
-            guard let statusColumn else { return row }
             if layout.format == .csv {
-                if var cell = ShardRows.csvCell(bytes[...], column: statusColumn, delimiter: layout.csv.delimiter) {
-                    if cell.first == UInt8(ascii: "\""), cell.count >= 2 { cell = cell.dropFirst().dropLast() }
-                    row.status = RowStatus(rawValue: String(decoding: cell, as: UTF8.self))
+                func cell(_ column: Int?) -> String? {
+                    guard let column, let cell = ShardRows.csvCell(bytes[...], column: column, delimiter: layout.csv.delimiter) else { return nil }
+                    return Rows.unquoted(cell)
                 }
-            } else if let statusKey, let value = try? JSONParser.parse(bytes), case .string(let text)? = value[statusKey] {
-                row.status = RowStatus(rawValue: text)
+                row.status = cell(statusColumn).flatMap(RowStatus.init(rawValue:))
+                row.httpStatus = cell(httpColumn)
+                row.errors = cell(errorColumn).map(Rows.errors(inCell:))
+            } else if let value = try? JSONParser.parse(bytes) {
+                if let statusKey, case .string(let text)? = value[statusKey] { row.status = RowStatus(rawValue: text) }
+                let custom = layout.custom
+                if let httpColumn {
+                    let http = value[custom ? layout.names[httpColumn] : ResultColumn.httpStatus.rawValue]
+                    if case .number(let text)? = http { row.httpStatus = text } else { row.httpStatus = "" }
+                }
+                if custom, let errorColumn {
+                    if case .string(let text)? = value[layout.names[errorColumn]] { row.errors = Rows.errors(inCell: text) } else { row.errors = [] }
+                } else if !custom, case .array(let items)? = value["errors"] {
+                    row.errors = items.compactMap { item in
+                        guard case .number(let text)? = item["code"], let number = Int(text), let code = ErrorCode(rawValue: number) else { return nil }
+                        if case .string(let message)? = item["message"] { return (code, message) }
+                        return (code, "")
+                    }
+                }
             }
-            guard row.status != nil else { throw notWritten("its row \(reader.rows) has no status a run writes") }
+            guard statusColumn == nil || row.status != nil else { throw notWritten("its row \(reader.rows) has no status a run writes") }
             return row
+        }
+
+        /// A CSV cell's text, its quotes undone.
+        static func unquoted(_ cell: ArraySlice<UInt8>) -> String {
+            let text = String(decoding: cell, as: UTF8.self)
+            guard text.count >= 2, text.hasPrefix("\""), text.hasSuffix("\"") else { return text }
+            return String(text.dropFirst().dropLast()).replacingOccurrences(of: "\"\"", with: "\"")
+        }
+
+        /// The errors an `error` cell holds: `CODE kind: message` items joined by `; `.
+        static func errors(inCell text: String) -> [(code: ErrorCode, message: String)] {
+            var found: [(code: ErrorCode, message: String)] = []
+            for item in text.components(separatedBy: "; ") {
+                let parts = item.split(separator: " ", maxSplits: 1)
+                if parts.count == 2, let number = Int(parts[0]), let code = ErrorCode(rawValue: number),
+                   parts[1].hasPrefix(code.kind + ": ") {
+                    found.append((code, String(parts[1].dropFirst(code.kind.count + 2))))
+                } else if let last = found.popLast() {
+                    // A message that holds "; " itself goes on.
+                    found.append((last.code, last.message + "; " + item))
+                }
+            }
+            return found
         }
     }
 }

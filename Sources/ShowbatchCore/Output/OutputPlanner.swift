@@ -79,8 +79,9 @@ struct OutputPlanner {
     /// file and the TLS files.
     let inputs: [RunInput]
 
-    /// Plans the outputs of `manifest` as a run with these flags writes them.
-    init(manifest: Manifest, output: String?, format: OutputFormat?, shard: Shard?) throws(RunError) {
+    /// Plans the outputs of `manifest` as a run with these flags writes them. A canary (`limit`
+    /// without `output`) writes every file of an output in a `canary` folder beside it.
+    init(manifest: Manifest, output: String?, format: OutputFormat?, shard: Shard?, limit: Int? = nil) throws(RunError) {
         self.manifest = manifest
         var inputs = [RunInput(what: "the manifest", path: manifest.file)]
         for request in manifest.requests {
@@ -92,7 +93,38 @@ struct OutputPlanner {
                    ("the client key", manifest.tls.clientKey)]
         for case (let what, let path?) in tls { inputs.append(RunInput(what: what, path: path)) }
         self.inputs = inputs
-        (targets, byRequest, extras) = try OutputPlanner.plan(manifest, output: output, format: format, shard: shard)
+        (targets, byRequest, extras) = try OutputPlanner.plan(manifest, output: output, format: format, shard: shard,
+                                                              canary: limit != nil && output == nil)
+    }
+
+    /// The folder a canary run (`--limit` without `--output`) writes an output's files in: `canary`
+    /// beside the output (`out/cards.csv` becomes `out/canary/cards.csv`), so that its journal,
+    /// rejects and label files land there too and no file of the night is replaced or picked up.
+    static func canaryPath(_ path: String) -> String {
+        guard path != "-" else { return path }
+        let folder = (path as NSString).deletingLastPathComponent
+        let name = (path as NSString).lastPathComponent
+        return (folder.isEmpty ? "" : folder + "/") + "canary/" + name
+    }
+
+    /// The rejects file of `--output PATH`: beside PATH, named from it, with the extensions of
+    /// the manifest's rejects file (`--output out/test.csv` with `rejects: out/rejects.jsonl`
+    /// writes `out/test.rejects.jsonl`), never the manifest's own.
+    static func rejectsBeside(_ output: String, rejects: String) -> String {
+        let folder = (output as NSString).deletingLastPathComponent
+        let (stem, _) = splitExtensions((output as NSString).lastPathComponent)
+        let (_, extensions) = splitExtensions((rejects as NSString).lastPathComponent)
+        return (folder.isEmpty ? "" : folder + "/") + stem + ".rejects" + extensions
+    }
+
+    /// A file name and the output extensions it ends with (`cards.csv.gz.pgp`: `cards`, `.csv.gz.pgp`).
+    private static func splitExtensions(_ name: String) -> (stem: String, extensions: String) {
+        let known: Set = ["csv", "json", "jsonl", "ndjson", "gz", "pgp", "gpg", "asc"]
+        var stem = Substring(name)
+        while let dot = stem.lastIndex(of: "."), dot != stem.startIndex, known.contains(stem[stem.index(after: dot)...].lowercased()) {
+            stem = stem[..<dot]
+        }
+        return (String(stem), String(name.dropFirst(stem.count)))
     }
 
     /// What a journal (and a shard's identity) of `target` is valid for: the rows it holds, in
@@ -110,6 +142,25 @@ struct OutputPlanner {
     /// Whether any output is standard output.
     var writesStandardOutput: Bool { targets.contains { $0.isStandardOutput } }
 
+    /// The files the run writes, for its summary and report: each output, its rejects file, and
+    /// where its binary labels' files go (the output's folder and the label's `file`, as
+    /// `out/pdf/${row.id}.pdf`).
+    var writtenFiles: [String] {
+        targets.indices.flatMap { index -> [String] in
+            let target = targets[index]
+            var files = target.paths
+            guard !target.isStandardOutput else { return files }
+            let folder = (target.path as NSString).deletingLastPathComponent
+            for (request, owner) in zip(manifest.requests, byRequest) where owner == index {
+                for case let file? in request.labels.map(\.file) {
+                    let pattern = (folder.isEmpty ? "" : folder + "/") + file.template.pattern
+                    if !files.contains(pattern) { files.append(pattern) }
+                }
+            }
+            return files
+        }
+    }
+
     /// The writer of binary labels' files, when a request has one; `others` are further files of
     /// the run it must not replace (`--metrics`, `--report`).
     /// An encrypted target's label files are made into OpenPGP messages by its encryptor.
@@ -119,13 +170,14 @@ struct OutputPlanner {
                                encryptors: targets.indices.map { encryptors[$0] })
     }
 
-    private static func plan(_ manifest: Manifest, output: String?, format explicitFormat: OutputFormat?, shard: Shard?) throws(RunError)
-        -> (targets: [OutputTarget], byRequest: [Int], extras: [[[ColumnPart]]]) {
+    private static func plan(_ manifest: Manifest, output: String?, format explicitFormat: OutputFormat?, shard: Shard?,
+                             canary: Bool) throws(RunError) -> (targets: [OutputTarget], byRequest: [Int], extras: [[[ColumnPart]]]) {
         func shardPath(_ path: String, encrypted: Bool = false) -> String {
-            guard path != "-", let shard else { return path }
+            guard path != "-" else { return path }
+            guard let shard else { return canary ? canaryPath(path) : path }
             // A shard of an encrypted output is sealed, not an OpenPGP message: named so.
-            guard encrypted else { return shard.path(path) }
-            return shard.path(OutputFormat.withoutOpenPGPExtension(path)) + ".sealed"
+            let sharded = encrypted ? shard.path(OutputFormat.withoutOpenPGPExtension(path)) + ".sealed" : shard.path(path)
+            return canary ? canaryPath(sharded) : sharded
         }
         var targets: [OutputTarget] = []
         var specs: [OutputSpec] = []
@@ -146,6 +198,9 @@ struct OutputPlanner {
             }
             var spec = manifest.output ?? OutputSpec(path: path)
             spec.path = path
+            // Every file of the output goes with it: the rejects file too, never the manifest's.
+            spec.rejects = spec.rejects.map { rejectsBeside(path, rejects: $0) }
+            try refuseSharedLabelFolder(manifest, output: path, shard: shard)
             if spec.encrypt != nil && (path == "-" || !OutputFormat.isOpenPGPPath(path)) {
                 throw RunError.usage("the output is encrypted (output.encrypt): give --output a file ending in .pgp, .gpg or .asc\(path == "-" ? "; standard output is never written encrypted" : "")")
             }
@@ -247,6 +302,21 @@ struct OutputPlanner {
         }
         let extras = manifest.requests.indices.map { extrasByTarget[byRequest[$0]] }
         return (targets, byRequest, extras)
+    }
+
+    /// Binary labels' files are written in the folder of their output: `--output` in the folder
+    /// of a manifest output whose requests write such files would replace the night's files.
+    private static func refuseSharedLabelFolder(_ manifest: Manifest, output: String, shard: Shard?) throws(RunError) {
+        guard output != "-" else { return }
+        func folder(_ path: String) -> String { PrivateFile.canonical((path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent) }
+        let mine = folder(output)
+        for request in manifest.requests where request.labels.contains(where: { $0.file != nil }) {
+            guard let production = (request.output ?? manifest.output)?.path else { continue }
+            let path = shard?.path(production) ?? production
+            if folder(path) == mine {
+                throw RunError.usage("--output \(output) is in the folder of the manifest's output \(path), whose binary labels' files (file:) it would replace; give --output a path in another folder")
+            }
+        }
     }
 
     /// The data-row columns of a request, for its rejects: a CSV file's header, or the columns a

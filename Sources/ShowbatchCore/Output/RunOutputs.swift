@@ -56,6 +56,12 @@ final class RunOutputs {
     private let mode: RunMode
     /// Outputs whose content an earlier run completed: committing only renames them.
     private let complete: Set<Int>
+    /// What the run does with each output, for its first log line.
+    let modes: [OutputMode]
+    /// The rows the outputs held already (resumed), by error code and HTTP status.
+    let carriedTally: RowTally
+    /// Outputs an earlier run finished already: this run sends nothing for them.
+    let finishedBefore: [FinishedOutput]
     private var closed = false
 
     /// Opens every target's journal, then its output. Journals come first: taking a journal's
@@ -80,6 +86,9 @@ final class RunOutputs {
         var carried = RowCounts()
         var complete: Set<Int> = []
         var kept: [KeptRows?] = Array(repeating: nil, count: targets.count)
+        var modes: [OutputMode] = []
+        var carriedTally = RowTally()
+        var finishedBefore: [FinishedOutput] = []
         do throws(RunError) {
             for target in targets {
                 guard target.path != "-" else {
@@ -125,17 +134,20 @@ final class RunOutputs {
                 guard target.path != "-" else {
                     files.append(.standardOutput(layout: target.layout, rejectPartial: target.rejects != nil && target.rejectPartial))
                     skips.append(.none)
+                    modes.append(OutputMode(path: target.path, mode: "fresh"))
                     continue
                 }
                 guard let journal = journals[index] else {
                     files.append(nil)
                     skips.append(.all)
+                    modes.append(OutputMode(path: target.path, mode: "unchanged", reason: "it has no journal, so no failed rows"))
                     continue
                 }
                 switch mode {
                 case .fresh:
                     files.append(try create())
                     skips.append(.none)
+                    modes.append(OutputMode(path: target.path, mode: "fresh"))
                 case .resume:
                     /// Discards what an earlier run left of this output (the files of its own that
                     /// hold another run's rows) and starts it afresh, saying why.
@@ -145,6 +157,7 @@ final class RunOutputs {
                         note("\(target.path) is started afresh, what an earlier run left of it discarded\(stale.isEmpty ? "" : " (\(stale.joined(separator: ", ")))"): \(reason)")
                         files.append(try create())
                         skips.append(.none)
+                        modes.append(OutputMode(path: target.path, mode: "restarted", reason: reason))
                     }
                     if let reason = journal.discarded {
                         try discard(reason)
@@ -153,15 +166,23 @@ final class RunOutputs {
                     guard let checkpoint = journal.lastCheckpoint else {
                         files.append(try create())
                         skips.append(.none)
+                        modes.append(OutputMode(path: target.path, mode: "fresh", reason: "its journal has no checkpoint to go on from"))
                         break
                     }
                     do throws(RunError) {
-                        let resumed = try RunOutputs.resume(target, index: index, journal: journal, checkpoint: checkpoint, check: check(index),
-                                                            sealing: sealing())
+                        let (resumed, tally) = try RunOutputs.resume(target, index: index, journal: journal, checkpoint: checkpoint,
+                                                                     check: check(index), sealing: sealing())
                         files.append(resumed)
                         if resumed != nil && journal.ended != nil { complete.insert(index) }
                         skips.append(journal.ended != nil ? .all : .through(checkpoint.ordinal))
                         carried.add(checkpoint.counts)
+                        carriedTally.add(tally)
+                        if journal.ended != nil {
+                            modes.append(OutputMode(path: target.path, mode: "finished", reason: "an earlier run finished it: nothing is sent"))
+                            finishedBefore.append(FinishedOutput(path: target.path, finished: RunOutputs.modified(target.path), failed: checkpoint.counts.failed))
+                        } else {
+                            modes.append(OutputMode(path: target.path, mode: "resumed", reason: "\(checkpoint.counts.rows) rows from the journal"))
+                        }
                     } catch {
                         guard staleAfter != nil else { throw error }
                         try journal.restart(because: error.description)
@@ -173,6 +194,8 @@ final class RunOutputs {
                     kept[index] = rows
                     skips.append(file == nil ? .all : .allBut(Set(journal.failedRows.map(\.ordinal))))
                     carried.add(counts)
+                    modes.append(OutputMode(path: target.path, mode: file == nil ? "unchanged" : "retried",
+                                            reason: file == nil ? "it has no failed rows" : "\(journal.failedRows.count) failed rows are sent again"))
                 }
             }
         } catch {
@@ -190,12 +213,15 @@ final class RunOutputs {
         self.skips = skips
         self.carried = carried
         self.complete = complete
+        self.modes = modes
+        self.carriedTally = carriedTally
+        self.finishedBefore = finishedBefore
     }
 
     /// The output of `target` as an interrupted run left it, cut back to `checkpoint` and checked
     /// against its journal; nil when the run finished it (and renamed it) already.
     private static func resume(_ target: OutputTarget, index: Int, journal: Journal, checkpoint: Journal.Checkpoint,
-                               check: OutputCheck, sealing: OutputFile.Sealing?) throws(RunError) -> OutputFile? {
+                               check: OutputCheck, sealing: OutputFile.Sealing?) throws(RunError) -> (OutputFile?, RowTally) {
         guard let resumed = try OutputFile.resume(path: target.path, layout: target.layout, from: checkpoint, sealing: sealing) else {
             if let ended = journal.ended {
                 // Finished and renamed already: nothing is left to do for this output, if it is
@@ -224,17 +250,18 @@ final class RunOutputs {
                         throw RunError.usage("\(rejectsChanged ? target.rejects!.path : target.path) does not match its journal (it changed since the run that wrote it); run without --resume to write it again")
                     }
                 }
-                return nil
+                return (nil, finishedTally(target, ended: ended, checkpoint: checkpoint, key: sealing?.key, journal: journal.path))
             }
             throw RunError.runtime("\(SideFile.partial.of(target.path)) is gone, so the run cannot go on from its journal; run without --resume to start over")
         }
+        let tally: RowTally
         do throws(RunError) {
             // A finished run stopped between putting its rejects file in place and its output (the
             // rejects file goes first): the rejects file is done, only the output is left to place.
             let rejectsPlaced = try target.rejects.map { rejects throws(RunError) in
                 try rejectsAlreadyPlaced(rejects.path, journal: journal, checkpoint: checkpoint, encrypted: sealing != nil)
             } ?? false
-            try check.verify(checkpoint, failed: journal.failedRows, path: SideFile.partial.of(target.path),
+            tally = try check.verify(checkpoint, failed: journal.failedRows, path: SideFile.partial.of(target.path),
                              rejectsPath: rejectsPlaced ? nil : target.rejects.map { SideFile.partial.of($0.path) }, key: sealing?.key,
                              rejectsPlaced: rejectsPlaced, of: target, journal: journal.path)
             if let rejects = target.rejects, !rejectsPlaced {
@@ -250,7 +277,7 @@ final class RunOutputs {
             resumed.abandon()
             throw error
         }
-        return resumed
+        return (resumed, tally)
     }
 
     /// Whether an output's rejects file is in place already: its run finished (the journal has

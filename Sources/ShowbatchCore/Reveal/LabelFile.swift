@@ -85,6 +85,18 @@ package struct FileTemplate: Sendable {
     /// A template of `source`, which the decoder has checked with `problems`.
     package init(source: Template) { self.source = source }
 
+    /// The template as a path pattern, its references as written (`pdf/${row.id}.pdf`).
+    package var pattern: String {
+        source.parts.map { part -> String in
+            switch part {
+            case .literal(let text): return text
+            case .environment(let name), .environmentOr(let name, _): return "${\(name)}"
+            case .row(let column): return "${row.\(column)}"
+            case .index: return "${index}"
+            }
+        }.joined()
+    }
+
     /// What is wrong with the template as written, whatever the data rows hold: an absolute
     /// path, a `..`, `.` or empty segment, a name too long, a `%` or a control character.
     package var problems: [String] {

@@ -45,6 +45,11 @@ package struct RunProgress: Sendable {
     package var ok = 0
     /// Attempts beyond the first so far.
     package var retries = 0
+    /// Rows of `done` an earlier run wrote (taken from its journal, not sent).
+    package var carried = 0
+
+    /// Requests per second: the rows this run sent.
+    package var rate: Double { elapsed.seconds > 0 ? Double(max(0, done - carried)) / elapsed.seconds : 0 }
 
     /// Progress of `done` rows (`total` expected), `failed` of them failed, after `elapsed`.
     package init(done: Int, total: Int?, failed: Int, elapsed: Duration, ok: Int = 0, retries: Int = 0) {
@@ -73,4 +78,6 @@ package struct RunStart: Sendable {
     package var baseURL: String
     /// The rate limit this process keeps (a shard's share of the manifest's), if any.
     package var rateLimit: Rate?
+    /// What the run does with each output (fresh, resumed, restarted and why…).
+    package var outputModes: [OutputMode] = []
 }

@@ -77,6 +77,7 @@ package struct RunReport: Sendable {
             JSONMember("stopped", summary.stopReason.map(JSONValue.string) ?? .null),
             JSONMember("error", error.map(JSONValue.string) ?? .null),
             JSONMember("outputs", .array(summary.outputs.map(JSONValue.string))),
+            RunReport.rejectsMember(summary),
         ]
         return JSONValue.object(members).compactText + "\n"
     }
@@ -92,7 +93,17 @@ package struct RunReport: Sendable {
                 JSONMember(String($0.key), .number(String($0.value)))
             })),
             JSONMember("rows_without_answer", .number(String(tally.withoutAnswer))),
+            JSONMember("first_error_messages", .object(tally.firstMessage.sorted { $0.key.rawValue < $1.key.rawValue }.map {
+                JSONMember(String($0.key.rawValue), .string($0.value))
+            })),
         ]
+    }
+
+    /// Each rejects file and the rows it holds, for the report and the summary log line.
+    package static func rejectsMember(_ summary: RunSummary) -> JSONMember {
+        JSONMember("rejects", .array(summary.rejects.map {
+            .object([JSONMember("path", .string($0.path)), JSONMember("rows", .number(String($0.rows)))])
+        }))
     }
 
     /// The metrics in the Prometheus text format, for node_exporter's textfile collector
@@ -113,13 +124,13 @@ package struct RunReport: Sendable {
             ("status=\"ok\"", String(summary.ok)), ("status=\"partial\"", String(summary.partial)), ("status=\"failed\"", String(summary.failed)),
         ])
         metric("showbatch_rows_replayed", "Rows the last run took from a journal instead of sending them.", [("", String(summary.replayed))])
-        metric("showbatch_row_errors", "Rows the last run sent that hold each error code.",
+        metric("showbatch_row_errors", "Rows of the last run's outputs that hold each error code (after --resume, the earlier run's rows too).",
                summary.tally.byErrorCode.sorted { $0.key.rawValue < $1.key.rawValue }.map {
                    ("code=\"\($0.key.rawValue)\",kind=\"\($0.key.kind)\"", String($0.value))
                })
-        metric("showbatch_rows_by_http_status", "Rows the last run sent, by the HTTP status of their last attempt.",
+        metric("showbatch_rows_by_http_status", "Rows of the last run's outputs, by the HTTP status of their last attempt (after --resume, the earlier run's rows too).",
                summary.tally.byHTTPStatus.sorted { $0.key < $1.key }.map { ("status=\"\($0.key)\"", String($0.value)) })
-        metric("showbatch_rows_without_answer", "Rows the last run sent whose last attempt got no HTTP answer.", [("", String(summary.tally.withoutAnswer))])
+        metric("showbatch_rows_without_answer", "Rows of the last run's outputs whose last attempt got no HTTP answer (after --resume, the earlier run's rows too).", [("", String(summary.tally.withoutAnswer))])
         metric("showbatch_retries", "Attempts beyond the first in the last run.", [("", String(summary.retries))])
         metric("showbatch_rows_unfinished", "Work items whose request was under way when the last run stopped or was interrupted (not written; --resume sends them).",
                [("", String(summary.unfinished))])

@@ -1,3 +1,5 @@
+import Foundation
+
 /// How many rows that are not ok (failed or partial) a run may end with and still exit 0:
 /// `max_failed` or `--max-failed`, a count (`25`) or a share of the run's rows (`0.1%`).
 package enum FailureAllowance: Sendable, Equatable {
@@ -51,13 +53,17 @@ package struct RunSummary: Sendable {
     package var skipped = 0
     /// Wall time.
     package var elapsed: Duration = .zero
-    /// Output files written (or "-").
+    /// Files written (or "-"): each output, its rejects file, and where its binary labels' files
+    /// go (`out/pdf/${row.id}.pdf`).
     package var outputs: [String] = []
+    /// Each rejects file written, with the rows it holds.
+    package var rejects: [RejectsFile] = []
     /// True when SIGINT/SIGTERM stopped the run: outputs were not renamed into place.
     package var interrupted = false
     /// Why the circuit breaker stopped the run (outputs left `.partial`, journals kept), if it did.
     package var stopReason: String?
-    /// The rows written by this run (not those from a journal) by error code and HTTP status.
+    /// The outputs' rows by error code and HTTP status: this run's, and after `--resume` those an
+    /// earlier run left in the outputs too (read back from them).
     package var tally = RowTally()
     /// Rows not ok the run may end with and still exit 0 (`max_failed`).
     package var allowance: FailureAllowance?
@@ -83,8 +89,33 @@ package struct RunSummary: Sendable {
         return rows - ok <= allowance.rows(of: rows)
     }
 
-    /// Requests per second over the run.
-    package var rate: Double { elapsed.seconds > 0 ? Double(rows) / elapsed.seconds : 0 }
+    /// Requests per second over the run: the rows this run sent, not those taken from a journal.
+    package var rate: Double { elapsed.seconds > 0 ? Double(max(0, rows - replayed)) / elapsed.seconds : 0 }
+}
+
+/// A rejects file a run wrote, and the rows it holds.
+package struct RejectsFile: Sendable, Equatable {
+    package var path: String
+    package var rows: Int
+}
+
+/// An output whose run had finished before this one (a rerun of a finished night).
+package struct FinishedOutput: Sendable, Equatable {
+    package var path: String
+    /// When it was finished (its file's time).
+    package var finished: Date
+    /// The failed rows it holds (its rejects file's included).
+    package var failed: Int
+}
+
+/// What a run does with one output, for the `run_started` event: `fresh`, `resumed` (from a
+/// checkpoint), `restarted` (what an earlier run left discarded, `reason` saying why),
+/// `finished` (an earlier run finished it: nothing is sent), `retried` (`--retry-failed`
+/// rewrites it) or `unchanged` (`--retry-failed`, and it has no failed rows).
+package struct OutputMode: Sendable, Equatable {
+    package var path: String
+    package var mode: String
+    package var reason: String?
 }
 
 /// Rows counted by what went wrong and what was answered, for logs, metrics and reports.
@@ -95,6 +126,8 @@ package struct RowTally: Sendable, Equatable {
     package var byHTTPStatus: [Int: Int] = [:]
     /// Rows whose last attempt got no HTTP answer (network, timeout, TLS) or that were never sent.
     package var withoutAnswer = 0
+    /// The message of the first row holding each error code (messages name no value).
+    package var firstMessage: [ErrorCode: String] = [:]
 
     /// No rows.
     package init() {}
@@ -103,7 +136,30 @@ package struct RowTally: Sendable, Equatable {
     mutating func add(_ row: ResultRow) {
         if let status = row.httpStatus { byHTTPStatus[status, default: 0] += 1 } else { withoutAnswer += 1 }
         guard !row.errors.isEmpty else { return }
+        add(errors: row.errors.map { ($0.code, $0.message) })
+    }
+
+    /// Counts one row's errors (a code twice in it counts once).
+    mutating func add(errors: [(code: ErrorCode, message: String)]) {
         var seen: Set<ErrorCode> = []
-        for error in row.errors where seen.insert(error.code).inserted { byErrorCode[error.code, default: 0] += 1 }
+        for error in errors where seen.insert(error.code).inserted {
+            byErrorCode[error.code, default: 0] += 1
+            if firstMessage[error.code] == nil { firstMessage[error.code] = error.message }
+        }
+    }
+
+    /// These rows and those of `later`.
+    func adding(_ later: RowTally) -> RowTally {
+        var sum = self
+        sum.add(later)
+        return sum
+    }
+
+    /// Adds the rows of `later` (their first messages come after these).
+    mutating func add(_ later: RowTally) {
+        for (code, count) in later.byErrorCode { byErrorCode[code, default: 0] += count }
+        for (status, count) in later.byHTTPStatus { byHTTPStatus[status, default: 0] += count }
+        withoutAnswer += later.withoutAnswer
+        for (code, message) in later.firstMessage where firstMessage[code] == nil { firstMessage[code] = message }
     }
 }

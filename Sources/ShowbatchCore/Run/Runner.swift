@@ -34,6 +34,7 @@ package struct Runner: Sendable {
         do {
             var summary = try await runUnredacted()
             summary.stopReason = summary.stopReason.map(redactor.redact)
+            summary.tally.firstMessage = summary.tally.firstMessage.mapValues(redactor.redact)
             summary.allowance = options.maxFailed ?? manifest.maxFailed
             return summary
         } catch {
@@ -43,7 +44,8 @@ package struct Runner: Sendable {
 
     private func runUnredacted() async throws(RunError) -> RunSummary {
         let start = ContinuousClock.now
-        let plan = try OutputPlanner(manifest: manifest, output: options.output, format: options.format, shard: options.shard)
+        let plan = try OutputPlanner(manifest: manifest, output: options.output, format: options.format, shard: options.shard,
+                                     limit: options.limit)
         let targets = plan.targets
         if (options.resume || options.retryFailed) && plan.writesStandardOutput {
             throw RunError.usage("\(options.resume ? "--resume" : "--retry-failed") needs file outputs; standard output is not resumable")
@@ -106,6 +108,10 @@ package struct Runner: Sendable {
             summary.outputs = []
             return summary
         }
+        for finished in outputs.finishedBefore {
+            let next = finished.failed > 0 ? "; \(finished.failed) failed row\(finished.failed == 1 ? "" : "s"): --retry-failed sends \(finished.failed == 1 ? "it" : "them")" : ""
+            events(.warning("\(finished.path) was already finished at \(Timestamp.rfc3339(finished.finished)): nothing is sent for it\(next)"))
+        }
         do {
             summary = try await send(outputs: outputs, plan: plan, baseURL: baseURL, start: start, credentials: credentials,
                                      encryptors: encryptors)
@@ -125,7 +131,14 @@ package struct Runner: Sendable {
             abandon(outputs)
             throw error
         }
-        summary.outputs = targets.map(\.path)
+        summary.outputs = plan.writtenFiles
+        summary.tally = outputs.carriedTally.adding(summary.tally)
+        if !summary.interrupted && summary.stopReason == nil {
+            summary.rejects = zip(targets, outputs.rejectsRows(targets)).compactMap { target, rows in
+                guard let path = target.rejects?.path, let rows else { return nil }
+                return RejectsFile(path: path, rows: rows)
+            }
+        }
         return summary
     }
 
@@ -178,7 +191,7 @@ package struct Runner: Sendable {
         let rate = self.rate
         events(.started(RunStart(manifest: manifest.file, outputs: paths, rows: total,
                                  shard: options.shard.map { "\($0.index)/\($0.count)" }, mode: options.mode.rawValue, baseURL: baseURL,
-                                 rateLimit: rate)))
+                                 rateLimit: rate, outputModes: outputs.modes)))
 
         let concurrency = options.concurrency ?? manifest.concurrency
         let window = max(concurrency * 4, 64)
@@ -203,13 +216,16 @@ package struct Runner: Sendable {
         pause.onVerdicts { [dispatch] in dispatch.decided($0) }
         // Progress comes from the writer's counts, on a clock of its own: it goes on while
         // sending is paused, when no row is written.
+        let carriedRows = outputs.carried.rows
         let ticker = Task.detached { [events] in
             while !Task.isCancelled {
                 try? await Task.sleep(for: .milliseconds(100))
                 guard !Task.isCancelled else { return }
                 let written = writer.progress
-                events(.progress(RunProgress(done: written.rows, total: total, failed: written.failed, elapsed: ContinuousClock.now - start,
-                                             ok: written.ok, retries: written.retries)))
+                var progress = RunProgress(done: written.rows, total: total, failed: written.failed, elapsed: ContinuousClock.now - start,
+                                           ok: written.ok, retries: written.retries)
+                progress.carried = carriedRows
+                events(.progress(progress))
             }
         }
         let attempts = context
@@ -255,8 +271,10 @@ package struct Runner: Sendable {
             for change in check.changes { events(.warning(change)) }
         }
         summary.elapsed = ContinuousClock.now - start
-        events(.progress(RunProgress(done: summary.rows, total: total, failed: summary.failed, elapsed: summary.elapsed,
-                                     ok: summary.ok, retries: summary.retries)))
+        var last = RunProgress(done: summary.rows, total: total, failed: summary.failed, elapsed: summary.elapsed,
+                               ok: summary.ok, retries: summary.retries)
+        last.carried = summary.replayed
+        events(.progress(last))
         if let writeError { throw writeError }
         // A wait that an interrupt ended (a token fetch) says so as a stop: it is an interrupt.
         let interruptedStop = outcome.stopReason?.byInterrupt == true
