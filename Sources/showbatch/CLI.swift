@@ -46,7 +46,10 @@ enum CLI {
                 for warning in manifest.warnings { Console.err(TerminalText.escapedLines(warning.description) + "\n") }
                 let count = manifest.requests.count, warned = manifest.warnings.count
                 let warnings = warned == 0 ? "" : ", \(warned) warning\(warned == 1 ? "" : "s")"
-                Console.out("\(TerminalText.escaped(path)): ok (\(count) request\(count == 1 ? "" : "s")\(warnings))\n")
+                // A data-driven request is one per row: say the rows, which is what a run sends.
+                let dataRows = manifest.requests.compactMap { $0.each?.rows }.reduce(0, +)
+                let rows = manifest.requests.contains { $0.each != nil } ? ", \(dataRows) data row\(dataRows == 1 ? "" : "s")" : ""
+                Console.out("\(TerminalText.escaped(path)): ok (\(count) request\(count == 1 ? "" : "s")\(rows)\(warnings))\n")
             } catch {
                 failed = true
                 Console.err(TerminalText.escapedLines(error.description) + "\n")

@@ -137,7 +137,7 @@ requests:
         let result = try await showbatch(["validate", "samples/nightly-card-export.yaml", "samples/nightly-rows.yaml"], in: repository)
         #expect(result.stderr == "")
         #expect(result.status == 0)
-        #expect(result.stdout == "samples/nightly-card-export.yaml: ok (3 requests)\nsamples/nightly-rows.yaml: ok (1 request)\n")
+        #expect(result.stdout == "samples/nightly-card-export.yaml: ok (3 requests)\nsamples/nightly-rows.yaml: ok (1 request, 40 data rows)\n")
     }
 
     @Test func theDemoPrintsRevealedRows() async throws {
@@ -157,7 +157,7 @@ requests:
         defer { work.remove() }
         let result = try await showbatch(["validate", "m.yaml"], in: work.path, environment: ["REVEAL_TOKEN": "t"])
         #expect(result.stderr == "")
-        #expect(result.stdout == "m.yaml: ok (2 requests)\n")
+        #expect(result.stdout == "m.yaml: ok (2 requests, 1 data row)\n")
     }
 
     @Test func validateReportsAllProblemsOfAllFiles() async throws {
