@@ -182,7 +182,7 @@ private func expectedFile(for data: String) async throws -> String {
         let night6Matches = decrypted(work, output) == (try await expectedFile(for: fifth))
         #expect(night6Matches, "night 6's file is not the clean run's (compared here: a failure prints no row)")
         let stale = events(six, "note").filter { $0.contains("is started afresh") }
-        #expect(stale.count == 1 && stale[0].contains("more than resume_max_age (43200s)"), "\(events(six, "note"))")
+        #expect(stale.count == 1 && stale[0].contains("more than resume_max_age (12h)"), "\(events(six, "note"))")
 
         // Night 7: all well again, nothing left to discard, nothing to warn of.
         let seventh = try customers(first: 7000, count: 60)

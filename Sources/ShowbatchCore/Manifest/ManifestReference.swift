@@ -29,7 +29,7 @@ package enum ManifestReference {
         Entry(path: "concurrency", type: "integer", defaultValue: "8", meaning: "Requests in flight, 1…1024 (`--concurrency`)."),
         Entry(path: "rate_limit", type: "string", defaultValue: "—", meaning: "`N/s` or `N/m` across the whole run, retries included (`--rate`)."),
         Entry(path: "max_failed", type: "integer or percentage", defaultValue: "0", meaning: "Rows that are not ok (failed or partial) a run may end with and still exit 0, as a count (`25`) or a share of its rows (`0.1%`); they are written and counted all the same (`--max-failed`)."),
-        Entry(path: "resume_max_age", type: "duration", defaultValue: "12h", meaning: "`--resume=auto` goes on from a journal written within this long; an older one is another night's, and the output is started afresh."),
+        Entry(path: "resume_max_age", type: "duration", defaultValue: "12h", meaning: "`--resume=auto` goes on from a journal written within this long (by the time it records and by its file's time); an older one is another night's, and one from the future (more than 5 minutes ahead) has no age: either is started afresh."),
         Entry(path: "timeout", type: "duration", defaultValue: "60s", meaning: "Per attempt: `500ms`, `30s`, `2m` or a number of seconds (`--timeout`)."),
         Entry(path: "transport", type: "string", defaultValue: "curl", meaning: "`curl` (libcurl's multi interface, one event loop), the only transport; the key is kept for manifests that name it (`--transport`)."),
         Entry(path: "connections", type: "integer", defaultValue: "—", meaning: "Most connections per host, 1…1024 (`--connections`); without it, as many as `concurrency`. Over HTTP/2 requests share connections, as `curl --parallel` does."),

@@ -44,6 +44,17 @@ final class Journal {
         var rejects: (offset: Int, hash: UInt64, rows: Int)? = nil
         /// With a rejects file: the rows in the output itself (the counts hold both files').
         var ownRows: Int? = nil
+        /// When it was written (Unix seconds), as the journal says: what `--resume=auto` measures
+        /// a journal's age from, besides its modification time (which anyone who can write the
+        /// file can set). Not part of what the checkpoint covers.
+        var at: Int? = nil
+
+        /// The checkpoint as written now.
+        func stamped() -> Checkpoint {
+            var stamped = self
+            stamped.at = time(nil)
+            return stamped
+        }
 
         static func == (lhs: Checkpoint, rhs: Checkpoint) -> Bool {
             lhs.ordinal == rhs.ordinal && lhs.offset == rhs.offset && lhs.counts == rhs.counts && lhs.hash == rhs.hash
@@ -132,25 +143,41 @@ final class Journal {
                     break
                 }
                 var info = stat()
-                let age = fstat(fd, &info) == 0 ? Double(time(nil) - info.st_mtim.tv_sec) : 0
-                if info.st_size > 0 && age > staleAfter.seconds {
-                    try restart(because: "its journal was last written \(Units.text(Units.seconds(age.rounded()))) ago, more than resume_max_age (\(Units.text(staleAfter)))")
+                if fstat(fd, &info) == 0, info.st_size > 0, let stale = Journal.staleness(writtenAt: info.st_mtim.tv_sec, now: time(nil), maxAge: staleAfter) {
+                    try restart(because: stale)
                     break
                 }
                 let refused: String?
                 do {
-                    _ = try readChecked()
-                    refused = nil
+                    let contents = try readChecked()
+                    refused = contents?.lastCheckpoint?.at.flatMap { Journal.staleness(writtenAt: $0, now: time(nil), maxAge: staleAfter, recorded: true) }
                 } catch {
-                    refused = error.reason
+                    refused = "its journal \(error.reason)"
                 }
-                if let refused { try restart(because: "its journal \(refused)") } else { try read(keepTail: false) }
+                if let refused { try restart(because: refused) } else { try read(keepTail: false) }
             case .retryFailed: try read(keepTail: true)
             }
         } catch {
             Glibc.close(fd)
             throw error
         }
+    }
+
+    /// How far ahead of this machine's clock a journal's time may be before it is called one from
+    /// the future: a little, for clocks a moment apart (an NFS server's, a container's).
+    static let clockSkew = 300
+
+    /// Why a journal written at `writtenAt` is too old to go on from at `now` (or from the future:
+    /// a clock that jumped back, or a time set by hand, which would otherwise never age out); nil
+    /// when it is fresh. `recorded`: the time is the one the journal itself holds.
+    static func staleness(writtenAt: Int, now: Int, maxAge: Duration, recorded: Bool = false) -> String? {
+        let source = recorded ? "its journal says it was last written" : "its journal was last written"
+        let age = now - writtenAt
+        if age < -clockSkew {
+            return "\(source) \(Units.text(.seconds(-age))) in the future (a clock set back, or a time set by hand), so its age is unknown"
+        }
+        guard Double(age) > maxAge.seconds else { return nil }
+        return "\(source) \(Units.text(.seconds(age))) ago, more than resume_max_age (\(Units.text(maxAge)))"
     }
 
     /// Starts the journal afresh (`--resume=auto`), saying why.
@@ -355,14 +382,14 @@ final class Journal {
     /// Records that the output is written (and on disk) up to `checkpoint`, and syncs.
     func checkpoint(_ checkpoint: Checkpoint) throws(RunError) {
         guard mode != .retryFailed else { return }
-        writer.encode(.checkpoint(checkpoint), into: &buffer)
+        writer.encode(.checkpoint(checkpoint.stamped()), into: &buffer)
         try writeBuffer(sync: true)
     }
 
     /// Records that the output is complete: a last checkpoint and its size and hash.
     func end(_ checkpoint: Checkpoint) throws(RunError) {
         guard mode != .retryFailed else { return }
-        writer.encode(.checkpoint(checkpoint), into: &buffer)
+        writer.encode(.checkpoint(checkpoint.stamped()), into: &buffer)
         writer.encode(.end(size: checkpoint.offset, hash: checkpoint.hash), into: &buffer)
         try writeBuffer(sync: true)
     }

@@ -112,6 +112,10 @@ enum JournalCodec {
                                 writer.key("own_rows")
                                 writer.integer(checkpoint.ownRows ?? 0)
                             }
+                            if let at = checkpoint.at {
+                                writer.key("at")
+                                writer.integer(at)
+                            }
                         }
                         writer.key("chain")
                         writer.string(String(chain, radix: 16))
@@ -313,15 +317,18 @@ enum JournalCodec {
 
     private static func checkpoint(_ value: JSONValue) -> Journal.Checkpoint? {
         guard case .object(let members) = value else { return nil }
-        let keys = Set(members.map(\.key))
+        var keys = Set(members.map(\.key))
+        let at = integer(value["at"])
+        if at != nil { keys.remove("at") }
         let plain: Set = ["ordinal", "offset", "rows", "ok", "partial", "failed", "hash"]
         let withRejects = plain.union(["rejects_offset", "rejects_hash", "rejects_rows", "own_rows"])
-        guard keys.count == members.count, keys == plain || keys == withRejects else { return nil }
+        guard keys.count == members.count - (at == nil ? 0 : 1), keys == plain || keys == withRejects else { return nil }
         guard let ordinal = integer(value["ordinal"]), let offset = integer(value["offset"]), let rows = integer(value["rows"]),
               let ok = integer(value["ok"]), let partial = integer(value["partial"]), let failed = integer(value["failed"]),
               case .string(let hash)? = value["hash"], let hashValue = UInt64(hash, radix: 16) else { return nil }
         var checkpoint = Journal.Checkpoint(ordinal: ordinal, offset: offset, counts: RowCounts(rows: rows, ok: ok, partial: partial, failed: failed),
                                             hash: hashValue)
+        checkpoint.at = at
         if keys == withRejects {
             guard let rejectsOffset = integer(value["rejects_offset"]), case .string(let text)? = value["rejects_hash"],
                   let rejectsHash = UInt64(text, radix: 16), let rejectsRows = integer(value["rejects_rows"]),

@@ -77,10 +77,17 @@ package enum Units {
         return (value, .zero)
     }
 
-    /// Text for a duration as a person reads it (`250ms`, `1.5s`).
+    /// Text for a duration as a person reads it (`250ms`, `1.5s`, `90s`, `13h`, `1h 30m`).
     package static func text(_ duration: Duration) -> String {
         let seconds = duration.seconds
         if seconds < 1 { return "\(Int((seconds * 1000).rounded()))ms" }
+        // `46800s` is a sum to do; an hour or more is said in hours, to the second.
+        if seconds >= 3600 {
+            let whole = seconds >= 9.2e18 ? Int.max : Int(seconds.rounded())
+            let (hours, rest) = whole.quotientAndRemainder(dividingBy: 3600)
+            let (minutes, secs) = rest.quotientAndRemainder(dividingBy: 60)
+            return "\(hours)h" + (rest > 0 ? " \(minutes)m" : "") + (secs > 0 ? " \(secs)s" : "")
+        }
         if seconds == seconds.rounded() { return "\(Int(seconds))s" }
         return String(format2: seconds) + "s"
     }

@@ -100,6 +100,51 @@ private func encode(_ records: [JournalRecord]) -> [UInt8] {
         #expect(fixture.read("out/r.csv") == failedRun)
     }
 
+    /// `--resume=auto` measures a journal's age from the time it records as well as from its
+    /// modification time: a journal whose own time is a day old, or hours ahead of the clock, is
+    /// started afresh although its file was modified just now; a journal of now is gone on from.
+    @Test(arguments: [(-13 * 3600, false), (3 * 3600, false), (0, true)])
+    func aJournalsOwnTimeAgesIt(offset: Int, goneOn: Bool) async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let (manifest, _) = try await finished(fixture)
+        let failedRun = try #require(fixture.read("out/r.csv"))
+        let path = fixture.dir.path + "/out/r.csv.journal"
+        var edited = records(try [UInt8](Data(contentsOf: URL(fileURLWithPath: path))))
+        let index = try #require(edited.lastIndex { if case .checkpoint = $0 { true } else { false } })
+        guard case .checkpoint(var checkpoint) = edited[index] else { return }
+        let written = try #require(checkpoint.at)
+        #expect(abs(written - time(nil)) < 60)
+        checkpoint.at = written + offset
+        edited[index] = .checkpoint(checkpoint)
+        try Data(encode(edited)).write(to: URL(fileURLWithPath: path))
+        var auto = RunOptions()
+        auto.resume = true
+        auto.resumeAuto = true
+        let summary = try await fixture.run(manifest, options: auto) {
+            $0.faults.failPaths = poisoned
+            $0.faults.failStatus = 503
+        }
+        #expect(summary.rows == 200 && summary.failed == 4)
+        #expect(summary.replayed == (goneOn ? 200 : 0))
+        #expect(fixture.read("out/r.csv") == failedRun)
+    }
+
+    /// Why a journal is too old or from the future, in words; the clocks of two machines may be a
+    /// few minutes apart.
+    @Test(arguments: [
+        (-13 * 3600, false, "its journal was last written 13h ago, more than resume_max_age (12h)"),
+        (-(12 * 3600 + 90), true, "its journal says it was last written 12h 1m 30s ago, more than resume_max_age (12h)"),
+        (-3600, false, nil),
+        (200, false, nil),
+        (3 * 3600, false, "its journal was last written 3h in the future (a clock set back, or a time set by hand), so its age is unknown"),
+        (2_000_000_000, true, "its journal says it was last written 555555h 33m 20s in the future (a clock set back, or a time set by hand), so its age is unknown"),
+    ] as [(Int, Bool, String?)])
+    func aJournalsStaleness(offset: Int, recorded: Bool, expected: String?) {
+        let now = 1_800_000_000
+        #expect(Journal.staleness(writtenAt: now + offset, now: now, maxAge: .seconds(12 * 3600), recorded: recorded) == expected)
+    }
+
     /// The same for a finished output's rejects file (where its failed rows are): emptied since,
     /// `--resume` refuses; and an output deleted since is named as gone.
     @Test func aFinishedRejectsFileThatChangedIsNotCalledDone() async throws {
