@@ -282,8 +282,11 @@ struct OutputPlanner {
             guard let rejects = spec.rejects, !targets[index].isStandardOutput else { continue }
             let rejectsPath = shardPath(rejects, encrypted: spec.encrypt != nil)
             var rowColumns: [String] = []
+            // A set beside the list: a data file may have 100,000 columns, and a list search each
+            // made setup quadratic (minutes before anything was opened).
+            var seen: Set<String> = []
             for (request, target) in zip(manifest.requests, byRequest) where target == index {
-                for column in try dataColumns(of: request) where !rowColumns.contains(column) { rowColumns.append(column) }
+                for column in try dataColumns(of: request) where seen.insert(column).inserted { rowColumns.append(column) }
             }
             let first = extrasByTarget[index].count
             extrasByTarget[index] += rowColumns.map { [.row($0)] }
