@@ -48,6 +48,13 @@ final class OutputFile {
     /// file of this output, written, checkpointed, committed and abandoned with it.
     private var rejects: OutputFile?
     private var rejectPartial = false
+    /// A rejects file's output: whose journal keeps both (the rejects file has none of its own).
+    private var owner: String?
+    /// The journal that keeps this file, as messages name it.
+    private var journalPath: String { SideFile.journal.of(owner ?? path) }
+    /// This file was renamed into place by the last `publish` (plain, not sealed): what is undone
+    /// when the output it belongs with could not be.
+    private var renamedInPlace = false
     /// Standard output whose columns cannot show a failure: failed rows are not written.
     private var leavesOutFailed = false
     /// Standard output is a terminal: control bytes a data row or a message brought are escaped.
@@ -107,7 +114,7 @@ final class OutputFile {
                 file.sealer = try SealedWriter.create(fd: fd, key: sealing.key, name: partial)
             } catch {
                 file.closeFiles()
-                throw RunError.runtime("\(error.message); the journal \(path).journal is kept, so the run can go on with --resume once that is fixed")
+                throw RunError.runtime("\(error.message); the journal \(SideFile.journal.of(path)) is kept, so the run can go on with --resume once that is fixed")
             }
         }
         file.writeHead()
@@ -205,6 +212,7 @@ final class OutputFile {
     func attachRejects(_ file: OutputFile, partial: Bool) {
         rejects = file
         rejectPartial = partial
+        file.owner = path
     }
 
     /// What comes before the first row.
@@ -330,14 +338,14 @@ final class OutputFile {
     private func hand(_ bytes: inout [UInt8]) throws(RunError) {
         guard !bytes.isEmpty else { return }
         // Hashed first (sealing wipes the bytes), counted once written.
-        guard !writeFailed else { throw RunError.runtime("\(partialPath ?? path) was not written whole; the journal \(path).journal is kept, so the run can go on with --resume") }
+        guard !writeFailed else { throw RunError.runtime("\(partialPath ?? path) was not written whole; the journal \(journalPath) is kept, so the run can go on with --resume") }
         let hashed = fnv1a(bytes, seed: hash)
         if let sealer {
             do {
                 try sealer.append(bytes)
             } catch {
                 writeFailed = true
-                throw RunError.runtime("\(error.message); the journal \(path).journal is kept, so the run can go on with --resume once that is fixed")
+                throw RunError.runtime("\(error.message); the journal \(journalPath) is kept, so the run can go on with --resume once that is fixed")
             }
             // The plaintext has been sealed: it need not stay in memory.
             bytes.withUnsafeMutableBytes { wipe($0) }
@@ -353,7 +361,7 @@ final class OutputFile {
     /// Flushes and makes the bytes durable (a checkpoint may then say they are there).
     func sync() throws(RunError) {
         try rejects?.sync()
-        if writeFailed { throw RunError.runtime("\(partialPath ?? path) was not written whole; the journal \(path).journal is kept, so the run can go on with --resume") }
+        if writeFailed { throw RunError.runtime("\(partialPath ?? path) was not written whole; the journal \(journalPath) is kept, so the run can go on with --resume") }
         try flush(endingMember: true)
         guard partialPath != nil, !closed else { return }
         guard fdatasync(fd) == 0 else { throw writeError(errno) }
@@ -391,6 +399,17 @@ final class OutputFile {
     /// message's sealed file stays as `.partial`, for `keepSealedRows`.
     func publish(keepingSealed: Bool) throws(RunError) {
         try rejects?.publish(keepingSealed: keepingSealed)
+        do {
+            try publishOwn(keepingSealed: keepingSealed)
+        } catch {
+            // The output and its rejects file are one night: never one final and one `.partial`.
+            rejects?.withdraw()
+            throw error
+        }
+    }
+
+    /// Puts this very file in place (`publish`).
+    private func publishOwn(keepingSealed: Bool) throws(RunError) {
         guard let partialPath, !closed else { return }
         if let sealer, let sealing {
             // The last chunk ends the sealed file (a resumed one had it cut off).
@@ -398,7 +417,7 @@ final class OutputFile {
                 do {
                     try sealer.finish()
                 } catch {
-                    throw RunError.runtime("\(error.message); the journal \(path).journal is kept, so the run can go on with --resume once that is fixed")
+                    throw RunError.runtime("\(error.message); the journal \(journalPath) is kept, so the run can go on with --resume once that is fixed")
                 }
                 guard fdatasync(fd) == 0 else { throw writeError(errno) }
             }
@@ -411,8 +430,16 @@ final class OutputFile {
         }
         closeFiles()
         guard rename(partialPath, path) == 0 else {
-            throw RunError.runtime("cannot rename \(partialPath) to \(path): \(describeErrno(errno))")
+            throw RunError.runtime("cannot rename \(partialPath) to \(path): \(describeErrno(errno)); the journal \(journalPath) is kept, so the run can go on with --resume once that is fixed")
         }
+        renamedInPlace = true
+    }
+
+    /// Puts a rejects file renamed into place back to its `.partial` name, where the kept journal
+    /// expects it, when its output could not be put in place.
+    private func withdraw() {
+        guard renamedInPlace, let partialPath, rename(path, partialPath) == 0 else { return }
+        renamedInPlace = false
     }
 
     /// After `publish(keepingSealed: true)`: an OpenPGP message's sealed file (and its rejects
@@ -448,7 +475,7 @@ final class OutputFile {
         guard let partialPath else {
             return .runtime("cannot write to standard output: \(describeErrno(code)); the rows after it were not written")
         }
-        return .runtime("cannot write \(partialPath): \(describeErrno(code)); the journal \(path).journal is kept, so the run can go on with --resume once that is fixed")
+        return .runtime("cannot write \(partialPath): \(describeErrno(code)); the journal \(journalPath) is kept, so the run can go on with --resume once that is fixed")
     }
 }
 
