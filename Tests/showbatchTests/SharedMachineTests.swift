@@ -65,3 +65,46 @@ import Testing
         #expect(work.exists("out/r.csv"))
     }
 }
+
+/// `--output -` into a pipe whose reader never reads: the write waits, and a signal still ends
+/// the run within moments (exit 130), however long the reader would keep it waiting.
+@Suite struct BlockedStandardOutputTests {
+    @Test(.timeLimit(.minutes(1)), arguments: [SIGTERM, SIGINT])
+    func aSignalEndsARunBlockedOnStandardOutput(signal: Int32) async throws {
+        let work = Workspace(["m.yaml": """
+            vault: tnt1
+            concurrency: 8
+            emulator: {aliases: {tok_0: "4111111111111111"}}
+            output: {path: out/r.csv}
+            requests: [{name: "r${row.id}", each: {csv: d.csv}, path: /p, payload: {c: "${row.alias}"}, labels: {c: json.c}}]
+            """, "d.csv": "id,alias\n" + (0..<20_000).map { "\($0),tok_0" }.joined(separator: "\n") + "\n"])
+        defer { work.remove() }
+        let unread = Pipe()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: binary)
+        process.arguments = ["run", "m.yaml", "--emulate", "--output", "-"]
+        process.currentDirectoryURL = URL(fileURLWithPath: work.path)
+        _ = FileManager.default.createFile(atPath: work.path + "/.stderr", contents: nil)
+        process.standardOutput = unread.fileHandleForWriting
+        process.standardError = FileHandle(forWritingAtPath: work.path + "/.stderr")
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        try unread.fileHandleForWriting.close()
+        // The pipe (64 KiB) is full long before 20,000 rows are written: the writer waits.
+        var queued: Int32 = 0
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline {
+            if ioctl(unread.fileHandleForReading.fileDescriptor, UInt(FIONREAD), &queued) == 0, queued >= 60_000,
+               catches(signal, process.processIdentifier) { break }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        #expect(queued >= 60_000)
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(process.isRunning)
+        kill(process.processIdentifier, signal)
+        await exited(process)
+        #expect(process.terminationReason == .exit && process.terminationStatus == 130, "\(work.read(".stderr") ?? "")")
+        #expect(work.read(".stderr")?.contains("interrupted") == true, "\(work.read(".stderr") ?? "")")
+        try unread.fileHandleForReading.close()
+    }
+}

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -63,6 +64,10 @@ final class OutputFile {
     private let gzip: GzipMembers?
     private var compressed: [UInt8] = []
     private var closed = false
+    /// Set from any thread when the run is interrupted: a write to standard output blocked by a
+    /// reader that does not read is given up (the rows after it are not written), so a signal
+    /// ends the run within moments.
+    private let abandoned = Atomic<Bool>(false)
     /// A write failed part way: the file may hold bytes past what is counted, so nothing more is
     /// written to it (and no checkpoint says otherwise); `--resume` cuts it back to the last one.
     private var writeFailed = false
@@ -349,6 +354,18 @@ final class OutputFile {
             }
             // The plaintext has been sealed: it need not stay in memory.
             bytes.withUnsafeMutableBytes { wipe($0) }
+        } else if partialPath == nil, !PrivateFile.isRegular(fd) {
+            switch bytes.withUnsafeBytes({ PrivateFile.writeAll(fd, $0, unless: abandoned) }) {
+            case .written: break
+            case .abandoned:
+                // Interrupted: nothing more goes to standard output (there is no journal to keep).
+                closed = true
+                bytes.removeAll(keepingCapacity: true)
+                return
+            case .failed(let failure):
+                writeFailed = true
+                throw writeError(failure)
+            }
         } else if let failure = bytes.withUnsafeBytes({ PrivateFile.writeAll(fd, $0) }) {
             writeFailed = true
             throw writeError(failure)
@@ -451,6 +468,13 @@ final class OutputFile {
         guard rename(partialPath, kept) == 0 else {
             throw RunError.runtime("cannot rename \(partialPath) to \(kept): \(describeErrno(errno))")
         }
+    }
+
+    /// The run is interrupted: a write to standard output that is waiting for its reader is given
+    /// up (called from any thread).
+    func abandonWaitingWrites() {
+        rejects?.abandonWaitingWrites()
+        abandoned.store(true, ordering: .relaxed)
     }
 
     /// Leaves the partial file with what could be written (an interrupted or failed run).

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -214,6 +215,44 @@ enum PrivateFile {
     }
 
     /// Writes all of `bytes` to `fd`; the errno of a failure.
+    /// Whether `fd` is a regular file (a write to it never waits for a reader).
+    static func isRegular(_ fd: Int32) -> Bool {
+        var info = stat()
+        return fstat(fd, &info) == 0 && info.st_mode & S_IFMT == S_IFREG
+    }
+
+    /// How a write that can be given up ended.
+    enum WriteOutcome: Equatable {
+        case written
+        case abandoned
+        case failed(Int32)
+    }
+
+    /// Writes all of `bytes` to a pipe, socket or terminal, waiting for room at most 100 ms at a
+    /// time and giving up once `abandoned` is set: a blocked write is a wait, and a signal ends
+    /// every wait. Each write is at most `PIPE_BUF` bytes, which a pipe that has room takes
+    /// without blocking.
+    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, unless abandoned: borrowing Atomic<Bool>) -> WriteOutcome {
+        var offset = 0
+        while offset < bytes.count {
+            if abandoned.load(ordering: .relaxed) { return .abandoned }
+            var ready = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+            let polled = poll(&ready, 1, 100)
+            if polled < 0 {
+                if errno == EINTR { continue }
+                return .failed(errno)
+            }
+            if polled == 0 { continue }
+            let written = Glibc.write(fd, bytes.baseAddress! + offset, min(bytes.count - offset, Int(PIPE_BUF)))
+            if written < 0 {
+                if errno == EINTR || errno == EAGAIN { continue }
+                return .failed(errno)
+            }
+            offset += written
+        }
+        return .written
+    }
+
     static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int32? {
         var offset = 0
         while offset < bytes.count {

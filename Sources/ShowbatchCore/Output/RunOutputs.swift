@@ -295,6 +295,12 @@ final class RunOutputs {
         return true
     }
 
+    /// The run is interrupted: writes waiting for standard output's reader are given up (called
+    /// from any thread, while the writer may be in one).
+    func abandonWaitingWrites() {
+        for file in files { file?.abandonWaitingWrites() }
+    }
+
     /// Writes a row to target `index` (nothing when this run leaves it as it is), notes it in the
     /// journal when it failed, and takes a checkpoint when one is due; `beforeCheckpoint` makes
     /// what else a checkpoint counts durable first (binary labels' files).

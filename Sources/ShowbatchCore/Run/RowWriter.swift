@@ -87,6 +87,7 @@ final class RowWriter: @unchecked Sendable {
     func interrupt() {
         stopping.store(true, ordering: .relaxed)
         queue.close()
+        outputs.abandonWaitingWrites()
     }
 
     /// Writes everything queued (unless interrupted), stops the thread and says what was written.
