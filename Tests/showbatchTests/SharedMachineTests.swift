@@ -36,13 +36,14 @@ import Testing
     output: {path: out/r.csv}
     requests: [{name: "r${row.id}", each: {csv: d.csv}, path: /p, payload: {c: "${row.alias}"}, labels: {c: json.c}}]
     """
-    private static let data = "id,alias\n" + (0..<400).map { "\($0),tok_0" }.joined(separator: "\n") + "\n"
+    // Long enough (100 s at most) that a loaded machine still sees it running: the signal ends it.
+    private static let data = "id,alias\n" + (0..<4_000).map { "\($0),tok_0" }.joined(separator: "\n") + "\n"
 
     @Test func aHangUpEndsTheRunAsSIGTERMDoes() async throws {
         let work = Workspace(["m.yaml": Self.manifest, "d.csv": Self.data])
         defer { work.remove() }
         let process = try launch(["run", "m.yaml", "--emulate", "--metrics", "m.prom", "--report", "r.json"], in: work.path)
-        let deadline = Date().addingTimeInterval(30)
+        let deadline = Date().addingTimeInterval(60)
         while !(work.exists("out/r.csv.journal") && catches(SIGHUP, process.processIdentifier)) && Date() < deadline {
             try await Task.sleep(for: .milliseconds(2))
         }
