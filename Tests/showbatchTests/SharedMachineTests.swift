@@ -69,7 +69,7 @@ import Testing
 
 /// `--output -` into a pipe whose reader never reads: the write waits, and a signal still ends
 /// the run within moments (exit 130), however long the reader would keep it waiting.
-@Suite struct BlockedStandardOutputTests {
+@Suite(.serialized) struct BlockedStandardOutputTests {
     @Test(.timeLimit(.minutes(1)), arguments: [SIGTERM, SIGINT])
     func aSignalEndsARunBlockedOnStandardOutput(signal: Int32) async throws {
         let work = Workspace(["m.yaml": """
@@ -78,7 +78,7 @@ import Testing
             emulator: {aliases: {tok_0: "4111111111111111"}}
             output: {path: out/r.csv}
             requests: [{name: "r${row.id}", each: {csv: d.csv}, path: /p, payload: {c: "${row.alias}"}, labels: {c: json.c}}]
-            """, "d.csv": "id,alias\n" + (0..<20_000).map { "\($0),tok_0" }.joined(separator: "\n") + "\n"])
+            """, "d.csv": "id,alias\n" + (0..<6_000).map { "\($0),tok_0" }.joined(separator: "\n") + "\n"])
         defer { work.remove() }
         let unread = Pipe()
         let process = Process()
@@ -91,7 +91,7 @@ import Testing
         process.standardInput = FileHandle.nullDevice
         try process.run()
         try unread.fileHandleForWriting.close()
-        // The pipe (64 KiB) is full long before 20,000 rows are written: the writer waits.
+        // The pipe (64 KiB) is full long before 6,000 rows are written: the writer waits.
         var queued: Int32 = 0
         let deadline = Date().addingTimeInterval(30)
         while Date() < deadline {
