@@ -68,6 +68,9 @@ final class OutputFile {
     /// reader that does not read is given up (the rows after it are not written), so a signal
     /// ends the run within moments.
     private let abandoned = Atomic<Bool>(false)
+    /// Standard output is a pipe, socket or terminal (not a regular file): a write may wait for
+    /// its reader, so it waits in steps that a signal can end.
+    private var waitsForReader = false
     /// A write failed part way: the file may hold bytes past what is counted, so nothing more is
     /// written to it (and no checkpoint says otherwise); `--resume` cuts it back to the last one.
     private var writeFailed = false
@@ -104,6 +107,7 @@ final class OutputFile {
         // the reader of a pipe takes for a real one: such rows are left out (the summary counts them).
         file.leavesOutFailed = !layout.showsFailures
         file.toTerminal = isatty(STDOUT_FILENO) == 1
+        file.waitsForReader = !PrivateFile.isRegular(STDOUT_FILENO)
         file.rejectPartial = rejectPartial
         file.writeHead()
         return file
@@ -323,7 +327,7 @@ final class OutputFile {
             }
             // The plaintext has been sealed: it need not stay in memory.
             bytes.withUnsafeMutableBytes { wipe($0) }
-        } else if partialPath == nil, !PrivateFile.isRegular(fd) {
+        } else if waitsForReader {
             switch bytes.withUnsafeBytes({ PrivateFile.writeAll(fd, $0, unless: abandoned) }) {
             case .written: break
             case .abandoned:
