@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import ShowbatchCore
 
@@ -312,11 +313,22 @@ private func encode(_ records: [JournalRecord]) -> [UInt8] {
         }
         defer { emulator.stop() }
         let log = fixture.log
-        let runB = Task { try await Runner(manifest: manifest, options: options, environment: [:]) { log.record($0) }.run() }
-        while !log.notes.contains(where: { $0.contains("is locked by another process") }) { try await Task.sleep(for: .milliseconds(5)) }
-        // A finishes: its journal goes (no row failed), then its lock.
-        unlink(journal)
-        holder.close()
+        // A finishes as soon as B says it waits: its journal goes (no row failed), then its lock.
+        // Done in B's own note, on the thread that waits, so a busy machine cannot let B's wait
+        // run out before the test gets to it.
+        let finishing = Mutex<Journal?>(holder)
+        let runB = Task {
+            try await Runner(manifest: manifest, options: options, environment: [:]) { note in
+                log.record(note)
+                guard case .note(let text) = note, text.contains("is locked by another process") else { return }
+                finishing.withLock { held in
+                    guard let journalA = held else { return }
+                    unlink(journal)
+                    journalA.close()
+                    held = nil
+                }
+            }.run()
+        }
         let summary = try await runB.value
         #expect(summary.failed == 4 && summary.rows == 200)
         // B's journal, with its failed rows, is the one at the path.
