@@ -176,7 +176,11 @@ final class LabelFileWriter {
                 }
                 throw failure(code, "opening its folder")
             }
-            if created { fchmod(next, 0o700) }
+            if created && fchmod(next, 0o700) != 0 {
+                let code = errno
+                Glibc.close(next)
+                throw failure(code, "making its folder private")
+            }
             if fd != base { Glibc.close(fd) }
             fd = next
         }
@@ -205,7 +209,12 @@ final class LabelFileWriter {
             throw failure(errno, "creating its temporary file")
         }
         // The umask may have taken bits away; the mode is exactly 0600.
-        fchmod(out, 0o600)
+        if fchmod(out, 0o600) != 0 {
+            let code = errno
+            Glibc.close(out)
+            unlinkat(fd, temporary, 0)
+            throw failure(code, "making its temporary file private")
+        }
         var code: Int32?
         if target < encryptors.count, let encryptor = encryptors[target] {
             // An encrypted output's label files are OpenPGP messages too: the bytes go to gpg

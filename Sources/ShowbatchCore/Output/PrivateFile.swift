@@ -84,8 +84,8 @@ enum PrivateFile {
             let code = errno
             throw RunError.runtime("cannot write \(path): \(describeErrno(code))")
         }
-        fchmod(fd, mode)
-        var code = bytes.withUnsafeBytes { writeAll(fd, $0) }
+        var code: Int32? = fchmod(fd, mode) == 0 ? nil : errno
+        if code == nil { code = bytes.withUnsafeBytes { writeAll(fd, $0) } }
         if code == nil && fsync(fd) != 0 { code = errno }
         close(fd)
         if code == nil && rename(temporary, path) != 0 { code = errno }
@@ -117,7 +117,10 @@ enum PrivateFile {
         try makeParent(of: path, for: output)
         switch inspect(path) {
         case .none: break
-        case .regular: unlink(path)
+        case .regular:
+            // Another user's file in its place is a sign of a neighbour at work: said, not removed.
+            try requireTrusted(path, replacing: true)
+            unlink(path)
         default: throw RunError.runtime(refusal(path)! + ": remove it and run again")
         }
         let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
@@ -125,8 +128,7 @@ enum PrivateFile {
             let code = errno
             throw RunError.runtime("cannot create \(path) for \(output): \(describeErrno(code))")
         }
-        // The umask may have taken bits away; the mode is exactly 0600.
-        fchmod(fd, 0o600)
+        try makePrivate(fd, path)
         return fd
     }
 
@@ -143,8 +145,7 @@ enum PrivateFile {
             if let refusal = refusal(path) { throw RunError.runtime(refusal + ": remove it and run again") }
             throw RunError.runtime("cannot create \(path) for \(output): \(describeErrno(code))")
         }
-        // The umask may have taken bits away; the mode is exactly 0600.
-        fchmod(fd, 0o600)
+        try makePrivate(fd, path)
         return fd
     }
 
@@ -163,12 +164,23 @@ enum PrivateFile {
             close(fd)
             throw RunError.runtime("\(path) is not a regular file: remove it and run again")
         }
-        fchmod(fd, 0o600)
+        if let problem = untrusted(info, path) {
+            close(fd)
+            throw RunError.runtime(problem)
+        }
+        do throws(RunError) {
+            try makePrivate(fd, path)
+        } catch {
+            close(fd)
+            throw error
+        }
         return fd
     }
 
-    /// Opens a regular file for reading only, without following a link.
-    static func openForReading(_ path: String) -> Int32? {
+    /// Opens a regular file of showbatch's own for reading only, without following a link; nil
+    /// when there is none (or something else is there). A file another user could have planted
+    /// is refused.
+    static func openForReading(_ path: String) throws(RunError) -> Int32? {
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         var info = stat()
@@ -176,7 +188,102 @@ enum PrivateFile {
             close(fd)
             return nil
         }
+        if let problem = untrusted(info, path) {
+            close(fd)
+            throw RunError.runtime(problem)
+        }
         return fd
+    }
+
+    /// Mode exactly 0600 (the umask may have taken bits away, an earlier run's file may have
+    /// others); a change refused (a file of another user's) is said, never passed over.
+    private static func makePrivate(_ fd: Int32, _ path: String) throws(RunError) {
+        guard fchmod(fd, 0o600) != 0 else { return }
+        let code = errno
+        throw RunError.runtime("cannot make \(path) private (mode 0600): \(describeErrno(code))")
+    }
+
+    /// Why the file `info` describes is not to be trusted as one of showbatch's own, in words
+    /// that name it and its owner; nil when it is. Another user's file, one with a second name (a
+    /// hard link, which can be in anyone's folder) or one others can write could hold what a
+    /// neighbour put there, or take what showbatch writes. A group that the running user is in
+    /// may write (Kubernetes gives a volume's files to the pod's `fsGroup`). `replacing`: the file
+    /// is only to be removed and made afresh, which needs it to be the running user's, no more.
+    static func untrusted(_ info: stat, _ path: String, replacing: Bool = false) -> String? {
+        let problem: String
+        let mode = info.st_mode & 0o7777
+        if info.st_uid != geteuid() {
+            problem = "\(path) belongs to \(userName(info.st_uid)), not to \(userName(geteuid())), who runs showbatch"
+        } else if replacing {
+            return nil
+        } else if info.st_nlink > 1 {
+            problem = "\(path) has \(info.st_nlink) links (a hard link elsewhere gives it another name, maybe in another user's folder)"
+        } else if mode & 0o002 != 0 || (mode & 0o020 != 0 && !inOwnGroups(info.st_gid)) {
+            problem = "\(path) can be written by other users (mode \(String(mode, radix: 8)))"
+        } else {
+            return nil
+        }
+        return problem + "; showbatch never resumes, merges, reads or writes into a file another user could have planted or can change: remove it and run again"
+    }
+
+    /// Refuses the file at `path` (never through a link) when it is not to be trusted
+    /// (`untrusted`); nothing there, or something other than a regular file, passes here.
+    static func requireTrusted(_ path: String, replacing: Bool = false) throws(RunError) {
+        var info = stat()
+        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return }
+        if let problem = untrusted(info, path, replacing: replacing) { throw RunError.runtime(problem) }
+    }
+
+    /// Refuses, before a run or merge opens anything, another user's file among `paths` and the
+    /// side files of each, and a folder they are in whose files another user can replace. (What
+    /// is opened is checked in full as it is opened: one link, written by no one else.)
+    static func requireTrusted(sideFilesOf paths: [String]) throws(RunError) {
+        var folders: Set<String> = []
+        for path in paths where path != "-" {
+            let slash = path.lastIndex(of: "/")
+            let folder = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+            if folders.insert(folder).inserted { try requireTrustedFolder(folder, for: path) }
+            for file in SideFile.all(of: path) { try requireTrusted(file, replacing: true) }
+        }
+    }
+
+    /// Refuses `folder` (links followed, as a mounted volume's may be one) when another user can
+    /// replace the files in it: its owner, not root and not the running user, always can; so can
+    /// anyone who can write it, unless its sticky bit keeps each file its owner's (as in /tmp). A
+    /// group the running user is in may write it. A folder not there yet is made 0700.
+    private static func requireTrustedFolder(_ folder: String, for path: String) throws(RunError) {
+        var info = stat()
+        guard stat(folder, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { return }
+        let mode = info.st_mode & 0o7777
+        let problem: String
+        if info.st_uid != geteuid() && info.st_uid != 0 {
+            problem = "the folder \(folder) belongs to \(userName(info.st_uid)), who can replace any file in it"
+        } else if mode & 0o1000 == 0 && (mode & 0o002 != 0 || (mode & 0o020 != 0 && !inOwnGroups(info.st_gid))) {
+            problem = "the folder \(folder) can be written by other users and has no sticky bit (mode \(String(mode, radix: 8))), so they can replace the files in it"
+        } else {
+            return
+        }
+        throw RunError.runtime("cannot use \(path): \(problem); showbatch keeps its files only where no other user can plant or swap them: use a folder of your own (mode 0700 or 0755), or one with the sticky bit")
+    }
+
+    /// A user in words: name and uid, or the uid alone.
+    static func userName(_ uid: uid_t) -> String {
+        var entry = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 4096)
+        if getpwuid_r(uid, &entry, &buffer, buffer.count, &result) == 0, result != nil, let name = entry.pw_name {
+            return "\(String(cString: name)) (uid \(uid))"
+        }
+        return "uid \(uid)"
+    }
+
+    static func inOwnGroups(_ gid: gid_t) -> Bool {
+        if gid == getegid() { return true }
+        let count = getgroups(0, nil)
+        guard count > 0 else { return false }
+        var groups = [gid_t](repeating: 0, count: Int(count))
+        let got = getgroups(count, &groups)
+        return got > 0 && groups.prefix(Int(got)).contains(gid)
     }
 
     private static func makeParent(of path: String, for output: String) throws(RunError) {

@@ -90,6 +90,8 @@ final class RunOutputs {
         var carriedTally = RowTally()
         var finishedBefore: [FinishedOutput] = []
         do throws(RunError) {
+            // Nothing another user could have planted is resumed, locked or written into.
+            try PrivateFile.requireTrusted(sideFilesOf: targets.flatMap(\.paths))
             for target in targets {
                 guard target.path != "-" else {
                     journals.append(nil)

@@ -61,6 +61,10 @@ package enum ShardMerge {
     package static func merge(manifest: Manifest, options: MergeOptions,
                              isCancelled: @escaping @Sendable () -> Bool = { false }) throws(RunError) -> MergeSummary {
         var plan = try MergePlan(manifest: manifest, options: options)
+        // Nothing another user could have planted is merged or written into.
+        for output in plan.outputs {
+            try PrivateFile.requireTrusted(sideFilesOf: output.target.paths + output.shardTargets.flatMap(\.paths))
+        }
         try plan.check()
         // An encrypted output's merged file is sealed under a key of the merge's own (in memory
         // only) while it is written, then made into an OpenPGP message.
@@ -362,7 +366,7 @@ private struct MergePlan {
         guard PrivateFile.inspect(journal) != .none else { return key }
         // A finished run keeps its journal when rows failed (for --retry-failed): the file is
         // finished when the journal ends and says what the file holds.
-        guard let fd = PrivateFile.openForReading(journal) else {
+        guard let fd = try PrivateFile.openForReading(journal) else {
             throw RunError.usage("\(cannot) cannot be checked: \(PrivateFile.refusal(journal) ?? "its journal \(journal) cannot be read")")
         }
         defer { close(fd) }

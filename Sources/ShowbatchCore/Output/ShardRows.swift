@@ -53,7 +53,13 @@ final class ShardRows {
     /// decompressed bytes. With `limit`, only the first `limit` bytes are read (before
     /// decompression), as written up to a checkpoint.
     init?(path: String, format: OutputFormat, gzip: Bool = false, key: DataKey? = nil, limit: Int? = nil) throws(Malformed) {
-        guard let fd = PrivateFile.openForReading(path) else { return nil }
+        let opened: Int32?
+        do {
+            opened = try PrivateFile.openForReading(path)
+        } catch {
+            throw Malformed(reason: error.description)
+        }
+        guard let fd = opened else { return nil }
         // Reads block: a regular file never makes them wait long.
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
         self.fd = fd

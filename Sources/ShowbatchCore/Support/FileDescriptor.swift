@@ -8,8 +8,10 @@ struct FileReadError: Error, Sendable, Equatable, CustomStringConvertible {
     let path: String
     /// The reason, such as "No such file or directory" or "it is a directory".
     let reason: String
+    /// The file is not to be trusted as showbatch's own (`reason` says why, naming it).
+    var untrusted = false
 
-    var description: String { "\(path) cannot be read: \(reason)" }
+    var description: String { untrusted ? reason : "\(path) cannot be read: \(reason)" }
 }
 
 /// An open file descriptor, closed when the last reference goes (unless borrowed), and the one
@@ -50,7 +52,8 @@ final class FileDescriptor {
     }
 
     /// Opens a regular file without following a link at its name (files of showbatch's own, such
-    /// as a journal); nil when there is nothing there.
+    /// as a journal); nil when there is nothing there. A file another user could have planted or
+    /// can change is refused (`PrivateFile.untrusted`).
     static func openOwn(_ path: String) throws(FileReadError) -> FileDescriptor? {
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else {
@@ -59,6 +62,10 @@ final class FileDescriptor {
         }
         let file = FileDescriptor(raw: fd, path: path)
         try file.requireRegular()
+        var info = stat()
+        if fstat(fd, &info) == 0, let problem = PrivateFile.untrusted(info, path) {
+            throw FileReadError(path: path, reason: problem, untrusted: true)
+        }
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK)
         return file
     }
