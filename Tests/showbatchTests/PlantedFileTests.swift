@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// The neighbour of these tests (a uid with no account, as on a shared machine any other user).
 private let neighbour: uid_t = 2001
@@ -146,5 +147,26 @@ struct PlantedFileTests {
         #expect(run.status == 3)
         #expect(run.stderr == "showbatch: error: shared/r.csv.journal \(problem)" + refusal)
         #expect(work.read("shared/r.csv.journal") == before)
+    }
+}
+
+/// A TMPDIR any user can write, without the sticky bit: a neighbour renamed the private GnuPG
+/// home as it appeared and put one in its place whose gpg.conf added their key. No home is made
+/// there; nothing is sent.
+@Suite struct SharedTemporaryFolderTests {
+    @Test func aTMPDIRAnyoneCanReplaceTheHomeInIsRefused() async throws {
+        let work = Workspace(["m.yaml": """
+            vault: tnt1
+            emulator: {aliases: {tok_0: "4111111111111111"}}
+            output: {path: out/r.csv.pgp, encrypt: {recipients: ["\(GPGFixture.shared.alice.file)"]}}
+            requests: [{name: a, path: /p, payload: {c: tok_0}, labels: {c: json.c}}]
+            """])
+        defer { work.remove() }
+        mkdir(work.path + "/tmp", 0o777)
+        chmod(work.path + "/tmp", 0o777)
+        let run = try await showbatch(["run", "m.yaml", "--emulate"], in: work.path, environment: ["TMPDIR": work.path + "/tmp"])
+        #expect(run.status == 3)
+        #expect(run.stderr == "showbatch: error: cannot encrypt out/r.csv.pgp: cannot make a private GnuPG home in \(work.path)/tmp: other users can write it and it has no sticky bit (mode 777), so they could replace the home in it; set TMPDIR to a folder of your own (mode 0700)\n")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: work.path + "/tmp") == [] && !work.exists("out"))
     }
 }

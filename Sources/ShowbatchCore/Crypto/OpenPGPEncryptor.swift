@@ -36,10 +36,13 @@ package struct RecipientProblem: Error, Sendable, Equatable {
 package final class OpenPGPEncryptor {
     /// The recipients' primary key fingerprints, in the order given (a key given twice, once).
     package let fingerprints: [String]
-    /// The private GnuPG home; nil once closed.
-    private(set) var home: String?
+    /// The private GnuPG home's path; nil once closed.
+    var home: String? { privateHome?.path }
+    private var privateHome: GnuPGHome?
     private var context: gpgme_ctx_t?
     private var keys: [gpgme_key_t?]
+    /// The key IDs each recipient's messages may be encrypted to: its subkeys that can encrypt.
+    private let recipientKeyIDs: [Set<String>]
     private let armor: Bool
     private let compress: Bool
 
@@ -68,7 +71,8 @@ package final class OpenPGPEncryptor {
         }
         fingerprints = found.map(\.fingerprint)
         keys = found.map(\.key) + [nil]
-        home = session.home
+        recipientKeyIDs = found.map { Self.encryptionKeyIDs($0.key.pointee) }
+        privateHome = session.home
         context = session.takeContext()
         gpgme_set_armor(context, armor ? 1 : 0)
     }
@@ -128,6 +132,7 @@ package final class OpenPGPEncryptor {
         }
         var flags = GPGME_ENCRYPT_ALWAYS_TRUST.rawValue | GPGME_ENCRYPT_NO_ENCRYPT_TO.rawValue
         if !compress { flags |= GPGME_ENCRYPT_NO_COMPRESS.rawValue }
+        try privateHome?.check()
         status = withExtendedLifetime(stream) {
             keys.withUnsafeMutableBufferPointer { keys in
                 gpgme_op_encrypt(context, keys.baseAddress, gpgme_encrypt_flags_t(flags), plain, cipher)
@@ -144,7 +149,41 @@ package final class OpenPGPEncryptor {
             }
             throw CryptoError(.engine, "GnuPG could not encrypt: \(GPGME.describe(status))")
         }
+        if let problem = unexpectedRecipients(MessageRecipients.read(stream.head, armored: armor)) {
+            throw CryptoError(.engine, "the encrypted message cannot be used: \(problem)")
+        }
         return stream.written
+    }
+
+    /// What is wrong with whom a message is encrypted to, or nil when it is exactly the
+    /// recipients: each of them, and no other key or passphrase.
+    func unexpectedRecipients(_ reading: MessageRecipients.Reading) -> String? {
+        switch reading {
+        case .unreadable:
+            return "its first packets do not say whom it is encrypted to, so it cannot be checked"
+        case .passphrase:
+            return "it can also be opened with a passphrase (GnuPG was told so by a setting showbatch did not make)"
+        case .keys(let ids):
+            let known = recipientKeyIDs.reduce(into: Set<String>()) { $0.formUnion($1) }
+            if let other = ids.first(where: { !known.contains($0) }) {
+                return "it is also encrypted to the key \(other), which is no recipient's (GnuPG was told so by a setting showbatch did not make, such as a group in a gpg.conf)"
+            }
+            if let missing = recipientKeyIDs.indices.first(where: { recipientKeyIDs[$0].isDisjoint(with: ids) }) {
+                return "it is not encrypted to the recipient \(fingerprints[missing])"
+            }
+            return nil
+        }
+    }
+
+    /// The key IDs of `key`'s subkeys (the primary key among them) that can encrypt.
+    private static func encryptionKeyIDs(_ key: _gpgme_key) -> Set<String> {
+        var ids: Set<String> = []
+        var subkey = key.subkeys
+        while let current = subkey {
+            if current.pointee.can_encrypt != 0, let id = current.pointee.keyid { ids.insert(String(cString: id).uppercased()) }
+            subkey = current.pointee.next
+        }
+        return ids
     }
 
     /// Releases the keys and the context and removes the private GnuPG home (stopping any
@@ -154,8 +193,8 @@ package final class OpenPGPEncryptor {
         keys = []
         if let context { gpgme_release(context) }
         context = nil
-        if let home { KeySession.removeHome(home) }
-        home = nil
+        privateHome?.remove()
+        privateHome = nil
     }
 
     /// The plaintext pulled into gpg and the message pushed out, between GPGME's callbacks.
@@ -165,6 +204,8 @@ package final class OpenPGPEncryptor {
         var failure: (any Error)?
         var writeErrno: Int32?
         var written = 0
+        /// The message's first bytes, which say whom it is encrypted to.
+        var head: [UInt8] = []
 
         init(source: PlaintextSource, fd: Int32) {
             self.source = source
@@ -188,6 +229,7 @@ package final class OpenPGPEncryptor {
                 errno = code
                 return -1
             }
+            if head.count < 1 << 16 { head += bytes.prefix(1 << 16 - head.count) }
             written += bytes.count
             return bytes.count
         }
@@ -235,19 +277,19 @@ enum GPGME {
 
 /// A private GnuPG home with a GPGME context on it, that loads and checks recipient key files.
 private final class KeySession {
-    let home: String
+    let home: GnuPGHome
     private var context: gpgme_ctx_t?
 
     init() throws(CryptoError) {
         try GPGME.ready.get()
-        home = try Self.makeHome()
+        home = try GnuPGHome()
         var context: gpgme_ctx_t?
         var status = gpgme_new(&context)
         if status == 0 { status = gpgme_set_protocol(context, GPGME_PROTOCOL_OpenPGP) }
-        if status == 0 { status = gpgme_ctx_set_engine_info(context, GPGME_PROTOCOL_OpenPGP, nil, home) }
+        if status == 0 { status = gpgme_ctx_set_engine_info(context, GPGME_PROTOCOL_OpenPGP, nil, home.path) }
         guard status == 0, let context else {
             gpgme_release(context)
-            Self.removeHome(home)
+            home.remove()
             throw CryptoError(.engine, "GPGME cannot start: \(GPGME.describe(status))")
         }
         gpgme_set_offline(context, 1)
@@ -263,7 +305,7 @@ private final class KeySession {
     func close() {
         if let context { gpgme_release(context) }
         context = nil
-        Self.removeHome(home)
+        home.remove()
     }
 
     /// Imports the key in `file` and checks it can be encrypted to; the key (referenced; the
@@ -272,6 +314,11 @@ private final class KeySession {
         let name = file.name
         func refuse(_ message: String) -> Result<(fingerprint: String, key: gpgme_key_t), CryptoError> {
             .failure(CryptoError(.recipient, message))
+        }
+        do throws(CryptoError) {
+            try home.check()
+        } catch {
+            return .failure(error)
         }
         var bytes: [UInt8]
         switch Self.readKeyFile(file) {
@@ -413,78 +460,6 @@ private final class KeySession {
             return .success(try FileDescriptor(borrowing: fd, path: file.name).readAll(limit: limit))
         } catch {
             return .failure(CryptoError(.recipient, "\(file.name) cannot be read: \(error.reason)"))
-        }
-    }
-
-    /// The file in a private home that names the process it belongs to.
-    private static let ownerFile = "showbatch.pid"
-
-    /// A new private folder for GnuPG, with a gpg.conf that starts no daemon and stays offline.
-    private static func makeHome() throws(CryptoError) -> String {
-        let base = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
-        removeAbandonedHomes(in: base)
-        var template = Array((base + "/showbatch-gnupg-XXXXXX").utf8CString)
-        let made = template.withUnsafeMutableBufferPointer { buffer in
-            mkdtemp(buffer.baseAddress!).map { String(cString: $0) }
-        }
-        guard let home = made else {
-            throw CryptoError(.io, "cannot make a private GnuPG home in \(base): \(describeErrno(errno))")
-        }
-        chmod(home, 0o700)
-        let conf = """
-            # showbatch's private GnuPG home, for one run: recipients' public keys only.
-            no-autostart
-            no-greeting
-            no-permission-warning
-            no-auto-key-retrieve
-            no-random-seed-file
-
-            """
-        do throws(RunError) {
-            try PrivateFile.replaceAtomically(home + "/gpg.conf", with: Array(conf.utf8), mode: 0o600)
-            try PrivateFile.replaceAtomically(home + "/" + ownerFile, with: Array("\(getpid())\n".utf8), mode: 0o600)
-        } catch {
-            removeHome(home)
-            throw CryptoError(.io, "cannot set up a private GnuPG home: \(error.description)")
-        }
-        return home
-    }
-
-    /// Removes the private homes in `base` that runs killed before they could remove them
-    /// (SIGKILL, OOM): each holds public keys only, but they would pile up night after night. A
-    /// home is abandoned when it is this user's folder, untouched for an hour, and the process
-    /// its owner file names is gone; one without an owner file is left alone.
-    static func removeAbandonedHomes(in base: String) {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: base) else { return }
-        for name in names where name.hasPrefix("showbatch-gnupg-") {
-            let home = base + "/" + name
-            var info = stat()
-            guard lstat(home, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_uid == getuid(),
-                  time(nil) - info.st_mtim.tv_sec > 3600,
-                  let text = PrivateFile.readText(home + "/" + ownerFile, limit: 32),
-                  let pid = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)), pid > 0,
-                  kill(pid, 0) == -1 && errno == ESRCH else { continue }
-            removeHome(home)
-        }
-    }
-
-    /// Removes a private home, first stopping any daemon that runs for it (its socket is there).
-    static func removeHome(_ home: String) {
-        let sockets = (try? FileManager.default.contentsOfDirectory(atPath: home))?.filter { $0.hasPrefix("S.") } ?? []
-        if !sockets.isEmpty {
-            let gpgconf = Process()
-            gpgconf.executableURL = URL(fileURLWithPath: GPGME.gpgconfPath)
-            gpgconf.arguments = ["--homedir", home, "--kill", "all"]
-            gpgconf.standardOutput = FileHandle.nullDevice
-            gpgconf.standardError = FileHandle.nullDevice
-            if (try? gpgconf.run()) != nil { gpgconf.waitUntilExit() }
-        }
-        // A gpg that GPGME stopped early (a failed write) may still be ending, and writing a file
-        // into the home as the folder is emptied; removal is tried again until the folder is gone.
-        for _ in 0..<100 {
-            try? FileManager.default.removeItem(atPath: home)
-            if case .none = PrivateFile.inspect(home) { return }
-            usleep(10_000)
         }
     }
 }
