@@ -92,6 +92,14 @@ package struct RequestPreparer: Sendable {
                 headers.append((field.name, value))
             }
         }
+        if fixed.headers == nil || fixed.url == nil {
+            // What a data row put in the path or a header can make a request curl cannot send.
+            let head = url.utf8.count + headers.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 4 }
+            if head > Limits.requestHead {
+                return .failure(PreparationFailure(name: name, error: RowError(code: .invalidRow, label: nil,
+                    message: "the request's URL and headers come to \(head) bytes, more than the \(Limits.requestHead) a request can have before its body: a value from the data row in its path or headers is that long"), extras: extras))
+            }
+        }
         var body: [UInt8]?
         if let payload = fixed.spec.payload {
             var bytes: [UInt8] = []

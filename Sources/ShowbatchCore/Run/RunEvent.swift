@@ -19,7 +19,8 @@ package struct AttemptRecord: Sendable {
     package var request: String
     /// The method.
     package var method: String
-    /// The URL.
+    /// The URL, clipped to `Limits.loggedURL` characters with its length said (a data row's
+    /// value can make it megabytes long).
     package var url: String
     /// 1-based attempt number.
     package var attempt: Int
@@ -29,6 +30,16 @@ package struct AttemptRecord: Sendable {
     package var failure: String?
     /// How long the attempt took.
     package var duration: Duration
+
+    package init(request: String, method: String, url: String, attempt: Int, status: Int? = nil, failure: String? = nil, duration: Duration) {
+        self.request = request
+        self.method = method
+        self.url = url.utf8.count <= Limits.loggedURL ? url : "\(String(decoding: url.utf8.prefix(Limits.loggedURL), as: UTF8.self))… (\(url.utf8.count) bytes)"
+        self.attempt = attempt
+        self.status = status
+        self.failure = failure
+        self.duration = duration
+    }
 }
 
 /// Progress of a run.
