@@ -8,12 +8,14 @@ extracts a label and writes a CSV file; curl only sends the requests and discard
 With curl as a peer it also prints the median CPU time (user + system) of a run of each.
 
 usage: bench/throughput.py [--requests 20000] [--concurrency 16,32,64] [--runs 3] [--targets emulator,nginx]
-                          [--peers curl,aiohttp] [--compare OTHER_SHOWBATCH] [--encrypt]
+                          [--peers curl,aiohttp] [--compare OTHER_SHOWBATCH] [--encrypt] [--stdout]
 
 `--compare` runs another showbatch binary (an earlier build) alternated with this one, so that a
 change is measured before and after in the same run. `--encrypt` also runs the same manifest with
 its output encrypted (`output.encrypt` to a key made for the benchmark, with a state key),
-alternated, and checks that gpg decrypts it to the unencrypted run's bytes.
+alternated, and checks that gpg decrypts it to the unencrypted run's bytes. `--stdout` writes the
+rows to standard output (`--output -`) into a pipe read by `wc -l`, instead of to a file: the path
+where each write waits for room in the pipe and can be given up when the run is interrupted.
 """
 import argparse
 import base64
@@ -65,6 +67,8 @@ def main():
     parser.add_argument("--compare", help="another showbatch binary to alternate with this one")
     parser.add_argument("--binary", help="measure this showbatch binary instead of building one")
     parser.add_argument("--encrypt", action="store_true", help="also run with the output encrypted (output.encrypt)")
+    parser.add_argument("--stdout", action="store_true",
+                        help="write the rows to standard output (--output -) through a pipe to wc, not to a file")
     args = parser.parse_args()
     binary = args.binary or build_release()
     apt_install("curl")
@@ -91,13 +95,20 @@ def main():
             # CPU seconds per run (user + system): steadier than wall time on a shared machine.
             cpu = {"showbatch": [], "curl": [], "compare": []}
             compared = []
+            counted = os.path.join(work, "stdout-rows")
+
+            def run(showbatch, path):
+                """One run of `showbatch` on `path`: to its output file, or through a pipe to wc."""
+                if not args.stdout:
+                    return [showbatch, "run", path, "--progress", "never", "--quiet"]
+                return ["sh", "-c", f"'{showbatch}' run '{path}' --progress never --quiet --output - | wc -l > '{counted}'"]
             for _ in range(args.runs):
                 if args.compare:
                     before = child_cpu()
-                    compared.append(args.requests / timed([args.compare, "run", manifest, "--progress", "never", "--quiet"]))
+                    compared.append(args.requests / timed(run(args.compare, manifest)))
                     cpu["compare"].append(child_cpu() - before)
                 before = child_cpu()
-                ours.append(args.requests / timed([binary, "run", manifest, "--progress", "never", "--quiet"]))
+                ours.append(args.requests / timed(run(binary, manifest)))
                 cpu["showbatch"].append(child_cpu() - before)
                 if args.encrypt:
                     before = child_cpu()
@@ -110,8 +121,12 @@ def main():
                 if "aiohttp" in peers:
                     theirs["aiohttp"].append(args.requests / timed([sys.executable, aiohttp_script, f"{server.url}/post",
                                                                     str(args.requests), str(concurrency)]))
-            with open(os.path.join(work, f"out/revealed-{server.port}.csv")) as f:
-                rows = sum(1 for _ in f) - 1
+            if args.stdout:
+                with open(counted) as f:
+                    rows = int(f.read()) - 1
+            else:
+                with open(os.path.join(work, f"out/revealed-{server.port}.csv")) as f:
+                    rows = sum(1 for _ in f) - 1
             assert rows == args.requests, f"showbatch wrote {rows} rows"
             a = median(ours)
             say(f"[{target} c={concurrency}] showbatch run   median {a:8.0f} req/s  runs: {', '.join(f'{v:.0f}' for v in ours)}")
