@@ -57,18 +57,7 @@ enum JournalCodec {
                     case .identity(let identity):
                         writer.key("showbatch_journal")
                         writer.integer(JournalCodec.version)
-                        writer.key("manifest")
-                        writer.string(identity.manifest)
-                        writer.key("data")
-                        writer.string(identity.data)
-                        writer.key("shard")
-                        writer.string(identity.shard)
-                        writer.key("output")
-                        writer.string(identity.output)
-                        writer.key("format")
-                        writer.string(identity.format)
-                        writer.key("columns")
-                        writer.array { writer in for column in identity.columns { writer.string(column) } }
+                        identity.writeFields(&writer)
                     case .dataKey(let stored):
                         writer.key("data_key")
                         switch stored {
@@ -264,14 +253,8 @@ enum JournalCodec {
         guard version == String(JournalCodec.version) else {
             throw JournalProblem(reason: "it was written by another version of showbatch (journal format \(version))", foreign: true)
         }
-        func text(_ key: String) -> String? { if case .string(let text)? = value[key] { return text } else { return nil } }
-        guard let manifest = text("manifest"), let data = text("data"), let shard = text("shard"), let output = text("output"),
-              let format = text("format"), case .array(let items)? = value["columns"] else {
-            throw JournalProblem(reason: "its first line is not a whole identity")
-        }
-        let columns = items.compactMap { if case .string(let name) = $0 { return name } else { return nil } }
-        guard columns.count == items.count else { throw JournalProblem(reason: "its first line is not a whole identity") }
-        return Journal.Identity(manifest: manifest, data: data, shard: shard, output: output, format: format, columns: columns)
+        guard let identity = Journal.Identity(fields: value) else { throw JournalProblem(reason: "its first line is not a whole identity") }
+        return identity
     }
 
     /// A checkpoint must follow the one before it and agree with the failed rows recorded.

@@ -128,3 +128,33 @@ private struct IdentityHasher {
         }
     }
 }
+
+/// The one encoding of a journal identity's fields, shared by the journal's first line and a
+/// shard's identity file (each adds its own version key and fields around them).
+extension Journal.Identity {
+    /// Writes the fields into the object `writer` is in.
+    func writeFields(_ writer: inout JSONWriter) {
+        writer.key("manifest")
+        writer.string(manifest)
+        writer.key("data")
+        writer.string(data)
+        writer.key("shard")
+        writer.string(shard)
+        writer.key("output")
+        writer.string(output)
+        writer.key("format")
+        writer.string(format)
+        writer.key("columns")
+        writer.array { writer in for column in columns { writer.string(column) } }
+    }
+
+    /// The fields read back from `object`; nil when one is missing or not of its kind.
+    init?(fields object: JSONValue) {
+        func text(_ key: String) -> String? { if case .string(let text)? = object[key] { return text } else { return nil } }
+        guard let manifest = text("manifest"), let data = text("data"), let shard = text("shard"), let output = text("output"),
+              let format = text("format"), case .array(let items)? = object["columns"] else { return nil }
+        let columns = items.compactMap { if case .string(let name) = $0 { return name } else { return nil } }
+        guard columns.count == items.count else { return nil }
+        self.init(manifest: manifest, data: data, shard: shard, output: output, format: format, columns: columns)
+    }
+}

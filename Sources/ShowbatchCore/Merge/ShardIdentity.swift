@@ -49,18 +49,7 @@ struct ShardIdentity: Equatable {
             writer.object { writer in
                 writer.key("showbatch_shard")
                 writer.integer(1)
-                writer.key("manifest")
-                writer.string(run.manifest)
-                writer.key("data")
-                writer.string(run.data)
-                writer.key("shard")
-                writer.string(run.shard)
-                writer.key("output")
-                writer.string(run.output)
-                writer.key("format")
-                writer.string(run.format)
-                writer.key("columns")
-                writer.array { writer in for column in run.columns { writer.string(column) } }
+                run.writeFields(&writer)
                 writer.key("rows")
                 writer.integer(rows)
                 writer.key("size")
@@ -104,12 +93,10 @@ struct ShardIdentity: Equatable {
         func integer(_ key: String, in object: JSONValue? = nil) -> Int? {
             if case .number(let text)? = (object ?? value)[key] { return Int(text) } else { return nil }
         }
-        guard let manifest = text("manifest"), let data = text("data"), let shard = text("shard"), let out = text("output"),
-              let format = text("format"), case .array(let items)? = value["columns"], let rows = integer("rows"),
+        guard let run = Journal.Identity(fields: value), let rows = integer("rows"),
               let size = integer("size"), let hash = text("hash").flatMap({ UInt64($0, radix: 16) }) else {
             return .failure(JournalProblem(reason: "\(path) is not a whole shard identity"))
         }
-        let columns = items.compactMap { if case .string(let name) = $0 { return name } else { return nil } }
         var rejects: (size: Int, hash: UInt64, rows: Int)?
         if let side = value["rejects"] {
             guard let rows = integer("rows", in: side), let size = integer("size", in: side),
@@ -123,7 +110,6 @@ struct ShardIdentity: Equatable {
             guard case .string(let text) = key else { return .failure(JournalProblem(reason: "\(path) is not a whole shard identity")) }
             wrappedKey = text
         }
-        let run = Journal.Identity(manifest: manifest, data: data, shard: shard, output: out, format: format, columns: columns)
         return .success(ShardIdentity(run: run, rows: rows, size: size, hash: hash, rejects: rejects, wrappedKey: wrappedKey))
     }
 }

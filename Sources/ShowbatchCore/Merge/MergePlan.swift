@@ -1,0 +1,279 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The outputs of a merge, each with the files of its shards, as the runner plans them.
+struct MergePlan {
+    /// One unsharded output and the files of its shards.
+    struct Output {
+        /// Its place among the run's outputs (what `byRequest` holds).
+        let index: Int
+        /// The output as an unsharded run plans it.
+        let target: OutputTarget
+        /// The file of each shard, by shard index.
+        let shards: [String]
+        /// Each shard's plan of this output (its path, layout and rejects as its run has them).
+        let shardTargets: [OutputTarget]
+        /// The only shard is the output itself.
+        let unchanged: Bool
+        /// The data key each shard's files are sealed under (an encrypted output), from its identity.
+        var keys: [DataKey?]
+    }
+
+    let manifest: Manifest
+    /// N.
+    let shards: Int
+    /// In the order an unsharded run lists them.
+    private(set) var outputs: [Output]
+    /// The output of each request.
+    let byRequest: [Int]
+    /// The files a run of the manifest reads.
+    let inputs: [RunInput]
+    /// The unsharded plan, which says what a shard's journal and identity must be.
+    let planner: OutputPlanner
+
+    /// Plans the outputs as `run` does, unsharded and for each shard.
+    init(manifest: Manifest, options: MergeOptions) throws(RunError) {
+        guard options.shards >= 1 else { throw RunError.usage("--shards must be at least 1") }
+        if options.output == "-" {
+            throw RunError.usage("merge writes files, not standard output: give --output the path the shards were run with")
+        }
+        func planned(_ shard: Shard?) throws(RunError) -> OutputPlanner {
+            try OutputPlanner(manifest: manifest, output: options.output, format: options.format, shard: shard)
+        }
+        let whole = try planned(nil)
+        var files = Array(repeating: [String](), count: whole.targets.count)
+        var shardTargets = Array(repeating: [OutputTarget](), count: whole.targets.count)
+        for index in 0..<options.shards {
+            let part = try planned(Shard(index: index, count: options.shards))
+            guard part.targets.count == whole.targets.count, part.byRequest == whole.byRequest else {
+                throw RunError.usage("the outputs of shard \(index)/\(options.shards) are not those of the unsharded run (two outputs' shard files have one path); give each output a path of its own")
+            }
+            for (target, file) in part.targets.enumerated() {
+                files[target].append(file.path)
+                shardTargets[target].append(file)
+            }
+        }
+        self.manifest = manifest
+        planner = whole
+        inputs = whole.inputs
+        shards = options.shards
+        byRequest = whole.byRequest
+        outputs = whole.targets.enumerated().map { index, target in
+            Output(index: index, target: target, shards: files[index], shardTargets: shardTargets[index],
+                   unchanged: files[index].count == 1 && PrivateFile.canonical(files[index][0]) == PrivateFile.canonical(target.path),
+                   keys: Array(repeating: nil, count: files[index].count))
+        }
+    }
+
+    // MARK: Checks before anything is written
+
+    /// Refuses outputs that cannot be written (a link, a folder, an input, a shard file) and shard
+    /// files that are missing, unfinished or whose journal says they are of another run.
+    mutating func check() throws(RunError) {
+        var inputs = self.inputs
+        for output in outputs where !output.unchanged {
+            for (index, file) in output.shards.enumerated() {
+                inputs.append(RunInput(what: "the file of shard \(index)/\(shards) of \(output.target.path)", path: file))
+                if let rejects = output.shardTargets[index].rejects {
+                    inputs.append(RunInput(what: "the rejects file of shard \(index)/\(shards) of \(output.target.path)", path: rejects.path))
+                }
+            }
+        }
+        let identities = inputs.compactMap { input in PrivateFile.identity(input.path).map { (input.what, $0) } }
+        let canonical = Dictionary(inputs.map { (PrivateFile.canonical($0.path), $0.what) }, uniquingKeysWith: { first, _ in first })
+        for output in outputs where !output.unchanged {
+          for path in output.target.paths {
+            for file in [path, SideFile.partial.of(path)] {
+                if let input = canonical[PrivateFile.canonical(file)] {
+                    throw RunError.usage("cannot merge \(path): writing it would write \(file), which is \(input)")
+                }
+            }
+            switch PrivateFile.inspect(path) {
+            case .none: break
+            case .directory: throw RunError.runtime("cannot merge \(path): it is a directory; give the path of a file")
+            case .link, .other: throw RunError.usage("cannot merge \(path): \(PrivateFile.refusal(path)!)")
+            case .regular(let device, let inode, _):
+                if let input = identities.first(where: { $0.1.device == device && $0.1.inode == inode }) {
+                    throw RunError.usage("cannot merge \(path): it is \(input.0); writing it would replace an input")
+                }
+            }
+            if let refusal = PrivateFile.refusal(SideFile.partial.of(path)) { throw RunError.runtime("cannot merge \(path): \(refusal)") }
+          }
+        }
+        var dataHash: String?
+        for position in outputs.indices {
+            let output = outputs[position]
+            if output.target.encrypt != nil && output.target.encrypt?.stateKey == nil {
+                throw RunError.usage("cannot merge \(output.target.path): its shards' files are sealed, and output.encrypt has no state_key to read them with (the one they were run with)")
+            }
+            for (index, file) in output.shards.enumerated() {
+                outputs[position].keys[index] = try checkShard(file, index: index, of: output, dataHash: &dataHash)
+            }
+        }
+    }
+
+    /// The start of every message about one shard file.
+    func cannot(_ output: Output, _ file: String, _ index: Int) -> String {
+        "cannot merge \(output.target.path): its shard \(index)/\(shards), \(file),"
+    }
+
+    /// Checks one shard file; the data key it is sealed under, for an encrypted output.
+    private func checkShard(_ file: String, index: Int, of output: Output, dataHash: inout String?) throws(RunError) -> DataKey? {
+        let cannot = cannot(output, file, index)
+        var key: DataKey?
+        // An interrupted first run leaves only the `.partial`: that is a shard not finished yet.
+        if PrivateFile.inspect(SideFile.partial.of(file)) != .none {
+            throw RunError.usage("\(cannot) is not finished: \(file).partial is there (its run is still going, or was interrupted: finish it with --resume)")
+        }
+        switch PrivateFile.inspect(file) {
+        case .none: throw RunError.usage("\(cannot) is missing (run the manifest with --shard \(index)/\(shards) first)")
+        case .regular: break
+        case .directory: throw RunError.usage("\(cannot) is a directory")
+        case .link: throw RunError.usage("\(cannot) is a symbolic link; showbatch never reads a shard through one")
+        case .other: throw RunError.usage("\(cannot) is not a regular file (a device, pipe or socket)")
+        }
+        // A finished shard says what it is beside it; a file without that is not a finished
+        // shard of this version's (or was copied there alone).
+        if dataHash == nil { dataHash = String(try manifest.dataHash(), radix: 16) }
+        switch ShardIdentity.read(beside: file) {
+        case nil:
+            throw RunError.usage("\(cannot) is not known to be a finished shard: \(SideFile.identity.of(file)), which its run leaves when it finishes, is not beside it (run it with --shard \(index)/\(shards))")
+        case .failure(let problem)?:
+            throw RunError.usage("\(cannot) cannot be checked: \(problem.reason)")
+        case .success(let identity)?:
+            var expected = planner.journalIdentity(of: output.shardTargets[index], dataHash: 0, shard: Shard(index: index, count: shards))
+            expected.data = dataHash!
+            // The output's spelling depends on where the run was started.
+            expected.output = identity.run.output
+            if let difference = JournalCodec.difference(identity.run, from: expected) {
+                throw RunError.usage("\(cannot) is not of this manifest: its identity \(SideFile.identity.of(file)) says \(difference)")
+            }
+            if let stateKey = output.target.encrypt?.stateKey {
+                guard let wrapped = identity.wrappedKey else {
+                    throw RunError.usage("\(cannot) cannot be read: its identity \(SideFile.identity.of(file)) holds no data key")
+                }
+                do {
+                    key = try KeyWrap.unwrap(wrapped, under: stateKey, context: Array("showbatch output \(identity.run.output)".utf8))
+                } catch {
+                    throw RunError.usage("\(cannot) cannot be read: \(error.message)")
+                }
+            }
+            guard Journal.outputMatches(file, size: identity.size, hash: identity.hash, key: key) else {
+                throw RunError.usage("\(cannot) changed since its run wrote it (it does not match its identity \(SideFile.identity.of(file)))")
+            }
+            // Its rejects file, which its run finished with it.
+            if let rejects = output.shardTargets[index].rejects {
+                let side = rejects.path
+                guard case .regular = PrivateFile.inspect(side), PrivateFile.inspect(SideFile.partial.of(side)) == .none else {
+                    throw RunError.usage("\(cannot) is not finished: its rejects file \(side) is \(PrivateFile.inspect(side) == .none ? "missing" : PrivateFile.refusal(side) ?? "not finished (its .partial is there)")")
+                }
+                guard let mark = identity.rejects, Journal.outputMatches(side, size: mark.size, hash: mark.hash, key: key) else {
+                    throw RunError.usage("\(cannot) is not whole: its rejects file \(side) does not match its identity \(SideFile.identity.of(file))")
+                }
+            }
+        }
+        if PrivateFile.inspect(SideFile.journalNext.of(file)) != .none {
+            throw RunError.usage("\(cannot) is not finished: a --retry-failed run of it was cut short (\(file).journal.next is beside it); run it with --retry-failed again")
+        }
+        let journal = SideFile.journal.of(file)
+        guard PrivateFile.inspect(journal) != .none else { return key }
+        // A finished run keeps its journal when rows failed (for --retry-failed): the file is
+        // finished when the journal ends and says what the file holds.
+        guard let fd = try PrivateFile.openForReading(journal) else {
+            throw RunError.usage("\(cannot) cannot be checked: \(PrivateFile.refusal(journal) ?? "its journal \(journal) cannot be read")")
+        }
+        defer { close(fd) }
+        guard flock(fd, LOCK_SH | LOCK_NB) == 0 else {
+            throw RunError.runtime("\(cannot) is being written by another showbatch run (its journal \(journal) is locked)")
+        }
+        let contents: JournalCodec.Contents
+        do {
+            let bytes = try FileDescriptor(borrowing: fd, path: journal).readAll(limit: Int.max)
+            guard let read = try JournalCodec.read(bytes) else {
+                throw JournalProblem(reason: "it has no identity (its run was cut short as it started)")
+            }
+            contents = read
+        } catch let error as FileReadError {
+            throw RunError.runtime("\(cannot) cannot be checked: its journal \(error.path) cannot be read: \(error.reason)")
+        } catch let error as JournalProblem {
+            throw RunError.usage("\(cannot) cannot be checked: its journal \(journal) cannot be trusted: \(error.reason)")
+        } catch {
+            throw RunError.runtime("\(cannot) cannot be checked: \(error)")
+        }
+        if dataHash == nil { dataHash = String(try manifest.dataHash(), radix: 16) }
+        // The output's spelling depends on where the run was started, and its columns follow
+        // from the manifest, whose identity is compared.
+        let expected = Journal.Identity(manifest: String(manifest.rowIdentity, radix: 16), data: dataHash!,
+                                        shard: "\(index)/\(shards)", output: contents.identity.output,
+                                        format: output.target.layout.format.rawValue, columns: contents.identity.columns)
+        if let difference = JournalCodec.difference(contents.identity, from: expected) {
+            throw RunError.usage("\(cannot) is not of this manifest: its journal \(journal) says \(difference)")
+        }
+        guard let ended = contents.ended else {
+            throw RunError.usage("\(cannot) is not finished: its journal \(journal) has no end (finish its run with --resume)")
+        }
+        guard Journal.outputMatches(file, size: ended.size, hash: ended.hash, key: key) else {
+            throw RunError.usage("\(cannot) changed since its run wrote it (it does not match its journal \(journal))")
+        }
+        return key
+    }
+
+    // MARK: Merging
+
+    /// Writes `output`'s rows to `fd` (or, for an unchanged output, only reads them) and returns
+    /// how many there are; nil when cancelled.
+    /// With `key`, the files written are sealed under it.
+    func merge(_ output: Output, into fd: Int32, rejectsInto rejectsFD: Int32, sealedUnder key: DataKey?,
+               isCancelled: () -> Bool) throws(RunError) -> Int? {
+        let main = try MergedFile(plan: self, output: output, path: output.target.path, layout: output.target.layout,
+                                  shardPaths: output.shards, fd: fd, key: key)
+        var side: MergedFile?
+        var rejected: [Set<Int>] = []
+        if let rejects = output.target.rejects {
+            side = try MergedFile(plan: self, output: output, path: rejects.path, layout: rejects.layout,
+                                  shardPaths: output.shardTargets.map { $0.rejects?.path ?? "" }, fd: rejectsFD, key: key)
+            // Which work items each shard sent to its rejects file only its run knew: its journal says.
+            rejected = try output.shards.indices.map { index throws(RunError) in try rejectedRows(of: output, shard: index) }
+        }
+        let preparer = RequestPreparer(manifest: manifest, baseURL: "https://merge.invalid")
+        for item in WorkItemSequence(manifest: manifest) {
+            if item.ordinal & 1023 == 0 && isCancelled() { return nil }
+            guard byRequest[item.requestIndex] == output.index else { continue }
+            let shard = item.ordinal % shards
+            let name: String
+            switch preparer.prepare(item) {
+            case .success(let request): name = request.name
+            case .failure(let failure): name = failure.name
+            }
+            let file = side != nil && rejected[shard].contains(item.ordinal) ? side! : main
+            try file.take(from: shard, item: item, name: name)
+        }
+        try main.finish()
+        try side?.finish()
+        return main.rows
+    }
+
+    /// The work items shard `index` of `output` sent to its rejects file: its failed and rejected
+    /// rows, as its journal (kept while its rejects file holds rows) records them.
+    private func rejectedRows(of output: Output, shard index: Int) throws(RunError) -> Set<Int> {
+        let journal = SideFile.journal.of(output.shards[index])
+        guard PrivateFile.inspect(journal) != .none else { return [] }
+        guard let file = try? FileDescriptor.openOwn(journal), let bytes = try? file.readAll(limit: Int.max),
+              let contents = try? JournalCodec.read(bytes), contents.ended != nil else {
+            throw RunError.usage("\(cannot(output, output.shards[index], index)) cannot be checked: its journal \(journal) cannot be read or is not finished")
+        }
+        return Set(contents.failedRows.map(\.ordinal)).union(contents.rejectedRows)
+    }
+
+    /// How many rows `shard`'s files of `output` should hold in all.
+    func expectedRows(_ output: Output, shard: Int) -> Int {
+        var count = 0
+        for item in WorkItemSequence(manifest: manifest)
+        where byRequest[item.requestIndex] == output.index && item.ordinal % shards == shard {
+            count += 1
+        }
+        return count
+    }
+}

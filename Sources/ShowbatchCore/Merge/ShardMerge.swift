@@ -1,0 +1,187 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What `showbatch merge` is asked to do: put the outputs of a manifest run in `shards` shards
+/// back together.
+package struct MergeOptions: Sendable, Equatable {
+    /// How many shards the manifest was run in (`--shards N`, the N of `--shard I/N`).
+    package var shards: Int
+    /// `--output PATH`, when the shards were run with it.
+    package var output: String?
+    /// `--format`, when the shards were run with it.
+    package var format: OutputFormat?
+
+    /// Options for a manifest run in `shards` shards.
+    package init(shards: Int, output: String? = nil, format: OutputFormat? = nil) {
+        self.shards = shards
+        self.output = output
+        self.format = format
+    }
+}
+
+/// One unsharded output of a merge.
+package struct MergedOutput: Sendable, Equatable {
+    /// The file, as an unsharded run names it.
+    package var path: String
+    /// Rows in it.
+    package var rows: Int
+    /// True when its only shard is the file itself (one shard and no `{shard}` in the path): it
+    /// was checked and left as it is.
+    package var unchanged: Bool
+}
+
+/// What a merge did.
+package struct MergeSummary: Sendable, Equatable {
+    /// The outputs written (or found whole), in the order an unsharded run lists them.
+    package var outputs: [MergedOutput] = []
+    /// The merge was interrupted: nothing was written.
+    package var interrupted = false
+}
+
+/// `showbatch merge`: writes the unsharded outputs of a manifest from the files of its N shards,
+/// what one unsharded run writes: byte for byte, or for a `.gz` output the same bytes once
+/// decompressed (a run ends a gzip member at each checkpoint, which comes with time too).
+///
+/// The manifest's work items are enumerated in order, as a run does (data files are read); each
+/// item's row is the next row of shard (ordinal mod N)'s file for the item's output. Every shard
+/// file is checked before anything is written: it must be there, finished (no `.partial` beside
+/// it; a journal beside it only as a finished run with failed rows leaves it, matching the file),
+/// and hold exactly the rows of this manifest's work items for that shard, each naming the request
+/// it should. Outputs are written as a run writes them: to `<path>.partial` (0600, never through a
+/// link), synced, and renamed into place only once every output is complete, replacing what was
+/// there. A refusal or an interrupt leaves no file behind; a rename that fails part way leaves
+/// the outputs renamed before it in place (each whole) and removes the rest.
+package enum ShardMerge {
+    /// Merges the shard outputs of `manifest`. `isCancelled` is asked now and then; when it says
+    /// true, the merge stops and writes nothing.
+    package static func merge(manifest: Manifest, options: MergeOptions,
+                             isCancelled: @escaping @Sendable () -> Bool = { false }) throws(RunError) -> MergeSummary {
+        var plan = try MergePlan(manifest: manifest, options: options)
+        // Nothing another user could have planted is merged or written into.
+        for output in plan.outputs {
+            try PrivateFile.requireTrusted(sideFilesOf: output.target.paths + output.shardTargets.flatMap(\.paths))
+        }
+        try plan.check()
+        // An encrypted output's merged file is sealed under a key of the merge's own (in memory
+        // only) while it is written, then made into an OpenPGP message.
+        var encryptors: [Int: OpenPGPEncryptor] = [:]
+        for output in plan.outputs {
+            guard let spec = output.target.encrypt else { continue }
+            do {
+                encryptors[output.index] = try OpenPGPEncryptor(recipients: spec.recipients, armor: spec.armor)
+            } catch {
+                // A recipient's key is the manifest's to fix (2); GnuPG that cannot run, the machine's (3).
+                let message = "cannot merge \(output.target.path): \(error.message)"
+                throw error.isThisMachine ? RunError.runtime(message) : RunError.usage(message)
+            }
+        }
+        let mergeKey = DataKey.random()
+        var lock: [Int32] = []
+        defer { lock.forEach { close($0) } }
+        for output in plan.outputs where !output.unchanged {
+            if let fd = try lockJournal(of: output.target.path) { lock.append(fd) }
+        }
+        // An output and its rejects file are merged together: a file of each shard for each.
+        try raiseOpenFileLimit(plan.shards * (plan.outputs.contains { $0.target.rejects != nil } ? 2 : 1) + 16)
+        var summary = MergeSummary()
+        var partials: [(fd: Int32, path: String)] = []
+        func discard() {
+            for partial in partials where partial.fd >= 0 { close(partial.fd) }
+            for partial in partials { unlink(partial.path) }
+            partials.removeAll()
+        }
+        do throws(RunError) {
+            for output in plan.outputs {
+                // An output and, with rejects, its rejects file: written together.
+                var fds: [Int32] = []
+                for path in output.target.paths {
+                    guard !output.unchanged else {
+                        fds.append(-1)
+                        continue
+                    }
+                    let partial = SideFile.partial.of(path)
+                    fds.append(try PrivateFile.create(partial, for: path))
+                    partials.append((fds.last!, partial))
+                }
+                let encryptor = encryptors[output.index]
+                guard let rows = try plan.merge(output, into: fds[0], rejectsInto: fds.count > 1 ? fds[1] : -1,
+                                                sealedUnder: encryptor == nil ? nil : mergeKey, isCancelled: isCancelled) else {
+                    discard()
+                    return MergeSummary(outputs: [], interrupted: true)
+                }
+                for (fd, path) in zip(fds, output.target.paths) where fd >= 0 {
+                    guard fdatasync(fd) == 0 else {
+                        throw RunError.runtime("cannot write \(SideFile.partial.of(path)): \(describeErrno(errno))")
+                    }
+                    if let encryptor {
+                        do throws(RunError) {
+                            try OpenPGPPublisher.makeMessage(sealed: fd, partial: SideFile.partial.of(path), key: mergeKey, for: path,
+                                                             encryptor: encryptor, isCancelled: isCancelled)
+                        } catch {
+                            if isCancelled() {
+                                discard()
+                                return MergeSummary(outputs: [], interrupted: true)
+                            }
+                            throw error
+                        }
+                        partials.append((-1, SideFile.encrypting.of(path)))
+                    }
+                    close(fd)
+                    if let at = partials.firstIndex(where: { $0.fd == fd }) { partials[at].fd = -1 }
+                }
+                summary.outputs.append(MergedOutput(path: output.target.path, rows: rows, unchanged: output.unchanged))
+            }
+        } catch {
+            discard()
+            throw error
+        }
+        // Every output is complete: only now does any of them replace a file.
+        let written = plan.outputs.filter { !$0.unchanged }.flatMap { output in output.target.paths.map { ($0, output.target.encrypt != nil) } }
+        for (index, (path, encrypted)) in written.enumerated() {
+            let partial = SideFile.partial.of(path)
+            // An encrypted output's message is in place of its sealed file.
+            let finished = encrypted ? SideFile.encrypting.of(path) : partial
+            guard rename(finished, path) == 0 else {
+                let reason = describeErrno(errno)
+                for (later, _) in written[index...] {
+                    unlink(SideFile.partial.of(later))
+                    unlink(SideFile.encrypting.of(later))
+                }
+                throw RunError.runtime("cannot rename \(finished) to \(path): \(reason)")
+            }
+            if encrypted { unlink(partial) }
+            // A journal of an earlier unsharded run describes the file this one replaced.
+            for stale in [SideFile.journal.of(path), SideFile.journalNext.of(path)] {
+                if case .regular = PrivateFile.inspect(stale) { unlink(stale) }
+            }
+        }
+        return summary
+    }
+
+    /// Locks the journal an earlier unsharded run left beside `output`, if there is one, so that
+    /// a run writing that output now is not raced (and one starting is kept off until the merge
+    /// ends); a journal another run holds is refused.
+    private static func lockJournal(of output: String) throws(RunError) -> Int32? {
+        let path = SideFile.journal.of(output)
+        guard PrivateFile.inspect(path) != .none else { return nil }
+        guard let fd = try PrivateFile.openExisting(path, for: output) else { return nil }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            close(fd)
+            throw RunError.runtime("cannot merge \(output): another showbatch run is writing it (its journal \(path) is locked)")
+        }
+        return fd
+    }
+
+    /// A merge keeps one file of each shard open at a time.
+    private static func raiseOpenFileLimit(_ needed: Int) throws(RunError) {
+        var limit = rlimit()
+        guard getrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < rlim_t(needed) else { return }
+        if limit.rlim_max >= rlim_t(needed) {
+            limit.rlim_cur = rlim_t(needed)
+            if setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 { return }
+        }
+        throw RunError.runtime("merging needs \(needed) open files (a file of each shard, and of its rejects file), and this process may open \(limit.rlim_cur); raise the limit (ulimit -n)")
+    }
+}
