@@ -1,6 +1,7 @@
 import Foundation
 
-/// The URL rules of the VGS Show SDKs (SPEC 2.1–2.3).
+/// The URL rules of the VGS Show SDKs: the vault URL from vault, environment and data region, the
+/// route, the custom hostname and the sandbox-only satellite port.
 package enum Endpoint {
     /// True for a vault id of letters and digits.
     package static func isValidVault(_ vault: String) -> Bool {

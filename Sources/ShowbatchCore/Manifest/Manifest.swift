@@ -74,7 +74,8 @@ package struct Manifest: Sendable {
         hostnameCheck && hostname.map { Endpoint.port(ofHostname: $0) == nil } == true
     }
 
-        /// The vault URL of SPEC 2.1 (or the satellite URL).
+        /// The vault URL (`https://<vault>.<environment>[-<region>].verygoodproxy.com`), or the
+        /// satellite URL.
     package var vaultURL: String {
         if let satellitePort { return "http://localhost:\(satellitePort)" }
         return Endpoint.vaultURL(vault: vault, environment: environment, dataRegion: dataRegion, routeID: routeID)

@@ -185,7 +185,7 @@ package struct Template: Sendable, Equatable {
     }
 
     /// The text of a request path: literal text as written, and each `${row.…}` or `${index}`
-    /// value as one path segment, percent-encoded (SPEC 10): every byte outside RFC 3986's
+    /// value as one path segment, percent-encoded: every byte outside RFC 3986's
     /// unreserved characters (`/`, `?`, `#` and `%` included) is encoded, and a value of dots only
     /// is encoded whole, so a data row can neither leave its segment, add a query or a fragment,
     /// nor walk up the path with `..`.

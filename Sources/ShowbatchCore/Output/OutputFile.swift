@@ -4,23 +4,6 @@ import Synchronization
 import Glibc
 #endif
 
-/// How many rows of each status an output holds.
-struct RowCounts: Equatable, Sendable {
-    var rows = 0
-    var ok = 0
-    var partial = 0
-    var failed = 0
-
-    mutating func count(_ status: RowStatus) {
-        rows += 1
-        switch status {
-        case .ok: ok += 1
-        case .partial: partial += 1
-        case .failed: failed += 1
-        }
-    }
-}
-
 /// One output: rows streamed to `<path>.partial` and renamed into place when the run ends, or
 /// streamed to standard output.
 ///

@@ -26,6 +26,21 @@ enum SideFile: String, CaseIterable {
     static func all(of output: String) -> [String] { [output] + allCases.map { $0.of(output) } }
 }
 
+extension PrivateFile {
+    /// Refuses, before a run or merge opens anything, another user's file among `paths` and the
+    /// side files of each, and a folder they are in whose files another user can replace. (What
+    /// is opened is checked in full as it is opened: one link, written by no one else.)
+    static func requireTrusted(sideFilesOf paths: [String]) throws(RunError) {
+        var folders: Set<String> = []
+        for path in paths where path != "-" {
+            let slash = path.lastIndex(of: "/")
+            let folder = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
+            if folders.insert(folder).inserted { try requireTrustedFolder(folder, for: path) }
+            for file in SideFile.all(of: path) { try requireTrusted(file, replacing: true) }
+        }
+    }
+}
+
 /// One output of a run: its path (shard applied) and layout, and where its rejected rows go.
 struct OutputTarget {
     var path: String

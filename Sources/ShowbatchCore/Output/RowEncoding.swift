@@ -1,4 +1,4 @@
-/// Encodes result rows as CSV cells or JSON objects (SPEC section 3).
+/// Encodes result rows as CSV cells or JSON objects, in the columns and formats the README gives.
 package enum RowEncoding {
     /// The fixed columns that precede the labels.
     package static var fixedColumns: [String] { ResultColumn.names }

@@ -69,13 +69,6 @@ package enum ProgressMode: String, Sendable, CaseIterable {
     case auto, always, never
 }
 
-/// The HTTP clients showbatch can send with: libcurl's multi interface on one event-loop thread,
-/// the only one (`transport:` and `--transport` name it, for manifests and scripts written when
-/// there were two).
-package enum TransportKind: String, Sendable, CaseIterable {
-    case curl
-}
-
 /// How log lines are written on stderr.
 package enum LogFormat: String, Sendable, CaseIterable {
     case text, json

@@ -1,40 +1,5 @@
 import Foundation
 
-/// How many rows that are not ok (failed or partial) a run may end with and still exit 0:
-/// `max_failed` or `--max-failed`, a count (`25`) or a share of the run's rows (`0.1%`).
-package enum FailureAllowance: Sendable, Equatable {
-    case count(Int)
-    /// A percentage, 0…100.
-    case percent(Double)
-
-    /// Parses `25` or `0.1%`; nil when it is neither.
-    package static func parse(_ text: String) -> FailureAllowance? {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
-        if trimmed.hasSuffix("%") {
-            guard let value = Double(trimmed.dropLast()), value.isFinite, (0...100).contains(value) else { return nil }
-            return .percent(value)
-        }
-        guard let count = Int(trimmed), count >= 0 else { return nil }
-        return .count(count)
-    }
-
-    /// The rows allowed out of `rows`.
-    package func rows(of rows: Int) -> Int {
-        switch self {
-        case .count(let count): return count
-        case .percent(let value): return Int((Double(rows) * value / 100).rounded(.down))
-        }
-    }
-
-    /// As written: `25` or `0.1%`.
-    package var text: String {
-        switch self {
-        case .count(let count): return String(count)
-        case .percent(let value): return (value == value.rounded() ? String(Int(value)) : String(value)) + "%"
-        }
-    }
-}
-
 /// The outcome of a run.
 package struct RunSummary: Sendable {
     /// Rows written.
@@ -116,50 +81,4 @@ package struct OutputMode: Sendable, Equatable {
     package var path: String
     package var mode: String
     package var reason: String?
-}
-
-/// Rows counted by what went wrong and what was answered, for logs, metrics and reports.
-package struct RowTally: Sendable, Equatable {
-    /// Rows holding each error code (a row with two codes counts under both, once each).
-    package var byErrorCode: [ErrorCode: Int] = [:]
-    /// Rows by the HTTP status of their last attempt; rows that got no answer are not here.
-    package var byHTTPStatus: [Int: Int] = [:]
-    /// Rows whose last attempt got no HTTP answer (network, timeout, TLS) or that were never sent.
-    package var withoutAnswer = 0
-    /// The message of the first row holding each error code (messages name no value).
-    package var firstMessage: [ErrorCode: String] = [:]
-
-    /// No rows.
-    package init() {}
-
-    /// Counts `row`.
-    mutating func add(_ row: ResultRow) {
-        if let status = row.httpStatus { byHTTPStatus[status, default: 0] += 1 } else { withoutAnswer += 1 }
-        guard !row.errors.isEmpty else { return }
-        add(errors: row.errors.map { ($0.code, $0.message) })
-    }
-
-    /// Counts one row's errors (a code twice in it counts once).
-    mutating func add(errors: [(code: ErrorCode, message: String)]) {
-        var seen: Set<ErrorCode> = []
-        for error in errors where seen.insert(error.code).inserted {
-            byErrorCode[error.code, default: 0] += 1
-            if firstMessage[error.code] == nil { firstMessage[error.code] = error.message }
-        }
-    }
-
-    /// These rows and those of `later`.
-    func adding(_ later: RowTally) -> RowTally {
-        var sum = self
-        sum.add(later)
-        return sum
-    }
-
-    /// Adds the rows of `later` (their first messages come after these).
-    mutating func add(_ later: RowTally) {
-        for (code, count) in later.byErrorCode { byErrorCode[code, default: 0] += count }
-        for (status, count) in later.byHTTPStatus { byHTTPStatus[status, default: 0] += count }
-        withoutAnswer += later.withoutAnswer
-        for (code, message) in later.firstMessage where firstMessage[code] == nil { firstMessage[code] = message }
-    }
 }

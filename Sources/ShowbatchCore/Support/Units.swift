@@ -93,26 +93,6 @@ package enum Units {
     }
 }
 
-/// Requests per interval, across a whole run.
-package struct Rate: Sendable, Equatable {
-    /// How many requests may start per interval.
-    package let count: Int
-    /// The interval.
-    package let per: Duration
-
-    /// Creates a rate.
-    package init(count: Int, per: Duration) {
-        self.count = count
-        self.per = per
-    }
-
-    /// The interval between two requests.
-    package var spacing: Duration { per / count }
-
-    /// A share of this rate: one of `parts` processes keeping the rate together.
-    package func share(of parts: Int) -> Rate { Rate(count: count, per: per * parts) }
-}
-
 extension Units {
     /// A rate as written in a manifest (`50/s`), or as a count per interval (`50/8s`).
     package static func rateText(_ rate: Rate) -> String {

@@ -3,7 +3,7 @@ import ShowbatchYAML
 
 // The keys that decide where requests go.
 extension ManifestDecoder {
-    /// The keys that make the base URL (SPEC 2.1–2.3): vault, environment, region, route, custom
+    /// The keys that make the base URL, as the Show SDKs form it: vault, environment, region, route, custom
     /// hostname and satellite port.
     mutating func endpoint(_ top: KnownKeys, root: Node, into manifest: inout Manifest) {
         if let node = top["vault"] {

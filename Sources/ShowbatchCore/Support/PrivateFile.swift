@@ -234,24 +234,11 @@ enum PrivateFile {
         if let problem = untrusted(info, path, replacing: replacing) { throw RunError.runtime(problem) }
     }
 
-    /// Refuses, before a run or merge opens anything, another user's file among `paths` and the
-    /// side files of each, and a folder they are in whose files another user can replace. (What
-    /// is opened is checked in full as it is opened: one link, written by no one else.)
-    static func requireTrusted(sideFilesOf paths: [String]) throws(RunError) {
-        var folders: Set<String> = []
-        for path in paths where path != "-" {
-            let slash = path.lastIndex(of: "/")
-            let folder = slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
-            if folders.insert(folder).inserted { try requireTrustedFolder(folder, for: path) }
-            for file in SideFile.all(of: path) { try requireTrusted(file, replacing: true) }
-        }
-    }
-
     /// Refuses `folder` (links followed, as a mounted volume's may be one) when another user can
     /// replace the files in it: its owner, not root and not the running user, always can; so can
     /// anyone who can write it, unless its sticky bit keeps each file its owner's (as in /tmp). A
     /// group the running user is in may write it. A folder not there yet is made 0700.
-    private static func requireTrustedFolder(_ folder: String, for path: String) throws(RunError) {
+    static func requireTrustedFolder(_ folder: String, for path: String) throws(RunError) {
         var info = stat()
         guard stat(folder, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { return }
         let mode = info.st_mode & 0o7777
@@ -371,18 +358,5 @@ enum PrivateFile {
             offset += written
         }
         return nil
-    }
-}
-
-/// An errno in words: the system's text, and what it means for a run where that helps.
-func describeErrno(_ code: Int32) -> String {
-    let text = String(cString: strerror(code))
-    switch code {
-    case ENOSPC: return "\(text) (the disk is full)"
-    case EDQUOT: return "\(text) (the disk quota is used up)"
-    case EPIPE: return "\(text) (whatever reads the output has gone away)"
-    case EACCES, EPERM: return "\(text) (check the folder's owner and permissions)"
-    case EROFS: return "\(text) (the file system is mounted read-only)"
-    default: return text
     }
 }
