@@ -1,4 +1,4 @@
-/// Replaces characters of a revealed value with a symbol (SPEC 2.6).
+/// Replaces characters of a revealed value with a symbol, as the Show SDKs mask it.
 package struct Mask: Sendable, Equatable {
     /// A closed range over Characters; nil bounds mean the start or the end.
     package struct Range: Sendable, Equatable {

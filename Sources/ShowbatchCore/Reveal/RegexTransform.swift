@@ -1,6 +1,6 @@
 import Foundation
 
-/// A regular-expression replacement applied to a revealed value (SPEC 2.6).
+/// A regular-expression replacement applied to a revealed value, as the Show SDKs apply it.
 package struct RegexTransform: @unchecked Sendable {
     // NSRegularExpression is immutable once built and safe to share for matching.
     private let regex: NSRegularExpression

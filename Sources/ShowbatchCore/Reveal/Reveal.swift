@@ -1,4 +1,5 @@
-/// Turns an HTTP answer into a result row (SPEC 2.5, 2.6 and 3).
+/// Turns an HTTP answer into a result row: labels found by their paths, transformed, masked and
+/// checked.
 package enum Reveal {
     /// The row for a 2xx answer: labels extracted, transformed and masked.
     package static func row(ordinal: Int, request: String, status: Int, attempts: Int, body: [UInt8],

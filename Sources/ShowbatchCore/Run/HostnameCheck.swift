@@ -1,6 +1,7 @@
 import Foundation
 
-// The custom hostname check of SPEC 2.2, as the Show SDKs make it, and as a job nobody watches
+// The custom hostname check (before a custom hostname is used, `https://<hostname>` must answer
+// with the vault's host, or requests go to the vault URL), as the Show SDKs make it, and as a job nobody watches
 // needs it: retried, logged, and not silently moved to another host.
 extension Runner {
     /// Where requests go, or why the run must not start.

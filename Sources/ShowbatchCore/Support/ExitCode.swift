@@ -1,4 +1,5 @@
-/// How a showbatch command ends: the exit codes of SPEC section 4. Every error type carries its own.
+/// How a showbatch command ends: the exit codes the README lists (0 ok, 1 rows failed, 2 usage or
+/// manifest, 3 runtime, 4 stopped, 130 interrupted). Every error type carries its own.
 package enum ExitCode: Int32, Sendable, CaseIterable {
     /// Every row ok (or a command that is not a run succeeded).
     case ok = 0

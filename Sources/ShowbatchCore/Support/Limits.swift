@@ -1,6 +1,6 @@
 /// Sizes showbatch refuses to go past, named once.
 package enum Limits {
-    /// The largest response body read (SPEC 7); a larger one is the row error 1401.
+    /// The largest response body read; a larger one is the row error 1401.
     package static let responseBody = 16 << 20
     /// The longest record of a data file (a CSV record or a JSON line). A CSV record longer is an
     /// error in the file, found when the manifest is read: nothing in it marks where the next

@@ -2,7 +2,7 @@ import Testing
 @testable import ShowbatchCore
 
 @Suite struct LabelFormatTests {
-    // The Show SDK vectors of SPEC 2.6.
+    // The Show SDKs' own examples of masks.
     @Test(arguments: [
         ([Mask.Range(start: nil, end: 3)], "****-1111-1111-1111"),
         ([Mask.Range(start: 5, end: 8)], "4111-****-1111-1111"),
