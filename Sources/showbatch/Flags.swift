@@ -36,8 +36,6 @@ struct Flag<Arguments>: Sendable {
         self.help = help
     }
 
-    var takesValue: Bool { if case .value = action { return true } else { return false } }
-
     /// The flag as the help lists it: `--output PATH`.
     var synopsis: String {
         switch action {

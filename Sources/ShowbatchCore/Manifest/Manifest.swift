@@ -1,10 +1,14 @@
 import Foundation
+import ShowbatchYAML
 
 /// A validated manifest: everything a run needs, with defaults applied and environment
 /// references resolved.
 package struct Manifest: Sendable {
     /// The manifest's path as the user gave it.
     package var file: String
+    /// The text the manifest was read from, to quote its lines in errors found at run time (the
+    /// file may have changed since).
+    package var source: SourceFile?
     /// The folder that relative paths in the manifest are resolved against.
     package var directory: String
     /// The manifest format version (1).

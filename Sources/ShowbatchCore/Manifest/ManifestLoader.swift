@@ -71,6 +71,7 @@ package enum ManifestLoader {
             decoder.environmentSecrets.formUnion(concurrent.environmentSecrets)
         }
         var manifest = decoder.decode(root)
+        manifest.source = source
         manifest.environmentSecrets = decoder.environmentSecrets.sorted()
         let dataProblems = countDataFiles(&manifest)
         if !decoder.problems.isEmpty || !dataProblems.isEmpty {

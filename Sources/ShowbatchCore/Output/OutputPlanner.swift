@@ -412,17 +412,3 @@ struct OutputPlanner {
         }
     }
 }
-
-extension Manifest {
-    /// A problem at `mark` in the manifest, quoting its line as `validate` does (secrets hidden).
-    /// A loaded manifest holds no source text, so the file is read again; if it no longer parses,
-    /// the line is not quoted, since nothing would tell a secret from the rest.
-    func diagnostic(at mark: Mark, _ message: String) -> Diagnostic {
-        let bytes = (try? FileDescriptor.openInput(file).readAll(limit: Limits.manifestFile)) ?? []
-        let source = SourceFile(name: file, bytes: bytes)
-        guard let root = try? YAMLParser.parse(source) else {
-            return Diagnostic(source: SourceFile(name: file, bytes: []), mark: mark, message: message)
-        }
-        return ManifestSecrets(root: root).diagnostics([(mark, message)], source: source)[0]
-    }
-}

@@ -22,7 +22,7 @@ extension Runner {
         }
         let checkURL = Endpoint.hostnameCheckURL(checkBase: environment["SHOWBATCH_HOSTNAME_CHECK_URL"], host: hostname, vault: manifest.vault)
         let request = PreparedRequest(name: "hostname-check", method: .get, url: checkURL, headers: [], body: nil)
-        let timeout = min(options.timeout ?? manifest.timeout, .seconds(30))
+        let timeout = min(settings.timeout, .seconds(30))
         let attempts = max(manifest.retry.attempts, 1)
         var reason = ""
         var definitive = false

@@ -4,6 +4,8 @@ import Foundation
 package struct Runner: Sendable {
     let manifest: Manifest
     let options: RunOptions
+    /// What the flags and the manifest decide together, resolved once.
+    let settings: RunSettings
     let transport: any Transport
     let events: @Sendable (RunEvent) -> Void
     let environment: [String: String]
@@ -19,8 +21,9 @@ package struct Runner: Sendable {
                 events: @escaping @Sendable (RunEvent) -> Void = { _ in }) {
         self.manifest = manifest
         self.options = options
-        let connections = options.connections ?? manifest.connections ?? options.concurrency ?? manifest.concurrency
-        self.transport = transport ?? CurlTransport(maxConnections: connections, tls: manifest.tls.withEnvironment(environment))
+        let settings = RunSettings(manifest: manifest, options: options)
+        self.settings = settings
+        self.transport = transport ?? CurlTransport(maxConnections: settings.connections, tls: manifest.tls.withEnvironment(environment))
         self.environment = environment
         let redactor = Redactor(manifest: manifest)
         self.redactor = redactor
@@ -35,7 +38,7 @@ package struct Runner: Sendable {
             var summary = try await runUnredacted()
             summary.stopReason = summary.stopReason.map(redactor.redact)
             summary.tally.firstMessage = summary.tally.firstMessage.mapValues(redactor.redact)
-            summary.allowance = options.maxFailed ?? manifest.maxFailed
+            summary.allowance = settings.failureAllowance
             return summary
         } catch {
             throw redactor.redact(error)
@@ -188,15 +191,15 @@ package struct Runner: Sendable {
         let paths = plan.targets.map(\.path)
         // Counted for a progress bar or JSON logs (reading a data file twice costs a little).
         let total = options.progress == .never && options.logFormat == .text ? nil : countWorkItems()
-        let rate = self.rate
+        let rate = settings.rate
         events(.started(RunStart(manifest: manifest.file, outputs: paths, rows: total,
                                  shard: options.shard.map { "\($0.index)/\($0.count)" }, mode: options.mode.rawValue, baseURL: baseURL,
                                  rateLimit: rate, outputModes: outputs.modes)))
 
-        let concurrency = options.concurrency ?? manifest.concurrency
+        let concurrency = settings.concurrency
         let window = max(concurrency * 4, 64)
         let pacer = Pacer(settings: Pacer.settings(rate: rate, maxPause: manifest.circuit.maxPause), seed: pauseSeed &+ 2, events: events)
-        var context = AttemptContext(transport: transport, policy: manifest.retry, timeout: options.timeout ?? manifest.timeout,
+        var context = AttemptContext(transport: transport, policy: manifest.retry, timeout: settings.timeout,
                                      pacer: pacer, events: events, verbose: options.verbose)
         context.credentials = credentials
         context.redactor = redactor
@@ -302,15 +305,6 @@ package struct Runner: Sendable {
         return count
     }
 
-    /// The rate limit this process keeps: `--rate`, else the manifest's `rate_limit`, which is
-    /// across the whole run, so a shard of N keeps 1/N of it and the shards together keep it.
-    private var rate: Rate? {
-        if let rate = options.rate { return rate }
-        guard let rate = manifest.rateLimit else { return nil }
-        guard let shard = options.shard, shard.count > 1 else { return rate }
-        return rate.share(of: shard.count)
-    }
-
     /// The run's credentials, when the manifest has `auth` (under `--emulate`, the emulator's
     /// token endpoint stands in for the real one).
     private func makeCredentials() -> Credentials? {
@@ -319,7 +313,7 @@ package struct Runner: Sendable {
             credentials.tokenURL = override
             spec.source = .clientCredentials(credentials)
         }
-        return Credentials(spec: spec, transport: transport, timeout: options.timeout ?? manifest.timeout, maxPause: manifest.circuit.maxPause,
+        return Credentials(spec: spec, transport: transport, timeout: settings.timeout, maxPause: manifest.circuit.maxPause,
                            seed: pauseSeed &+ 1, redactor: redactor, events: events)
     }
 

@@ -239,6 +239,22 @@ requests:
         }
     }
 
+    /// The line quoted is the one the manifest was read from: a file changed since (a deploy
+    /// mid-run) would otherwise have the caret point into other text.
+    @Test func aRunTimeManifestErrorQuotesTheTextThatWasRead() async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let manifest = try fixture.manifest("vault: tnt1\nrequests:\n  - {name: a, path: /p}\n")
+        _ = fixture.dir.file("m.yaml", "# rewritten\n\n\nvault: tnt2\nrequests: []\n")
+        do {
+            _ = try await fixture.run(manifest)
+            Issue.record("the run started")
+        } catch {
+            let text = (error as? RunError)?.description.replacingOccurrences(of: manifest.file, with: "m.yaml")
+            #expect(text == "m.yaml:3:5: error: request 1 has no output: give --output PATH, or add output: to the manifest or the request\n    - {name: a, path: /p}\n      ^")
+        }
+    }
+
     @Test func hostnameCheckActivatesOrFallsBack() async throws {
         let emulator = try Emulator(configuration: { var c = EmulatorConfiguration(); c.cnames = ["reveal.example.com": "tnt1"]; return c }())
         emulator.start()
