@@ -134,45 +134,32 @@ struct AttemptContext: Sendable {
                 }
                 events(.attempt(record))
             }
-            // What the attempt says about the endpoint and the credentials, for the breaker.
-            var signal: AttemptSignal
-            switch result {
-            case .response(401, _, _) where credentials != nil:
-                // A refused token says nothing of whether the endpoint is up: an edge checks
-                // tokens while the service behind it is down.
-                signal = .none
+            let decision = AttemptDecision.of(result, attempt: attempt, policy: policy, timeout: timeout, probe: probe,
+                                              failedBefore: failedBefore, credentials: credentials != nil, paced: pacer != nil)
+            // What the attempt says about the credentials, for the breaker: a refused token says
+            // nothing of whether the endpoint is up (an edge checks tokens while the service
+            // behind it is down), unless a token renewed for this is refused too.
+            var signal = decision.signal
+            switch decision.next {
+            case .renewToken:
                 if let token, let credentials,
                    (probe && pause?.reason == .credentials) || (renewals >= 2 && credentials.neverWorked(token)) {
                     // Answers of the same token may still be on their way: give them a moment.
                     if !probe { try? await Task.sleep(for: .milliseconds(200)) }
                     if probe || credentials.neverWorked(token) || renewals >= 100 { signal = .refused }
                 }
-            case .response(let status, _, _):
-                // An outage is what the retry policy calls transient, but 429: the server pacing
-                // us, which Retry-After handles.
-                signal = status != 429 && status >= 500 && policy.statuses.contains(status) ? .transient : .answered
-                if let token { credentials?.accepted(token) }
-            case .failure(.cancelled):
-                signal = .none
-            case .failure(let failure) where failure.stopsTheRun:
-                // Never retried, paused or not: a certificate does not get trusted by asking again.
+            case .stop(let reason):
                 if probe { _ = pause?.attemptEnded(ordinal: ordinal, signal: .none, probe: true) }
-                return .stop(RunStop(failure.words))
-            case .failure(let failure):
-                // A probe that got no answer keeps the pause going whatever `retry.on` says:
-                // otherwise nobody would probe again and every worker would wait for ever.
-                signal = policy.retries(failure) || probe ? .transient : .none
+                return .stop(RunStop(reason))
+            case .cancelled:
+                break
+            default:
+                if case .response = result, let token { credentials?.accepted(token) }
             }
-            // A connection reset or dropped, or a timeout, with a retry to come says little (a load
-            // balancer does that now and then): the row's second failure in a row, its last attempt,
-            // a probe, or an answer saying the service is unavailable says the endpoint is failing.
-            var answeredUnavailable = false
-            if case .response = result { answeredUnavailable = true }
-            let weighs = probe || failedBefore || attempt >= policy.attempts || answeredUnavailable
             failedBefore = signal == .transient
             var undecided = false
             if let pause {
-                let ended = pause.attemptEnded(ordinal: ordinal, signal: signal, probe: probe, weighs: weighs,
+                let ended = pause.attemptEnded(ordinal: ordinal, signal: signal, probe: probe, weighs: decision.weighs,
                                                last: attempt >= policy.attempts, sentAt: sentAt)
                 if !ended.counts {
                     // Sending is paused: this attempt does not count; it is made again once the pause ends.
@@ -182,25 +169,21 @@ struct AttemptContext: Sendable {
                 }
                 undecided = ended.undecided
             }
-            /// A failed row, or undecided when the pause says its failure may be the endpoint's.
-            func failedRow(status: Int?, _ error: RowError) -> JobOutcome {
-                let row = failed(request, ordinal, labels, status: status, attempts: attempt, error)
-                return undecided ? .undecided(row) : .row(.row(row))
-            }
             if signal == .refused {
                 return .stop(RunStop("authentication failed (HTTP 401) with a freshly renewed access token"))
             }
-            let canRetry = attempt < policy.attempts
             var retryAfter: Duration?
-            switch result {
-            case .failure(.cancelled):
+            switch decision.next {
+            case .cancelled:
                 return .cancelled
-            case .response(let status, _, let body) where (200..<300).contains(status):
+            case .stop(let reason):
+                return .stop(RunStop(reason))
+            case .reveal(let status, let body):
                 let answer = FinishedRow.Answer(ordinal: ordinal, request: request.name, status: status, attempts: attempt,
                                                 body: body, labels: labels, extras: request.extras, files: request.labelFiles,
                                                 sent: request.body)
                 return .row(reveal.finished(answer))
-            case .response(401, _, _) where credentials != nil:
+            case .renewToken:
                 // A token that ran out: renewed (once for everyone), and the row sent again
                 // without counting an attempt.
                 guard let token else { return .stop(RunStop("authentication failed (HTTP 401)")) }
@@ -212,30 +195,18 @@ struct AttemptContext: Sendable {
                 attempt -= 1
                 counts?.resentAfter401.add(1, ordering: .relaxed)
                 continue
-            case .response(429, _, _) where pacer != nil && policy.statuses.contains(429):
+            case .throttled:
                 // The endpoint asks the run to slow down: every row waits as the pacer says, and
                 // this one is sent again without using an attempt. It is not the row's failure.
                 attempt -= 1
                 counts?.throttled.add(1, ordering: .relaxed)
                 continue
-            case .response(let status, let headers, _):
-                if !(canRetry && policy.statuses.contains(status)) {
-                    let error = status == 429
-                        ? RowError(code: .rateLimited, label: nil, message: "HTTP 429 after \(attempt) attempt\(attempt == 1 ? "" : "s")")
-                        : RowError(code: .httpStatus, label: nil, message: "HTTP \(status)")
-                    return failedRow(status: status, error)
-                }
-                retryAfter = headers["retry-after"].flatMap(RetryAfter.parse)
-            case .failure(let failure) where canRetry && policy.retries(failure):
-                break
-            case .failure(.timeout):
-                return failedRow(status: nil, RowError(code: .timeout, label: nil, message: "no answer within \(Units.text(timeout))"))
-            case .failure(.network(let detail)):
-                return failedRow(status: nil, RowError(code: .network, label: nil, message: detail))
-            case .failure(.notHTTP(let detail)), .failure(.certificate(let detail)):
-                return failedRow(status: nil, RowError(code: .unexpectedResponseType, label: nil, message: detail))
-            case .failure(.bodyTooLarge(let limit)):
-                return failedRow(status: nil, RowError(code: .unexpectedResponseDataFormat, label: nil, message: "response body is over \(limit >> 20) MiB"))
+            case .fail(let status, let error):
+                // A failed row, or undecided when the pause says its failure may be the endpoint's.
+                let row = failed(request, ordinal, labels, status: status, attempts: attempt, error)
+                return undecided ? .undecided(row) : .row(.row(row))
+            case .retry(let after):
+                retryAfter = after
             }
             // Capped exponential backoff with full jitter, unless the server said when.
             let cap = min(policy.maxBackoff.seconds, policy.backoff.seconds * pow(2, Double(attempt - 1)))
