@@ -60,45 +60,28 @@ enum RunCommand {
             guard mine else { while true { sleep(60) } }
             return record(code, summary: summary, error: error, shard: shard, files: files)
         }
+        let records = RunRecords(metrics: arguments.metrics, report: arguments.report, push: arguments.metricsPush)
         /// Writes the metrics and the report, and pushes the metrics, for a run that ended with
-        /// `code` (`files: false` when a refused path is the error: only the push is made); a
-        /// file that cannot be written is an error of its own (exit 3) when the run itself went
-        /// well, a push that fails a warning.
+        /// `code` (`files: false` when a refused path is the error: only the push is made); the
+        /// command's exit code (`RunRecords` says how their failures weigh).
         @Sendable func record(_ code: ExitCode, summary: RunSummary? = nil, error: String? = nil, shard: Shard? = nil,
                               files: Bool = true) -> ExitCode {
-            guard arguments.metrics != nil || arguments.report != nil || arguments.metricsPush != nil else { return code }
+            guard !records.isEmpty else { return code }
             // The signals the run heard (one that interrupted it, say): the push is made all the
             // same, and only a signal after these gives it up.
             let heard = Signals.received
             let report = RunReport(runID: runID, manifest: arguments.manifest, shard: shard.map { "\($0.index)/\($0.count)" },
                                    started: started, ended: Date(), exitCode: code, summary: summary, error: error)
-            var result = code
-            // Each on its own: a metrics file that cannot be written does not cost the report.
-            do {
-                if files, let path = arguments.metrics { try report.writeMetrics(to: path) }
-            } catch {
-                printer.error(error.description)
-                if code == .ok || code == .rowsFailed { result = .runtime }
-            }
-            do {
-                if files, let path = arguments.report { try report.writeReport(to: path) }
-            } catch {
-                printer.error(error.description)
-                if code == .ok || code == .rowsFailed { result = .runtime }
-            }
-            do {
-                if let url = arguments.metricsPush {
-                    phase.withLock { $0 = .pushing(result) }
-                    // A signal that came after the run had heard its own ends this too.
-                    if Signals.received > heard { interruptedWhilePushing(result) }
-                    try report.pushMetrics(to: url)
+            return records.record(report, files: files, beforePush: { result in
+                phase.withLock { $0 = .pushing(result) }
+                // A signal that came after the run had heard its own ends this too.
+                if Signals.received > heard { interruptedWhilePushing(result) }
+            }, problem: { problem in
+                switch problem {
+                case .error(let text): printer.error(text)
+                case .warning(let text): printer.unquietWarning(text)
                 }
-            } catch {
-                // A warning, not exit 3: a Job would run a finished night again, revealing every
-                // row anew, for metrics that did not arrive (which the alert on their age says).
-                printer.unquietWarning(error.description + "; the run's exit code stands")
-            }
-            return result
+            })
         }
         /// The run is over, its files written: the push is given up, not waited for, and the run's
         /// own code stands.
