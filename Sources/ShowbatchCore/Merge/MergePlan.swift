@@ -241,7 +241,7 @@ struct MergePlan {
         for item in WorkItemSequence(manifest: manifest) {
             if item.ordinal & 1023 == 0 && isCancelled() { return nil }
             guard byRequest[item.requestIndex] == output.index else { continue }
-            let shard = item.ordinal % shards
+            let shard = WorkSelection.shard(of: item.ordinal, among: shards)
             let name: String
             switch preparer.prepare(item) {
             case .success(let request): name = request.name
@@ -271,7 +271,7 @@ struct MergePlan {
     func expectedRows(_ output: Output, shard: Int) -> Int {
         var count = 0
         for item in WorkItemSequence(manifest: manifest)
-        where byRequest[item.requestIndex] == output.index && item.ordinal % shards == shard {
+        where byRequest[item.requestIndex] == output.index && WorkSelection.shard(of: item.ordinal, among: shards) == shard {
             count += 1
         }
         return count

@@ -17,9 +17,8 @@ final class RequestFeed: WorkSource, @unchecked Sendable {
     private var items: WorkItemSequence
     /// Items the producer had prepared but could not queue when it was stopped.
     private var leftover = 0
-    private let shard: Shard?
-    /// `--limit`: the shard's work items after which the feed ends.
-    private let limit: Int?
+    /// The shard's work items, up to `--limit` of them, after which the feed ends.
+    private let selection: WorkSelection
     /// The shard's work items met so far (sent or skipped).
     private var met = 0
     private var producer: WorkerThread!
@@ -28,11 +27,10 @@ final class RequestFeed: WorkSource, @unchecked Sendable {
     /// at most about `capacity` ready. Items that `skips` (by output, `byRequest` mapping requests
     /// to outputs) say are not to be sent are passed over: a resumed run's finished items, the
     /// kept rows of a retry.
-    init(manifest: Manifest, baseURL: String, shard: Shard?, limit: Int? = nil, byRequest: [Int] = [], extras: [[[ColumnPart]]] = [],
+    init(manifest: Manifest, baseURL: String, selection: WorkSelection, byRequest: [Int] = [], extras: [[[ColumnPart]]] = [],
          skips: [SkipRule] = [], capacity: Int = 1024) {
         items = WorkItemSequence(manifest: manifest)
-        self.shard = shard
-        self.limit = limit
+        self.selection = selection
         queue = BatchQueue(capacity: capacity)
         let preparer = RequestPreparer(manifest: manifest, baseURL: baseURL, extras: extras)
         let skipping = skips.contains { $0 != .none } ? (byRequest, skips) : nil
@@ -45,11 +43,11 @@ final class RequestFeed: WorkSource, @unchecked Sendable {
         while true {
             var ended = false
             while batch.count < Self.batchSize {
-                guard limit.map({ met < $0 }) ?? true, let item = items.next() else {
+                guard selection.hasRoom(after: met), let item = items.next() else {
                     ended = true
                     break
                 }
-                if let shard, !shard.takes(item.ordinal) { continue }
+                if !selection.takes(item.ordinal) { continue }
                 met += 1
                 if let skipping, skipping.skips[skipping.byRequest[item.requestIndex]].skips(item.ordinal) { continue }
                 let work: WorkEntry.Work
@@ -103,8 +101,8 @@ final class RequestFeed: WorkSource, @unchecked Sendable {
         producer.join()
         remaining += leftover
         guard countingRest else { return remaining }
-        while limit.map({ met < $0 }) ?? true, let item = items.next() {
-            if shard?.takes(item.ordinal) ?? true {
+        while selection.hasRoom(after: met), let item = items.next() {
+            if selection.takes(item.ordinal) {
                 remaining += 1
                 met += 1
             }

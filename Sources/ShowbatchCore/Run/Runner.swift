@@ -6,6 +6,8 @@ package struct Runner: Sendable {
     let options: RunOptions
     /// What the flags and the manifest decide together, resolved once.
     let settings: RunSettings
+    /// The work items this process takes: its shard's, up to `--limit`.
+    var selection: WorkSelection { WorkSelection(shard: options.shard, limit: options.limit) }
     let transport: any Transport
     let events: @Sendable (RunEvent) -> Void
     let environment: [String: String]
@@ -209,7 +211,7 @@ package struct Runner: Sendable {
         let pause = CircuitPause(settings: CircuitPause.settings(manifest.circuit, concurrency: concurrency), seed: pauseSeed, events: events)
         context.pause = pause
         defer { pause.shutDown() }
-        let feed = RequestFeed(manifest: manifest, baseURL: baseURL, shard: options.shard, limit: options.limit, byRequest: plan.byRequest,
+        let feed = RequestFeed(manifest: manifest, baseURL: baseURL, selection: selection, byRequest: plan.byRequest,
                                extras: plan.extras, skips: outputs.skips)
         let writer = RowWriter(outputs: outputs, labelFiles: plan.labelFileWriter(others: options.sideFiles.values.sorted(), encryptors: encryptors),
                                carried: outputs.carried)
@@ -290,16 +292,15 @@ package struct Runner: Sendable {
     /// run is interrupted while counting (reading a large data file takes seconds, and an
     /// interrupt must not wait).
     private func countWorkItems() -> Int? {
+        let selection = self.selection
         // The data files were counted when the manifest was read: no need to read them again.
         if manifest.requests.allSatisfy({ $0.each == nil || $0.each?.rows != nil }) {
-            let items = manifest.requests.reduce(0) { $0 + ($1.each?.rows ?? 1) }
-            let count = options.shard.map { shard in (0..<items).count { shard.takes($0) } } ?? items
-            return options.limit.map { min($0, count) } ?? count
+            return selection.count(of: manifest.requests.reduce(0) { $0 + ($1.each?.rows ?? 1) })
         }
         var count = 0
         for item in WorkItemSequence(manifest: manifest) {
-            if options.shard?.takes(item.ordinal) ?? true { count += 1 }
-            if let limit = options.limit, count >= limit { return limit }
+            if selection.takes(item.ordinal) { count += 1 }
+            if !selection.hasRoom(after: count) { return count }
             if item.ordinal & 1023 == 0 && Task.isCancelled { return nil }
         }
         return count

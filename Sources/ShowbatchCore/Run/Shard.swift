@@ -42,7 +42,7 @@ package struct Shard: Sendable, Equatable {
     }
 
     /// Whether this shard takes the work item with `ordinal`.
-    package func takes(_ ordinal: Int) -> Bool { ordinal % count == index }
+    package func takes(_ ordinal: Int) -> Bool { WorkSelection.shard(of: ordinal, among: count) == index }
 
     /// The output path for this shard: `{shard}` replaced, else `-shard-I` before the extension.
     package func path(_ path: String) -> String {
