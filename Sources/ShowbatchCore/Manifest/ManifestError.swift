@@ -11,3 +11,8 @@ package struct ManifestError: Error, Sendable, CustomStringConvertible {
     /// Every diagnostic, one after another.
     package var description: String { diagnostics.map(\.description).joined(separator: "\n") }
 }
+
+extension ManifestError {
+    /// An invalid manifest is a usage error: nothing was sent.
+    package var exitCode: ExitCode { .usage }
+}

@@ -82,3 +82,12 @@ package struct OutputMode: Sendable, Equatable {
     package var mode: String
     package var reason: String?
 }
+
+extension RunSummary {
+    /// The exit code of a run that ended with this summary.
+    package var exitCode: ExitCode {
+        if interrupted { return .interrupted }
+        if stopReason != nil { return .stopped }
+        return (ok == rows && whole) || withinAllowance ? .ok : .rowsFailed
+    }
+}

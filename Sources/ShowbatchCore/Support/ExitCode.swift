@@ -27,16 +27,3 @@ extension RunError {
     }
 }
 
-extension ManifestError {
-    /// An invalid manifest is a usage error: nothing was sent.
-    package var exitCode: ExitCode { .usage }
-}
-
-extension RunSummary {
-    /// The exit code of a run that ended with this summary.
-    package var exitCode: ExitCode {
-        if interrupted { return .interrupted }
-        if stopReason != nil { return .stopped }
-        return (ok == rows && whole) || withinAllowance ? .ok : .rowsFailed
-    }
-}

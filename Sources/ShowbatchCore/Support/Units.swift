@@ -3,7 +3,7 @@ import Foundation
 import Glibc
 #endif
 
-/// Parsing of durations (`500ms`, `30s`, `2m`, plain seconds) and rates (`50/s`, `600/m`).
+/// Parsing of durations (`500ms`, `30s`, `2m`, plain seconds); rates (`50/s`) are with `Rate`.
 package enum Units {
     /// Why a text is not a duration showbatch accepts.
     package enum DurationError: Error, Equatable {
@@ -50,17 +50,6 @@ package enum Units {
         return .nanoseconds(Int64(nanoseconds))
     }
 
-    /// A rate from text such as `50/s` or `600/m`; nil when it is not one.
-    package static func rate(_ text: String) -> Rate? {
-        let parts = text.trimmingCharacters(in: .whitespaces).split(separator: "/", omittingEmptySubsequences: false)
-        guard parts.count == 2, let count = Int(parts[0]), count > 0, parts[0].allSatisfy(\.isNumber) else { return nil }
-        switch parts[1] {
-        case "s": return Rate(count: count, per: .seconds(1))
-        case "m": return Rate(count: count, per: .seconds(60))
-        default: return nil
-        }
-    }
-
     /// A latency `D` or `D±J` (also `D+-J`): the base and the jitter; `0` is allowed.
     package static func latency(_ text: String) -> (Duration, Duration)? {
         func base(_ part: String) -> Duration? {
@@ -90,17 +79,6 @@ package enum Units {
         }
         if seconds == seconds.rounded() { return "\(Int(seconds))s" }
         return String(format2: seconds) + "s"
-    }
-}
-
-extension Units {
-    /// A rate as written in a manifest (`50/s`), or as a count per interval (`50/8s`).
-    package static func rateText(_ rate: Rate) -> String {
-        switch rate.per {
-        case .seconds(1): return "\(rate.count)/s"
-        case .seconds(60): return "\(rate.count)/m"
-        default: return "\(rate.count)/\(text(rate.per))"
-        }
     }
 }
 
