@@ -45,18 +45,20 @@ let package = Package(
             providers: [.apt(["libssl-dev"])]
         ),
         // Linux calls Swift cannot import (prctl is variadic), from glibc's own headers; only
-        // ShowbatchCore's Support layer imports it.
+        // ShowbatchBasics (Support/ProcessGuard) imports it.
         .systemLibrary(name: "CLinux"),
         .target(name: "ShowbatchYAML", dependencies: ["CYAML"], swiftSettings: strict),
-        .target(name: "ShowbatchCore", dependencies: ["ShowbatchYAML", "CCurl", "CZlib", "CGPGME", "COpenSSL", "CLinux"], swiftSettings: strict),
-        .target(name: "ShowbatchEmulator", dependencies: ["ShowbatchCore"], swiftSettings: strict),
-        .executableTarget(name: "showbatch", dependencies: ["ShowbatchCore", "ShowbatchYAML", "ShowbatchEmulator"], swiftSettings: strict),
+        // What every layer above uses: files, threads, JSON, units, errors; no C library but glibc's.
+        .target(name: "ShowbatchBasics", dependencies: ["ShowbatchYAML", "CLinux"], swiftSettings: strict),
+        .target(name: "ShowbatchCore", dependencies: ["ShowbatchBasics", "ShowbatchYAML", "CCurl", "CZlib", "CGPGME", "COpenSSL"], swiftSettings: strict),
+        .target(name: "ShowbatchEmulator", dependencies: ["ShowbatchBasics", "ShowbatchCore"], swiftSettings: strict),
+        .executableTarget(name: "showbatch", dependencies: ["ShowbatchBasics", "ShowbatchCore", "ShowbatchYAML", "ShowbatchEmulator"], swiftSettings: strict),
         .testTarget(name: "ShowbatchYAMLTests", dependencies: ["ShowbatchYAML"], swiftSettings: strict),
         // What more than one test target uses: OpenPGP keys made with the real gpg.
         .target(name: "TestSupport", path: "Tests/Support", swiftSettings: strict),
-        .testTarget(name: "ShowbatchCoreTests", dependencies: ["ShowbatchCore", "ShowbatchEmulator", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "ShowbatchEmulatorTests", dependencies: ["ShowbatchEmulator"], swiftSettings: strict),
-        .testTarget(name: "showbatchTests", dependencies: ["showbatch", "ShowbatchCore", "ShowbatchEmulator", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "ShowbatchCoreTests", dependencies: ["ShowbatchBasics", "ShowbatchCore", "ShowbatchEmulator", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "ShowbatchEmulatorTests", dependencies: ["ShowbatchBasics", "ShowbatchEmulator"], swiftSettings: strict),
+        .testTarget(name: "showbatchTests", dependencies: ["showbatch", "ShowbatchBasics", "ShowbatchCore", "ShowbatchEmulator", "TestSupport"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]
 )

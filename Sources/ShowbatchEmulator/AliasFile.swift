@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 import ShowbatchCore
 
 /// Reads alias files: CSV `alias,value` with a header line, or a JSON object.

@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 import ShowbatchCore
 
 /// Settings of an emulator: what it reveals and which faults it injects.

@@ -1,3 +1,4 @@
+import ShowbatchBasics
 /// The aliases of `samples/data/emulator-aliases.csv` (the samples' customers), so that a sample
 /// manifest without an `emulator:` section reveals every card of its data under `--emulate`
 /// instead of echoing aliases. A test keeps the two the same.

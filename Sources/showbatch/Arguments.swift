@@ -1,3 +1,4 @@
+import ShowbatchBasics
 import ShowbatchCore
 
 /// A command line that cannot be run; printed with a pointer to the command's help. Exit 2.

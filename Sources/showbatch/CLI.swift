@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 import ShowbatchCore
 
 /// Manifests read by `validate` and `plan`, kept until the process exits: freeing the two

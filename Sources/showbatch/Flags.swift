@@ -1,3 +1,4 @@
+import ShowbatchBasics
 import ShowbatchCore
 
 /// One command-line flag, declared once: the parser reads its name and whether it takes a value,

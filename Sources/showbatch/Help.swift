@@ -1,3 +1,4 @@
+import ShowbatchBasics
 import ShowbatchCore
 
 /// The commands of showbatch, named once: the parser takes a command by this list, the dispatch

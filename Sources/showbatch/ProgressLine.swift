@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 
 /// How the live progress line is drawn on the terminal that shows it: clipped to its width (a
 /// line that wraps fills a narrow screen with copies), and with no escape codes where `TERM`

@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 import ShowbatchCore
 import Synchronization
 #if canImport(Glibc)

@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 import ShowbatchCore
 
 // Before any thread exists: no core dump holds a revealed value, no debug log a plaintext row.

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ShowbatchBasics
 import ShowbatchCore
 @testable import ShowbatchEmulator
 #if canImport(Glibc)

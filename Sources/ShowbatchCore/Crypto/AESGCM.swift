@@ -1,3 +1,4 @@
+import ShowbatchBasics
 internal import COpenSSL
 
 /// AES-256-GCM through OpenSSL's EVP interface: one context keyed once, then one message per

@@ -1,3 +1,4 @@
+import ShowbatchBasics
 /// What went wrong in the Crypto layer, in words: recipients' keys, the state key, wrapped data
 /// keys, sealed files, GnuPG. A message never holds key material or plaintext; callers position
 /// it (a manifest setting, a file) and render it.

@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 
 /// A data key wrapped under the state key, as text for a journal line, so a resumed run can go on
 /// sealing the same file without the journal ever holding the key in the clear.

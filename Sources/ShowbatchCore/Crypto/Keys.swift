@@ -1,3 +1,4 @@
+import ShowbatchBasics
 internal import COpenSSL
 
 /// Memory for key material or decrypted bytes, zeroed before it is freed (OPENSSL_cleanse, which

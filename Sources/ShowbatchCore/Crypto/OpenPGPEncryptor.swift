@@ -1,5 +1,6 @@
 internal import CGPGME
 import Foundation
+import ShowbatchBasics
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,3 +1,4 @@
+import ShowbatchBasics
 /// Streams RFC 4180 records: quoted fields, doubled quotes, embedded newlines, CRLF, a BOM.
 package struct CSVRecordReader {
     private var reader: ChunkedReader

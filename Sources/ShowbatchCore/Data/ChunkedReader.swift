@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 
 /// Reads a file forward in chunks so that memory stays bounded whatever its size.
 struct ChunkedReader {

@@ -1,3 +1,4 @@
+import ShowbatchBasics
 /// One row of an `each` data file, with its 0-based index.
 package struct DataRow: Sendable {
     /// The 0-based row number among the file's data rows.

@@ -1,3 +1,4 @@
+import ShowbatchBasics
 /// Streams the rows of an `each` file (CSV with a header, or JSON Lines of objects).
 package struct DataRowReader {
     /// The kind of data file.

@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 
 /// Builds the requests of a manifest's work items against one base URL. What is the same for every
 /// row of a request (its headers, and its URL when the path has no row reference) is worked out

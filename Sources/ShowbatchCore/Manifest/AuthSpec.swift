@@ -1,3 +1,4 @@
+import ShowbatchBasics
 /// Where a run's bearer token comes from (the manifest's `auth` section).
 package struct AuthSpec: Sendable, Equatable {
     /// The source of the token.

@@ -1,3 +1,4 @@
+import ShowbatchBasics
 import ShowbatchYAML
 
 extension ManifestLoader {

@@ -1,3 +1,4 @@
+import ShowbatchBasics
 /// The `emulator:` section: what `run --emulate` reveals and which faults it injects.
 package struct EmulatorSpec: Sendable, Equatable {
     /// Where the aliases come from.

@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 
 /// The URL rules of the VGS Show SDKs: the vault URL from vault, environment and data region, the
 /// route, the custom hostname and the sandbox-only satellite port.

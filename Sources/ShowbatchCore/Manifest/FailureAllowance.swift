@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 
 /// How many rows that are not ok (failed or partial) a run may end with and still exit 0:
 /// `max_failed` or `--max-failed`, a count (`25`) or a share of the run's rows (`0.1%`).

@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 import ShowbatchYAML
 
 /// A validated manifest: everything a run needs, with defaults applied and environment

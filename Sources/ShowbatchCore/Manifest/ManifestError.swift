@@ -1,3 +1,4 @@
+import ShowbatchBasics
 import ShowbatchYAML
 
 /// Errors found in a manifest; `validate` prints them all.

@@ -1,3 +1,4 @@
+import ShowbatchBasics
 /// Every manifest key with its type, default and meaning: the one list that both the decoder
 /// (known keys, suggestions) and the README's reference table come from, so they cannot drift.
 package enum ManifestReference {

@@ -1,3 +1,4 @@
+import ShowbatchBasics
 import ShowbatchYAML
 
 /// Something in a manifest that is valid but likely not what was meant: positioned and quoted as

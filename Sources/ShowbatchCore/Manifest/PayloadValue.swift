@@ -1,3 +1,4 @@
+import ShowbatchBasics
 /// A payload value: JSON whose strings may be templates.
 package indirect enum PayloadValue: Sendable {
     case null

@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 
 /// Requests per interval, across a whole run.
 package struct Rate: Sendable, Equatable {

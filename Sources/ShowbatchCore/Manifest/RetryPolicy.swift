@@ -1,3 +1,4 @@
+import ShowbatchBasics
 /// What failures are retried.
 package struct RetryPolicy: Sendable, Equatable {
     /// Total attempts per request.

@@ -1,3 +1,4 @@
+import ShowbatchBasics
 /// How TLS connections are verified and which client certificate they present.
 ///
 /// Verification is always on; these only say which certificate authorities to trust (instead of

@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 
 /// A string with `${NAME}`, `${row.COLUMN}` and `${index}` references (`$${` is a literal `${`).
 package struct Template: Sendable, Equatable {

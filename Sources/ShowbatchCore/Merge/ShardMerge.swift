@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -1,3 +1,4 @@
+import ShowbatchBasics
 internal import CZlib
 #if canImport(Glibc)
 import Glibc

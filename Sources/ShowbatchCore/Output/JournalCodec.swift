@@ -1,3 +1,4 @@
+import ShowbatchBasics
 /// One line of a journal.
 enum JournalRecord: Equatable {
     /// What the journal is valid for; always the first line.

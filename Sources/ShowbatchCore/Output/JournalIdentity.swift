@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 
 // What a journal is valid for. A resumed run must write the same bytes as an uninterrupted one,
 // so the journal names what shapes the rows, and nothing else: a run that only changes its pace

@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 
 /// What a `--retry-failed` run rewrites an output from: the rows of the finished files (the
 /// output and its rejects file; for an OpenPGP message, the sealed rows kept beside it), read

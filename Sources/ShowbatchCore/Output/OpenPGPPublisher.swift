@@ -1,3 +1,4 @@
+import ShowbatchBasics
 #if canImport(Glibc)
 import Glibc
 #endif

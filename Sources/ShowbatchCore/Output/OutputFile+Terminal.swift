@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 
 /// What a terminal is shown of a row: control bytes escaped.
 extension OutputFile {

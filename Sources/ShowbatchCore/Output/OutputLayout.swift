@@ -1,3 +1,4 @@
+import ShowbatchBasics
 /// What one output file holds and how its bytes look: format, columns in order, CSV dialect.
 struct OutputLayout: Equatable {
     /// Where a column's value comes from.

@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 import ShowbatchYAML
 
 /// The files showbatch keeps beside an output while it is written: one place for their names.

@@ -1,3 +1,4 @@
+import ShowbatchBasics
 /// Encodes result rows as CSV cells or JSON objects, in the columns and formats the README gives.
 package enum RowEncoding {
     /// The fixed columns that precede the labels.

@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 
 /// What the outputs of a run say of themselves for its summary: the rows a finished output
 /// holds, when it was finished, and the rows of each rejects file.

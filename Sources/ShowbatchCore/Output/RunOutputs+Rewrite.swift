@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 
 /// Where a `--retry-failed` run's outputs are opened: what it rewrites each from.
 extension RunOutputs {

@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 
 /// Which work items of an output a run does not send.
 enum SkipRule: Sendable, Equatable {

@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 
 /// A dot-separated path into a JSON response (`card_data.card_number`, `cards.0.number`, `a\.b`).
 package struct ContentPath: Sendable, Equatable, CustomStringConvertible {

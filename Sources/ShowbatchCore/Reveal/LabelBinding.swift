@@ -1,3 +1,4 @@
+import ShowbatchBasics
 /// A label binding: where a value is in the response and how it is shaped.
 package struct LabelBinding: Sendable {
     /// The label name (an output column).

@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 
 /// What a label's value must look like (`expect`): a pattern the whole value matches, and the
 /// Luhn check of a card number. An alias the proxy does not know comes back unchanged with a 2xx,

@@ -1,3 +1,4 @@
+import ShowbatchBasics
 import ShowbatchYAML
 
 /// A binary label: its value is decoded (`decode: base64`) and written to a file of its own

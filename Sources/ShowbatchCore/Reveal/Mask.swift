@@ -1,3 +1,4 @@
+import ShowbatchBasics
 /// Replaces characters of a revealed value with a symbol, as the Show SDKs mask it.
 package struct Mask: Sendable, Equatable {
     /// A closed range over Characters; nil bounds mean the start or the end.

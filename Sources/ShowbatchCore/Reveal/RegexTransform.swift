@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 
 /// A regular-expression replacement applied to a revealed value, as the Show SDKs apply it.
 package struct RegexTransform: @unchecked Sendable {

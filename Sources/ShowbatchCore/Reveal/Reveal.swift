@@ -1,3 +1,4 @@
+import ShowbatchBasics
 /// Turns an HTTP answer into a result row: labels found by their paths, transformed, masked and
 /// checked.
 package enum Reveal {

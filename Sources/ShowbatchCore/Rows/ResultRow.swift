@@ -1,3 +1,4 @@
+import ShowbatchBasics
 /// One result row: exactly one per work item.
 package struct ResultRow: Sendable, Equatable {
     /// The work item's ordinal.

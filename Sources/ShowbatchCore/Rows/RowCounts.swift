@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 
 /// How many rows of each status an output holds.
 struct RowCounts: Equatable, Sendable {

@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 import Synchronization
 
 /// How a job ended.

@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 
 /// What one attempt's result means, decided without sending or waiting: what it says of the
 /// endpoint (for the circuit pause) and what the row does next. `AttemptContext.perform` carries

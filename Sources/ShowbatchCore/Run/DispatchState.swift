@@ -1,3 +1,4 @@
+import ShowbatchBasics
 /// The decisions of a run's dispatch: which work item goes out next, when a worker must wait, and
 /// when finished rows go to the writer, in work-item order.
 ///

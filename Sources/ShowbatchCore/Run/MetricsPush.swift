@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 
 /// `--metrics-push URL`: the `--metrics` text, pushed to a Prometheus Pushgateway when the run ends,
 /// where a batch job's metrics go when no node_exporter reads a file for it.

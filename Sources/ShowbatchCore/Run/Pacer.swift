@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 import Synchronization
 
 /// What an answer said about the endpoint's rate limit.

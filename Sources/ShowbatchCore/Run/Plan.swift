@@ -1,3 +1,4 @@
+import ShowbatchBasics
 /// What `plan` prints: the base URL and each request, with header values redacted. Sends nothing.
 package struct Plan: Sendable {
     /// One planned request.

@@ -1,3 +1,4 @@
+import ShowbatchBasics
 import Synchronization
 
 /// The last net for a run's secrets: the one place its runtime messages are cleared of them.

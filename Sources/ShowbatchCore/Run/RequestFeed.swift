@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 
 /// Reads data rows and prepares requests ahead on a thread of its own, handing them over in
 /// batches, so that the thread driving the transfers spends no time reading CSV or building

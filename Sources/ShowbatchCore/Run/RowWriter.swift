@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 import Synchronization
 
 /// Reveals, encodes and writes finished rows, in order, on a thread of its own.

@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 import Synchronization
 
 /// The workers of a run and the state they share: each takes a request, sends it, puts its row

@@ -1,3 +1,4 @@
+import ShowbatchBasics
 /// Options of one run; flags beat manifest values.
 package struct RunOptions: Sendable, Equatable {
     /// `--output PATH` (relative to the current folder), or `-` for standard output.

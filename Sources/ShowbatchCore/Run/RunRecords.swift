@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 
 /// Where a run's records go once it ends (`--metrics`, `--report`, `--metrics-push`), and how
 /// their failures weigh: each file is written on its own (a metrics file that cannot be written

@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 
 /// What a run did, for the machines that watch it: the `--report` JSON document and the
 /// `--metrics` Prometheus text file. Never holds a revealed, header or payload value.

@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 
 /// What a run's flags and its manifest decide together, resolved once, so that each has one
 /// owner: a flag wins over the manifest, the manifest over the default.

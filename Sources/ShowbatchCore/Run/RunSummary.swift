@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 
 /// The outcome of a run.
 package struct RunSummary: Sendable {

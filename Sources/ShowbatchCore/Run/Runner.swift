@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 
 /// Sends a manifest's requests and writes one row per work item, in order.
 package struct Runner: Sendable {

@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 
 /// Which part of the work a process takes: work items whose ordinal mod `count` is `index`.
 package struct Shard: Sendable, Equatable {

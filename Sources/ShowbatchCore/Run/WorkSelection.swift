@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 
 /// Which work items a process takes, one rule for the feed, the row count, the journal's check
 /// and merge: those of its shard (work item `ordinal` belongs to shard `ordinal % N`), and at most

@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 import Synchronization
 
 /// A token and the generation it belongs to (each renewal is a new generation).

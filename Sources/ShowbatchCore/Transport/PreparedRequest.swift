@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 
 /// A request ready to send: URL, headers and body built from the manifest and a data row.
 package struct PreparedRequest: Sendable {

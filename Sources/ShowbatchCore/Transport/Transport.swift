@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 /// Sends one HTTP request. Kept narrow so that another transport can stand in.
 package protocol Transport: Sendable {
     /// Sends `request`, giving up after `timeout`.

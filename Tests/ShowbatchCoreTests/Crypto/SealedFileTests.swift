@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import ShowbatchBasics
 @testable import ShowbatchCore
 
 /// Sealed files: what is written comes back exactly, a checkpoint's offset can be cut back to and

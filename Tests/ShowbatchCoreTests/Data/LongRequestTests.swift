@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import ShowbatchBasics
 @testable import ShowbatchCore
 
 /// A data row whose value goes into the path can make a request of megabytes. curl cannot send a

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import ShowbatchYAML
+@testable import ShowbatchBasics
 @testable import ShowbatchCore
 
 /// Requests decoded on a second thread while parsing must come out exactly as decoded after it.

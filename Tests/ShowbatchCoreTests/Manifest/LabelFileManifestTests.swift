@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import ShowbatchBasics
 @testable import ShowbatchCore
 
 // Binary labels in the manifest: base64 decoding, file templates and their checks.

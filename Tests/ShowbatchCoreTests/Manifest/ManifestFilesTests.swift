@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import ShowbatchBasics
 @testable import ShowbatchCore
 
 /// Files a manifest names: what cannot be read says why, and a merge, which sends nothing, does

@@ -1,4 +1,5 @@
 import Testing
+@testable import ShowbatchBasics
 @testable import ShowbatchCore
 
 /// Warnings: what is valid but likely not meant. `output.columns` without `status` or `error` and

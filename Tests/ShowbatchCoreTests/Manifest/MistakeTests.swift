@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import ShowbatchBasics
 @testable import ShowbatchCore
 
 /// Manifest mistakes that once gave a wrong file with exit 0: each is now a positioned error.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import ShowbatchYAML
+@testable import ShowbatchBasics
 @testable import ShowbatchCore
 
 /// The manifest as libyaml reads it, `m.yaml` in the current folder.

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import ShowbatchBasics
 @testable import ShowbatchCore
 
 /// The YAML test suite's data (github.com/yaml/yaml-test-suite, a `data-*` tag) when

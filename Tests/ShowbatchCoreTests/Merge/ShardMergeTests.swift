@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import ShowbatchBasics
 @testable import ShowbatchCore
 
 /// The library side of `merge`: rows are taken in work-item order from shard (ordinal mod N); an

@@ -1,4 +1,5 @@
 import Testing
+@testable import ShowbatchBasics
 @testable import ShowbatchCore
 
 private func dialect(escapeFormulas: Bool = false, delimiter: Character = ",", quoteAll: Bool = false, crlf: Bool = false,

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import ShowbatchBasics
 @testable import ShowbatchCore
 #if canImport(Glibc)
 import Glibc

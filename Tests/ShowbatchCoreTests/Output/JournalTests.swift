@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+@testable import ShowbatchBasics
 @testable import ShowbatchCore
 import ShowbatchEmulator
 

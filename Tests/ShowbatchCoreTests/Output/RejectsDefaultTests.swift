@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import ShowbatchBasics
 @testable import ShowbatchCore
 
 /// With `rejects`, a row with a label not found went to the processor's file as `C100000,,`.

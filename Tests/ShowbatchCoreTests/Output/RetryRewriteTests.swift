@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import ShowbatchBasics
 @testable import ShowbatchCore
 
 /// Data rows: every third lacks `alias`, so it cannot be sent (a 1490 row, which fails again

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import ShowbatchBasics
 @testable import ShowbatchCore
 
 /// Label expectations (`expect: {pattern, luhn}`): a value that is not what the label expects

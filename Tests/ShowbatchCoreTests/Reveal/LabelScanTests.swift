@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import ShowbatchBasics
 @testable import ShowbatchCore
 
 /// `JSONParser.values(at:in:)` must answer exactly what a full parse and `ContentPath.lookup` do.

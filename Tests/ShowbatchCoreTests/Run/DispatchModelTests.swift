@@ -1,4 +1,5 @@
 import Testing
+@testable import ShowbatchBasics
 @testable import ShowbatchCore
 
 /// `DispatchState` driven by seeded random event sequences, as async-http-client tests its

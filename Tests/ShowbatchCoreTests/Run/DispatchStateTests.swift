@@ -1,4 +1,5 @@
 import Testing
+@testable import ShowbatchBasics
 @testable import ShowbatchCore
 
 /// Work items from a list; `stall` makes the next polls answer "not ready".

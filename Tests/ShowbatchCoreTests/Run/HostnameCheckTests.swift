@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import ShowbatchBasics
 @testable import ShowbatchCore
 
 /// The custom hostname check as an unattended job needs it: retried, logged, and never moving

@@ -1,4 +1,5 @@
 import Testing
+@testable import ShowbatchBasics
 @testable import ShowbatchCore
 
 /// `PauseState` driven by seeded random event sequences: workers admit attempts, attempts end

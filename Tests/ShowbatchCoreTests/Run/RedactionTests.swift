@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import ShowbatchBasics
 @testable import ShowbatchCore
 
 /// What the run's last net hides: secret values, as written and encoded, and nothing else. The

@@ -1,6 +1,7 @@
 import Synchronization
 import Foundation
 import Testing
+@testable import ShowbatchBasics
 @testable import ShowbatchCore
 
 /// The run's secrets never leave it in words: one redactor clears every event, stop reason and

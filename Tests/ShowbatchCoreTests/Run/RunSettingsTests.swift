@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import ShowbatchBasics
 @testable import ShowbatchCore
 
 /// A flag wins over the manifest, the manifest over the default; the job's rate is shared by

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import ShowbatchBasics
 @testable import ShowbatchCore
 
 /// The count a selection gives without reading the work items is the count of those it takes.

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+@testable import ShowbatchBasics
 @testable import ShowbatchCore
 import ShowbatchEmulator
 

@@ -1,5 +1,6 @@
 import Foundation
 import ShowbatchYAML
+@testable import ShowbatchBasics
 @testable import ShowbatchCore
 
 /// A private temporary folder per test, removed by the caller.

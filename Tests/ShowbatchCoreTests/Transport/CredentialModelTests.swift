@@ -1,5 +1,6 @@
 import Synchronization
 import Testing
+@testable import ShowbatchBasics
 @testable import ShowbatchCore
 
 /// `CredentialState` driven by seeded random event sequences: workers ask for the token, send,

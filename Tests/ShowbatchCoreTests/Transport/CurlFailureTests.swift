@@ -1,4 +1,5 @@
 import Testing
+@testable import ShowbatchBasics
 @testable import ShowbatchCore
 
 /// How a failed transfer is classed, for every CURLcode the curl transport names, with libcurl's

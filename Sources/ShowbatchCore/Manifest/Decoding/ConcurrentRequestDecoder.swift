@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 import ShowbatchYAML
 
 /// Decodes the items of `requests:` on a second thread while the parser is still reading the

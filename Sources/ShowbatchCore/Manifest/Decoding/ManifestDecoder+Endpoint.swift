@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 import ShowbatchYAML
 
 // The keys that decide where requests go.

@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 import ShowbatchYAML
 
 // Binary labels: `decode: base64`, `file: TEMPLATE` and `max_bytes`.

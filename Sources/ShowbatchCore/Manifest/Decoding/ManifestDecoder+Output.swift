@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 import ShowbatchYAML
 
 // The output section: path, format, CSV dialect, columns and rejects.

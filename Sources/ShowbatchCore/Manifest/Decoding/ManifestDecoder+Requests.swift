@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 import ShowbatchYAML
 
 // The requests list: names, paths, methods, headers, payloads and data files.

@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 import ShowbatchYAML
 
 // Run settings and the retry and emulator sections.

@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 import ShowbatchYAML
 
 /// Turns a YAML node tree into a `Manifest`, recording a diagnostic for each problem.

@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 import ShowbatchYAML
 
 /// What of a manifest may be shown in an error, decided once for the whole file before any

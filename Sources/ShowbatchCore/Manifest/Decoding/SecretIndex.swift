@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 
 /// The secret texts of a manifest, indexed so that finding them in a message or a quoted line
 /// costs time in proportion to that text, not to the number of secrets: a manifest of fifty

@@ -1,3 +1,4 @@
+import ShowbatchBasics
 internal import CCurl
 
 // libcurl calls these on the loop thread, from inside curl_multi_perform, with the transfer that

@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 internal import CCurl
 
 /// The easy handles of a loop and the transfers they carry: handles are set up per request,

@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 import Synchronization
 internal import CCurl
 

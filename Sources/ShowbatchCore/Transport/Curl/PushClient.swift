@@ -1,4 +1,5 @@
 import Foundation
+import ShowbatchBasics
 internal import CCurl
 
 /// One blocking HTTP request through a libcurl easy handle, for `--metrics-push`: the push happens

@@ -92,7 +92,7 @@ extension Duration {
 
 /// Milliseconds on a coarse monotonic clock: read without a system call, a few milliseconds
 /// coarse, which is enough to pace progress lines and journal syncs on every row.
-func coarseMilliseconds() -> Int64 {
+package func coarseMilliseconds() -> Int64 {
     var time = timespec()
     clock_gettime(CLOCK_MONOTONIC_COARSE, &time)
     return Int64(time.tv_sec) * 1000 + Int64(time.tv_nsec) / 1_000_000

@@ -4,11 +4,11 @@ import Foundation
 ///
 /// The feed, the writer and the concurrent request decoder each keep one: work that would stall
 /// the thread driving the transfers (or libyaml's parse) goes to the other core.
-final class WorkerThread: Sendable {
+package final class WorkerThread: Sendable {
     private let done = DispatchSemaphore(value: 0)
 
     /// Starts `body` on a new thread named `name`.
-    init(name: String, _ body: @escaping @Sendable () -> Void) {
+    package init(name: String, _ body: @escaping @Sendable () -> Void) {
         let thread = Thread { [done] in
             Blocking.markCurrent()
             body()
@@ -19,7 +19,7 @@ final class WorkerThread: Sendable {
     }
 
     /// Waits until the body has returned; returns at once when it already has.
-    func join() {
+    package func join() {
         done.wait()
         // Left signalled, so that a second join does not wait forever.
         done.signal()
@@ -29,20 +29,20 @@ final class WorkerThread: Sendable {
 /// Threads that must never block, as SwiftNIO asserts of its event loops: the curl loop's thread
 /// drives every transfer, so a condition wait there (a full writer queue, an empty feed) stalls
 /// every request in flight until it times out. Blocking waits assert it in debug builds.
-enum NonBlockingThread {
+package enum NonBlockingThread {
     private static let key = "showbatch.non-blocking"
 
     /// Marks the calling thread as one that must never block.
-    static func markCurrent() {
+    package static func markCurrent() {
         Thread.current.threadDictionary[key] = true
     }
 
     /// Whether the calling thread must never block.
-    static var isCurrent: Bool { Thread.current.threadDictionary[key] != nil }
+    package static var isCurrent: Bool { Thread.current.threadDictionary[key] != nil }
 
     /// Traps in debug builds when called on a thread that must never block.
     @inline(__always)
-    static func assertMayBlock(file: StaticString = #fileID, line: UInt = #line) {
+    package static func assertMayBlock(file: StaticString = #fileID, line: UInt = #line) {
         assert(!isCurrent, "a blocking wait on a thread that must never block (the curl loop)", file: file, line: line)
     }
 }

@@ -8,9 +8,9 @@ import Foundation
 /// The producer waits while the queue is full, so a slow consumer holds it back instead of
 /// memory growing. Elements cross threads, so they are `Sendable`; the queue's own state is
 /// guarded by its condition (hence `@unchecked`).
-final class BatchQueue<Element: Sendable>: @unchecked Sendable {
+package final class BatchQueue<Element: Sendable>: @unchecked Sendable {
     /// What `take` found.
-    enum Taken: Equatable {
+    package enum Taken: Equatable {
         /// Elements were moved into the batch.
         case taken
         /// Nothing is queued yet (only when not waiting).
@@ -21,7 +21,7 @@ final class BatchQueue<Element: Sendable>: @unchecked Sendable {
 
     private let condition = NSCondition()
     /// Most elements queued before `put` waits.
-    let capacity: Int
+    package let capacity: Int
     // Guarded by `condition`.
     private var items: [Element] = []
     private var finished = false
@@ -31,21 +31,21 @@ final class BatchQueue<Element: Sendable>: @unchecked Sendable {
     private var roomWaiters: [UnsafeContinuation<Void, Never>] = []
 
     /// Tasks waiting now, for elements or for room (tests wait on it instead of sleeping).
-    var parkedTasks: Int {
+    package var parkedTasks: Int {
         condition.lock()
         defer { condition.unlock() }
         return elementWaiters.count + roomWaiters.count
     }
 
     /// A queue that holds at most about `capacity` elements (a batch is never split).
-    init(capacity: Int = .max) {
+    package init(capacity: Int = .max) {
         self.capacity = capacity
     }
 
     /// Adds `batch` after what is queued, waiting while the queue is full. Returns false, adding
     /// nothing, once the consumer has closed the queue.
     @discardableResult
-    func put(_ batch: [Element]) -> Bool {
+    package func put(_ batch: [Element]) -> Bool {
         guard !batch.isEmpty else { return true }
         NonBlockingThread.assertMayBlock()
         condition.lock()
@@ -58,7 +58,7 @@ final class BatchQueue<Element: Sendable>: @unchecked Sendable {
     /// has closed the queue. A cancelled task waits too: the consumer is draining the queue, and
     /// an interrupted run still hands every finished row to the writer.
     @discardableResult
-    func putWhenRoom(_ batch: [Element]) async -> Bool {
+    package func putWhenRoom(_ batch: [Element]) async -> Bool {
         guard !batch.isEmpty else { return true }
         while true {
             if let added = putIfRoom(batch) { return added }
@@ -112,7 +112,7 @@ final class BatchQueue<Element: Sendable>: @unchecked Sendable {
 
     /// Moves everything queued into `batch`, which must be empty. With `wait`, waits until
     /// something is queued or the queue has ended.
-    func take(into batch: inout [Element], wait: Bool = true) -> Taken {
+    package func take(into batch: inout [Element], wait: Bool = true) -> Taken {
         if wait { NonBlockingThread.assertMayBlock() }
         condition.lock()
         while wait && items.isEmpty && !finished && !closed { condition.wait() }
@@ -132,7 +132,7 @@ final class BatchQueue<Element: Sendable>: @unchecked Sendable {
 
     /// Waits, as a task, until something is queued or the queue has ended, or the task is
     /// cancelled (then at once: a cancelled run takes nothing more).
-    func elements() async {
+    package func elements() async {
         await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
                 condition.lock()
@@ -151,7 +151,7 @@ final class BatchQueue<Element: Sendable>: @unchecked Sendable {
     }
 
     /// The producer's last word: nothing more will be put.
-    func finish() {
+    package func finish() {
         condition.lock()
         finished = true
         condition.broadcast()
@@ -162,7 +162,7 @@ final class BatchQueue<Element: Sendable>: @unchecked Sendable {
     /// The consumer's last word: puts are refused from now on (a waiting producer returns).
     /// Returns how many elements were still queued; they are dropped.
     @discardableResult
-    func close() -> Int {
+    package func close() -> Int {
         condition.lock()
         closed = true
         let left = items.count

@@ -4,34 +4,40 @@ import Glibc
 #endif
 
 /// Why a file cannot be read, in words that name the file and the reason (the system's text).
-struct FileReadError: Error, Sendable, Equatable, CustomStringConvertible {
-    let path: String
+package struct FileReadError: Error, Sendable, Equatable, CustomStringConvertible {
+    package let path: String
     /// The reason, such as "No such file or directory" or "it is a directory".
-    let reason: String
+    package let reason: String
     /// The file is not to be trusted as showbatch's own (`reason` says why, naming it).
-    var untrusted = false
+    package var untrusted = false
 
-    var description: String { untrusted ? reason : "\(path) cannot be read: \(reason)" }
+    package init(path: String, reason: String, untrusted: Bool = false) {
+        self.path = path
+        self.reason = reason
+        self.untrusted = untrusted
+    }
+
+    package var description: String { untrusted ? reason : "\(path) cannot be read: \(reason)" }
 }
 
 /// An open file descriptor, closed when the last reference goes (unless borrowed), and the one
 /// read loop every reader uses: interrupted reads are made again, short reads continue, and a
 /// limit bounds memory.
-final class FileDescriptor {
-    let raw: Int32
+package final class FileDescriptor {
+    package let raw: Int32
     /// The path it was opened by, for messages.
-    let path: String
+    package let path: String
     private let owned: Bool
 
     /// Takes `raw`, which is closed with this value.
-    init(raw: Int32, path: String) {
+    package init(raw: Int32, path: String) {
         self.raw = raw
         self.path = path
         owned = true
     }
 
     /// Reads through `raw`, which its owner keeps and closes.
-    init(borrowing raw: Int32, path: String) {
+    package init(borrowing raw: Int32, path: String) {
         self.raw = raw
         self.path = path
         owned = false
@@ -41,7 +47,7 @@ final class FileDescriptor {
 
     /// Opens a file showbatch reads (a manifest, data, a token, a key): links are followed, as
     /// Kubernetes mounts Secrets and ConfigMaps through them; only a regular file is read.
-    static func openInput(_ path: String) throws(FileReadError) -> FileDescriptor {
+    package static func openInput(_ path: String) throws(FileReadError) -> FileDescriptor {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { throw FileReadError(path: path, reason: describeErrno(errno)) }
         let file = FileDescriptor(raw: fd, path: path)
@@ -54,7 +60,7 @@ final class FileDescriptor {
     /// Opens a regular file without following a link at its name (files of showbatch's own, such
     /// as a journal); nil when there is nothing there. A file another user could have planted or
     /// can change is refused (`PrivateFile.untrusted`).
-    static func openOwn(_ path: String) throws(FileReadError) -> FileDescriptor? {
+    package static func openOwn(_ path: String) throws(FileReadError) -> FileDescriptor? {
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else {
             if errno == ENOENT || errno == ENOTDIR { return nil }
@@ -72,7 +78,7 @@ final class FileDescriptor {
 
     /// Why a manifest's file or folder cannot be read, in the system's words; nil when it can.
     /// Opening it is the check (`access` would answer for the real user, not the one running).
-    static func unreadable(_ path: String, folder: Bool = false) -> String? {
+    package static func unreadable(_ path: String, folder: Bool = false) -> String? {
         if folder {
             let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
             guard fd >= 0 else { return errno == ENOTDIR ? "it is not a folder" : describeErrno(errno) }
@@ -98,7 +104,7 @@ final class FileDescriptor {
     }
 
     /// Reads into `buffer` from the current position; 0 at the end of the file.
-    func read(into buffer: UnsafeMutableRawBufferPointer) throws(FileReadError) -> Int {
+    package func read(into buffer: UnsafeMutableRawBufferPointer) throws(FileReadError) -> Int {
         while true {
             let count = Glibc.read(raw, buffer.baseAddress, buffer.count)
             if count >= 0 { return count }
@@ -108,7 +114,7 @@ final class FileDescriptor {
     }
 
     /// Reads into `bytes` from `start` to its end; how many (0 at the end of the file).
-    func read(into bytes: inout [UInt8], from start: Int = 0) throws(FileReadError) -> Int {
+    package func read(into bytes: inout [UInt8], from start: Int = 0) throws(FileReadError) -> Int {
         while true {
             let count = bytes.withUnsafeMutableBytes { Glibc.read(raw, $0.baseAddress! + start, $0.count - start) }
             if count >= 0 { return count }
@@ -119,7 +125,7 @@ final class FileDescriptor {
 
     /// Reads into `bytes` from `start` to its end at `offset` in the file, or fewer bytes at the
     /// end of the file; how many.
-    func read(into bytes: inout [UInt8], from start: Int = 0, at offset: Int) throws(FileReadError) -> Int {
+    package func read(into bytes: inout [UInt8], from start: Int = 0, at offset: Int) throws(FileReadError) -> Int {
         var done = 0
         let wanted = bytes.count - start
         while done < wanted {
@@ -135,7 +141,7 @@ final class FileDescriptor {
     }
 
     /// Reads `buffer.count` bytes at `offset`, or fewer at the end of the file.
-    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws(FileReadError) -> Int {
+    package func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) throws(FileReadError) -> Int {
         var done = 0
         while done < buffer.count {
             let count = pread(raw, buffer.baseAddress! + done, buffer.count - done, off_t(offset + done))
@@ -151,7 +157,7 @@ final class FileDescriptor {
 
     /// Everything from the current position to the end; a file longer than `limit` bytes is
     /// refused without reading it whole.
-    func readAll(limit: Int) throws(FileReadError) -> [UInt8] {
+    package func readAll(limit: Int) throws(FileReadError) -> [UInt8] {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 1 << 16)
         while true {
@@ -165,7 +171,7 @@ final class FileDescriptor {
     }
 
     /// The file's identity and size, as `stat` gives them now.
-    func stamp() -> FileStamp? {
+    package func stamp() -> FileStamp? {
         var info = stat()
         guard fstat(raw, &info) == 0 else { return nil }
         return FileStamp(info)
@@ -174,13 +180,13 @@ final class FileDescriptor {
 
 /// What tells one version of a file from another: which file (device and inode), its size and
 /// when it was last changed.
-struct FileStamp: Equatable, Sendable {
-    let device: UInt64
-    let inode: UInt64
-    let size: Int
-    let modified: Int
+package struct FileStamp: Equatable, Sendable {
+    package let device: UInt64
+    package let inode: UInt64
+    package let size: Int
+    package let modified: Int
 
-    init(_ info: stat) {
+    package init(_ info: stat) {
         device = UInt64(info.st_dev)
         inode = UInt64(info.st_ino)
         size = Int(info.st_size)
@@ -188,7 +194,7 @@ struct FileStamp: Equatable, Sendable {
     }
 
     /// The stamp of what `path` leads to now (links followed); nil when nothing is there.
-    static func of(_ path: String) -> FileStamp? {
+    package static func of(_ path: String) -> FileStamp? {
         var info = stat()
         guard stat(path, &info) == 0 else { return nil }
         return FileStamp(info)

@@ -9,9 +9,9 @@ import Glibc
 /// created with `O_EXCL | O_NOFOLLOW` (after removing only a regular file that was there) with
 /// mode 0600, or opened with `O_NOFOLLOW` and checked. A link planted at one of these paths is
 /// refused, and its target is never touched.
-enum PrivateFile {
+package enum PrivateFile {
     /// What is at a path, the last link not followed.
-    enum Existing: Equatable {
+    package enum Existing: Equatable {
         case none
         case regular(device: UInt64, inode: UInt64, size: Int)
         case directory
@@ -21,7 +21,7 @@ enum PrivateFile {
     }
 
     /// What is at `path`, without following a link.
-    static func inspect(_ path: String) -> Existing {
+    package static func inspect(_ path: String) -> Existing {
         var info = stat()
         guard lstat(path, &info) == 0 else { return .none }
         switch info.st_mode & S_IFMT {
@@ -34,7 +34,7 @@ enum PrivateFile {
 
     /// The identity of the file `path` leads to (links followed), to tell whether two paths are
     /// one file.
-    static func identity(_ path: String) -> (device: UInt64, inode: UInt64)? {
+    package static func identity(_ path: String) -> (device: UInt64, inode: UInt64)? {
         var info = stat()
         guard stat(path, &info) == 0 else { return nil }
         return (UInt64(info.st_dev), UInt64(info.st_ino))
@@ -43,7 +43,7 @@ enum PrivateFile {
     /// One spelling for every path to a file, existing or not: absolute, with the links and `.`
     /// and `..` of its existing folders resolved (`out/r.csv`, `./out//r.csv` and a linked
     /// folder's path to it are one). The part that does not exist yet is taken as written.
-    static func canonical(_ path: String) -> String {
+    package static func canonical(_ path: String) -> String {
         let absolute = path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
         var tail: [Substring] = []
         var head = Substring(absolute)
@@ -71,7 +71,7 @@ enum PrivateFile {
     /// Replaces the file at `path` with `bytes` at once (a reader sees the old file or the new
     /// one, never a part): written to a hidden file beside it, synced, renamed over it. Never
     /// through a link; a folder or device at `path` is refused.
-    static func replaceAtomically(_ path: String, with bytes: [UInt8], mode: mode_t) throws(RunError) {
+    package static func replaceAtomically(_ path: String, with bytes: [UInt8], mode: mode_t) throws(RunError) {
         if let refusal = refusal(path) { throw RunError.runtime(refusal + ": cannot write it") }
         try makeParent(of: path, for: path)
         let slash = path.lastIndex(of: "/")
@@ -96,13 +96,13 @@ enum PrivateFile {
     }
 
     /// The text of the regular file at `path` (never through a link), or nil.
-    static func readText(_ path: String, limit: Int = 1 << 20) -> String? {
+    package static func readText(_ path: String, limit: Int = 1 << 20) -> String? {
         guard let file = try? FileDescriptor.openOwn(path), let bytes = try? file.readAll(limit: limit) else { return nil }
         return String(decoding: bytes, as: UTF8.self)
     }
 
     /// Why `path` cannot be one of a run's files, in words; nil when it can (absent or regular).
-    static func refusal(_ path: String) -> String? {
+    package static func refusal(_ path: String) -> String? {
         switch inspect(path) {
         case .none, .regular: return nil
         case .directory: return "\(path) is a directory"
@@ -113,7 +113,7 @@ enum PrivateFile {
 
     /// Creates `path` afresh with mode 0600, creating its folders; a regular file there is
     /// replaced, anything else refused. Errors name `output`, the path the user knows.
-    static func create(_ path: String, for output: String) throws(RunError) -> Int32 {
+    package static func create(_ path: String, for output: String) throws(RunError) -> Int32 {
         try makeParent(of: path, for: output)
         switch inspect(path) {
         case .none: break
@@ -134,7 +134,7 @@ enum PrivateFile {
 
     /// Creates `path` with mode 0600 only if nothing is there (creating its folders); nil when a
     /// file appeared there first (another run created it). Errors name `output`.
-    static func createNew(_ path: String, for output: String) throws(RunError) -> Int32? {
+    package static func createNew(_ path: String, for output: String) throws(RunError) -> Int32? {
         try makeParent(of: path, for: output)
         let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
@@ -151,7 +151,7 @@ enum PrivateFile {
 
     /// Opens the regular file at `path` for reading and writing, without following a link; nil
     /// when there is none.
-    static func openExisting(_ path: String, for output: String) throws(RunError) -> Int32? {
+    package static func openExisting(_ path: String, for output: String) throws(RunError) -> Int32? {
         if let refusal = refusal(path) { throw RunError.runtime(refusal + ": remove it and run again") }
         let fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else {
@@ -180,7 +180,7 @@ enum PrivateFile {
     /// Opens a regular file of showbatch's own for reading only, without following a link; nil
     /// when there is none (or something else is there). A file another user could have planted
     /// is refused.
-    static func openForReading(_ path: String) throws(RunError) -> Int32? {
+    package static func openForReading(_ path: String) throws(RunError) -> Int32? {
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         var info = stat()
@@ -209,7 +209,7 @@ enum PrivateFile {
     /// neighbour put there, or take what showbatch writes. A group that the running user is in
     /// may write (Kubernetes gives a volume's files to the pod's `fsGroup`). `replacing`: the file
     /// is only to be removed and made afresh, which needs it to be the running user's, no more.
-    static func untrusted(_ info: stat, _ path: String, replacing: Bool = false) -> String? {
+    package static func untrusted(_ info: stat, _ path: String, replacing: Bool = false) -> String? {
         let problem: String
         let mode = info.st_mode & 0o7777
         if info.st_uid != geteuid() {
@@ -228,7 +228,7 @@ enum PrivateFile {
 
     /// Refuses the file at `path` (never through a link) when it is not to be trusted
     /// (`untrusted`); nothing there, or something other than a regular file, passes here.
-    static func requireTrusted(_ path: String, replacing: Bool = false) throws(RunError) {
+    package static func requireTrusted(_ path: String, replacing: Bool = false) throws(RunError) {
         var info = stat()
         guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return }
         if let problem = untrusted(info, path, replacing: replacing) { throw RunError.runtime(problem) }
@@ -238,7 +238,7 @@ enum PrivateFile {
     /// replace the files in it: its owner, not root and not the running user, always can; so can
     /// anyone who can write it, unless its sticky bit keeps each file its owner's (as in /tmp). A
     /// group the running user is in may write it. A folder not there yet is made 0700.
-    static func requireTrustedFolder(_ folder: String, for path: String) throws(RunError) {
+    package static func requireTrustedFolder(_ folder: String, for path: String) throws(RunError) {
         var info = stat()
         guard stat(folder, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { return }
         let mode = info.st_mode & 0o7777
@@ -254,7 +254,7 @@ enum PrivateFile {
     }
 
     /// A user in words: name and uid, or the uid alone.
-    static func userName(_ uid: uid_t) -> String {
+    package static func userName(_ uid: uid_t) -> String {
         var entry = passwd()
         var result: UnsafeMutablePointer<passwd>?
         var buffer = [CChar](repeating: 0, count: 4096)
@@ -264,7 +264,7 @@ enum PrivateFile {
         return "uid \(uid)"
     }
 
-    static func inOwnGroups(_ gid: gid_t) -> Bool {
+    package static func inOwnGroups(_ gid: gid_t) -> Bool {
         if gid == getegid() { return true }
         let count = getgroups(0, nil)
         guard count > 0 else { return false }
@@ -300,7 +300,7 @@ enum PrivateFile {
 
     /// Why the regular file at `path` cannot be opened for reading, in words: what is there
     /// instead, or the system's own text.
-    static func readingProblem(_ path: String) -> String {
+    package static func readingProblem(_ path: String) -> String {
         if let refusal = refusal(path) { return refusal }
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else { return describeErrno(errno) }
@@ -310,13 +310,13 @@ enum PrivateFile {
 
     /// Writes all of `bytes` to `fd`; the errno of a failure.
     /// Whether `fd` is a regular file (a write to it never waits for a reader).
-    static func isRegular(_ fd: Int32) -> Bool {
+    package static func isRegular(_ fd: Int32) -> Bool {
         var info = stat()
         return fstat(fd, &info) == 0 && info.st_mode & S_IFMT == S_IFREG
     }
 
     /// How a write that can be given up ended.
-    enum WriteOutcome: Equatable {
+    package enum WriteOutcome: Equatable {
         case written
         case abandoned
         case failed(Int32)
@@ -326,7 +326,7 @@ enum PrivateFile {
     /// time and giving up once `abandoned` is set: a blocked write is a wait, and a signal ends
     /// every wait. Each write is at most `PIPE_BUF` bytes, which a pipe that has room takes
     /// without blocking.
-    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, unless abandoned: borrowing Atomic<Bool>) -> WriteOutcome {
+    package static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer, unless abandoned: borrowing Atomic<Bool>) -> WriteOutcome {
         var offset = 0
         while offset < bytes.count {
             if abandoned.load(ordering: .relaxed) { return .abandoned }
@@ -347,7 +347,7 @@ enum PrivateFile {
         return .written
     }
 
-    static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int32? {
+    package static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Int32? {
         var offset = 0
         while offset < bytes.count {
             let written = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)

@@ -29,13 +29,13 @@ package func choices(_ items: [String]) -> String {
 /// Calls `body` with the UTF-8 bytes of `text`, in place for a native string: iterating
 /// `String.UTF8View` goes through an index per byte, which shows in per-row profiles.
 @inline(__always)
-func withUTF8<R>(of text: String, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+package func withUTF8<R>(of text: String, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
     var text = text
     return try text.withUTF8(body)
 }
 
 extension String {
-    init(format2 value: Double) {
+    package init(format2 value: Double) {
         let scaled = (value * 100).rounded() / 100
         var text = "\(scaled)"
         if text.hasSuffix(".0") { text.removeLast(2) }
@@ -45,7 +45,7 @@ extension String {
 
 extension Error {
     /// A description that is never empty on Linux (unlike `localizedDescription`).
-    var readableDescription: String {
+    package var readableDescription: String {
         if let error = self as? CocoaError, let path = error.filePath { return "\(error.code) (\(path))" }
         return String(describing: self)
     }
@@ -53,7 +53,7 @@ extension Error {
 
 extension String {
     /// The string with `0` before it up to `width` characters.
-    func leftPadded(to width: Int) -> String {
+    package func leftPadded(to width: Int) -> String {
         count >= width ? self : String(repeating: "0", count: width - count) + self
     }
 }

@@ -9,9 +9,9 @@ import Synchronization
 /// The work runs in the calling task, on a task executor backed by one thread made for it, so
 /// that `Task.isCancelled` still says whether the run is being interrupted (a lock wait ends at
 /// once on SIGTERM). Debug builds assert, where such work blocks, that it is not on the pool.
-enum Blocking {
+package enum Blocking {
     /// Runs `body` on a thread of its own named `name`, the calling task suspended meanwhile.
-    static func run<T>(_ name: String, _ body: () throws(RunError) -> T) async throws(RunError) -> T {
+    package static func run<T>(_ name: String, _ body: () throws(RunError) -> T) async throws(RunError) -> T {
         let executor = ThreadExecutor(name: name)
         defer { executor.stop() }
         return try await withTaskExecutorPreference(executor) { () async throws(RunError) -> T in
@@ -21,7 +21,7 @@ enum Blocking {
     }
 
     /// `run` for work that cannot fail.
-    static func run<T>(_ name: String, _ body: () -> T) async -> T {
+    package static func run<T>(_ name: String, _ body: () -> T) async -> T {
         let executor = ThreadExecutor(name: name)
         defer { executor.stop() }
         return await withTaskExecutorPreference(executor) { () async -> T in
@@ -33,14 +33,14 @@ enum Blocking {
     private static let key = "showbatch.may-block"
 
     /// Marks the calling thread as one made for work that blocks (showbatch's own threads).
-    static func markCurrent() {
+    package static func markCurrent() {
         Thread.current.threadDictionary[key] = true
     }
 
     /// Traps in debug builds when called on a thread of the cooperative pool (or the curl loop):
     /// only the main thread and showbatch's own threads may block.
     @inline(__always)
-    static func assertMayBlock(file: StaticString = #fileID, line: UInt = #line) {
+    package static func assertMayBlock(file: StaticString = #fileID, line: UInt = #line) {
         assert(Thread.isMainThread || Thread.current.threadDictionary[key] != nil,
                "a blocking wait on a thread of the cooperative pool", file: file, line: line)
     }
@@ -52,7 +52,7 @@ private final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
     private var jobs: [UnownedJob] = []
     private var stopping = false
 
-    init(name: String) {
+    package init(name: String) {
         let thread = Thread { [self] in
             Blocking.markCurrent()
             run()
@@ -61,7 +61,7 @@ private final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
         thread.start()
     }
 
-    func enqueue(_ job: consuming ExecutorJob) {
+    package func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         condition.lock()
         let stopped = stopping
@@ -75,7 +75,7 @@ private final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
     }
 
     /// Ends the thread once the jobs queued have run.
-    func stop() {
+    package func stop() {
         condition.lock()
         stopping = true
         condition.signal()

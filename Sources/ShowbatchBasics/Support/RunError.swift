@@ -31,7 +31,7 @@ package struct RunStop: Error, Sendable, Equatable, CustomStringConvertible {
     /// The run was interrupted (SIGINT, SIGTERM) while waiting for this: an interrupt, not a stop.
     package let byInterrupt: Bool
 
-    init(_ reason: String) {
+    package init(_ reason: String) {
         self.reason = reason
         byInterrupt = false
     }
@@ -42,10 +42,10 @@ package struct RunStop: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     /// An interrupt that reached a wait: the run ends as interrupted (130), not stopped.
-    static func interrupted(while doing: String) -> RunStop { RunStop(interruptedWhile: doing) }
+    package static func interrupted(while doing: String) -> RunStop { RunStop(interruptedWhile: doing) }
 
     /// The interrupt of a token fetch.
-    static let interruptedFetchingToken = RunStop.interrupted(while: "fetching an access token")
+    package static let interruptedFetchingToken = RunStop.interrupted(while: "fetching an access token")
 
     /// The reason.
     package var description: String { reason }

@@ -4,7 +4,7 @@ import Glibc
 #endif
 
 /// An errno in words: the system's text, and what it means for a run where that helps.
-func describeErrno(_ code: Int32) -> String {
+package func describeErrno(_ code: Int32) -> String {
     let text = String(cString: strerror(code))
     switch code {
     case ENOSPC: return "\(text) (the disk is full)"

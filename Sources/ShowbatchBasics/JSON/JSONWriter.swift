@@ -4,18 +4,18 @@
 ///
 /// Commas are placed by the writer: each value, key or container after another in the same
 /// container is preceded by one.
-struct JSONWriter {
+package struct JSONWriter {
     /// The bytes written so far (and whatever the buffer held before).
     private(set) var bytes: [UInt8]
     private var needsComma = false
 
     /// A writer appending to `bytes`.
-    init(bytes: [UInt8] = []) {
+    package init(bytes: [UInt8] = []) {
         self.bytes = bytes
     }
 
     /// Lets `body` append to `buffer` through a writer, without copying the buffer.
-    static func append(to buffer: inout [UInt8], _ body: (inout JSONWriter) -> Void) {
+    package static func append(to buffer: inout [UInt8], _ body: (inout JSONWriter) -> Void) {
         var writer = JSONWriter()
         swap(&writer.bytes, &buffer)
         body(&writer)
@@ -28,7 +28,7 @@ struct JSONWriter {
     }
 
     /// `{…}`, its members written by `body` with `key` and a value each.
-    mutating func object(_ body: (inout JSONWriter) -> Void) {
+    package mutating func object(_ body: (inout JSONWriter) -> Void) {
         separate()
         bytes.append(UInt8(ascii: "{"))
         needsComma = false
@@ -38,7 +38,7 @@ struct JSONWriter {
     }
 
     /// `[…]`, its items written by `body`.
-    mutating func array(_ body: (inout JSONWriter) -> Void) {
+    package mutating func array(_ body: (inout JSONWriter) -> Void) {
         separate()
         bytes.append(UInt8(ascii: "["))
         needsComma = false
@@ -48,7 +48,7 @@ struct JSONWriter {
     }
 
     /// A member name; the member's value comes next.
-    mutating func key(_ name: String) {
+    package mutating func key(_ name: String) {
         separate()
         appendString(name)
         bytes.append(UInt8(ascii: ":"))
@@ -56,18 +56,18 @@ struct JSONWriter {
     }
 
     /// A string.
-    mutating func string(_ text: String) {
+    package mutating func string(_ text: String) {
         separate()
         appendString(text)
     }
 
     /// A string, or `null`.
-    mutating func string(_ text: String?) {
+    package mutating func string(_ text: String?) {
         if let text { string(text) } else { null() }
     }
 
     /// One string made of pieces, each escaped as it is written (a template's expansion).
-    mutating func string(pieces: ((String) -> Void) -> Void) {
+    package mutating func string(pieces: ((String) -> Void) -> Void) {
         separate()
         bytes.append(UInt8(ascii: "\""))
         pieces { JSONWriter.appendStringContent($0, to: &bytes) }
@@ -75,35 +75,35 @@ struct JSONWriter {
     }
 
     /// A number given as its JSON text (kept as written: `1.50` stays `1.50`).
-    mutating func number(_ text: String) {
+    package mutating func number(_ text: String) {
         separate()
         bytes.append(contentsOf: text.utf8)
     }
 
     /// An integer.
-    mutating func integer(_ value: Int) {
+    package mutating func integer(_ value: Int) {
         number(String(value))
     }
 
     /// An integer, or `null`.
-    mutating func integer(_ value: Int?) {
+    package mutating func integer(_ value: Int?) {
         if let value { integer(value) } else { null() }
     }
 
     /// `true` or `false`.
-    mutating func bool(_ value: Bool) {
+    package mutating func bool(_ value: Bool) {
         separate()
         bytes.append(contentsOf: (value ? "true" : "false").utf8)
     }
 
     /// `null`.
-    mutating func null() {
+    package mutating func null() {
         separate()
         bytes.append(contentsOf: "null".utf8)
     }
 
     /// A parsed value, written back compactly.
-    mutating func value(_ value: JSONValue) {
+    package mutating func value(_ value: JSONValue) {
         switch value {
         case .null: null()
         case .bool(let flag): bool(flag)
@@ -127,7 +127,7 @@ struct JSONWriter {
     }
 
     /// Appends `text` escaped for the inside of a JSON string literal.
-    static func appendStringContent(_ text: String, to out: inout [UInt8]) {
+    package static func appendStringContent(_ text: String, to out: inout [UInt8]) {
         // Most strings need no escape: copy them whole.
         let plain = withUTF8(of: text) { bytes in
             if bytes.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) { return false }

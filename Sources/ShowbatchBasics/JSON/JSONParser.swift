@@ -2,11 +2,11 @@ import Foundation
 
 /// A strict RFC 8259 parser over bytes.
 package struct JSONParser {
-    let bytes: UnsafeBufferPointer<UInt8>
-    var index = 0
-    let maxDepth: Int
+    package let bytes: UnsafeBufferPointer<UInt8>
+    package var index = 0
+    package let maxDepth: Int
     /// A key on a label's path found twice (`LabelScanner`), thrown once the body is read.
-    var ambiguity: JSONParseError?
+    package var ambiguity: JSONParseError?
 
     /// Parses one JSON value filling all of `data` (white space around it allowed).
     package static func parse<Bytes: ContiguousBytes>(_ data: Bytes, maxDepth: Int = 512) throws(JSONParseError) -> JSONValue {
@@ -27,14 +27,14 @@ package struct JSONParser {
         return try result.get()
     }
 
-    init(bytes: UnsafeBufferPointer<UInt8>, maxDepth: Int) {
+    package init(bytes: UnsafeBufferPointer<UInt8>, maxDepth: Int) {
         self.bytes = bytes
         self.maxDepth = maxDepth
     }
 
-    func fail(_ reason: String) -> JSONParseError { JSONParseError(reason: reason, offset: index) }
+    package func fail(_ reason: String) -> JSONParseError { JSONParseError(reason: reason, offset: index) }
 
-    mutating func skipSpace() {
+    package mutating func skipSpace() {
         while index < bytes.count {
             switch bytes[index] {
             case 0x20, 0x09, 0x0A, 0x0D: index += 1
@@ -43,7 +43,7 @@ package struct JSONParser {
         }
     }
 
-    mutating func expect(_ literal: StaticString, _ value: JSONValue) throws(JSONParseError) -> JSONValue {
+    package mutating func expect(_ literal: StaticString, _ value: JSONValue) throws(JSONParseError) -> JSONValue {
         let count = literal.utf8CodeUnitCount
         guard index + count <= bytes.count else { throw fail("unexpected end of input") }
         let start = literal.utf8Start
@@ -54,7 +54,7 @@ package struct JSONParser {
         return value
     }
 
-    mutating func value(depth: Int) throws(JSONParseError) -> JSONValue {
+    package mutating func value(depth: Int) throws(JSONParseError) -> JSONValue {
         guard depth < maxDepth else { throw fail("nesting deeper than \(maxDepth) levels") }
         guard index < bytes.count else { throw fail("unexpected end of input") }
         switch bytes[index] {
@@ -79,7 +79,7 @@ package struct JSONParser {
     /// Reads the object at the cursor (at its `{`) up to its `}`: `name` reads each member's name
     /// (the cursor at its opening quote), then `value` its value (the cursor past the colon).
     @inline(__always)
-    mutating func readObject(name: (inout JSONParser) throws(JSONParseError) -> Void,
+    package mutating func readObject(name: (inout JSONParser) throws(JSONParseError) -> Void,
                                      value: (inout JSONParser) throws(JSONParseError) -> Void) throws(JSONParseError) {
         index += 1
         skipSpace()
@@ -104,7 +104,7 @@ package struct JSONParser {
     /// Reads the array at the cursor (at its `[`) up to its `]`: `item` reads each item, given
     /// its position.
     @inline(__always)
-    mutating func readArray(item: (inout JSONParser, Int) throws(JSONParseError) -> Void) throws(JSONParseError) {
+    package mutating func readArray(item: (inout JSONParser, Int) throws(JSONParseError) -> Void) throws(JSONParseError) {
         index += 1
         skipSpace()
         if index < bytes.count, bytes[index] == UInt8(ascii: "]") { index += 1; return }
@@ -121,22 +121,22 @@ package struct JSONParser {
         }
     }
 
-    func isDigit(_ byte: UInt8) -> Bool { byte >= 0x30 && byte <= 0x39 }
+    package func isDigit(_ byte: UInt8) -> Bool { byte >= 0x30 && byte <= 0x39 }
 
-    mutating func digits() -> Int {
+    package mutating func digits() -> Int {
         let start = index
         while index < bytes.count, isDigit(bytes[index]) { index += 1 }
         return index - start
     }
 
-    mutating func number() throws(JSONParseError) -> JSONValue {
+    package mutating func number() throws(JSONParseError) -> JSONValue {
         let start = index
         try skipNumber()
         return .number(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self))
     }
 
     /// Moves past a number, checking its syntax.
-    mutating func skipNumber() throws(JSONParseError) {
+    package mutating func skipNumber() throws(JSONParseError) {
         if index < bytes.count, bytes[index] == UInt8(ascii: "-") { index += 1 }
         guard index < bytes.count, isDigit(bytes[index]) else { throw fail("invalid value") }
         if bytes[index] == UInt8(ascii: "0") { index += 1 } else { _ = digits() }
@@ -151,7 +151,7 @@ package struct JSONParser {
         }
     }
 
-    mutating func hex4() throws(JSONParseError) -> UInt32 {
+    package mutating func hex4() throws(JSONParseError) -> UInt32 {
         guard index + 4 <= bytes.count else { throw fail("unexpected end of input") }
         var value: UInt32 = 0
         for _ in 0..<4 {
@@ -169,7 +169,7 @@ package struct JSONParser {
         return value
     }
 
-    mutating func string() throws(JSONParseError) -> String {
+    package mutating func string() throws(JSONParseError) -> String {
         index += 1
         let start = index
         // Fast path: no escapes.
@@ -244,6 +244,12 @@ package struct JSONParseError: Error, Sendable, Equatable, CustomStringConvertib
     /// The JSON is valid, but a key on a label's path is in its object twice: which value the
     /// label means cannot be told.
     package var ambiguous = false
+
+    package init(reason: String, offset: Int, ambiguous: Bool = false) {
+        self.reason = reason
+        self.offset = offset
+        self.ambiguous = ambiguous
+    }
 
     /// The reason and the byte offset.
     package var description: String { "\(reason) at byte \(offset)" }
