@@ -54,6 +54,7 @@ let package = Package(
         .target(name: "ShowbatchEmulator", dependencies: ["ShowbatchBasics", "ShowbatchCore"], swiftSettings: strict),
         .executableTarget(name: "showbatch", dependencies: ["ShowbatchBasics", "ShowbatchCore", "ShowbatchYAML", "ShowbatchEmulator"], swiftSettings: strict),
         .testTarget(name: "ShowbatchYAMLTests", dependencies: ["ShowbatchYAML"], swiftSettings: strict),
+        .testTarget(name: "ShowbatchBasicsTests", dependencies: ["ShowbatchBasics"], swiftSettings: strict),
         // What more than one test target uses: OpenPGP keys made with the real gpg.
         .target(name: "TestSupport", path: "Tests/Support", swiftSettings: strict),
         .testTarget(name: "ShowbatchCoreTests", dependencies: ["ShowbatchBasics", "ShowbatchCore", "ShowbatchEmulator", "TestSupport"], swiftSettings: strict),

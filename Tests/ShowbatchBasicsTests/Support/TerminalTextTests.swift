@@ -1,6 +1,5 @@
 import Testing
 @testable import ShowbatchBasics
-@testable import ShowbatchCore
 
 /// What reaches a terminal from outside cannot forge a line, drive the terminal, or read as
 /// something else through bidirectional controls.

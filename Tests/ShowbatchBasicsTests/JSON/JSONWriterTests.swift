@@ -1,6 +1,5 @@
 import Testing
 @testable import ShowbatchBasics
-@testable import ShowbatchCore
 
 @Suite struct JSONWriterTests {
     /// Commas go between siblings only, at every depth; strings are escaped; numbers stay as written.

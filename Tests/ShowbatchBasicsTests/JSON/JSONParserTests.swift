@@ -1,7 +1,6 @@
 import Foundation
 import Testing
 @testable import ShowbatchBasics
-@testable import ShowbatchCore
 
 @Suite struct JSONTests {
     @Test(arguments: [
