@@ -7,7 +7,9 @@ import Foundation
 /// writer and the concurrent request decoder each pass tens of thousands of elements a second.
 /// The producer waits while the queue is full, so a slow consumer holds it back instead of
 /// memory growing. Elements cross threads, so they are `Sendable`; the queue's own state is
-/// guarded by its condition (hence `@unchecked`).
+/// guarded by its condition (hence `@unchecked`). Inlinable, so that each user's copy is
+/// specialized for its element type: across the module boundary, every element handed over
+/// would go through the generic's witness tables.
 package final class BatchQueue<Element: Sendable>: @unchecked Sendable {
     /// What `take` found.
     package enum Taken: Equatable {
@@ -19,33 +21,33 @@ package final class BatchQueue<Element: Sendable>: @unchecked Sendable {
         case ended
     }
 
-    private let condition = NSCondition()
+    @usableFromInline let condition = NSCondition()
     /// Most elements queued before `put` waits.
     package let capacity: Int
     // Guarded by `condition`.
-    private var items: [Element] = []
-    private var finished = false
-    private var closed = false
+    @usableFromInline var items: [Element] = []
+    @usableFromInline var finished = false
+    @usableFromInline var closed = false
     /// Tasks waiting, without a thread, for elements or for room.
-    private var elementWaiters: [UnsafeContinuation<Void, Never>] = []
-    private var roomWaiters: [UnsafeContinuation<Void, Never>] = []
+    @usableFromInline var elementWaiters: [UnsafeContinuation<Void, Never>] = []
+    @usableFromInline var roomWaiters: [UnsafeContinuation<Void, Never>] = []
 
     /// Tasks waiting now, for elements or for room (tests wait on it instead of sleeping).
-    package var parkedTasks: Int {
+    @inlinable package var parkedTasks: Int {
         condition.lock()
         defer { condition.unlock() }
         return elementWaiters.count + roomWaiters.count
     }
 
     /// A queue that holds at most about `capacity` elements (a batch is never split).
-    package init(capacity: Int = .max) {
+    @inlinable package init(capacity: Int = .max) {
         self.capacity = capacity
     }
 
     /// Adds `batch` after what is queued, waiting while the queue is full. Returns false, adding
     /// nothing, once the consumer has closed the queue.
     @discardableResult
-    package func put(_ batch: [Element]) -> Bool {
+    @inlinable package func put(_ batch: [Element]) -> Bool {
         guard !batch.isEmpty else { return true }
         NonBlockingThread.assertMayBlock()
         condition.lock()
@@ -58,7 +60,7 @@ package final class BatchQueue<Element: Sendable>: @unchecked Sendable {
     /// has closed the queue. A cancelled task waits too: the consumer is draining the queue, and
     /// an interrupted run still hands every finished row to the writer.
     @discardableResult
-    package func putWhenRoom(_ batch: [Element]) async -> Bool {
+    @inlinable package func putWhenRoom(_ batch: [Element]) async -> Bool {
         guard !batch.isEmpty else { return true }
         while true {
             if let added = putIfRoom(batch) { return added }
@@ -76,7 +78,7 @@ package final class BatchQueue<Element: Sendable>: @unchecked Sendable {
     }
 
     /// Adds `batch` when there is room (or reports the queue closed); nil when it is full.
-    private func putIfRoom(_ batch: [Element]) -> Bool? {
+    @inlinable func putIfRoom(_ batch: [Element]) -> Bool? {
         condition.lock()
         guard items.count < capacity || closed else {
             condition.unlock()
@@ -86,7 +88,7 @@ package final class BatchQueue<Element: Sendable>: @unchecked Sendable {
     }
 
     /// Adds under the lock taken by the caller, and releases it.
-    private func added(_ batch: [Element]) -> Bool {
+    @inlinable func added(_ batch: [Element]) -> Bool {
         guard !closed else {
             condition.unlock()
             return false
@@ -101,7 +103,7 @@ package final class BatchQueue<Element: Sendable>: @unchecked Sendable {
     }
 
     /// Resumes every waiting task (they check again and see why).
-    private func resumeAllWaiters() {
+    @inlinable func resumeAllWaiters() {
         condition.lock()
         let waiting = elementWaiters + roomWaiters
         elementWaiters.removeAll()
@@ -112,7 +114,7 @@ package final class BatchQueue<Element: Sendable>: @unchecked Sendable {
 
     /// Moves everything queued into `batch`, which must be empty. With `wait`, waits until
     /// something is queued or the queue has ended.
-    package func take(into batch: inout [Element], wait: Bool = true) -> Taken {
+    @inlinable package func take(into batch: inout [Element], wait: Bool = true) -> Taken {
         if wait { NonBlockingThread.assertMayBlock() }
         condition.lock()
         while wait && items.isEmpty && !finished && !closed { condition.wait() }
@@ -132,7 +134,7 @@ package final class BatchQueue<Element: Sendable>: @unchecked Sendable {
 
     /// Waits, as a task, until something is queued or the queue has ended, or the task is
     /// cancelled (then at once: a cancelled run takes nothing more).
-    package func elements() async {
+    @inlinable package func elements() async {
         await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
                 condition.lock()
@@ -151,7 +153,7 @@ package final class BatchQueue<Element: Sendable>: @unchecked Sendable {
     }
 
     /// The producer's last word: nothing more will be put.
-    package func finish() {
+    @inlinable package func finish() {
         condition.lock()
         finished = true
         condition.broadcast()
@@ -162,7 +164,7 @@ package final class BatchQueue<Element: Sendable>: @unchecked Sendable {
     /// The consumer's last word: puts are refused from now on (a waiting producer returns).
     /// Returns how many elements were still queued; they are dropped.
     @discardableResult
-    package func close() -> Int {
+    @inlinable package func close() -> Int {
         condition.lock()
         closed = true
         let left = items.count

@@ -1,4 +1,7 @@
-/// FNV-1a, 64-bit: a stable content hash without a crypto library.
+/// FNV-1a, 64-bit: a stable content hash without a crypto library. Inlinable: it runs over every
+/// byte of every output, and only a caller's own copy is specialized for its byte sequence
+/// (across the module boundary, each byte would go through the generic Sequence).
+@inlinable
 package func fnv1a<Bytes: Sequence<UInt8>>(_ bytes: Bytes, seed: UInt64 = 0xcbf29ce484222325) -> UInt64 {
     var hash = seed
     for byte in bytes {

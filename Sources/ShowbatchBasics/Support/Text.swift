@@ -28,7 +28,7 @@ package func choices(_ items: [String]) -> String {
 
 /// Calls `body` with the UTF-8 bytes of `text`, in place for a native string: iterating
 /// `String.UTF8View` goes through an index per byte, which shows in per-row profiles.
-@inline(__always)
+@inlinable @inline(__always)
 package func withUTF8<R>(of text: String, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
     var text = text
     return try text.withUTF8(body)
