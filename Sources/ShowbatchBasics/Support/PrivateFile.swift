@@ -218,7 +218,7 @@ package enum PrivateFile {
             return nil
         } else if info.st_nlink > 1 {
             problem = "\(path) has \(info.st_nlink) links (a hard link elsewhere gives it another name, maybe in another user's folder)"
-        } else if mode & 0o002 != 0 || (mode & 0o020 != 0 && !inOwnGroups(info.st_gid)) {
+        } else if writableByOthers(info) {
             problem = "\(path) can be written by other users (mode \(String(mode, radix: 8)))"
         } else {
             return nil
@@ -239,18 +239,39 @@ package enum PrivateFile {
     /// anyone who can write it, unless its sticky bit keeps each file its owner's (as in /tmp). A
     /// group the running user is in may write it. A folder not there yet is made 0700.
     package static func requireTrustedFolder(_ folder: String, for path: String) throws(RunError) {
-        var info = stat()
-        guard stat(folder, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { return }
-        let mode = info.st_mode & 0o7777
         let problem: String
-        if info.st_uid != geteuid() && info.st_uid != 0 {
-            problem = "the folder \(folder) belongs to \(userName(info.st_uid)), who can replace any file in it"
-        } else if mode & 0o1000 == 0 && (mode & 0o002 != 0 || (mode & 0o020 != 0 && !inOwnGroups(info.st_gid))) {
+        switch replaceableBy(folder) {
+        case nil: return
+        case .owner(let uid)?:
+            problem = "the folder \(folder) belongs to \(userName(uid)), who can replace any file in it"
+        case .writable(let mode)?:
             problem = "the folder \(folder) can be written by other users and has no sticky bit (mode \(String(mode, radix: 8))), so they can replace the files in it"
-        } else {
-            return
         }
         throw RunError.runtime("cannot use \(path): \(problem); showbatch keeps its files only where no other user can plant or swap them: use a folder of your own (mode 0700 or 0755), or one with the sticky bit")
+    }
+
+    /// Who other than the running user could replace the files in a folder.
+    package enum Replacer: Equatable {
+        /// Its owner, neither root nor the running user.
+        case owner(uid_t)
+        /// Anyone who can write it: it has no sticky bit to keep each file its owner's (`mode`).
+        case writable(mode_t)
+    }
+
+    /// Who could replace the files in `folder` (links followed, as a mounted volume's may be
+    /// one); nil when no other user could, or when it is not there or no folder.
+    package static func replaceableBy(_ folder: String) -> Replacer? {
+        var info = stat()
+        guard stat(folder, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { return nil }
+        if info.st_uid != geteuid() && info.st_uid != 0 { return .owner(info.st_uid) }
+        if info.st_mode & 0o1000 == 0 && writableByOthers(info) { return .writable(info.st_mode & 0o7777) }
+        return nil
+    }
+
+    /// Whether users other than the running one can write what `info` describes: anyone, or a
+    /// group the running user is not in.
+    private static func writableByOthers(_ info: stat) -> Bool {
+        info.st_mode & 0o002 != 0 || (info.st_mode & 0o020 != 0 && !inOwnGroups(info.st_gid))
     }
 
     /// A user in words: name and uid, or the uid alone.
@@ -264,7 +285,7 @@ package enum PrivateFile {
         return "uid \(uid)"
     }
 
-    package static func inOwnGroups(_ gid: gid_t) -> Bool {
+    private static func inOwnGroups(_ gid: gid_t) -> Bool {
         if gid == getegid() { return true }
         let count = getgroups(0, nil)
         guard count > 0 else { return false }

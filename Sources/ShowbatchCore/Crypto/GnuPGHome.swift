@@ -95,18 +95,13 @@ final class GnuPGHome {
 
     /// Why `base` cannot hold a private home, or nil: another user (root aside) owns it, or others
     /// can write it without the sticky bit, so they could rename the home and put their own there.
+    /// (A folder that is not there, or is no folder, is told by mkdtemp, in the system's words.)
     static func unsafeBase(_ base: String) -> String? {
-        var info = stat()
-        // A folder that is not there (or is no folder) is told by mkdtemp, in the system's words.
-        guard stat(base, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { return nil }
-        let mode = info.st_mode & 0o7777
-        if info.st_uid != geteuid() && info.st_uid != 0 {
-            return "it belongs to \(PrivateFile.userName(info.st_uid)), who could replace the home in it"
+        switch PrivateFile.replaceableBy(base) {
+        case nil: return nil
+        case .owner(let uid)?: return "it belongs to \(PrivateFile.userName(uid)), who could replace the home in it"
+        case .writable(let mode)?: return "other users can write it and it has no sticky bit (mode \(String(mode, radix: 8))), so they could replace the home in it"
         }
-        if mode & 0o1000 == 0 && (mode & 0o002 != 0 || (mode & 0o020 != 0 && !PrivateFile.inOwnGroups(info.st_gid))) {
-            return "other users can write it and it has no sticky bit (mode \(String(mode, radix: 8))), so they could replace the home in it"
-        }
-        return nil
     }
 
     /// Writes `text` to a new file `name` in the folder `fd` (never over one that is there).
