@@ -29,7 +29,7 @@ enum MessageRecipients {
                 keys.append(id)
             case 3:
                 return .passphrase
-            case 18, 20, 9:
+            case _ where dataTags.contains(tag):
                 // The encrypted data: every recipient was named before it.
                 return keys.isEmpty ? .unreadable : .keys(keys)
             default:
@@ -39,60 +39,46 @@ enum MessageRecipients {
         return .unreadable
     }
 
+    /// Packet tags of the encrypted data (SED, SEIPD, AEAD), which come after every recipient.
+    private static let dataTags: Set<Int> = [9, 18, 20]
+
     /// The tag and body of the packet at `at` (advanced past it); nil when it is not whole in
-    /// `bytes` or its length is one a session key packet never has (partial or indeterminate).
+    /// `bytes`. Of an encrypted data packet only the tag is read (its body need not be here, and
+    /// its length may be partial), and `at` goes to the end.
     private static func packet(_ bytes: [UInt8], at: inout Int) -> (Int, Range<Int>)? {
         let first = bytes[at]
         guard first & 0x80 != 0 else { return nil }
+        let newFormat = first & 0x40 != 0
+        let tag = newFormat ? Int(first & 0x3F) : Int((first >> 2) & 0x0F)
+        if dataTags.contains(tag) {
+            at = bytes.count
+            return (tag, at..<at)
+        }
         var next = at + 1
-        func byte() -> Int? {
-            guard next < bytes.count else { return nil }
-            defer { next += 1 }
-            return Int(bytes[next])
-        }
         func bigEndian(_ count: Int) -> Int? {
-            var value = 0
-            for _ in 0..<count {
-                guard let b = byte() else { return nil }
-                value = value << 8 | b
-            }
-            return value
+            guard next + count <= bytes.count else { return nil }
+            defer { next += count }
+            return bytes[next..<(next + count)].reduce(0) { $0 << 8 | Int($1) }
         }
-        let tag: Int
         let length: Int
-        if first & 0x40 != 0 {
-            tag = Int(first & 0x3F)
-            guard let o1 = byte() else { return nil }
+        if newFormat {
+            guard let o1 = bigEndian(1) else { return nil }
             switch o1 {
             case 0..<192: length = o1
             case 192..<224:
-                guard let o2 = byte() else { return nil }
+                guard let o2 = bigEndian(1) else { return nil }
                 length = (o1 - 192) << 8 + o2 + 192
             case 255:
                 guard let value = bigEndian(4) else { return nil }
                 length = value
             default:
-                // A partial length: only data packets have one; it ends the reading there.
-                guard [18, 20, 9].contains(tag) else { return nil }
-                at = bytes.count
-                return (tag, next..<next)
+                // A partial length: only data packets have one.
+                return nil
             }
         } else {
-            tag = Int((first >> 2) & 0x0F)
-            switch first & 0x03 {
-            case 0: guard let value = bigEndian(1) else { return nil }; length = value
-            case 1: guard let value = bigEndian(2) else { return nil }; length = value
-            case 2: guard let value = bigEndian(4) else { return nil }; length = value
-            default:
-                guard [18, 20, 9].contains(tag) else { return nil }
-                at = bytes.count
-                return (tag, next..<next)
-            }
-        }
-        if [18, 20, 9].contains(tag) {
-            // Its body need not be here: only its header is read.
-            at = bytes.count
-            return (tag, next..<next)
+            // One, two or four length bytes; 3 is an indeterminate length, data packets' only.
+            guard first & 0x03 != 3, let value = bigEndian([1, 2, 4][Int(first & 0x03)]) else { return nil }
+            length = value
         }
         guard next + length <= bytes.count else { return nil }
         at = next + length

@@ -17,7 +17,7 @@ struct WorkSelection: Sendable, Equatable {
     static func shard(of ordinal: Int, among count: Int) -> Int { ordinal % count }
 
     /// Whether work item `ordinal` is this process's shard's (the limit aside).
-    func takes(_ ordinal: Int) -> Bool { shard.map { Self.shard(of: ordinal, among: $0.count) == $0.index } ?? true }
+    func takes(_ ordinal: Int) -> Bool { shard?.takes(ordinal) ?? true }
 
     /// Whether `met` of the shard's items taken so far leave room for another.
     func hasRoom(after met: Int) -> Bool { limit.map { met < $0 } ?? true }
