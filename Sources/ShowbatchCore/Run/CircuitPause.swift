@@ -70,7 +70,7 @@ enum PauseAdmission: Equatable, Sendable {
 /// a periodic outage cannot line up with every probe), one request probes the endpoint, taken
 /// from rows that have not failed during the pause where one waits. When every waiting row has
 /// failed in the pause (a cluster of poison rows as wide as the concurrency looks like an
-/// outage), one of them steps aside and a fresh row probes instead. An answer ends the pause;
+/// outage), one of them steps aside and a fresh row probes instead. An answer to an attempt sent in the pause ends it;
 /// the rows that failed in it are then suspects: their next failure is their own and does not
 /// count towards an outage (a second one does, and a new pause clears them). Past `maxPause` the run stops. Attempts that fail while the pause
 /// opens or lasts are not counted: they are made again once it ends.
@@ -183,9 +183,11 @@ struct PauseState<Waiter>: ~Copyable {
                     undecided[row] = nil
                 }
             }
+            // Only an attempt sent while paused says the endpoint is back: one sent before the
+            // pause opened may have been answered just before the endpoint went down.
             if reason != nil {
                 failedInPause[ordinal] = nil
-                close(into: &actions, now: now)
+                if probe || (sentAt ?? now) >= openedAt { close(into: &actions, now: now) }
             }
             return (true, actions)
         case .transient, .refused:

@@ -9,7 +9,7 @@ import Testing
 /// probe out, a timer armed or a probe due to the next caller (no worker waits for ever); a probe
 /// is taken from rows that have not failed in the pause when one waits, and a row steps aside
 /// only when none waits and only if its worker can take a fresh row; an attempt that failed
-/// counts unless the pause is open; a row that failed in a pause an answer ended, and a failure
+/// counts unless the pause is open; only the probe or an attempt sent in the pause ends it; a row that failed in a pause an answer ended, and a failure
 /// that weighs nothing (a row's first with a retry to come), never open one; the run stops only at or past `maxPause`; after a cancellation or a stop nobody waits.
 /// A row whose last attempt fails transiently while sending goes on is undecided, never failed at
 /// once; it is failed only by an answer to another row's attempt sent after its failure, and sent
@@ -98,6 +98,19 @@ import Testing
 }
 
 extension PauseModelTests {
+    /// An answer to an attempt sent before the pause opened does not end it (the endpoint may
+    /// have answered just before it went down): the rows that failed in it keep waiting instead
+    /// of becoming suspects that fail on their own. An answer to one sent in the pause ends it.
+    @Test func anAnswerSentBeforeThePauseDoesNotEndIt() {
+        var state = PauseState<Int>(settings: PauseSettings(minimumFailures: 3, window: 4, maxPause: 60_000), seed: 1)
+        for ordinal in 1...3 { _ = state.attemptEnded(ordinal: ordinal, signal: .transient, probe: false, now: 100, sentAt: 90) }
+        #expect(state.reason == .outage)
+        let stale = state.attemptEnded(ordinal: 4, signal: .answered, probe: false, now: 110, sentAt: 95)
+        #expect(stale.counts && stale.1.event == nil && state.reason == .outage)
+        let fresh = state.attemptEnded(ordinal: 5, signal: .answered, probe: false, now: 120, sentAt: 100)
+        #expect(fresh.counts && state.reason == nil)
+    }
+
     /// Rows that failed in a pause an answer ended fail on their own once; when the endpoint goes
     /// down again their next failures weigh, and the pause opens again (no row is failed for good
     /// by a flapping endpoint).
@@ -343,6 +356,9 @@ private struct PauseModel: ~Copyable {
                 if signal == .transient && !weighs { return "a failure that weighs nothing opened a pause" }
                 openedAt = now
                 failedInPause = []
+            }
+            if wasPaused && state.reason == nil && !probe, let openedAt, sentAt[index] < openedAt {
+                return "an answer to an attempt sent before the pause opened ended it"
             }
             if state.reason == nil {
                 // An outage that an answer ended: the rows that failed in it fail on their own.
