@@ -50,16 +50,17 @@ let package = Package(
         .target(name: "ShowbatchYAML", dependencies: ["CYAML"], swiftSettings: strict),
         // What every layer above uses: files, threads, JSON, units, errors; no C library but glibc's.
         .target(name: "ShowbatchBasics", dependencies: ["ShowbatchYAML", "CLinux"], swiftSettings: strict),
-        .target(name: "ShowbatchCore", dependencies: ["ShowbatchBasics", "ShowbatchYAML", "CCurl", "CZlib", "CGPGME", "COpenSSL"], swiftSettings: strict),
-        .target(name: "ShowbatchEmulator", dependencies: ["ShowbatchBasics", "ShowbatchCore"], swiftSettings: strict),
-        .executableTarget(name: "showbatch", dependencies: ["ShowbatchBasics", "ShowbatchCore", "ShowbatchYAML", "ShowbatchEmulator"], swiftSettings: strict),
+        .target(name: "ShowbatchManifest", dependencies: ["ShowbatchBasics", "ShowbatchYAML"], swiftSettings: strict),
+        .target(name: "ShowbatchCore", dependencies: ["ShowbatchManifest", "ShowbatchBasics", "ShowbatchYAML", "CCurl", "CZlib", "CGPGME", "COpenSSL"], swiftSettings: strict),
+        .target(name: "ShowbatchEmulator", dependencies: ["ShowbatchBasics", "ShowbatchManifest"], swiftSettings: strict),
+        .executableTarget(name: "showbatch", dependencies: ["ShowbatchBasics", "ShowbatchManifest", "ShowbatchCore", "ShowbatchYAML", "ShowbatchEmulator"], swiftSettings: strict),
         .testTarget(name: "ShowbatchYAMLTests", dependencies: ["ShowbatchYAML"], swiftSettings: strict),
         .testTarget(name: "ShowbatchBasicsTests", dependencies: ["ShowbatchBasics"], swiftSettings: strict),
         // What more than one test target uses: OpenPGP keys made with the real gpg.
         .target(name: "TestSupport", path: "Tests/Support", swiftSettings: strict),
-        .testTarget(name: "ShowbatchCoreTests", dependencies: ["ShowbatchBasics", "ShowbatchCore", "ShowbatchEmulator", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "ShowbatchEmulatorTests", dependencies: ["ShowbatchBasics", "ShowbatchEmulator"], swiftSettings: strict),
-        .testTarget(name: "showbatchTests", dependencies: ["showbatch", "ShowbatchBasics", "ShowbatchCore", "ShowbatchEmulator", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "ShowbatchCoreTests", dependencies: ["ShowbatchBasics", "ShowbatchManifest", "ShowbatchCore", "ShowbatchEmulator", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "ShowbatchEmulatorTests", dependencies: ["ShowbatchBasics", "ShowbatchManifest", "ShowbatchEmulator"], swiftSettings: strict),
+        .testTarget(name: "showbatchTests", dependencies: ["showbatch", "ShowbatchBasics", "ShowbatchManifest", "ShowbatchCore", "ShowbatchEmulator", "TestSupport"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,6 +1,6 @@
 import Foundation
 import ShowbatchBasics
-import ShowbatchCore
+import ShowbatchManifest
 
 /// Reads alias files: CSV `alias,value` with a header line, or a JSON object.
 package enum AliasFile {

@@ -1,6 +1,6 @@
 import Foundation
 import ShowbatchBasics
-import ShowbatchCore
+import ShowbatchManifest
 
 /// Settings of an emulator: what it reveals and which faults it injects.
 package struct EmulatorConfiguration: Sendable {

@@ -1,6 +1,6 @@
 import Foundation
 import ShowbatchBasics
-import ShowbatchCore
+import ShowbatchManifest
 import Synchronization
 #if canImport(Glibc)
 import Glibc

@@ -1,4 +1,5 @@
 import ShowbatchBasics
+import ShowbatchManifest
 import ShowbatchCore
 
 /// A command line that cannot be run; printed with a pointer to the command's help. Exit 2.

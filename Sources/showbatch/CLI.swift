@@ -1,5 +1,6 @@
 import Foundation
 import ShowbatchBasics
+import ShowbatchManifest
 import ShowbatchCore
 
 /// Manifests read by `validate` and `plan`, kept until the process exits: freeing the two

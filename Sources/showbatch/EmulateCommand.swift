@@ -1,5 +1,6 @@
 import Foundation
 import ShowbatchBasics
+import ShowbatchManifest
 import ShowbatchCore
 import ShowbatchEmulator
 import Synchronization

@@ -1,4 +1,5 @@
 import ShowbatchBasics
+import ShowbatchManifest
 import ShowbatchCore
 
 /// One command-line flag, declared once: the parser reads its name and whether it takes a value,

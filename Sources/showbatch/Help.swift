@@ -1,4 +1,5 @@
 import ShowbatchBasics
+import ShowbatchManifest
 import ShowbatchCore
 
 /// The commands of showbatch, named once: the parser takes a command by this list, the dispatch

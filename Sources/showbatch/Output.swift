@@ -1,6 +1,7 @@
 import Foundation
 import ShowbatchBasics
 import Synchronization
+import ShowbatchManifest
 import ShowbatchCore
 
 /// Writes to standard output and standard error without trapping on a closed pipe. Standard

@@ -1,5 +1,6 @@
 import Foundation
 import ShowbatchBasics
+import ShowbatchManifest
 import ShowbatchCore
 
 // Before any thread exists: no core dump holds a revealed value, no debug log a plaintext row.

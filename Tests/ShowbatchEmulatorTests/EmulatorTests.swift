@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import ShowbatchBasics
-import ShowbatchCore
+import ShowbatchManifest
 @testable import ShowbatchEmulator
 #if canImport(Glibc)
 import Glibc

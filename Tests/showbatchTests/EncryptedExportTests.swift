@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import ShowbatchBasics
+@testable import ShowbatchManifest
 @testable import ShowbatchCore
 import TestSupport
 
@@ -388,7 +389,7 @@ private let stateKeyEnvironment = ["SHOWBATCH_STATE_KEY": Data((0..<32).map { UI
             await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
                 Thread {
                     // A seeded while after the run's first checkpoint: it has rows to lose.
-                    while process.isRunning && !((try? String(contentsOfFile: journal, encoding: .utf8))?.contains("checkpoint") ?? false) {
+                    while process.isRunning && !hasWholeCheckpoint(journal) {
                         usleep(1_000)
                     }
                     usleep(wait)
@@ -428,7 +429,7 @@ private let stateKeyEnvironment = ["SHOWBATCH_STATE_KEY": Data((0..<32).map { UI
         await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
             Thread {
                 // Killed once a checkpoint has been written.
-                while process.isRunning && !((try? String(contentsOfFile: journal, encoding: .utf8))?.contains("checkpoint") ?? false) { usleep(1_000) }
+                while process.isRunning && !hasWholeCheckpoint(journal) { usleep(1_000) }
                 kill(process.processIdentifier, SIGKILL)
                 done.resume()
             }.start()
@@ -520,4 +521,11 @@ private let stateKeyEnvironment = ["SHOWBATCH_STATE_KEY": Data((0..<32).map { UI
         #expect(retry.status == 2)
         #expect(retry.stderr.hasPrefix("showbatch: error: --retry-failed cannot rewrite out/r.csv.pgp: it is encrypted to its recipients, and without output.encrypt.state_key its sealed rows could not be kept to rewrite it from; run without --retry-failed to write it again\n"), "\(retry.stderr)")
     }
+}
+
+/// Whether the journal at `path` holds a whole checkpoint line: a kill while one is half written
+/// leaves a torn line, which a resume drops (and then starts the file over).
+func hasWholeCheckpoint(_ path: String) -> Bool {
+    guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return false }
+    return text.split(separator: "\n", omittingEmptySubsequences: false).dropLast().contains { $0.contains("\"checkpoint\"") }
 }

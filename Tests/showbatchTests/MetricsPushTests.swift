@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TestSupport
 @testable import ShowbatchBasics
+@testable import ShowbatchManifest
 @testable import ShowbatchCore
 
 /// A real Prometheus Pushgateway (Debian's prometheus-pushgateway, which `make test` installs) on a

@@ -1,5 +1,6 @@
 import ShowbatchBasics
 internal import COpenSSL
+import ShowbatchManifest
 
 /// AES-256-GCM through OpenSSL's EVP interface: one context keyed once, then one message per
 /// call with its own 12-byte nonce. One direction per context (sealing or opening), as EVP wants.

@@ -1,5 +1,6 @@
 import ShowbatchBasics
-/// What went wrong in the Crypto layer, in words: recipients' keys, the state key, wrapped data
+import ShowbatchManifest
+/// What went wrong in the Crypto layer, in words: recipients' keys, wrapped data
 /// keys, sealed files, GnuPG. A message never holds key material or plaintext; callers position
 /// it (a manifest setting, a file) and render it.
 package struct CryptoError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -7,8 +8,6 @@ package struct CryptoError: Error, Sendable, Equatable, CustomStringConvertible 
     package enum Kind: Sendable, Equatable {
         /// A recipient's key file: missing, not a key, a secret key, one that cannot encrypt.
         case recipient
-        /// The `state_key` text.
-        case stateKey
         /// A wrapped data key: damaged, or not opened by the state key given.
         case wrappedKey
         /// A sealed file: not one, cut short, reordered, changed, appended to, another key's.

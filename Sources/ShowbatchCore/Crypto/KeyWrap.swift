@@ -1,5 +1,6 @@
 import Foundation
 import ShowbatchBasics
+import ShowbatchManifest
 
 /// A data key wrapped under the state key, as text for a journal line, so a resumed run can go on
 /// sealing the same file without the journal ever holding the key in the clear.

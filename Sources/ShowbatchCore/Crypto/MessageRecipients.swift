@@ -1,5 +1,6 @@
 import Foundation
 import ShowbatchBasics
+import ShowbatchManifest
 
 /// Whom an OpenPGP message is encrypted to, read from its first packets (RFC 9580 5.1): the key
 /// ID of each public-key encrypted session key packet before the encrypted data. What GnuPG

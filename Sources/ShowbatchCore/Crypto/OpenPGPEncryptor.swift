@@ -3,29 +3,8 @@ import Foundation
 import ShowbatchBasics
 #if canImport(Glibc)
 import Glibc
+import ShowbatchManifest
 #endif
-
-/// A recipient's public key file (`output.encrypt.recipients`).
-package struct RecipientFile: Sendable, Equatable {
-    /// Where to read it.
-    package let path: String
-    /// How messages name it (the path as the manifest writes it).
-    package let name: String
-
-    /// The key file at `path`, named `name` (default: the path) in messages.
-    package init(path: String, name: String? = nil) {
-        self.path = path
-        self.name = name ?? path
-    }
-}
-
-/// Why one recipient file cannot be encrypted to.
-package struct RecipientProblem: Error, Sendable, Equatable {
-    /// Its place in the list given.
-    package let index: Int
-    /// The refusal, naming the file.
-    package let error: CryptoError
-}
 
 /// Encrypts plaintext streams to the recipients' OpenPGP public keys with GnuPG, through GPGME.
 ///
@@ -85,14 +64,14 @@ package final class OpenPGPEncryptor {
     package static func validate(_ recipients: [RecipientFile]) -> [RecipientProblem] {
         let session: KeySession
         do { session = try KeySession() } catch {
-            return recipients.indices.map { RecipientProblem(index: $0, error: error) }
+            return recipients.indices.map { RecipientProblem(index: $0, refusal: error) }
         }
         defer { session.close() }
         var problems: [RecipientProblem] = []
         for (index, file) in recipients.enumerated() {
             switch session.load(file) {
             case .success(let key): gpgme_key_unref(key.key)
-            case .failure(let error): problems.append(RecipientProblem(index: index, error: error))
+            case .failure(let error): problems.append(RecipientProblem(index: index, refusal: error))
             }
         }
         return problems
@@ -462,5 +441,12 @@ private final class KeySession {
         } catch {
             return .failure(CryptoError(.recipient, "\(file.name) cannot be read: \(error.reason)"))
         }
+    }
+}
+
+extension RecipientProblem {
+    /// GnuPG's refusal of the recipient at `index`.
+    init(index: Int, refusal: CryptoError) {
+        self.init(index: index, message: refusal.message, isThisMachine: refusal.isThisMachine)
     }
 }

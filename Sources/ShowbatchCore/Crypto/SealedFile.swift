@@ -1,6 +1,7 @@
 import ShowbatchBasics
 #if canImport(Glibc)
 import Glibc
+import ShowbatchManifest
 #endif
 
 // A sealed file: rows at rest while a run lasts (`.partial`, shard files), encrypted in chunks
@@ -345,7 +346,7 @@ package final class SealedReader: PlaintextSource {
 
     /// Zeroes the last chunk's plaintext.
     func wipe() {
-        buffer.withMutableBytes { ShowbatchCore.wipe($0) }
+        buffer.withMutableBytes { ShowbatchBasics.wipe($0) }
         plaintextCount = 0
         cursor = 0
     }

@@ -1,5 +1,6 @@
 import Foundation
 import ShowbatchBasics
+import ShowbatchManifest
 
 /// Builds the requests of a manifest's work items against one base URL. What is the same for every
 /// row of a request (its headers, and its URL when the path has no row reference) is worked out
@@ -142,21 +143,4 @@ package struct PreparationFailure: Error, Sendable {
     package let error: RowError
     /// The output's template-column text, as far as the row allows.
     package var extras: [String] = []
-}
-
-extension Manifest {
-    /// The headers a request sends, as templates: manifest headers, then the request's (merged
-    /// case-insensitively, later wins), `Content-Type: application/json` with a payload, and a
-    /// `vgs-client` header unless the manifest sets one. The same for every row of a request, so
-    /// runs compute it once per request.
-    package func sendHeaders(for spec: RequestSpec) -> [HeaderField] {
-        var headers = mergeHeaders(self.headers, spec.headers)
-        if spec.payload != nil {
-            headers = mergeHeaders(headers, [HeaderField(name: "Content-Type", value: Template(literal: "application/json"))])
-        }
-        if !headers.contains(where: { $0.name.lowercased() == "vgs-client" }) {
-            headers.append(HeaderField(name: "vgs-client", value: Template(literal: "source=showbatch&medium=vgs-show&content=\(showbatchVersion)")))
-        }
-        return headers
-    }
 }

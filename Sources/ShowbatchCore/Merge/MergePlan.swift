@@ -2,6 +2,7 @@ import Foundation
 import ShowbatchBasics
 #if canImport(Glibc)
 import Glibc
+import ShowbatchManifest
 #endif
 
 /// The outputs of a merge, each with the files of its shards, as the runner plans them.

@@ -2,6 +2,7 @@ import Foundation
 import ShowbatchBasics
 #if canImport(Glibc)
 import Glibc
+import ShowbatchManifest
 #endif
 
 /// One file a merge writes (an output, or its rejects file) from the files of the shards: their

@@ -1,5 +1,6 @@
 import Foundation
 import ShowbatchBasics
+import ShowbatchManifest
 
 /// What a finished shard's output is, left beside it (`<output>.identity`) for `merge` to check:
 /// the run it belongs to (the journal's identity: manifest, data, shard, format, columns) and

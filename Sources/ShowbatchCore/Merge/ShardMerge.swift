@@ -2,6 +2,7 @@ import Foundation
 import ShowbatchBasics
 #if canImport(Glibc)
 import Glibc
+import ShowbatchManifest
 #endif
 
 /// What `showbatch merge` is asked to do: put the outputs of a manifest run in `shards` shards

@@ -2,6 +2,7 @@ import Foundation
 import ShowbatchBasics
 #if canImport(Glibc)
 import Glibc
+import ShowbatchManifest
 #endif
 
 /// Reads the rows of one shard output, byte for byte, in the layout `OutputFile` writes: CSV (a

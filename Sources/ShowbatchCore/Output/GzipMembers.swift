@@ -2,6 +2,7 @@ import ShowbatchBasics
 internal import CZlib
 #if canImport(Glibc)
 import Glibc
+import ShowbatchManifest
 #endif
 
 /// Compresses an output as a series of gzip members, one ended at every checkpoint.

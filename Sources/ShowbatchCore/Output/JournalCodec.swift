@@ -1,4 +1,5 @@
 import ShowbatchBasics
+import ShowbatchManifest
 /// One line of a journal.
 enum JournalRecord: Equatable {
     /// What the journal is valid for; always the first line.

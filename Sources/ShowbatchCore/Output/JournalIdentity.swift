@@ -1,5 +1,6 @@
 import Foundation
 import ShowbatchBasics
+import ShowbatchManifest
 
 // What a journal is valid for. A resumed run must write the same bytes as an uninterrupted one,
 // so the journal names what shapes the rows, and nothing else: a run that only changes its pace

@@ -1,5 +1,6 @@
 import Foundation
 import ShowbatchBasics
+import ShowbatchManifest
 
 /// What a `--retry-failed` run rewrites an output from: the rows of the finished files (the
 /// output and its rejects file; for an OpenPGP message, the sealed rows kept beside it), read

@@ -2,6 +2,7 @@ import Foundation
 import ShowbatchBasics
 #if canImport(Glibc)
 import Glibc
+import ShowbatchManifest
 #endif
 
 /// Writes binary labels' files on the writer thread, each before the row that names it, so that

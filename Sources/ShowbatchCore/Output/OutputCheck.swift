@@ -1,5 +1,6 @@
 import Foundation
 import ShowbatchBasics
+import ShowbatchManifest
 
 /// What a journal says of an output, checked against the output's own rows and the manifest's
 /// work items before a run trusts it (`--resume`, `--retry-failed`). The chain of the journal

@@ -1,5 +1,6 @@
 import Foundation
 import ShowbatchBasics
+import ShowbatchManifest
 
 /// What a terminal is shown of a row: control bytes escaped.
 extension OutputFile {

@@ -3,6 +3,7 @@ import ShowbatchBasics
 import Synchronization
 #if canImport(Glibc)
 import Glibc
+import ShowbatchManifest
 #endif
 
 /// One output: rows streamed to `<path>.partial` and renamed into place when the run ends, or

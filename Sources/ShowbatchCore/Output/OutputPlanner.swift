@@ -1,6 +1,7 @@
 import Foundation
 import ShowbatchBasics
 import ShowbatchYAML
+import ShowbatchManifest
 
 /// The files showbatch keeps beside an output while it is written: one place for their names.
 enum SideFile: String, CaseIterable {

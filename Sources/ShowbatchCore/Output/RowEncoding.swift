@@ -1,4 +1,5 @@
 import ShowbatchBasics
+import ShowbatchManifest
 /// Encodes result rows as CSV cells or JSON objects, in the columns and formats the README gives.
 package enum RowEncoding {
     /// The fixed columns that precede the labels.

@@ -1,5 +1,6 @@
 import Foundation
 import ShowbatchBasics
+import ShowbatchManifest
 
 /// What the outputs of a run say of themselves for its summary: the rows a finished output
 /// holds, when it was finished, and the rows of each rejects file.

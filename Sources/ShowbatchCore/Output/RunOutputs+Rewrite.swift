@@ -1,5 +1,6 @@
 import Foundation
 import ShowbatchBasics
+import ShowbatchManifest
 
 /// Where a `--retry-failed` run's outputs are opened: what it rewrites each from.
 extension RunOutputs {

@@ -1,5 +1,6 @@
 import Foundation
 import ShowbatchBasics
+import ShowbatchManifest
 
 /// Which work items of an output a run does not send.
 enum SkipRule: Sendable, Equatable {

@@ -1,4 +1,5 @@
 import ShowbatchBasics
+import ShowbatchManifest
 /// Turns an HTTP answer into a result row: labels found by their paths, transformed, masked and
 /// checked.
 package enum Reveal {

@@ -1,4 +1,5 @@
 import ShowbatchBasics
+import ShowbatchManifest
 /// One result row: exactly one per work item.
 package struct ResultRow: Sendable, Equatable {
     /// The work item's ordinal.
@@ -118,15 +119,4 @@ package enum ErrorCode: Int, Sendable, CaseIterable {
         case .timeout: return "timeout"
         }
     }
-}
-
-/// The fixed result columns, named once: outputs write them before the labels, and no label may
-/// take one of their names.
-package enum ResultColumn: String, Sendable, CaseIterable {
-    case request, status
-    case httpStatus = "http_status"
-    case attempts, error
-
-    /// The column names in output order.
-    package static let names = allCases.map(\.rawValue)
 }

@@ -1,5 +1,6 @@
 import Foundation
 import ShowbatchBasics
+import ShowbatchManifest
 
 /// How many rows of each status an output holds.
 struct RowCounts: Equatable, Sendable {

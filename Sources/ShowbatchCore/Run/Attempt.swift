@@ -1,6 +1,7 @@
 import Foundation
 import ShowbatchBasics
 import Synchronization
+import ShowbatchManifest
 
 /// How a job ended.
 enum JobOutcome: Sendable {

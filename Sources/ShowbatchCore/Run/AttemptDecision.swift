@@ -1,5 +1,6 @@
 import Foundation
 import ShowbatchBasics
+import ShowbatchManifest
 
 /// What one attempt's result means, decided without sending or waiting: what it says of the
 /// endpoint (for the circuit pause) and what the row does next. `AttemptContext.perform` carries

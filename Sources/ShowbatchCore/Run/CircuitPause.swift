@@ -1,6 +1,7 @@
 import Foundation
 import ShowbatchBasics
 import Synchronization
+import ShowbatchManifest
 
 /// Why sending is paused.
 enum PauseReason: Equatable, Sendable {

@@ -1,5 +1,6 @@
 import Foundation
 import ShowbatchBasics
+import ShowbatchManifest
 
 // The custom hostname check (before a custom hostname is used, `https://<hostname>` must answer
 // with the vault's host, or requests go to the vault URL), as the Show SDKs make it, and as a job nobody watches

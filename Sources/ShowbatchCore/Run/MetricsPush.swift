@@ -1,5 +1,6 @@
 import Foundation
 import ShowbatchBasics
+import ShowbatchManifest
 
 /// `--metrics-push URL`: the `--metrics` text, pushed to a Prometheus Pushgateway when the run ends,
 /// where a batch job's metrics go when no node_exporter reads a file for it.

@@ -1,6 +1,7 @@
 import Foundation
 import ShowbatchBasics
 import Synchronization
+import ShowbatchManifest
 
 /// What an answer said about the endpoint's rate limit.
 struct RateSignal: Equatable, Sendable {

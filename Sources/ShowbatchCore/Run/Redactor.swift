@@ -1,5 +1,6 @@
 import ShowbatchBasics
 import Synchronization
+import ShowbatchManifest
 
 /// The last net for a run's secrets: the one place its runtime messages are cleared of them.
 /// Messages are made without secret values in the first place (a URL is shown without its
@@ -21,7 +22,7 @@ final class Redactor: Sendable {
     /// What a secret is replaced by.
     static let mask = "<redacted>"
     /// Texts shorter than this (in UTF-8 bytes) are never taken for secrets.
-    static let shortest = 6
+    static let shortest = SecretIndex.shortest
 
     private struct State {
         var texts: Set<String>

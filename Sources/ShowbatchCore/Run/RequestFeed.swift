@@ -1,5 +1,6 @@
 import Foundation
 import ShowbatchBasics
+import ShowbatchManifest
 
 /// Reads data rows and prepares requests ahead on a thread of its own, handing them over in
 /// batches, so that the thread driving the transfers spends no time reading CSV or building

@@ -1,6 +1,7 @@
 import Foundation
 import ShowbatchBasics
 import Synchronization
+import ShowbatchManifest
 
 /// Reveals, encodes and writes finished rows, in order, on a thread of its own.
 ///

@@ -1,6 +1,7 @@
 import Foundation
 import ShowbatchBasics
 import Synchronization
+import ShowbatchManifest
 
 /// The workers of a run and the state they share: each takes a request, sends it, puts its row
 /// back and takes the next; rows reach the writer in work-item order.

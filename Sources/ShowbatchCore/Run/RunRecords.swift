@@ -1,5 +1,6 @@
 import Foundation
 import ShowbatchBasics
+import ShowbatchManifest
 
 /// Where a run's records go once it ends (`--metrics`, `--report`, `--metrics-push`), and how
 /// their failures weigh: each file is written on its own (a metrics file that cannot be written

@@ -1,5 +1,6 @@
 import Foundation
 import ShowbatchBasics
+import ShowbatchManifest
 
 /// What a run did, for the machines that watch it: the `--report` JSON document and the
 /// `--metrics` Prometheus text file. Never holds a revealed, header or payload value.

@@ -1,5 +1,6 @@
 import Foundation
 import ShowbatchBasics
+import ShowbatchManifest
 
 /// What a run's flags and its manifest decide together, resolved once, so that each has one
 /// owner: a flag wins over the manifest, the manifest over the default.

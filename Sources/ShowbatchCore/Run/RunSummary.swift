@@ -1,5 +1,6 @@
 import Foundation
 import ShowbatchBasics
+import ShowbatchManifest
 
 /// The outcome of a run.
 package struct RunSummary: Sendable {

@@ -1,5 +1,6 @@
 import Foundation
 import ShowbatchBasics
+import ShowbatchManifest
 
 /// Sends a manifest's requests and writes one row per work item, in order.
 package struct Runner: Sendable {

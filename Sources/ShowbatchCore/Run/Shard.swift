@@ -1,5 +1,6 @@
 import Foundation
 import ShowbatchBasics
+import ShowbatchManifest
 
 /// Which part of the work a process takes: work items whose ordinal mod `count` is `index`.
 package struct Shard: Sendable, Equatable {

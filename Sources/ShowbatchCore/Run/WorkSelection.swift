@@ -1,5 +1,6 @@
 import Foundation
 import ShowbatchBasics
+import ShowbatchManifest
 
 /// Which work items a process takes, one rule for the feed, the row count, the journal's check
 /// and merge: those of its shard (work item `ordinal` belongs to shard `ordinal % N`), and at most

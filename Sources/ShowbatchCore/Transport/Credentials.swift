@@ -1,6 +1,7 @@
 import Foundation
 import ShowbatchBasics
 import Synchronization
+import ShowbatchManifest
 
 /// A token and the generation it belongs to (each renewal is a new generation).
 struct Token: Sendable, Equatable {

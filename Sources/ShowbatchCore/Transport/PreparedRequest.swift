@@ -1,5 +1,6 @@
 import Foundation
 import ShowbatchBasics
+import ShowbatchManifest
 
 /// A request ready to send: URL, headers and body built from the manifest and a data row.
 package struct PreparedRequest: Sendable {

@@ -1,5 +1,7 @@
 import Foundation
 import ShowbatchBasics
+import ShowbatchManifest
+
 /// Sends one HTTP request. Kept narrow so that another transport can stand in.
 package protocol Transport: Sendable {
     /// Sends `request`, giving up after `timeout`.
@@ -66,5 +68,23 @@ enum RetryAfter {
         formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
         guard let date = formatter.date(from: trimmed) else { return nil }
         return Units.seconds(min(max(0, date.timeIntervalSinceNow), 600))
+    }
+}
+
+extension RetryPolicy {
+    /// Whether an attempt that got no answer for `failure` is made again (attempts allowing).
+    func retries(_ failure: TransportFailure) -> Bool {
+        switch failure {
+        case .network: return network
+        case .timeout: return timeout
+        case .bodyTooLarge, .certificate, .notHTTP, .cancelled: return false
+        }
+    }
+}
+
+extension TransportFailure {
+    /// True when no retry can fix it and every row shares it (an untrusted certificate): the run stops.
+    var stopsTheRun: Bool {
+        if case .certificate = self { return true } else { return false }
     }
 }

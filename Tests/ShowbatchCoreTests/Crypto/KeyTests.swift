@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ShowbatchBasics
+@testable import ShowbatchManifest
 @testable import ShowbatchCore
 
 /// `count` bytes from the seeded generator.
@@ -51,7 +52,7 @@ func seededBytes(_ count: Int, seed: UInt64) -> [UInt8] {
         ("AA AA", "the state key is not base64 text; make one with `openssl rand -base64 32`"),
     ])
     func otherStateKeysAreRefused(text: String, message: String) {
-        #expect(throws: CryptoError(.stateKey, message)) { try StateKey(parsing: text) }
+        #expect(throws: StateKeyError(message)) { try StateKey(parsing: text) }
     }
 
     @Test func aWrappedKeyUnwrapsToTheSameKey() throws {

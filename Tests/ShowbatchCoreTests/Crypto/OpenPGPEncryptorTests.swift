@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ShowbatchBasics
+@testable import ShowbatchManifest
 @testable import ShowbatchCore
 import TestSupport
 
@@ -188,8 +189,8 @@ final class PiecesSource: PlaintextSource {
         let problems = OpenPGPEncryptor.validate(
             [keys.alice.file, keys.signOnly.file, keys.bob.file, dir.path + "/missing.asc"].map { RecipientFile(path: $0, name: "keys/" + ($0 as NSString).lastPathComponent) })
         #expect(problems == [
-            RecipientProblem(index: 1, error: CryptoError(.recipient, "keys/sign-only.asc: the key \(keys.signOnly.fingerprint) cannot encrypt: it has no encryption subkey (a signing-only key?)")),
-            RecipientProblem(index: 3, error: CryptoError(.recipient, "keys/missing.asc cannot be read: No such file or directory")),
+            RecipientProblem(index: 1, refusal: CryptoError(.recipient, "keys/sign-only.asc: the key \(keys.signOnly.fingerprint) cannot encrypt: it has no encryption subkey (a signing-only key?)")),
+            RecipientProblem(index: 3, refusal: CryptoError(.recipient, "keys/missing.asc cannot be read: No such file or directory")),
         ])
         #expect(OpenPGPEncryptor.validate([RecipientFile(path: keys.alice.file), RecipientFile(path: keys.bob.file)]) == [])
         #expect(throws: CryptoError(.recipient, "there is no recipient to encrypt to")) { try OpenPGPEncryptor(recipients: []) }

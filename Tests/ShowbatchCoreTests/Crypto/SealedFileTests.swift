@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ShowbatchBasics
+@testable import ShowbatchManifest
 @testable import ShowbatchCore
 
 /// Sealed files: what is written comes back exactly, a checkpoint's offset can be cut back to and

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import ShowbatchYAML
 @testable import ShowbatchBasics
+@testable import ShowbatchManifest
 @testable import ShowbatchCore
 
 /// Requests decoded on a second thread while parsing must come out exactly as decoded after it.
@@ -53,7 +54,7 @@ import ShowbatchYAML
         let text = Self.manifest(count, problems: problems)
         let concurrent = Self.load(text, concurrentFrom: 0)
         Self.expectSame(concurrent, Self.load(text, concurrentFrom: .max))
-        #expect(concurrent.first?.hasPrefix(problems ? "m.yaml:" : "ShowbatchCore.RequestSpec(") == true)
+        #expect(concurrent.first?.hasPrefix(problems ? "m.yaml:" : "ShowbatchManifest.RequestSpec(") == true)
         // Broken items have one problem each: a bad content path, a reused name or an unknown key.
         let perShape: [Int] = [0, 1, 1, 1]
         var expected = 0

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import ShowbatchYAML
 @testable import ShowbatchBasics
+@testable import ShowbatchManifest
 @testable import ShowbatchCore
 
 private let minimal = "vault: tnt1\nrequests:\n  - {name: a, path: /post}\n"

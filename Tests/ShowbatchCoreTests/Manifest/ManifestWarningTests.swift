@@ -1,5 +1,6 @@
 import Testing
 @testable import ShowbatchBasics
+@testable import ShowbatchManifest
 @testable import ShowbatchCore
 
 /// Warnings: what is valid but likely not meant. `output.columns` without `status` or `error` and

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ShowbatchBasics
+@testable import ShowbatchManifest
 @testable import ShowbatchCore
 
 /// Manifest mistakes that once gave a wrong file with exit 0: each is now a positioned error.

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import ShowbatchYAML
 @testable import ShowbatchBasics
+@testable import ShowbatchManifest
 @testable import ShowbatchCore
 
 /// The manifest as libyaml reads it, `m.yaml` in the current folder.

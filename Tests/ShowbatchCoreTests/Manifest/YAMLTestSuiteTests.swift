@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ShowbatchBasics
+@testable import ShowbatchManifest
 @testable import ShowbatchCore
 
 /// The YAML test suite's data (github.com/yaml/yaml-test-suite, a `data-*` tag) when

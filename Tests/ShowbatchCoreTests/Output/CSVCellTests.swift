@@ -1,5 +1,6 @@
 import Testing
 @testable import ShowbatchBasics
+@testable import ShowbatchManifest
 @testable import ShowbatchCore
 
 private func dialect(escapeFormulas: Bool = false, delimiter: Character = ",", quoteAll: Bool = false, crlf: Bool = false,

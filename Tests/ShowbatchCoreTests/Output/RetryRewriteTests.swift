@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ShowbatchBasics
+@testable import ShowbatchManifest
 @testable import ShowbatchCore
 
 /// Data rows: every third lacks `alias`, so it cannot be sent (a 1490 row, which fails again

@@ -1,5 +1,6 @@
 import Testing
 @testable import ShowbatchBasics
+@testable import ShowbatchManifest
 @testable import ShowbatchCore
 
 @Suite struct ContentPathTests {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ShowbatchBasics
+@testable import ShowbatchManifest
 @testable import ShowbatchCore
 
 /// `JSONParser.values(at:in:)` must answer exactly what a full parse and `ContentPath.lookup` do.

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import ShowbatchBasics
+@testable import ShowbatchManifest
 @testable import ShowbatchCore
 
 /// Changes the data file (once) as the first request is sent: the feed has then read at most

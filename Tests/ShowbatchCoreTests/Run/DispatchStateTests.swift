@@ -1,5 +1,6 @@
 import Testing
 @testable import ShowbatchBasics
+@testable import ShowbatchManifest
 @testable import ShowbatchCore
 
 /// Work items from a list; `stall` makes the next polls answer "not ready".

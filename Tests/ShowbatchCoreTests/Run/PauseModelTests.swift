@@ -1,5 +1,6 @@
 import Testing
 @testable import ShowbatchBasics
+@testable import ShowbatchManifest
 @testable import ShowbatchCore
 
 /// `PauseState` driven by seeded random event sequences: workers admit attempts, attempts end

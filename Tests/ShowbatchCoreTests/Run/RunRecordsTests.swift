@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import ShowbatchBasics
+@testable import ShowbatchManifest
 @testable import ShowbatchCore
 
 /// How a run's records weigh on its exit code: a file that cannot be written is exit 3 only for a

@@ -2,6 +2,7 @@ import Synchronization
 import Foundation
 import Testing
 @testable import ShowbatchBasics
+@testable import ShowbatchManifest
 @testable import ShowbatchCore
 
 /// The run's secrets never leave it in words: one redactor clears every event, stop reason and

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 @testable import ShowbatchBasics
+@testable import ShowbatchManifest
 @testable import ShowbatchCore
 import ShowbatchEmulator
 

@@ -1,6 +1,7 @@
 import Foundation
 import ShowbatchYAML
 @testable import ShowbatchBasics
+@testable import ShowbatchManifest
 @testable import ShowbatchCore
 
 /// A private temporary folder per test, removed by the caller.

@@ -1,6 +1,7 @@
 import Synchronization
 import Testing
 @testable import ShowbatchBasics
+@testable import ShowbatchManifest
 @testable import ShowbatchCore
 
 /// `CredentialState` driven by seeded random event sequences: workers ask for the token, send,

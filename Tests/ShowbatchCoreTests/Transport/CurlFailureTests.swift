@@ -1,5 +1,6 @@
 import Testing
 @testable import ShowbatchBasics
+@testable import ShowbatchManifest
 @testable import ShowbatchCore
 
 /// How a failed transfer is classed, for every CURLcode the curl transport names, with libcurl's

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import ShowbatchBasics
+@testable import ShowbatchManifest
 @testable import ShowbatchCore
 
 @Suite struct LoopThreadTests {

@@ -1,5 +1,6 @@
 import ShowbatchBasics
 internal import CCurl
+import ShowbatchManifest
 
 // libcurl calls these on the loop thread, from inside curl_multi_perform, with the transfer that
 // `CurlHandles.start` registered as WRITEDATA/HEADERDATA.

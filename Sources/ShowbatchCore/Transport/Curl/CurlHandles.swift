@@ -1,6 +1,7 @@
 import Foundation
 import ShowbatchBasics
 internal import CCurl
+import ShowbatchManifest
 
 /// The easy handles of a loop and the transfers they carry: handles are set up per request,
 /// reused from a pool, and their results turned into transport results.

@@ -2,6 +2,7 @@ import Foundation
 import ShowbatchBasics
 import Synchronization
 internal import CCurl
+import ShowbatchManifest
 
 /// The event loop: a thread that owns the multi handle and every easy handle, and runs the jobs
 /// of tasks that prefer it.

@@ -1,6 +1,7 @@
 import ShowbatchBasics
 internal import CCurl
 import Synchronization
+import ShowbatchManifest
 
 /// The transport on libcurl's multi interface: every transfer of a run is driven by one event-loop
 /// thread, with connections reused from the multi handle's cache (HTTP/2 when a TLS server offers

@@ -1,6 +1,7 @@
 import Foundation
 import ShowbatchBasics
 internal import CCurl
+import ShowbatchManifest
 
 /// One blocking HTTP request through a libcurl easy handle, for `--metrics-push`: the push happens
 /// as the process ends, on whatever thread ends it, with no event loop left to run it.

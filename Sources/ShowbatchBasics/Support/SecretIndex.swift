@@ -1,5 +1,4 @@
 import Foundation
-import ShowbatchBasics
 
 /// The secret texts of a manifest, indexed so that finding them in a message or a quoted line
 /// costs time in proportion to that text, not to the number of secrets: a manifest of fifty
@@ -7,7 +6,7 @@ import ShowbatchBasics
 ///
 /// Occurrences are found by length: for each length some secret has, one pass of a rolling
 /// hash over the text, each hit checked byte for byte.
-struct SecretIndex {
+package struct SecretIndex {
     /// The secrets, as UTF-8.
     private let secrets: [[UInt8]]
     /// By length, the secrets of that length by hash.
@@ -21,10 +20,14 @@ struct SecretIndex {
     /// The secrets longer than `longPrefix`, by the hash of their first `longPrefix` bytes.
     private let heads: [UInt64: [Int32]]
 
-    /// Secrets longer than this are found by their first `longPrefix` bytes in quoted lines.
-    static let longPrefix = 64
+    /// Texts shorter than this (in UTF-8 bytes) are never taken for secrets: shorter ones would
+    /// hide common words and digits all over a log (`exp`, `1`), and no credential is that short.
+    package static let shortest = 6
 
-    init(_ texts: [String]) {
+    /// Secrets longer than this are found by their first `longPrefix` bytes in quoted lines.
+    package static let longPrefix = 64
+
+    package init(_ texts: [String]) {
         secrets = texts.map { Array($0.utf8) }
         var byLength: [Int: [UInt64: [Int32]]] = [:]
         var heads: [UInt64: [Int32]] = [:]
@@ -48,16 +51,16 @@ struct SecretIndex {
         lengths = byLength.keys.sorted(by: >)
     }
 
-    var isEmpty: Bool { secrets.isEmpty }
+    package var isEmpty: Bool { secrets.isEmpty }
 
     /// Whether `text` is a secret.
-    func contains(_ text: String) -> Bool {
+    package func contains(_ text: String) -> Bool {
         let bytes = Array(text.utf8)
         return byLength[bytes.count]?[SecretIndex.hash(bytes[...])]?.contains { secrets[Int($0)] == bytes } == true
     }
 
     /// Whether `text` (four bytes or more) is a piece of a secret.
-    func containsPiece(_ text: String) -> Bool {
+    package func containsPiece(_ text: String) -> Bool {
         let bytes = Array(text.utf8)
         guard bytes.count >= 4 else { return contains(text) }
         for start in 0...(bytes.count - 4) where !grams.contains(SecretIndex.gram(bytes, at: start)) { return false }
@@ -80,7 +83,7 @@ struct SecretIndex {
     /// first and never overlapping one already found. With `prefixesAtEnd`, a secret longer than
     /// `longPrefix` is found by its first `longPrefix` bytes and runs to the end of `text` (the
     /// shown part of a line, which such a secret may run past).
-    func occurrences(in text: [UInt8], minimum: Int, prefixesAtEnd: Bool = false) -> [Range<Int>] {
+    package func occurrences(in text: [UInt8], minimum: Int, prefixesAtEnd: Bool = false) -> [Range<Int>] {
         var found: [Range<Int>] = []
         func free(_ range: Range<Int>) -> Bool { !found.contains { $0.overlaps(range) } }
         for length in lengths where length >= minimum && length <= text.count {

@@ -9,6 +9,8 @@ struct ManifestDecoder {
     let environment: [String: String]
     /// What the manifest is loaded for: a merge sends nothing, so it needs no secret.
     let use: ManifestUse
+    /// Checks recipients' key files (GnuPG, in the engine).
+    let checkRecipients: RecipientCheck
     /// Set while decoding what only sending needs (auth, tls): in a merge an unset variable
     /// there leaves the value out instead of failing.
     var optionalEnvironment = false
@@ -41,7 +43,9 @@ struct ManifestDecoder {
     static let topKeys = ManifestReference.keys(under: "")
     static let requestKeys = ManifestReference.keys(under: "requests")
 
-    init(source: SourceFile, directory: String, environment: [String: String], use: ManifestUse = .reveal) {
+    init(source: SourceFile, directory: String, environment: [String: String], use: ManifestUse = .reveal,
+         checkRecipients: @escaping RecipientCheck) {
+        self.checkRecipients = checkRecipients
         self.source = source
         self.directory = directory
         self.environment = environment

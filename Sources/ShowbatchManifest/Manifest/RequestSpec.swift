@@ -119,6 +119,6 @@ package struct DataSource: Sendable {
     /// read through (a manifest made in code).
     package var rows: Int?
     /// The file's version when it was counted: a run checks it again at its end.
-    var stamp: FileStamp?
+    package var stamp: FileStamp?
 }
 

@@ -7,7 +7,7 @@ extension Manifest {
     /// from the text the manifest was read from (never the file as it is now, which may have
     /// changed). Without that text, the line is not quoted, since nothing would tell a secret
     /// from the rest.
-    func diagnostic(at mark: Mark, _ message: String) -> Diagnostic {
+    package func diagnostic(at mark: Mark, _ message: String) -> Diagnostic {
         guard let source, let root = try? YAMLParser.parse(source) else {
             return Diagnostic(source: SourceFile(name: file, bytes: []), mark: mark, message: message)
         }

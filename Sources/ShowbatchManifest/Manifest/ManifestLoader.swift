@@ -17,9 +17,10 @@ package enum ManifestUse: Sendable {
 /// Reads and validates manifests, collecting every problem it finds.
 package enum ManifestLoader {
 
-    /// Reads `path` (relative to the current folder) and validates it.
+    /// Reads `path` (relative to the current folder) and validates it; `recipients` checks the
+    /// encrypted outputs' key files (the engine's GnuPG: this layer reads no keys).
     package static func load(path: String, environment: [String: String] = ProcessInfo.processInfo.environment,
-                             use: ManifestUse = .reveal) throws(ManifestError) -> Manifest {
+                             use: ManifestUse = .reveal, recipients: @escaping RecipientCheck) throws(ManifestError) -> Manifest {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
             throw ManifestError([Diagnostic(file: path, message: "no such file")])
@@ -39,23 +40,25 @@ package enum ManifestLoader {
         }
         let directory = (path as NSString).deletingLastPathComponent
         return try load(source: SourceFile(name: path, bytes: bytes), directory: directory.isEmpty ? "." : directory,
-                        environment: environment, use: use)
+                        environment: environment, use: use, recipients: recipients)
     }
 
     /// Manifests from this size up decode their requests on a second thread while parsing.
-    static let concurrentDecodingThreshold = 1 << 20
+    package static let concurrentDecodingThreshold = 1 << 20
 
     /// Validates manifest text; relative paths are resolved against `directory`.
     package static func load(source: SourceFile, directory: String, environment: [String: String],
-                             use: ManifestUse = .reveal) throws(ManifestError) -> Manifest {
-        try load(source: source, directory: directory, environment: environment, use: use, concurrentFrom: concurrentDecodingThreshold)
+                             use: ManifestUse = .reveal, recipients: @escaping RecipientCheck) throws(ManifestError) -> Manifest {
+        try load(source: source, directory: directory, environment: environment, use: use,
+                 concurrentFrom: concurrentDecodingThreshold, recipients: recipients)
     }
 
     /// Validates manifest text, decoding requests concurrently when the source has at least
     /// `concurrentFrom` bytes (tests force either way; the results are the same).
-    static func load(source: SourceFile, directory: String, environment: [String: String], use: ManifestUse = .reveal,
-                     concurrentFrom threshold: Int) throws(ManifestError) -> Manifest {
-        var decoder = ManifestDecoder(source: source, directory: directory, environment: environment, use: use)
+    package static func load(source: SourceFile, directory: String, environment: [String: String], use: ManifestUse = .reveal,
+                             concurrentFrom threshold: Int, recipients: @escaping RecipientCheck) throws(ManifestError) -> Manifest {
+        var decoder = ManifestDecoder(source: source, directory: directory, environment: environment, use: use,
+                                      checkRecipients: recipients)
         let concurrent = source.bytes.count >= threshold ? ConcurrentRequestDecoder(decoder: decoder, bytes: source.bytes) : nil
         let root: Node
         do {

@@ -46,7 +46,7 @@ extension OutputSpec {
     /// What is wrong with how `path` ends for the name of a file showbatch writes, in words
     /// ("/", "a dot", "a space"…), or nil: a name that ends in a space or a line break looks like
     /// another (`cards.csv.pgp ` is not a message), and one ending in `/` or `.` names a folder.
-    static func endProblem(_ path: String) -> String? {
+    package static func endProblem(_ path: String) -> String? {
         guard let last = path.unicodeScalars.last else { return "nothing" }
         if last == "/" { return "/" }
         if last == "." { return "a dot" }
@@ -73,8 +73,8 @@ package struct EncryptSpec: Sendable, Equatable, CustomStringConvertible {
     package var context = "output"
 
     /// A recipient's problem, as `validate` and a run say it.
-    static func recipientProblem(_ problem: RecipientProblem, context: String) -> String {
-        "\(context).encrypt.recipients[\(problem.index)]: \(problem.error.message)"
+    package static func recipientProblem(_ problem: RecipientProblem, context: String) -> String {
+        "\(context).encrypt.recipients[\(problem.index)]: \(problem.message)"
     }
 
     package init(recipients: [RecipientFile], stateKey: StateKey? = nil, armor: Bool = false, mark: Mark) {

@@ -118,13 +118,13 @@ extension ManifestDecoder {
         } else if let known = checkedRecipients[cacheKey] {
             found = known
         } else {
-            found = recipients.isEmpty ? [] : OpenPGPEncryptor.validate(recipients)
+            found = recipients.isEmpty ? [] : checkRecipients(recipients)
             checkedRecipients[cacheKey] = found
         }
         // This machine failing to run GnuPG (none installed, no folder for its home) is not the
         // manifest's problem: said once, as a warning; a run stops on it with exit 3.
-        if let machine = found.first(where: { $0.error.isThisMachine }) {
-            warnings.append((node.mark, "the recipients' keys of \(context).encrypt cannot be checked on this machine: \(machine.error.message)"))
+        if let machine = found.first(where: { $0.isThisMachine }) {
+            warnings.append((node.mark, "the recipients' keys of \(context).encrypt cannot be checked on this machine: \(machine.message)"))
         } else {
             for problem in found { self.problem(marks[problem.index], EncryptSpec.recipientProblem(problem, context: context)) }
         }

@@ -31,21 +31,3 @@ package struct CircuitPolicy: Sendable, Equatable {
     /// The default policy.
     package init() {}
 }
-
-extension RetryPolicy {
-    /// Whether an attempt that got no answer for `failure` is made again (attempts allowing).
-    func retries(_ failure: TransportFailure) -> Bool {
-        switch failure {
-        case .network: return network
-        case .timeout: return timeout
-        case .bodyTooLarge, .certificate, .notHTTP, .cancelled: return false
-        }
-    }
-}
-
-extension TransportFailure {
-    /// True when no retry can fix it and every row shares it (an untrusted certificate): the run stops.
-    var stopsTheRun: Bool {
-        if case .certificate = self { return true } else { return false }
-    }
-}

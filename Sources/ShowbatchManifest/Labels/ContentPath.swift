@@ -9,7 +9,7 @@ package struct ContentPath: Sendable, Equatable, CustomStringConvertible {
     package let text: String
     /// True when the path is ASCII: its segments then compare with a response's plain member
     /// names as bytes (others compare as strings, by canonical equivalence).
-    let isASCII: Bool
+    package let isASCII: Bool
 
     /// Parses a content path; the error says what is wrong with it.
     package init(parsing text: String) throws(ContentPathError) {
@@ -69,7 +69,7 @@ package struct ContentPath: Sendable, Equatable, CustomStringConvertible {
     package func lookup(in root: JSONValue) -> JSONValue? { lookup(in: root, from: 0) }
 
     /// The value at the path's segments from `level` on, looked up in `root`.
-    func lookup(in root: JSONValue, from level: Int) -> JSONValue? {
+    package func lookup(in root: JSONValue, from level: Int) -> JSONValue? {
         var current = root
         for segment in segments[level...] {
             switch current {
@@ -87,7 +87,7 @@ package struct ContentPath: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The array index a segment names: ASCII digits (an optional `+`), nil for anything else.
-    static func arrayIndex(_ segment: String) -> Int? {
+    package static func arrayIndex(_ segment: String) -> Int? {
         guard let index = Int(segment), index >= 0, segment.utf8.allSatisfy({ $0 < 0x80 }) else { return nil }
         return index
     }

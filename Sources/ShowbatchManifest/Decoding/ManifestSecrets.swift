@@ -180,14 +180,14 @@ struct ManifestSecrets {
     func mayShow(valueEndingAt end: Mark) -> Bool { shownEnds.contains(end) }
 
     /// `message` with every secret text in it replaced by `<redacted>`: any secret of
-    /// `Redactor.shortest` bytes or more wherever it appears (first, so that a secret holding a
+    /// `SecretIndex.shortest` bytes or more wherever it appears (first, so that a secret holding a
     /// quote is found whole), then any quoted part as long that is a secret or a piece of one.
     /// Shorter texts are left alone: a word that short is a name far more often than a secret,
     /// and messages never quote a value of a secret section in the first place. `pieces` remembers what
     /// was found of each quoted part (messages repeat names).
     private func clear(_ message: String, index: SecretIndex, pieces: inout [String: Bool]) -> String {
         var bytes = Array(message.utf8)
-        for range in index.occurrences(in: bytes, minimum: Redactor.shortest).reversed() {
+        for range in index.occurrences(in: bytes, minimum: SecretIndex.shortest).reversed() {
             bytes.replaceSubrange(range, with: "<redacted>".utf8)
         }
         var parts = String(decoding: bytes, as: UTF8.self).components(separatedBy: "\"")
@@ -198,7 +198,7 @@ struct ManifestSecrets {
             if let known = pieces[quoted] {
                 secret = known
             } else {
-                secret = quoted.utf8.count >= Redactor.shortest && index.containsPiece(quoted)
+                secret = quoted.utf8.count >= SecretIndex.shortest && index.containsPiece(quoted)
                 pieces[quoted] = secret
             }
             if secret { parts[part] = "<redacted>" }
@@ -252,7 +252,7 @@ struct ManifestSecrets {
             }
         }
         columns.append(window.scalars.count + 1)
-        return index.occurrences(in: bytes, minimum: Redactor.shortest, prefixesAtEnd: window.truncated).filter { columns[$0.lowerBound] <= Diagnostic.quoteLimit }.map {
+        return index.occurrences(in: bytes, minimum: SecretIndex.shortest, prefixesAtEnd: window.truncated).filter { columns[$0.lowerBound] <= Diagnostic.quoteLimit }.map {
             SourceSpan(start: Mark(line: line, column: columns[$0.lowerBound]), end: Mark(line: line, column: columns[$0.upperBound]))
         }
     }

@@ -1,0 +1,33 @@
+/// A recipient's public key file (`output.encrypt.recipients`).
+package struct RecipientFile: Sendable, Equatable {
+    /// Where to read it.
+    package let path: String
+    /// How messages name it (the path as the manifest writes it).
+    package let name: String
+
+    /// The key file at `path`, named `name` (default: the path) in messages.
+    package init(path: String, name: String? = nil) {
+        self.path = path
+        self.name = name ?? path
+    }
+}
+
+/// Why one recipient file cannot be encrypted to.
+package struct RecipientProblem: Error, Sendable, Equatable {
+    /// Its place in the list given.
+    package let index: Int
+    /// The refusal, naming the file.
+    package let message: String
+    /// This machine cannot check it (no GnuPG, no folder for its home): not the manifest's fault.
+    package let isThisMachine: Bool
+
+    package init(index: Int, message: String, isThisMachine: Bool = false) {
+        self.index = index
+        self.message = message
+        self.isThisMachine = isThisMachine
+    }
+}
+
+/// Checks recipients' key files as encrypting to them would, returning every problem in order.
+/// The manifest model reads no keys itself: OpenPGP lives in the engine, which passes this in.
+package typealias RecipientCheck = @Sendable ([RecipientFile]) -> [RecipientProblem]
