@@ -57,7 +57,8 @@ let package = Package(
         .testTarget(name: "ShowbatchYAMLTests", dependencies: ["ShowbatchYAML"], swiftSettings: strict),
         .testTarget(name: "ShowbatchBasicsTests", dependencies: ["ShowbatchBasics"], swiftSettings: strict),
         // What more than one test target uses: OpenPGP keys made with the real gpg.
-        .target(name: "TestSupport", path: "Tests/Support", swiftSettings: strict),
+        .target(name: "TestSupport", dependencies: ["ShowbatchManifest"], path: "Tests/Support", swiftSettings: strict),
+        .testTarget(name: "ShowbatchManifestTests", dependencies: ["ShowbatchBasics", "ShowbatchManifest", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "ShowbatchCoreTests", dependencies: ["ShowbatchBasics", "ShowbatchManifest", "ShowbatchCore", "ShowbatchEmulator", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "ShowbatchEmulatorTests", dependencies: ["ShowbatchBasics", "ShowbatchManifest", "ShowbatchEmulator"], swiftSettings: strict),
         .testTarget(name: "showbatchTests", dependencies: ["showbatch", "ShowbatchBasics", "ShowbatchManifest", "ShowbatchCore", "ShowbatchEmulator", "TestSupport"], swiftSettings: strict),

@@ -3,6 +3,7 @@ import Testing
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
 @testable import ShowbatchCore
+import TestSupport
 
 /// `count` bytes from the seeded generator.
 func seededBytes(_ count: Int, seed: UInt64) -> [UInt8] {

@@ -3,6 +3,7 @@ import Testing
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
 @testable import ShowbatchCore
+import TestSupport
 
 /// Sealed files: what is written comes back exactly, a checkpoint's offset can be cut back to and
 /// continued, and a file changed in any way is refused with its own message.

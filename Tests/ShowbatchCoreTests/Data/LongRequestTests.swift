@@ -3,6 +3,7 @@ import Testing
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
 @testable import ShowbatchCore
+import TestSupport
 
 /// A data row whose value goes into the path can make a request of megabytes. curl cannot send a
 /// request head over 1 MiB, and said it as "the answer's headers are too large"; the `--verbose`

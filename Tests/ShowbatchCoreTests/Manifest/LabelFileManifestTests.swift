@@ -3,6 +3,7 @@ import Testing
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
 @testable import ShowbatchCore
+import TestSupport
 
 // Binary labels in the manifest: base64 decoding, file templates and their checks.
 

@@ -3,6 +3,7 @@ import Testing
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
 @testable import ShowbatchCore
+import TestSupport
 
 /// Manifest mistakes that once gave a wrong file with exit 0: each is now a positioned error.
 @Suite struct MistakeTests {

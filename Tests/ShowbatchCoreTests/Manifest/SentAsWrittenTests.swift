@@ -4,6 +4,7 @@ import ShowbatchYAML
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
 @testable import ShowbatchCore
+import TestSupport
 
 /// The manifest as libyaml reads it, `m.yaml` in the current folder.
 func loadManifest(bytes: [UInt8]) throws(ManifestError) -> Manifest {

@@ -3,6 +3,7 @@ import Testing
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
 @testable import ShowbatchCore
+import TestSupport
 
 /// The YAML test suite's data (github.com/yaml/yaml-test-suite, a `data-*` tag) when
 /// `YAML_TEST_SUITE` names a folder holding it: it is not stored here (see the README), so this

@@ -3,6 +3,7 @@ import Testing
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
 @testable import ShowbatchCore
+import TestSupport
 
 /// The library side of `merge`: rows are taken in work-item order from shard (ordinal mod N); an
 /// interrupted merge leaves nothing behind.

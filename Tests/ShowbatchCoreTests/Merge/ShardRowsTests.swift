@@ -3,6 +3,7 @@ import Testing
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
 @testable import ShowbatchCore
+import TestSupport
 
 /// A shard file's rows are taken byte for byte: records that span lines, CRLF line endings,
 /// JSON's separators; a file cut short is refused.

@@ -2,6 +2,7 @@ import Testing
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
 @testable import ShowbatchCore
+import TestSupport
 
 private func dialect(escapeFormulas: Bool = false, delimiter: Character = ",", quoteAll: Bool = false, crlf: Bool = false,
                      header: Bool = true) -> CSVDialect {

@@ -3,6 +3,7 @@ import Testing
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
 @testable import ShowbatchCore
+import TestSupport
 
 /// Data rows for the export tests: every third lacks `alias`, so it cannot be sent (a 1490 row).
 private func jsonlRows(_ count: Int) -> String {

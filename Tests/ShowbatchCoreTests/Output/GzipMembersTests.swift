@@ -5,6 +5,7 @@ import Testing
 @testable import ShowbatchCore
 #if canImport(Glibc)
 import Glibc
+import TestSupport
 #endif
 
 /// Writes `bytes` to a new temporary file and opens it for reading.

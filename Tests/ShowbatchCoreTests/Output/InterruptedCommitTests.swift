@@ -4,6 +4,7 @@ import Testing
 @testable import ShowbatchManifest
 @testable import ShowbatchCore
 import ShowbatchEmulator
+import TestSupport
 
 /// A run killed while it puts its finished files in place (after the journal records the end):
 /// the next `--resume` finishes the job from what is on disk, whichever step was done.

@@ -5,6 +5,7 @@ import Testing
 @testable import ShowbatchManifest
 @testable import ShowbatchCore
 import ShowbatchEmulator
+import TestSupport
 
 @Suite struct JournalLockTests {
     @Test func aSecondRunOnTheSameOutputIsRefused() async throws {

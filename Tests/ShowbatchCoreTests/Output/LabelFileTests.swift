@@ -4,6 +4,7 @@ import Testing
 @testable import ShowbatchManifest
 @testable import ShowbatchCore
 import ShowbatchEmulator
+import TestSupport
 
 // Binary labels: `decode: base64` + `file: TEMPLATE` write the decoded bytes to a file inside the
 // output's folder, and the cell holds its path.

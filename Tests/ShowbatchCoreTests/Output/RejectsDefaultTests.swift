@@ -3,6 +3,7 @@ import Testing
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
 @testable import ShowbatchCore
+import TestSupport
 
 /// With `rejects`, a row with a label not found went to the processor's file as `C100000,,`.
 @Suite struct RejectsDefaultTests {

@@ -3,6 +3,7 @@ import Testing
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
 @testable import ShowbatchCore
+import TestSupport
 
 /// Data rows: every third lacks `alias`, so it cannot be sent (a 1490 row, which fails again
 /// whenever it is sent again).

@@ -3,6 +3,7 @@ import Testing
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
 @testable import ShowbatchCore
+import TestSupport
 
 /// Label expectations (`expect: {pattern, luhn}`): a value that is not what the label expects
 /// fails its row with 1407, never quoted (issue 20, item 6). The card numbers are the card

@@ -3,6 +3,7 @@ import Testing
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
 @testable import ShowbatchCore
+import TestSupport
 
 /// `JSONParser.values(at:in:)` must answer exactly what a full parse and `ContentPath.lookup` do.
 @Suite struct LabelScanTests {

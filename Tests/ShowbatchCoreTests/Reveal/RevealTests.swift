@@ -2,6 +2,7 @@ import Testing
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
 @testable import ShowbatchCore
+import TestSupport
 
 @Suite struct RevealTests {
     let labels = [LabelBinding(name: "x", path: try! ContentPath(parsing: "json.x"), transforms: [], mask: nil)]

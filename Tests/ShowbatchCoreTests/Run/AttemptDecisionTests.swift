@@ -3,6 +3,7 @@ import Testing
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
 @testable import ShowbatchCore
+import TestSupport
 
 /// What an attempt's result means for the breaker and for the row, under the default retry
 /// policy (3 attempts; 429, 502, 503 and 504 retried; network failures and timeouts retried).

@@ -5,6 +5,7 @@ import Testing
 @testable import ShowbatchManifest
 @testable import ShowbatchCore
 import ShowbatchEmulator
+import TestSupport
 
 private func rowsFile(_ count: Int) -> String {
     "id,alias\n" + (0..<count).map { "\($0),tok_\($0 % 7)" }.joined(separator: "\n") + "\n"

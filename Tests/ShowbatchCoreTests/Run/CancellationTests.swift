@@ -4,6 +4,7 @@ import Testing
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
 @testable import ShowbatchCore
+import TestSupport
 
 /// Runs `body` in a task that is cancelled before `body` starts, and returns what it returned:
 /// a wait that parks a cancelled task (a cancellation handler that ran before the wait was

@@ -4,6 +4,7 @@ import Testing
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
 @testable import ShowbatchCore
+import TestSupport
 
 /// Changes the data file (once) as the first request is sent: the feed has then read at most
 /// its queue ahead (about 1,300 rows), far less than the rows the file keeps.

@@ -2,6 +2,7 @@ import Testing
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
 @testable import ShowbatchCore
+import TestSupport
 
 /// `DispatchState` driven by seeded random event sequences, as async-http-client tests its
 /// connection pool's state machine: workers take jobs, park, wait for the feed and hand rows

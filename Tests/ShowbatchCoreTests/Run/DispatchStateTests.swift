@@ -2,6 +2,7 @@ import Testing
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
 @testable import ShowbatchCore
+import TestSupport
 
 /// Work items from a list; `stall` makes the next polls answer "not ready".
 private final class ListSource: WorkSource {

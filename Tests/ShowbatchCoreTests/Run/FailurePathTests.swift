@@ -4,6 +4,7 @@ import Testing
 @testable import ShowbatchManifest
 @testable import ShowbatchCore
 import ShowbatchEmulator
+import TestSupport
 
 private func rows(_ count: Int) -> String {
     "id\n" + (0..<count).map(String.init).joined(separator: "\n") + "\n"

@@ -3,6 +3,7 @@ import Testing
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
 @testable import ShowbatchCore
+import TestSupport
 
 /// The custom hostname check as an unattended job needs it: retried, logged, and never moving
 /// traffic to the vault URL silently when the check could not be made.

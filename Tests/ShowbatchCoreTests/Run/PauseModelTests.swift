@@ -2,6 +2,7 @@ import Testing
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
 @testable import ShowbatchCore
+import TestSupport
 
 /// `PauseState` driven by seeded random event sequences: workers admit attempts, attempts end
 /// answered, failed (transient), refused or unsent, time passes and timers fire, the run is

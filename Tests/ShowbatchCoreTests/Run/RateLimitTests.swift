@@ -4,6 +4,7 @@ import Testing
 @testable import ShowbatchManifest
 @testable import ShowbatchCore
 import ShowbatchEmulator
+import TestSupport
 
 /// The vault's own rate limit, as its proxy keeps it: a fixed number of requests per window, then
 /// 429 until the window resets, with or without `Retry-After` and the `x-ratelimit-*` fields.

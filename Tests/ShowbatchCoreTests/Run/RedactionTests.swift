@@ -3,6 +3,7 @@ import Testing
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
 @testable import ShowbatchCore
+import TestSupport
 
 /// What the run's last net hides: secret values, as written and encoded, and nothing else. The
 /// secrets here are made for the tests (`sbtest…`), so a failure may print them.

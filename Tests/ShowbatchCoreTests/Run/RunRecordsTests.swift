@@ -3,6 +3,7 @@ import Testing
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
 @testable import ShowbatchCore
+import TestSupport
 
 /// How a run's records weigh on its exit code: a file that cannot be written is exit 3 only for a
 /// run that went well; a push that fails is a warning, whatever the run.

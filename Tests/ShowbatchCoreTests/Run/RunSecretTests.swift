@@ -4,6 +4,7 @@ import Testing
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
 @testable import ShowbatchCore
+import TestSupport
 
 /// The run's secrets never leave it in words: one redactor clears every event, stop reason and
 /// error of the client secret, the header values and each token.

@@ -3,6 +3,7 @@ import Testing
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
 @testable import ShowbatchCore
+import TestSupport
 
 /// A flag wins over the manifest, the manifest over the default; the job's rate is shared by
 /// its shards.

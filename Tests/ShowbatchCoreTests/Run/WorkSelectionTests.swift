@@ -3,6 +3,7 @@ import Testing
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
 @testable import ShowbatchCore
+import TestSupport
 
 /// The count a selection gives without reading the work items is the count of those it takes.
 @Suite struct WorkSelectionTests {

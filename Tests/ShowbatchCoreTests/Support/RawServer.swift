@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 #if canImport(Glibc)
 import Glibc
+import TestSupport
 #endif
 
 /// A hostile server on 127.0.0.1: to every connection it reads the request head and writes the

@@ -4,6 +4,7 @@ import Synchronization
 @testable import ShowbatchManifest
 @testable import ShowbatchCore
 import ShowbatchEmulator
+import TestSupport
 
 /// A manifest in a temp folder, run against an in-process emulator on 127.0.0.1.
 struct RunFixture {

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TestSupport
 
 /// A certificate authority and certificates made with the openssl tool for one test, and a TLS
 /// echo server (Tests/Fixtures/tls_echo_server.py) on 127.0.0.1 presenting one of them.

@@ -3,6 +3,7 @@ import Testing
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
 @testable import ShowbatchCore
+import TestSupport
 
 /// `CredentialState` driven by seeded random event sequences: workers ask for the token, send,
 /// get 401s and ask for renewals, fetches succeed or fail, tokens expire, the run is cancelled.

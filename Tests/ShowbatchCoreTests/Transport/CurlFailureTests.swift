@@ -2,6 +2,7 @@ import Testing
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
 @testable import ShowbatchCore
+import TestSupport
 
 /// How a failed transfer is classed, for every CURLcode the curl transport names, with libcurl's
 /// own words as they come (a reset, a closed reused connection, TLS alerts): the class decides

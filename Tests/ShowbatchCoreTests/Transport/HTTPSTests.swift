@@ -3,6 +3,7 @@ import Testing
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
 @testable import ShowbatchCore
+import TestSupport
 
 private func rows(_ count: Int) -> String {
     "id\n" + (0..<count).map(String.init).joined(separator: "\n") + "\n"

@@ -3,6 +3,7 @@ import Testing
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
 @testable import ShowbatchCore
+import TestSupport
 
 /// Runs one request against `server` and returns the CSV row written.
 private func row(against baseURL: String) async throws -> String {

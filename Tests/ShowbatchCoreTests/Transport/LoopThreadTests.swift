@@ -4,6 +4,7 @@ import Testing
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
 @testable import ShowbatchCore
+import TestSupport
 
 @Suite struct LoopThreadTests {
     /// The loop's own thread passes the check; any other thread does not.

@@ -4,6 +4,7 @@ import Testing
 @testable import ShowbatchManifest
 @testable import ShowbatchCore
 import ShowbatchEmulator
+import TestSupport
 
 /// A token from the emulator's token endpoint.
 private func issueToken(_ emulator: Emulator) async throws -> String {

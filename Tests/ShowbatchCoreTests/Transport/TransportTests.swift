@@ -4,6 +4,7 @@ import Testing
 @testable import ShowbatchManifest
 @testable import ShowbatchCore
 import ShowbatchEmulator
+import TestSupport
 
 @Suite struct TransportTests {
     func make(maxBodyBytes: Int = Limits.responseBody) -> any Transport {

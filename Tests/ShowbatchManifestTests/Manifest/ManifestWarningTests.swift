@@ -1,7 +1,7 @@
 import Testing
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
-@testable import ShowbatchCore
+import TestSupport
 
 /// Warnings: what is valid but likely not meant. `output.columns` without `status` or `error` and
 /// without `rejects` writes a failed row as a row of empty values (issue 20, item 5).

@@ -1,7 +1,7 @@
 import Testing
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
-@testable import ShowbatchCore
+import TestSupport
 
 @Suite struct LabelFormatTests {
     // The Show SDKs' own examples of masks.

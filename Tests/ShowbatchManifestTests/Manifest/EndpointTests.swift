@@ -1,7 +1,7 @@
 import Testing
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
-@testable import ShowbatchCore
+import TestSupport
 
 @Suite struct EndpointTests {
     @Test(arguments: ["live", "live-eu1", "live-ua-0505", "sandbox", "sandbox-ua5", "sandbox-ua-0505", "LIVE", "Sandbox"])

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
-@testable import ShowbatchCore
+import TestSupport
 import ShowbatchYAML
 
 @Suite struct ManifestReferenceTests {

@@ -3,7 +3,7 @@ import Testing
 import ShowbatchYAML
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
-@testable import ShowbatchCore
+import TestSupport
 
 private let minimal = "vault: tnt1\nrequests:\n  - {name: a, path: /post}\n"
 
@@ -208,9 +208,9 @@ private let minimal = "vault: tnt1\nrequests:\n  - {name: a, path: /post}\n"
     @Test func missingFileAndDirectory() {
         let dir = TempDir()
         defer { dir.remove() }
-        let missing = #expect(throws: ManifestError.self) { try ManifestLoader.load(path: dir.path + "/none.yaml") }
+        let missing = #expect(throws: ManifestError.self) { try ManifestLoader.load(path: dir.path + "/none.yaml", recipients: recipientsUnchecked) }
         #expect(missing?.description == "\(dir.path)/none.yaml: error: no such file")
-        let directory = #expect(throws: ManifestError.self) { try ManifestLoader.load(path: dir.path) }
+        let directory = #expect(throws: ManifestError.self) { try ManifestLoader.load(path: dir.path, recipients: recipientsUnchecked) }
         #expect(directory?.description == "\(dir.path): error: is a directory; expected a manifest file")
     }
 

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
-@testable import ShowbatchCore
+import TestSupport
 
 /// Files a manifest names: what cannot be read says why, and a merge, which sends nothing, does
 /// not need what only sending uses.
@@ -30,9 +30,9 @@ import Testing
         defer { dir.remove() }
         let path = dir.path + "/m.yaml"
         #expect(mkfifo(path, 0o600) == 0)
-        #expect(throws: ManifestError.self) { try ManifestLoader.load(path: path) }
+        #expect(throws: ManifestError.self) { try ManifestLoader.load(path: path, recipients: recipientsUnchecked) }
         do {
-            _ = try ManifestLoader.load(path: path)
+            _ = try ManifestLoader.load(path: path, recipients: recipientsUnchecked)
         } catch {
             #expect(error.description == "\(path): error: cannot be read: it is not a regular file (a device, pipe or socket)")
         }
@@ -46,7 +46,7 @@ import Testing
         #expect(mkfifo(dir.path + "/d.csv", 0o600) == 0)
         _ = dir.file("m.yaml", "vault: tnt1\nrequests:\n  - {name: a, path: /p, each: {csv: d.csv}}\n")
         do {
-            _ = try ManifestLoader.load(path: dir.path + "/m.yaml", environment: [:])
+            _ = try ManifestLoader.load(path: dir.path + "/m.yaml", environment: [:], recipients: recipientsUnchecked)
             Issue.record("a pipe was taken as a data file")
         } catch {
             #expect(error.description.replacingOccurrences(of: dir.path + "/", with: "") ==

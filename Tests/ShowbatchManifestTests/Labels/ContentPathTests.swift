@@ -1,7 +1,7 @@
 import Testing
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
-@testable import ShowbatchCore
+import TestSupport
 
 @Suite struct ContentPathTests {
     static let response: JSONValue = try! JSONParser.parse(Array(#"{"card_data":{"card_number":"4111","exp":"01/30"},"cards":[{"number":"5555"}],"a.b":{"c":1},"n":1.50,"t":true,"o":{"x":[1,2]},"z":null}"#.utf8))

@@ -2,7 +2,6 @@ import Foundation
 import Testing
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
-@testable import ShowbatchCore
 import TestSupport
 
 /// Manifests that once printed a secret in an error (`Tests/Fixtures/secret-leaks/*.yaml`), each

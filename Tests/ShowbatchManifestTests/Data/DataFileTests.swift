@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
-@testable import ShowbatchCore
+import TestSupport
 
 @Suite struct DataFileTests {
     func records(_ text: String, bytes: [UInt8]? = nil) throws -> [String] {

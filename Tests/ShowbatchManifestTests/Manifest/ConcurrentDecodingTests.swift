@@ -3,7 +3,7 @@ import Testing
 import ShowbatchYAML
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
-@testable import ShowbatchCore
+import TestSupport
 
 /// Requests decoded on a second thread while parsing must come out exactly as decoded after it.
 @Suite struct ConcurrentDecodingTests {
@@ -32,7 +32,7 @@ import ShowbatchYAML
     static func load(_ text: String, concurrentFrom: Int) -> [String] {
         do {
             let manifest = try ManifestLoader.load(source: SourceFile(name: "m.yaml", text: text), directory: "/d",
-                                                   environment: [:], concurrentFrom: concurrentFrom)
+                                                   environment: [:], concurrentFrom: concurrentFrom, recipients: recipientsUnchecked)
             return manifest.requests.map {
                 String(reflecting: $0).replacingOccurrences(of: "<NSRegularExpression: 0x[0-9a-f]+>", with: "<regex>", options: .regularExpression)
             } + ["hash \(manifest.contentHash)"]
