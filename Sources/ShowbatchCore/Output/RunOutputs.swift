@@ -82,149 +82,59 @@ final class RunOutputs {
         // Waits for a journal's lock (up to 5 s): never on a thread of the cooperative pool.
         Blocking.assertMayBlock()
         self.mode = mode
-        var files: [OutputFile?] = []
         var journals: [Journal?] = []
-        var skips: [SkipRule] = []
-        var carried = RowCounts()
-        var complete: Set<Int> = []
-        var kept: [KeptRows?] = Array(repeating: nil, count: targets.count)
-        var modes: [OutputMode] = []
-        var carriedTally = RowTally()
-        var finishedBefore: [FinishedOutput] = []
+        var opened = Opened(count: targets.count)
         do throws(RunError) {
             // Nothing another user could have planted is resumed, locked or written into.
             try PrivateFile.requireTrusted(sideFilesOf: targets.flatMap(\.paths))
+            var starts: [OutputStart?] = []
             for target in targets {
-                guard target.path != "-" else {
-                    journals.append(nil)
-                    continue
-                }
-                try Journal.finishInterruptedRewrite(of: target)
-                if mode == .retryFailed && target.publishesMessage && target.encrypt?.stateKey == nil {
-                    throw RunError.usage("--retry-failed cannot rewrite \(target.path): it is encrypted to its recipients, and without output.encrypt.state_key its sealed rows could not be kept to rewrite it from; run without --retry-failed to write it again")
-                }
-                if mode == .retryFailed && PrivateFile.inspect(SideFile.journal.of(target.path)) == .none {
-                    // A finished output without a journal had no failed row: it stays as it is.
-                    guard case .regular = PrivateFile.inspect(target.path) else {
-                        throw RunError.usage("\(target.path) was never written, so it has no failed rows to send again; run without --retry-failed")
-                    }
-                    journals.append(nil)
-                    continue
-                }
-                journals.append(try Journal(output: target.path, identity: identity(target), mode: mode,
-                                            staleAfter: mode == .resume ? staleAfter : nil,
-                                            sealing: target.encrypt.map { Journal.Sealing(stateKey: $0.stateKey) },
-                                            waiting: { waitingForLock(target.path) }))
+                let (start, journal) = try RunOutputs.openJournal(of: target, identity: identity, mode: mode, staleAfter: staleAfter,
+                                                                  waitingForLock: waitingForLock)
+                starts.append(start)
+                journals.append(journal)
             }
             for (index, target) in targets.enumerated() {
-                /// How the target's files are sealed: under its journal's data key.
+                let journal = journals[index]
+                // Asked as each file is made: a journal restarted after a failed resume has a new data key.
                 func sealing() -> OutputFile.Sealing? {
-                    guard target.encrypt != nil, let key = journals[index]?.dataKey else { return nil }
+                    guard target.encrypt != nil, let key = journal?.dataKey else { return nil }
                     return OutputFile.Sealing(key: key, encryptor: encryptors[index], isCancelled: isCancelled)
                 }
-                func create() throws(RunError) -> OutputFile {
-                    let file = try OutputFile.create(path: target.path, layout: target.layout, sealing: sealing())
-                    if let rejects = target.rejects {
-                        do {
-                            file.attachRejects(try OutputFile.create(path: rejects.path, layout: rejects.layout, sealing: sealing()),
-                                               partial: target.rejectPartial)
-                        } catch {
-                            file.abandon()
-                            throw error
-                        }
-                    }
-                    return file
+                let start: OutputStart
+                if let early = starts[index] {
+                    start = early
+                } else if let journal {
+                    start = OutputStart.start(mode: mode, discarded: journal.discarded, hasCheckpoint: journal.lastCheckpoint != nil)
+                } else {
+                    preconditionFailure("an output with neither a start nor a journal")
                 }
-                guard target.path != "-" else {
-                    files.append(.standardOutput(layout: target.layout, rejectPartial: target.rejects != nil && target.rejectPartial))
-                    skips.append(.none)
-                    modes.append(OutputMode(path: target.path, mode: "fresh"))
-                    continue
-                }
-                guard let journal = journals[index] else {
-                    files.append(nil)
-                    skips.append(.all)
-                    modes.append(OutputMode(path: target.path, mode: "unchanged", reason: "it has no journal, so no failed rows"))
-                    continue
-                }
-                switch mode {
-                case .fresh:
-                    files.append(try create())
-                    skips.append(.none)
-                    modes.append(OutputMode(path: target.path, mode: "fresh"))
-                case .resume:
-                    /// Discards what an earlier run left of this output (the files of its own that
-                    /// hold another run's rows) and starts it afresh, saying why.
-                    func discard(_ reason: String) throws(RunError) {
-                        let stale = target.paths.map(SideFile.partial.of).filter { PrivateFile.inspect($0) != .none }
-                        for file in stale where PrivateFile.inspect(file) != .directory { unlink(file) }
-                        note("\(target.path) is started afresh, what an earlier run left of it discarded\(stale.isEmpty ? "" : " (\(stale.joined(separator: ", ")))"): \(reason)")
-                        files.append(try create())
-                        skips.append(.none)
-                        modes.append(OutputMode(path: target.path, mode: "restarted", reason: reason))
-                    }
-                    if let reason = journal.discarded {
-                        try discard(reason)
-                        break
-                    }
-                    guard let checkpoint = journal.lastCheckpoint else {
-                        files.append(try create())
-                        skips.append(.none)
-                        modes.append(OutputMode(path: target.path, mode: "fresh", reason: "its journal has no checkpoint to go on from"))
-                        break
-                    }
-                    do throws(RunError) {
-                        let (resumed, tally) = try RunOutputs.resume(target, index: index, journal: journal, checkpoint: checkpoint,
-                                                                     check: check(index), sealing: sealing())
-                        files.append(resumed)
-                        if resumed != nil && journal.ended != nil { complete.insert(index) }
-                        skips.append(journal.ended != nil ? .all : .through(checkpoint.ordinal))
-                        carried.add(checkpoint.counts)
-                        carriedTally.add(tally)
-                        if journal.ended != nil {
-                            modes.append(OutputMode(path: target.path, mode: "finished", reason: "an earlier run finished it: nothing is sent"))
-                            finishedBefore.append(FinishedOutput(path: target.path, finished: RunOutputs.modified(target.path), failed: checkpoint.counts.failed))
-                        } else {
-                            modes.append(OutputMode(path: target.path, mode: "resumed", reason: "\(checkpoint.counts.rows) rows from the journal"))
-                        }
-                    } catch {
-                        guard staleAfter != nil else { throw error }
-                        try journal.restart(because: error.description)
-                        try discard(error.description)
-                    }
-                case .retryFailed:
-                    let (file, rows, counts) = try RunOutputs.rewrite(target, journal: journal, check: check(index), sealing: sealing())
-                    files.append(file)
-                    kept[index] = rows
-                    skips.append(file == nil ? .all : .allBut(Set(journal.failedRows.map(\.ordinal))))
-                    carried.add(counts)
-                    modes.append(OutputMode(path: target.path, mode: file == nil ? "unchanged" : "retried",
-                                            reason: file == nil ? "it has no failed rows" : "\(journal.failedRows.count) failed rows are sent again"))
-                }
+                try opened.begin(target, index: index, start: start, journal: journal, sealing: sealing,
+                                 check: { check(index) }, staleAfter: staleAfter, note: note)
             }
         } catch {
-            files.forEach { $0?.abandon() }
+            opened.files.forEach { $0?.abandon() }
             journals.forEach { $0?.close() }
             throw error
         }
-        self.files = files
+        files = opened.files
         self.journals = journals
-        self.kept = kept
+        kept = opened.kept
         self.targets = targets
         shardIdentities = targets.map { sharded && !$0.isStandardOutput ? identity($0) : nil }
         sinceCheckpoint = Array(repeating: 0, count: files.count)
         lastCheckpoint = Array(repeating: coarseMilliseconds(), count: files.count)
-        self.skips = skips
-        self.carried = carried
-        self.complete = complete
-        self.modes = modes
-        self.carriedTally = carriedTally
-        self.finishedBefore = finishedBefore
+        skips = opened.skips
+        carried = opened.carried
+        complete = opened.complete
+        modes = opened.modes
+        carriedTally = opened.carriedTally
+        finishedBefore = opened.finishedBefore
     }
 
     /// The output of `target` as an interrupted run left it, cut back to `checkpoint` and checked
     /// against its journal; nil when the run finished it (and renamed it) already.
-    private static func resume(_ target: OutputTarget, index: Int, journal: Journal, checkpoint: Journal.Checkpoint,
+    static func resume(_ target: OutputTarget, index: Int, journal: Journal, checkpoint: Journal.Checkpoint,
                                check: OutputCheck, sealing: OutputFile.Sealing?) throws(RunError) -> (OutputFile?, RowTally) {
         guard let resumed = try OutputFile.resume(path: target.path, layout: target.layout, from: checkpoint, sealing: sealing) else {
             if let ended = journal.ended {
