@@ -82,87 +82,26 @@ struct AttemptContext: Sendable {
         var failedBefore = false
         while true {
             attempt += 1
-            let admission = await pause?.admit(ordinal: ordinal, mayStepAside: mayStepAside) ?? .go
-            switch admission {
-            case .go, .probe: break
-            case .stepAside:
+            let sent: SentAttempt
+            switch await send(request, ordinal: ordinal, attempt: attempt, mayStepAside: mayStepAside) {
+            case .steppedAside:
                 attempt -= 1
                 return nil
-            case .stop(let reason): return .stop(RunStop(reason))
-            case .cancelled: return .cancelled
+            case .ended(let outcome): return outcome
+            case .sent(let attempt): sent = attempt
             }
-            let probe = admission == .probe
-            /// The attempt probes the endpoint's rate limit.
-            var paceProbe = false
-            /// Ends an attempt that is not sent: a probe's place goes to another row.
-            func unsent(_ outcome: JobOutcome) -> JobOutcome {
-                if probe { _ = pause?.attemptEnded(ordinal: ordinal, signal: .none, probe: true) }
-                if paceProbe { pacer?.probeUnsent() }
-                return outcome
-            }
-            switch await pacer?.admit() ?? .go(probe: false) {
-            case .go(let probe): paceProbe = probe
-            case .stop(let reason): return unsent(.stop(RunStop(reason)))
-            case .cancelled: return unsent(.cancelled)
-            }
-            if Task.isCancelled { return unsent(.cancelled) }
-            var sent = request
-            var token: Token?
-            if let credentials {
-                var current = await credentials.current()
-                // The probe of a pause for refused tokens sends a token renewed for it.
-                if probe, pause?.reason == .credentials, case .success(let stale) = current {
-                    current = await credentials.renew(after: stale)
-                }
-                switch current {
-                case .success(let value): token = value
-                case .failure(let stop): return unsent(Task.isCancelled ? .cancelled : .stop(stop))
-                }
-                sent.setCredential(credentials.spec.header, "Bearer " + token!.value)
-            }
-            let began = verbose ? ContinuousClock.now : nil
-            let sentAt = coarseMilliseconds()
-            let result = await transport.send(sent, timeout: probe ? pause!.probeTimeout(timeout) : timeout)
-            switch result {
-            case .response(let status, let headers, _): pacer?.ended(sentAt: sentAt, status: status, headers: headers, probe: paceProbe)
-            case .failure: pacer?.ended(sentAt: sentAt, status: nil, headers: [:], probe: paceProbe)
-            }
-            if verbose, let began {
-                var record = AttemptRecord(request: request.name, method: request.method.rawValue, url: request.url,
-                                           attempt: attempt, status: nil, failure: nil, duration: ContinuousClock.now - began)
-                switch result {
-                case .response(let status, _, _): record.status = status
-                case .failure(let failure): record.failure = failure.words
-                }
-                events(.attempt(record))
-            }
-            let decision = AttemptDecision.of(result, attempt: attempt, policy: policy, timeout: timeout, probe: probe,
+            let decision = AttemptDecision.of(sent.result, attempt: attempt, policy: policy, timeout: timeout, probe: sent.probe,
                                               failedBefore: failedBefore, credentials: credentials != nil, paced: pacer != nil)
-            // What the attempt says about the credentials, for the breaker: a refused token says
-            // nothing of whether the endpoint is up (an edge checks tokens while the service
-            // behind it is down), unless a token renewed for this is refused too.
-            var signal = decision.signal
-            switch decision.next {
-            case .renewToken:
-                if let token, let credentials,
-                   (probe && pause?.reason == .credentials) || (renewals >= 2 && credentials.neverWorked(token)) {
-                    // Answers of the same token may still be on their way: give them a moment.
-                    if !probe { try? await Task.sleep(for: .milliseconds(200)) }
-                    if probe || credentials.neverWorked(token) || renewals >= 100 { signal = .refused }
-                }
-            case .stop(let reason):
-                if probe { _ = pause?.attemptEnded(ordinal: ordinal, signal: .none, probe: true) }
+            if case .stop(let reason) = decision.next {
+                if sent.probe { _ = pause?.attemptEnded(ordinal: ordinal, signal: .none, probe: true) }
                 return .stop(RunStop(reason))
-            case .cancelled:
-                break
-            default:
-                if case .response = result, let token { credentials?.accepted(token) }
             }
+            let signal = await signal(of: decision, sent, renewals: renewals)
             failedBefore = signal == .transient
             var undecided = false
             if let pause {
-                let ended = pause.attemptEnded(ordinal: ordinal, signal: signal, probe: probe, weighs: decision.weighs,
-                                               last: attempt >= policy.attempts, sentAt: sentAt)
+                let ended = pause.attemptEnded(ordinal: ordinal, signal: signal, probe: sent.probe, weighs: decision.weighs,
+                                               last: attempt >= policy.attempts, sentAt: sent.at)
                 if !ended.counts {
                     // Sending is paused: this attempt does not count; it is made again once the pause ends.
                     attempt -= 1
@@ -181,18 +120,13 @@ struct AttemptContext: Sendable {
             case .stop(let reason):
                 return .stop(RunStop(reason))
             case .reveal(let status, let body):
-                let answer = FinishedRow.Answer(ordinal: ordinal, request: request.name, status: status, attempts: attempt,
-                                                body: body, labels: labels, extras: request.extras, files: request.labelFiles,
-                                                sent: request.body)
-                return .row(reveal.finished(answer))
+                return .row(reveal.finished(FinishedRow.Answer(ordinal: ordinal, request: request.name, status: status, attempts: attempt,
+                                                               body: body, labels: labels, extras: request.extras,
+                                                               files: request.labelFiles, sent: request.body)))
             case .renewToken:
                 // A token that ran out: renewed (once for everyone), and the row sent again
                 // without counting an attempt.
-                guard let token else { return .stop(RunStop("authentication failed (HTTP 401)")) }
-                switch await credentials!.renew(after: token) {
-                case .success: break
-                case .failure(let stop): return Task.isCancelled ? .cancelled : .stop(stop)
-                }
+                if let stopped = await renew(after: sent.token) { return stopped }
                 renewals += 1
                 attempt -= 1
                 counts?.resentAfter401.add(1, ordering: .relaxed)
@@ -210,15 +144,120 @@ struct AttemptContext: Sendable {
             case .retry(let after):
                 retryAfter = after
             }
-            // Capped exponential backoff with full jitter, unless the server said when.
-            let cap = min(policy.maxBackoff.seconds, policy.backoff.seconds * pow(2, Double(attempt - 1)))
-            let delay = retryAfter ?? Units.seconds(random.unit() * cap)
-            do {
-                if let pause { try await pause.backoff(delay) } else { try await Task.sleep(for: delay) }
-            } catch {
-                return .cancelled
-            }
+            // The server's Retry-After, or the policy's backoff.
+            let delay = retryAfter ?? policy.backoff(after: attempt, random: &random)
+            guard await wait(delay) else { return .cancelled }
         }
+    }
+
+    /// Sleeps a retry's backoff (less when a pause ends meanwhile); false when cancelled.
+    private func wait(_ delay: Duration) async -> Bool {
+        do {
+            if let pause { try await pause.backoff(delay) } else { try await Task.sleep(for: delay) }
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    /// Renews the token an answer refused: nil when renewed, else how the row ends.
+    private func renew(after token: Token?) async -> JobOutcome? {
+        guard let token, let credentials else { return .stop(RunStop("authentication failed (HTTP 401)")) }
+        switch await credentials.renew(after: token) {
+        case .success: return nil
+        case .failure(let stop): return Task.isCancelled ? .cancelled : .stop(stop)
+        }
+    }
+
+    /// An attempt that was sent, and what came back.
+    private struct SentAttempt {
+        let result: TransportResult
+        /// The token it carried, when the manifest has `auth`.
+        let token: Token?
+        /// When it was sent (coarse milliseconds).
+        let at: Int64
+        /// It probes a pause.
+        let probe: Bool
+    }
+
+    /// How an admission to send ended.
+    private enum Sending {
+        case sent(SentAttempt)
+        /// The row is held back while a fresh row probes the pause.
+        case steppedAside
+        /// Not sent: the run stops or is cancelled.
+        case ended(JobOutcome)
+    }
+
+    /// Admits the row's `attempt` (the pause, the pacer, the token) and sends it.
+    private func send(_ request: PreparedRequest, ordinal: Int, attempt: Int, mayStepAside: Bool) async -> Sending {
+        let admission = await pause?.admit(ordinal: ordinal, mayStepAside: mayStepAside) ?? .go
+        switch admission {
+        case .go, .probe: break
+        case .stepAside: return .steppedAside
+        case .stop(let reason): return .ended(.stop(RunStop(reason)))
+        case .cancelled: return .ended(.cancelled)
+        }
+        let probe = admission == .probe
+        /// The attempt probes the endpoint's rate limit.
+        var paceProbe = false
+        /// Ends an attempt that is not sent: a probe's place goes to another row.
+        func unsent(_ outcome: JobOutcome) -> Sending {
+            if probe { _ = pause?.attemptEnded(ordinal: ordinal, signal: .none, probe: true) }
+            if paceProbe { pacer?.probeUnsent() }
+            return .ended(outcome)
+        }
+        switch await pacer?.admit() ?? .go(probe: false) {
+        case .go(let probe): paceProbe = probe
+        case .stop(let reason): return unsent(.stop(RunStop(reason)))
+        case .cancelled: return unsent(.cancelled)
+        }
+        if Task.isCancelled { return unsent(.cancelled) }
+        var sent = request
+        var token: Token?
+        if let credentials {
+            var current = await credentials.current()
+            // The probe of a pause for refused tokens sends a token renewed for it.
+            if probe, pause?.reason == .credentials, case .success(let stale) = current {
+                current = await credentials.renew(after: stale)
+            }
+            switch current {
+            case .success(let value): token = value
+            case .failure(let stop): return unsent(Task.isCancelled ? .cancelled : .stop(stop))
+            }
+            sent.setCredential(credentials.spec.header, "Bearer " + token!.value)
+        }
+        let began = verbose ? ContinuousClock.now : nil
+        let sentAt = coarseMilliseconds()
+        let result = await transport.send(sent, timeout: probe ? pause!.probeTimeout(timeout) : timeout)
+        switch result {
+        case .response(let status, let headers, _): pacer?.ended(sentAt: sentAt, status: status, headers: headers, probe: paceProbe)
+        case .failure: pacer?.ended(sentAt: sentAt, status: nil, headers: [:], probe: paceProbe)
+        }
+        if let began {
+            events(.attempt(AttemptRecord(request, attempt: attempt, result: result, duration: ContinuousClock.now - began)))
+        }
+        return .sent(SentAttempt(result: result, token: token, at: sentAt, probe: probe))
+    }
+
+    /// What the attempt tells the breaker, the credentials considered: a refused token says
+    /// nothing of whether the endpoint is up (an edge checks tokens while the service behind it
+    /// is down), unless a token renewed for this is refused too. An answer marks its token as
+    /// one that worked.
+    private func signal(of decision: AttemptDecision, _ sent: SentAttempt, renewals: Int) async -> AttemptSignal {
+        switch decision.next {
+        case .renewToken:
+            guard let token = sent.token, let credentials,
+                  (sent.probe && pause?.reason == .credentials) || (renewals >= 2 && credentials.neverWorked(token)) else { break }
+            // Answers of the same token may still be on their way: give them a moment.
+            if !sent.probe { try? await Task.sleep(for: .milliseconds(200)) }
+            if sent.probe || credentials.neverWorked(token) || renewals >= 100 { return .refused }
+        case .cancelled, .stop:
+            break
+        default:
+            if case .response = sent.result, let token = sent.token { credentials?.accepted(token) }
+        }
+        return decision.signal
     }
 
     private func failed(_ request: PreparedRequest, _ ordinal: Int, _ labels: [LabelBinding], status: Int?, attempts: Int,

@@ -33,13 +33,7 @@ extension Runner {
             let result = await transport.send(request, timeout: timeout)
             if Task.isCancelled { return .url(manifest.vaultURL) }  // the run is interrupted; nothing is said
             if options.verbose {
-                var record = AttemptRecord(request: "hostname-check", method: "GET", url: checkURL, attempt: attempt,
-                                           status: nil, failure: nil, duration: ContinuousClock.now - started)
-                switch result {
-                case .response(let status, _, _): record.status = status
-                case .failure(let failure): record.failure = failure.words
-                }
-                events(.attempt(record))
+                events(.attempt(AttemptRecord(request, attempt: attempt, result: result, duration: ContinuousClock.now - started)))
             }
             switch result {
             case .response(let status, _, let body) where (200..<300).contains(status):
@@ -58,7 +52,8 @@ extension Runner {
                 reason = "the check failed: \(failure.words)"
             }
             if definitive || attempt == attempts { break }
-            let delay = min(manifest.retry.maxBackoff.seconds, manifest.retry.backoff.seconds * pow(2, Double(attempt - 1)))
+            // The policy's cap, without jitter: one request, with nothing to spread it from.
+            let delay = manifest.retry.backoffCap(after: attempt)
             events(.note("hostname check of \(hostname) could not be made (\(reason)); trying again in \(Units.text(Units.seconds(delay)))"))
             try? await Task.sleep(for: Units.seconds(delay))
             if Task.isCancelled { return .url(manifest.vaultURL) }

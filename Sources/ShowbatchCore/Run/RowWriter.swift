@@ -152,3 +152,21 @@ final class RowWriter: @unchecked Sendable {
         if retried > 0 { retriesSoFar.add(retried, ordering: .relaxed) }
     }
 }
+
+extension RunSummary {
+    /// The summary of what the writer wrote (`written`), `carried` rows being in the outputs
+    /// already, `unfinished` rows the dispatch did not finish, and what the attempts counted.
+    init(written: RowWriter.Result, carried: Int, unfinished: Int, counts: AttemptCounts) {
+        self.init()
+        rows = written.counts.rows
+        ok = written.counts.ok
+        partial = written.counts.partial
+        failed = written.counts.failed
+        retries = written.retries
+        replayed = carried
+        tally = written.tally
+        self.unfinished = unfinished + written.dropped
+        resentAfter401 = counts.resentAfter401.load(ordering: .relaxed)
+        resentAfter429 = counts.throttled.load(ordering: .relaxed)
+    }
+}

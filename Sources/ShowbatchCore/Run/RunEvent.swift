@@ -42,6 +42,15 @@ package struct AttemptRecord: Sendable {
         self.failure = failure
         self.duration = duration
     }
+
+    /// The `attempt`th attempt of `request`, which ended with `result` after `duration`.
+    init(_ request: PreparedRequest, attempt: Int, result: TransportResult, duration: Duration) {
+        self.init(request: request.name, method: request.method.rawValue, url: request.url, attempt: attempt, duration: duration)
+        switch result {
+        case .response(let status, _, _): self.status = status
+        case .failure(let failure): self.failure = failure.words
+        }
+    }
 }
 
 /// Progress of a run.

@@ -88,29 +88,9 @@ package struct Runner: Sendable {
             summary.outputs = []
             return summary
         }
-        let mode = options.mode
-        if mode == .resume && !options.resumeAuto {
-            // `--resume` in a nightly job's command line starts over when there is nothing to go
-            // on from, and says so: a finished output is then written again.
-            for target in targets where !target.isStandardOutput && PrivateFile.inspect(SideFile.journal.of(target.path)) == .none {
-                let finished = PrivateFile.inspect(target.path) != .none
-                events(.warning("\(target.path) has no journal, so there is nothing to resume: \(finished ? "it is written again from the start" : "starting it from the beginning")"))
-            }
-        }
-        let outputs: RunOutputs
-        do {
-            // A journal's lock may be waited for (up to 5 s): off the cooperative pool.
-            outputs = try await Blocking.run("showbatch-journals") { () throws(RunError) -> RunOutputs in try RunOutputs(targets: targets, identity: { target in
-                plan.journalIdentity(of: target, dataHash: dataHash, shard: options.shard, limit: options.limit)
-            }, mode: mode, sharded: options.shard != nil, staleAfter: options.resumeAuto ? manifest.resumeMaxAge : nil,
-               note: { events(.note($0)) }, check: { index in
-                OutputCheck(manifest: manifest, target: index, byRequest: plan.byRequest, shard: options.shard)
-            }, waitingForLock: { path in
-                events(.note("the journal of \(path) is locked by another process: waiting up to 5 s for it"))
-            }, encryptors: encryptors.filter { !targets[$0.key].sealedShard }, isCancelled: { Task.isCancelled }) }
-        } catch {
+        warnWhereNothingResumes(targets)
+        guard let outputs = try await openOutputs(plan: plan, dataHash: dataHash, encryptors: encryptors) else {
             // Interrupted while waiting for a journal's lock: nothing was opened or sent.
-            guard Task.isCancelled else { throw error }
             summary.interrupted = true
             summary.outputs = []
             return summary
@@ -119,9 +99,59 @@ package struct Runner: Sendable {
             let next = finished.failed > 0 ? "; \(finished.failed) failed row\(finished.failed == 1 ? "" : "s"): --retry-failed sends \(finished.failed == 1 ? "it" : "them")" : ""
             events(.warning("\(finished.path) was already finished at \(Timestamp.rfc3339(finished.finished)): nothing is sent for it\(next)"))
         }
+        summary = try await sendAndCommit(outputs: outputs, plan: plan, baseURL: baseURL, start: start, credentials: credentials,
+                                          encryptors: encryptors)
+        summary.outputs = plan.writtenFiles
+        summary.tally = outputs.carriedTally.adding(summary.tally)
+        if !summary.interrupted && summary.stopReason == nil {
+            summary.rejects = zip(targets, outputs.rejectsRows(targets)).compactMap { target, rows in
+                guard let path = target.rejects?.path, let rows else { return nil }
+                return RejectsFile(path: path, rows: rows)
+            }
+        }
+        return summary
+    }
+
+    /// `--resume` in a nightly job's command line starts over when there is nothing to go on
+    /// from, and says so: a finished output is then written again.
+    private func warnWhereNothingResumes(_ targets: [OutputTarget]) {
+        guard options.mode == .resume && !options.resumeAuto else { return }
+        for target in targets where !target.isStandardOutput && PrivateFile.inspect(SideFile.journal.of(target.path)) == .none {
+            let finished = PrivateFile.inspect(target.path) != .none
+            events(.warning("\(target.path) has no journal, so there is nothing to resume: \(finished ? "it is written again from the start" : "starting it from the beginning")"))
+        }
+    }
+
+    /// Opens the journals and outputs of `plan`; nil when interrupted while waiting for a
+    /// journal's lock (nothing was opened).
+    private func openOutputs(plan: OutputPlanner, dataHash: UInt64, encryptors: [Int: OpenPGPEncryptor]) async throws(RunError) -> RunOutputs? {
+        let targets = plan.targets
+        let (manifest, options, events) = (manifest, options, events)
         do {
-            summary = try await send(outputs: outputs, plan: plan, baseURL: baseURL, start: start, credentials: credentials,
-                                     encryptors: encryptors)
+            // A journal's lock may be waited for (up to 5 s): off the cooperative pool.
+            return try await Blocking.run("showbatch-journals") { () throws(RunError) -> RunOutputs in
+                try RunOutputs(targets: targets, identity: { target in
+                    plan.journalIdentity(of: target, dataHash: dataHash, shard: options.shard, limit: options.limit)
+                }, mode: options.mode, sharded: options.shard != nil, staleAfter: options.resumeAuto ? manifest.resumeMaxAge : nil,
+                   note: { events(.note($0)) }, check: { index in
+                    OutputCheck(manifest: manifest, target: index, byRequest: plan.byRequest, shard: options.shard)
+                }, waitingForLock: { path in
+                    events(.note("the journal of \(path) is locked by another process: waiting up to 5 s for it"))
+                }, encryptors: encryptors.filter { !targets[$0.key].sealedShard }, isCancelled: { Task.isCancelled })
+            }
+        } catch {
+            guard Task.isCancelled else { throw error }
+            return nil
+        }
+    }
+
+    /// Sends the run's rows, then commits the outputs, or leaves them for `--resume` when the
+    /// run stops or is interrupted.
+    private func sendAndCommit(outputs: RunOutputs, plan: OutputPlanner, baseURL: String, start: ContinuousClock.Instant,
+                               credentials: Credentials?, encryptors: [Int: OpenPGPEncryptor]) async throws(RunError) -> RunSummary {
+        do {
+            var summary = try await send(outputs: outputs, plan: plan, baseURL: baseURL, start: start, credentials: credentials,
+                                         encryptors: encryptors)
             if summary.interrupted || summary.stopReason != nil {
                 abandon(outputs)
             } else {
@@ -134,19 +164,11 @@ package struct Runner: Sendable {
                     summary.interrupted = true
                 }
             }
+            return summary
         } catch {
             abandon(outputs)
             throw error
         }
-        summary.outputs = plan.writtenFiles
-        summary.tally = outputs.carriedTally.adding(summary.tally)
-        if !summary.interrupted && summary.stopReason == nil {
-            summary.rejects = zip(targets, outputs.rejectsRows(targets)).compactMap { target, rows in
-                guard let path = target.rejects?.path, let rows else { return nil }
-                return RejectsFile(path: path, rows: rows)
-            }
-        }
-        return summary
     }
 
     /// Leaves the outputs for `--resume`, saying what could not be written at the end: the rows
@@ -202,17 +224,10 @@ package struct Runner: Sendable {
 
         let concurrency = settings.concurrency
         let window = max(concurrency * 4, 64)
-        let pacer = Pacer(settings: Pacer.settings(rate: rate, maxPause: manifest.circuit.maxPause), seed: pauseSeed &+ 2, events: events)
-        var context = AttemptContext(transport: transport, policy: manifest.retry, timeout: settings.timeout,
-                                     pacer: pacer, events: events, verbose: options.verbose)
-        context.credentials = credentials
-        context.redactor = redactor
-        context.reveal = RevealTiming(failFast: options.failFast)
         let counts = AttemptCounts()
-        context.counts = counts
         let pause = CircuitPause(settings: CircuitPause.settings(manifest.circuit, concurrency: concurrency), seed: pauseSeed, events: events)
-        context.pause = pause
         defer { pause.shutDown() }
+        let attempts = attemptContext(credentials: credentials, pause: pause, counts: counts)
         let feed = RequestFeed(manifest: manifest, baseURL: baseURL, selection: selection, byRequest: plan.byRequest,
                                extras: plan.extras, skips: outputs.skips)
         let writer = RowWriter(outputs: outputs, labelFiles: plan.labelFileWriter(others: options.sideFiles.values.sorted(), encryptors: encryptors),
@@ -221,21 +236,7 @@ package struct Runner: Sendable {
                                    failFast: options.failFast, window: window, failureLimit: manifest.circuit.failedRows,
                                    pause: pause, onPark: onPark)
         pause.onVerdicts { [dispatch] in dispatch.decided($0) }
-        // Progress comes from the writer's counts, on a clock of its own: it goes on while
-        // sending is paused, when no row is written.
-        let carriedRows = outputs.carried.rows
-        let ticker = Task.detached { [events] in
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .milliseconds(100))
-                guard !Task.isCancelled else { return }
-                let written = writer.progress
-                var progress = RunProgress(done: written.rows, total: total, failed: written.failed, elapsed: ContinuousClock.now - start,
-                                           ok: written.ok, retries: written.retries)
-                progress.carried = carriedRows
-                events(.progress(progress))
-            }
-        }
-        let attempts = context
+        let ticker = progressTicker(writer: writer, total: total, carried: outputs.carried.rows, start: start)
         // With the curl transport, every worker runs on the transport's own thread.
         let (outcome, written) = await withTaskCancellationHandler {
             await withTaskExecutorPreference(transport.executor) {
@@ -253,17 +254,7 @@ package struct Runner: Sendable {
             writer.interrupt()
         }
         ticker.cancel()
-        var summary = RunSummary()
-        summary.rows = written.counts.rows
-        summary.ok = written.counts.ok
-        summary.partial = written.counts.partial
-        summary.failed = written.counts.failed
-        summary.retries = written.retries
-        summary.replayed = outputs.carried.rows
-        summary.tally = written.tally
-        summary.unfinished = outcome.unfinished + written.dropped
-        summary.resentAfter401 = counts.resentAfter401.load(ordering: .relaxed)
-        summary.resentAfter429 = counts.throttled.load(ordering: .relaxed)
+        var summary = RunSummary(written: written, carried: outputs.carried.rows, unfinished: outcome.unfinished, counts: counts)
         summary.tokenRenewals = credentials?.renewals ?? 0
         let writeError = outcome.writeError ?? written.error
         // Rows after a gap (a cancelled request) stay unwritten: order is never broken.
@@ -288,6 +279,35 @@ package struct Runner: Sendable {
         summary.stopReason = interruptedStop ? nil : outcome.stopReason?.reason
         summary.interrupted = summary.stopReason == nil && (Task.isCancelled || outcome.gap || interruptedStop)
         return summary
+    }
+
+    /// What every attempt of the run shares.
+    private func attemptContext(credentials: Credentials?, pause: CircuitPause, counts: AttemptCounts) -> AttemptContext {
+        let pacer = Pacer(settings: Pacer.settings(rate: settings.rate, maxPause: manifest.circuit.maxPause), seed: pauseSeed &+ 2, events: events)
+        var context = AttemptContext(transport: transport, policy: manifest.retry, timeout: settings.timeout,
+                                     pacer: pacer, events: events, verbose: options.verbose)
+        context.credentials = credentials
+        context.redactor = redactor
+        context.reveal = RevealTiming(failFast: options.failFast)
+        context.counts = counts
+        context.pause = pause
+        return context
+    }
+
+    /// Progress from the writer's counts, every 100 ms, on a clock of its own: it goes on while
+    /// sending is paused, when no row is written. Cancelled by the caller.
+    private func progressTicker(writer: RowWriter, total: Int?, carried: Int, start: ContinuousClock.Instant) -> Task<Void, Never> {
+        Task.detached { [events] in
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(100))
+                guard !Task.isCancelled else { return }
+                let written = writer.progress
+                var progress = RunProgress(done: written.rows, total: total, failed: written.failed, elapsed: ContinuousClock.now - start,
+                                           ok: written.ok, retries: written.retries)
+                progress.carried = carried
+                events(.progress(progress))
+            }
+        }
     }
 
     /// The work items of this run's shard (up to `--limit`), for the progress line; nil when the

@@ -426,7 +426,7 @@ extension FailurePathTests {
             $0.faults.outageResets = how == "reset"
         }
         #expect(summary.stopReason == nil && summary.ok == 2_000 && summary.failed == 0 && summary.exitCode == .ok,
-                "\(summary.failed) failed, stop: \(summary.stopReason ?? "none")")
+                "\(summary.failed) failed, stop: \(summary.stopReason ?? "none"); the run's last log lines: \(fixture.log.all.suffix(40))")
         #expect(counts.failed >= 8, "the outage failed \(counts.failed) requests")
         // Whether the pause opened is not asked: a machine busy enough to hold the run back for
         // most of the 3 s lets the retries alone carry the rows over, which is as good.
