@@ -152,9 +152,37 @@ final class LabelFileWriter {
             RunError.runtime("cannot write the label file \(folder.path)/\(file.path) for \(folder.output) (\(doing)): \(describeErrno(code))")
         }
         // The folders below the output's, one at a time, never through a link.
+        let fd: Int32
+        switch try walk(segments, from: base, target: target, failure: failure) {
+        case .folder(let opened): fd = opened
+        case .refused(let reason): return reason
+        }
+        defer { if fd != base { Glibc.close(fd) } }
+        if let refusal = try replace(name, in: fd, with: file.bytes, target: target, what: "\(folder.path)/\(file.path) for \(folder.output)",
+                                     failure: failure) { return refusal }
+        dirty.insert(DirtyFolder(target: target, path: segments))
+        // Bounded: folders are synced now and then even if no checkpoint comes.
+        if dirty.count >= 4096 { try sync() }
+        return nil
+    }
+
+    /// How a walk down a label file's folders ended.
+    private enum Walked {
+        /// The innermost folder, open (the caller closes it unless it is the output's own).
+        case folder(Int32)
+        /// Refused, in words (no value).
+        case refused(String)
+    }
+
+    /// Opens (and makes) the folders `segments` below `base`, never through a link; a folder
+    /// made is marked for syncing.
+    private func walk(_ segments: [String], from base: Int32, target: Int,
+                      failure: (Int32, String) -> RunError) throws(RunError) -> Walked {
         var fd = base
         var walked: [String] = []
-        defer { if fd != base { Glibc.close(fd) } }
+        // The folder open so far is closed unless it is handed back.
+        var handedBack = false
+        defer { if !handedBack && fd != base { Glibc.close(fd) } }
         for segment in segments {
             var created = false
             if mkdirat(fd, segment, 0o700) == 0 {
@@ -170,10 +198,10 @@ final class LabelFileWriter {
                 var info = stat()
                 if fstatat(fd, segment, &info, AT_SYMLINK_NOFOLLOW) == 0 {
                     if info.st_mode & S_IFMT == S_IFLNK {
-                        return "is refused: the folder \(walked.joined(separator: "/")) is a symbolic link (label files are never written through one)"
+                        return .refused("is refused: the folder \(walked.joined(separator: "/")) is a symbolic link (label files are never written through one)")
                     }
                     if info.st_mode & S_IFMT != S_IFDIR {
-                        return "is refused: \(walked.joined(separator: "/")) is not a folder"
+                        return .refused("is refused: \(walked.joined(separator: "/")) is not a folder")
                     }
                 }
                 throw failure(code, "opening its folder")
@@ -186,6 +214,15 @@ final class LabelFileWriter {
             if fd != base { Glibc.close(fd) }
             fd = next
         }
+        handedBack = true
+        return .folder(fd)
+    }
+
+    /// Replaces the regular file `name` in the folder `fd` with `bytes` (an OpenPGP message of
+    /// them for an encrypted output), through a temporary file renamed into place; the reason
+    /// it may not, in words.
+    private func replace(_ name: String, in fd: Int32, with bytes: [UInt8], target: Int, what: String,
+                         failure: (Int32, String) -> RunError) throws(RunError) -> String? {
         // Only a regular file is ever replaced, and never an input by another name.
         var info = stat()
         if fstatat(fd, name, &info, AT_SYMLINK_NOFOLLOW) == 0 {
@@ -222,14 +259,14 @@ final class LabelFileWriter {
             // An encrypted output's label files are OpenPGP messages too: the bytes go to gpg
             // through a pipe, never to disk in the clear.
             do {
-                try encryptor.encrypt(from: BytesSource(file.bytes), to: out)
+                try encryptor.encrypt(from: BytesSource(bytes), to: out)
             } catch {
                 Glibc.close(out)
                 unlinkat(fd, temporary, 0)
-                throw RunError.runtime("cannot encrypt the label file \(folder.path)/\(file.path) for \(folder.output): \((error as? CryptoError)?.message ?? "\(error)")")
+                throw RunError.runtime("cannot encrypt the label file \(what): \((error as? CryptoError)?.message ?? "\(error)")")
             }
         } else {
-            code = file.bytes.withUnsafeBytes { PrivateFile.writeAll(out, $0) }
+            code = bytes.withUnsafeBytes { PrivateFile.writeAll(out, $0) }
         }
         if code == nil && fsync(out) != 0 { code = errno }
         Glibc.close(out)
@@ -239,9 +276,6 @@ final class LabelFileWriter {
             if code == EISDIR || code == ENOTDIR { return "is refused: a folder is there" }
             throw failure(code, "writing it")
         }
-        dirty.insert(DirtyFolder(target: target, path: segments))
-        // Bounded: folders are synced now and then even if no checkpoint comes.
-        if dirty.count >= 4096 { try sync() }
         return nil
     }
 }

@@ -189,90 +189,124 @@ struct OutputPlanner {
 
     private static func plan(_ manifest: Manifest, output: String?, format explicitFormat: OutputFormat?, shard: Shard?,
                              canary: Bool) throws(RunError) -> (targets: [OutputTarget], byRequest: [Int], extras: [[[ColumnPart]]]) {
-        func shardPath(_ path: String, encrypted: Bool = false) -> String {
+        let naming = PathNaming(shard: shard, canary: canary)
+        var (targets, specs, byRequest) = if let output {
+            try overrideTarget(manifest, path: output, format: explicitFormat, naming: naming)
+        } else {
+            try manifestTargets(manifest, format: explicitFormat, naming: naming)
+        }
+        let extrasByTarget = try layOut(&targets, specs: specs, byRequest: byRequest, manifest: manifest, naming: naming)
+        let all = targets.flatMap(\.paths)
+        for (position, path) in all.enumerated() where all[..<position].contains(where: { $0 == path || PrivateFile.canonical($0) == PrivateFile.canonical(path) }) {
+            throw RunError.usage("\(path) is both an output and a rejects file, or the rejects file of two outputs; give each its own")
+        }
+        let extras = manifest.requests.indices.map { extrasByTarget[byRequest[$0]] }
+        return (targets, byRequest, extras)
+    }
+
+    /// How a run names its files: a shard's and a canary's beside the manifest's.
+    private struct PathNaming {
+        let shard: Shard?
+        let canary: Bool
+
+        /// The file this run writes for `path` (`-` stays standard output).
+        func path(_ path: String, encrypted: Bool = false) -> String {
             guard path != "-" else { return path }
             guard let shard else { return canary ? canaryPath(path) : path }
             // A shard of an encrypted output is sealed, not an OpenPGP message: named so.
             let sharded = encrypted ? shard.path(OutputFormat.withoutOpenPGPExtension(path)) + ".sealed" : shard.path(path)
             return canary ? canaryPath(sharded) : sharded
         }
+    }
+
+    /// `--output PATH`: one target for every request, the manifest's output settings but its path.
+    private static func overrideTarget(_ manifest: Manifest, path: String, format explicitFormat: OutputFormat?,
+                                       naming: PathNaming) throws(RunError) -> ([OutputTarget], [OutputSpec], [Int]) {
+        if path != "-", let problem = OutputSpec.endProblem(path) {
+            throw RunError.usage("--output needs the path of a file, not ending in \(problem); got \"\(TerminalText.escaped(path))\"")
+        }
+        let format: OutputFormat
+        if let explicitFormat {
+            format = explicitFormat
+        } else if path == "-" {
+            format = .csv
+        } else if let implied = OutputFormat.fromExtension(path) {
+            format = implied
+        } else {
+            throw RunError.usage("cannot tell the format of --output \(path) from its extension; add --format csv, json or jsonl")
+        }
+        var spec = manifest.output ?? OutputSpec(path: path)
+        spec.path = path
+        // Every file of the output goes with it: the rejects file too, never the manifest's.
+        spec.rejects = spec.rejects.map { rejectsBeside(path, rejects: $0) }
+        try refuseSharedLabelFolder(manifest, output: path, shard: naming.shard)
+        if spec.encrypt != nil && (path == "-" || !OutputFormat.isOpenPGPPath(path)) {
+            throw RunError.usage("the output is encrypted (output.encrypt): give --output a file ending in .pgp, .gpg or .asc\(path == "-" ? "; standard output is never written encrypted" : "")")
+        }
+        // --output puts every request's rows in one file: rows that a request's own output
+        // encrypts must not land in it in the clear, nor encrypted to other recipients.
+        if let index = manifest.requests.firstIndex(where: { $0.output?.encrypt != nil && $0.output?.encrypt != spec.encrypt }) {
+            throw RunError.usage(spec.encrypt == nil
+                ? "request \(index + 1) has an encrypted output (output.encrypt), and --output would write its rows to \(path == "-" ? "standard output" : path) in the clear; encrypt the manifest's output, or run without --output"
+                : "request \(index + 1) has an output encrypted otherwise than the manifest's (other recipients, armor or state key), and --output would write its rows to \(path) as the manifest's is; run without --output")
+        }
+        if spec.encrypt == nil {
+            // A plain file is not named a message.
+            if path != "-" && OutputFormat.isOpenPGPPath(path) {
+                throw RunError.usage("--output \(path) ends in .pgp, .gpg or .asc but the output is not encrypted; add output.encrypt to the manifest, or name the file for what it holds")
+            }
+        }
+        let target = OutputTarget(path: naming.path(path, encrypted: spec.encrypt != nil), layout: .standard(format: format, labels: [], csv: spec.csv))
+        return ([target], [spec], Array(repeating: 0, count: manifest.requests.count))
+    }
+
+    /// The manifest's outputs: each request's own or the manifest's, two spellings of one file one output.
+    private static func manifestTargets(_ manifest: Manifest, format explicitFormat: OutputFormat?,
+                                        naming: PathNaming) throws(RunError) -> ([OutputTarget], [OutputSpec], [Int]) {
         var targets: [OutputTarget] = []
         var specs: [OutputSpec] = []
         var byRequest: [Int] = []
-        if let path = output {
-            if path != "-", let problem = OutputSpec.endProblem(path) {
-                throw RunError.usage("--output needs the path of a file, not ending in \(problem); got \"\(TerminalText.escaped(path))\"")
+        for (index, request) in manifest.requests.enumerated() {
+            guard let spec = request.output ?? manifest.output else {
+                throw RunError.manifest(manifest.diagnostic(at: request.mark, "request \(index + 1) has no output: give --output PATH, or add output: to the manifest or the request"))
             }
-            let format: OutputFormat
-            if let explicitFormat {
-                format = explicitFormat
-            } else if path == "-" {
-                format = .csv
-            } else if let implied = OutputFormat.fromExtension(path) {
-                format = implied
+            let path = naming.path(spec.path, encrypted: spec.encrypt != nil)
+            let format = explicitFormat ?? spec.resolvedFormat
+            // Two spellings of one file are one output.
+            if let existing = targets.firstIndex(where: { $0.path == path || PrivateFile.canonical($0.path) == PrivateFile.canonical(path) }) {
+                if targets[existing].layout.format != format {
+                    throw RunError.usage("\(path) is written as both \(targets[existing].layout.format.rawValue) and \(format.rawValue); give one format")
+                }
+                // The same file under another spelling: only what it writes must agree.
+                var mine = spec, theirs = specs[existing]
+                mine.path = ""
+                theirs.path = ""
+                mine.rejects = mine.rejects.map(PrivateFile.canonical)
+                theirs.rejects = theirs.rejects.map(PrivateFile.canonical)
+                if mine != theirs {
+                    throw RunError.usage("\(path) is the output of requests with different output settings; give them one output section")
+                }
+                byRequest.append(existing)
             } else {
-                throw RunError.usage("cannot tell the format of --output \(path) from its extension; add --format csv, json or jsonl")
-            }
-            var spec = manifest.output ?? OutputSpec(path: path)
-            spec.path = path
-            // Every file of the output goes with it: the rejects file too, never the manifest's.
-            spec.rejects = spec.rejects.map { rejectsBeside(path, rejects: $0) }
-            try refuseSharedLabelFolder(manifest, output: path, shard: shard)
-            if spec.encrypt != nil && (path == "-" || !OutputFormat.isOpenPGPPath(path)) {
-                throw RunError.usage("the output is encrypted (output.encrypt): give --output a file ending in .pgp, .gpg or .asc\(path == "-" ? "; standard output is never written encrypted" : "")")
-            }
-            // --output puts every request's rows in one file: rows that a request's own output
-            // encrypts must not land in it in the clear, nor encrypted to other recipients.
-            if let index = manifest.requests.firstIndex(where: { $0.output?.encrypt != nil && $0.output?.encrypt != spec.encrypt }) {
-                throw RunError.usage(spec.encrypt == nil
-                    ? "request \(index + 1) has an encrypted output (output.encrypt), and --output would write its rows to \(path == "-" ? "standard output" : path) in the clear; encrypt the manifest's output, or run without --output"
-                    : "request \(index + 1) has an output encrypted otherwise than the manifest's (other recipients, armor or state key), and --output would write its rows to \(path) as the manifest's is; run without --output")
-            }
-            if spec.encrypt == nil {
-                // A plain file is not named a message.
-                if path != "-" && OutputFormat.isOpenPGPPath(path) {
-                    throw RunError.usage("--output \(path) ends in .pgp, .gpg or .asc but the output is not encrypted; add output.encrypt to the manifest, or name the file for what it holds")
-                }
-            }
-            specs.append(spec)
-            targets.append(OutputTarget(path: shardPath(path, encrypted: spec.encrypt != nil), layout: .standard(format: format, labels: [], csv: spec.csv)))
-            byRequest = Array(repeating: 0, count: manifest.requests.count)
-        } else {
-            for (index, request) in manifest.requests.enumerated() {
-                guard let spec = request.output ?? manifest.output else {
-                    throw RunError.manifest(manifest.diagnostic(at: request.mark, "request \(index + 1) has no output: give --output PATH, or add output: to the manifest or the request"))
-                }
-                let path = shardPath(spec.path, encrypted: spec.encrypt != nil)
-                let format = explicitFormat ?? spec.resolvedFormat
-                // Two spellings of one file are one output.
-                if let existing = targets.firstIndex(where: { $0.path == path || PrivateFile.canonical($0.path) == PrivateFile.canonical(path) }) {
-                    if targets[existing].layout.format != format {
-                        throw RunError.usage("\(path) is written as both \(targets[existing].layout.format.rawValue) and \(format.rawValue); give one format")
-                    }
-                    // The same file under another spelling: only what it writes must agree.
-                    var mine = spec, theirs = specs[existing]
-                    mine.path = ""
-                    theirs.path = ""
-                    mine.rejects = mine.rejects.map(PrivateFile.canonical)
-                    theirs.rejects = theirs.rejects.map(PrivateFile.canonical)
-                    if mine != theirs {
-                        throw RunError.usage("\(path) is the output of requests with different output settings; give them one output section")
-                    }
-                    byRequest.append(existing)
-                } else {
-                    specs.append(spec)
-                    targets.append(OutputTarget(path: path, layout: .standard(format: format, labels: [], csv: spec.csv)))
-                    byRequest.append(targets.count - 1)
-                }
+                specs.append(spec)
+                targets.append(OutputTarget(path: path, layout: .standard(format: format, labels: [], csv: spec.csv)))
+                byRequest.append(targets.count - 1)
             }
         }
+        return (targets, specs, byRequest)
+    }
+
+    /// Each target's layout, gzip, encryption and rejects file; returns each target's extras:
+    /// its template columns, then its rejects' data-row columns.
+    private static func layOut(_ targets: inout [OutputTarget], specs: [OutputSpec], byRequest: [Int], manifest: Manifest,
+                               naming: PathNaming) throws(RunError) -> [[[ColumnPart]]] {
+        let shard = naming.shard
         var labels = Array(repeating: [String](), count: targets.count)
         for (index, request) in manifest.requests.enumerated() {
             for label in request.labels where !labels[byRequest[index]].contains(label.name) {
                 labels[byRequest[index]].append(label.name)
             }
         }
-        // Each main target's extras: its template columns, then its rejects' data-row columns.
         var extrasByTarget = Array(repeating: [[ColumnPart]](), count: targets.count)
         for index in targets.indices {
             let spec = specs[index]
@@ -297,7 +331,7 @@ struct OutputPlanner {
             targets[index].encrypt = spec.encrypt
             targets[index].sealedShard = spec.encrypt != nil && shard != nil
             guard let rejects = spec.rejects, !targets[index].isStandardOutput else { continue }
-            let rejectsPath = shardPath(rejects, encrypted: spec.encrypt != nil)
+            let rejectsPath = naming.path(rejects, encrypted: spec.encrypt != nil)
             var rowColumns: [String] = []
             // A set beside the list: a data file may have 100,000 columns, and a list search each
             // made setup quadratic (minutes before anything was opened).
@@ -316,12 +350,7 @@ struct OutputPlanner {
             targets[index].rejects = (rejectsPath, rejectsLayout)
             targets[index].rejectPartial = spec.rejectPartial
         }
-        let all = targets.flatMap(\.paths)
-        for (position, path) in all.enumerated() where all[..<position].contains(where: { $0 == path || PrivateFile.canonical($0) == PrivateFile.canonical(path) }) {
-            throw RunError.usage("\(path) is both an output and a rejects file, or the rejects file of two outputs; give each its own")
-        }
-        let extras = manifest.requests.indices.map { extrasByTarget[byRequest[$0]] }
-        return (targets, byRequest, extras)
+        return extrasByTarget
     }
 
     /// Binary labels' files are written in the folder of their output: `--output` in the folder
