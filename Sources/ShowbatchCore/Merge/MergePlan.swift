@@ -124,7 +124,6 @@ struct MergePlan {
     /// Checks one shard file; the data key it is sealed under, for an encrypted output.
     private func checkShard(_ file: String, index: Int, of output: Output, dataHash: inout String?) throws(RunError) -> DataKey? {
         let cannot = cannot(output, file, index)
-        var key: DataKey?
         // An interrupted first run leaves only the `.partial`: that is a shard not finished yet.
         if PrivateFile.inspect(SideFile.partial.of(file)) != .none {
             throw RunError.usage("\(cannot) is not finished: \(file).partial is there (its run is still going, or was interrupted: finish it with --resume)")
@@ -139,6 +138,19 @@ struct MergePlan {
         // A finished shard says what it is beside it; a file without that is not a finished
         // shard of this version's (or was copied there alone).
         if dataHash == nil { dataHash = String(try manifest.dataHash(), radix: 16) }
+        let key = try checkIdentity(beside: file, index: index, of: output, dataHash: dataHash!)
+        if PrivateFile.inspect(SideFile.journalNext.of(file)) != .none {
+            throw RunError.usage("\(cannot) is not finished: a --retry-failed run of it was cut short (\(file).journal.next is beside it); run it with --retry-failed again")
+        }
+        try checkJournal(of: file, index: index, of: output, dataHash: dataHash!, key: key)
+        return key
+    }
+
+    /// Checks the identity a finished shard file leaves beside it (and its rejects file); the
+    /// data key it is sealed under, for an encrypted output.
+    private func checkIdentity(beside file: String, index: Int, of output: Output, dataHash: String) throws(RunError) -> DataKey? {
+        let cannot = cannot(output, file, index)
+        var key: DataKey?
         switch ShardIdentity.read(beside: file) {
         case nil:
             throw RunError.usage("\(cannot) is not known to be a finished shard: \(SideFile.identity.of(file)), which its run leaves when it finishes, is not beside it (run it with --shard \(index)/\(shards))")
@@ -146,7 +158,7 @@ struct MergePlan {
             throw RunError.usage("\(cannot) cannot be checked: \(problem.reason)")
         case .success(let identity)?:
             var expected = planner.journalIdentity(of: output.shardTargets[index], dataHash: 0, shard: Shard(index: index, count: shards))
-            expected.data = dataHash!
+            expected.data = dataHash
             // The output's spelling depends on where the run was started.
             expected.output = identity.run.output
             if let difference = JournalCodec.difference(identity.run, from: expected) {
@@ -176,13 +188,15 @@ struct MergePlan {
                 }
             }
         }
-        if PrivateFile.inspect(SideFile.journalNext.of(file)) != .none {
-            throw RunError.usage("\(cannot) is not finished: a --retry-failed run of it was cut short (\(file).journal.next is beside it); run it with --retry-failed again")
-        }
+        return key
+    }
+
+    /// Checks the journal a finished shard keeps when rows failed (for --retry-failed): the file
+    /// is finished when the journal ends and says what the file holds.
+    private func checkJournal(of file: String, index: Int, of output: Output, dataHash: String, key: DataKey?) throws(RunError) {
+        let cannot = cannot(output, file, index)
         let journal = SideFile.journal.of(file)
-        guard PrivateFile.inspect(journal) != .none else { return key }
-        // A finished run keeps its journal when rows failed (for --retry-failed): the file is
-        // finished when the journal ends and says what the file holds.
+        guard PrivateFile.inspect(journal) != .none else { return }
         guard let fd = try PrivateFile.openForReading(journal) else {
             throw RunError.usage("\(cannot) cannot be checked: \(PrivateFile.refusal(journal) ?? "its journal \(journal) cannot be read")")
         }
@@ -204,10 +218,9 @@ struct MergePlan {
         } catch {
             throw RunError.runtime("\(cannot) cannot be checked: \(error)")
         }
-        if dataHash == nil { dataHash = String(try manifest.dataHash(), radix: 16) }
         // The output's spelling depends on where the run was started, and its columns follow
         // from the manifest, whose identity is compared.
-        let expected = Journal.Identity(manifest: String(manifest.rowIdentity, radix: 16), data: dataHash!,
+        let expected = Journal.Identity(manifest: String(manifest.rowIdentity, radix: 16), data: dataHash,
                                         shard: "\(index)/\(shards)", output: contents.identity.output,
                                         format: output.target.layout.format.rawValue, columns: contents.identity.columns)
         if let difference = JournalCodec.difference(contents.identity, from: expected) {
@@ -219,7 +232,6 @@ struct MergePlan {
         guard Journal.outputMatches(file, size: ended.size, hash: ended.hash, key: key) else {
             throw RunError.usage("\(cannot) changed since its run wrote it (it does not match its journal \(journal))")
         }
-        return key
     }
 
     // MARK: Merging

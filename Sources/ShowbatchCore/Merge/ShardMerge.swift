@@ -66,19 +66,7 @@ package enum ShardMerge {
             try PrivateFile.requireTrusted(sideFilesOf: output.target.paths + output.shardTargets.flatMap(\.paths))
         }
         try plan.check()
-        // An encrypted output's merged file is sealed under a key of the merge's own (in memory
-        // only) while it is written, then made into an OpenPGP message.
-        var encryptors: [Int: OpenPGPEncryptor] = [:]
-        for output in plan.outputs {
-            guard let spec = output.target.encrypt else { continue }
-            do {
-                encryptors[output.index] = try OpenPGPEncryptor(recipients: spec.recipients, armor: spec.armor)
-            } catch {
-                // A recipient's key is the manifest's to fix (2); GnuPG that cannot run, the machine's (3).
-                let message = "cannot merge \(output.target.path): \(error.message)"
-                throw error.isThisMachine ? RunError.runtime(message) : RunError.usage(message)
-            }
-        }
+        let encryptors = try makeEncryptors(plan)
         let mergeKey = DataKey.random()
         var lock: [Int32] = []
         defer { lock.forEach { close($0) } }
@@ -140,6 +128,30 @@ package enum ShardMerge {
             throw error
         }
         // Every output is complete: only now does any of them replace a file.
+        try putInPlace(plan)
+        return summary
+    }
+
+    /// The OpenPGP encryptor of each encrypted output: its merged file is sealed under a key of
+    /// the merge's own (in memory only) while it is written, then made into a message.
+    private static func makeEncryptors(_ plan: MergePlan) throws(RunError) -> [Int: OpenPGPEncryptor] {
+        var encryptors: [Int: OpenPGPEncryptor] = [:]
+        for output in plan.outputs {
+            guard let spec = output.target.encrypt else { continue }
+            do {
+                encryptors[output.index] = try OpenPGPEncryptor(recipients: spec.recipients, armor: spec.armor)
+            } catch {
+                // A recipient's key is the manifest's to fix (2); GnuPG that cannot run, the machine's (3).
+                let message = "cannot merge \(output.target.path): \(error.message)"
+                throw error.isThisMachine ? RunError.runtime(message) : RunError.usage(message)
+            }
+        }
+        return encryptors
+    }
+
+    /// Renames every merged file into place, replacing what was there; a rename that fails
+    /// leaves those before it in place and removes the rest.
+    private static func putInPlace(_ plan: MergePlan) throws(RunError) {
         let written = plan.outputs.filter { !$0.unchanged }.flatMap { output in output.target.paths.map { ($0, output.target.encrypt != nil) } }
         for (index, (path, encrypted)) in written.enumerated() {
             let partial = SideFile.partial.of(path)
@@ -159,7 +171,6 @@ package enum ShardMerge {
                 if case .regular = PrivateFile.inspect(stale) { unlink(stale) }
             }
         }
-        return summary
     }
 
     /// Locks the journal an earlier unsharded run left beside `output`, if there is one, so that
