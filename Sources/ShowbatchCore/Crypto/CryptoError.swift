@@ -1,5 +1,6 @@
 import ShowbatchBasics
 import ShowbatchManifest
+
 /// What went wrong in the Crypto layer, in words: recipients' keys, wrapped data
 /// keys, sealed files, GnuPG. A message never holds key material or plaintext; callers position
 /// it (a manifest setting, a file) and render it.

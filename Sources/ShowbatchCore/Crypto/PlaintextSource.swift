@@ -1,5 +1,6 @@
 import ShowbatchBasics
 import ShowbatchManifest
+
 /// Where the plaintext of an OpenPGP message comes from, piece by piece (a sealed file being
 /// unsealed, shard files in order): it is pulled while GnuPG encrypts, never kept whole.
 package protocol PlaintextSource: AnyObject {

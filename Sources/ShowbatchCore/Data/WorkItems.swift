@@ -1,5 +1,6 @@
 import ShowbatchBasics
 import ShowbatchManifest
+
 /// One unit of work: a static request, or one row of a data-driven request.
 package struct WorkItem: Sendable {
     /// Position among all work items of the manifest (0-based), the order rows are written in.

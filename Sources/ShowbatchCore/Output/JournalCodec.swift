@@ -1,5 +1,6 @@
 import ShowbatchBasics
 import ShowbatchManifest
+
 /// One line of a journal.
 enum JournalRecord: Equatable {
     /// What the journal is valid for; always the first line.
@@ -160,91 +161,116 @@ enum JournalCodec {
         // A torn last line (no line break), or the zeros a lost write can leave, is not a record.
         guard let first = lines.first else { return nil }
         let identity = try identityLine(Array(bytes[first.start..<first.end]))
-        var contents = Contents(identity: identity, length: first.end + 1, chain: fnv1a(bytes[...first.end]))
-        var chain = contents.chain
+        var reading = Reading(contents: Contents(identity: identity, length: first.end + 1, chain: fnv1a(bytes[...first.end])))
+        var chain = reading.contents.chain
+        for (number, line) in lines.enumerated().dropFirst() {
+            let place = "its line \(number + 1)"
+            guard reading.contents.ended == nil else { throw JournalProblem(reason: "\(place) follows its end") }
+            guard let value = try? JSONParser.parse(Array(bytes[line.start..<line.end])), case .object(let members) = value else {
+                throw JournalProblem(reason: "\(place) is not a journal record")
+            }
+            let keys = members.map(\.key)
+            // Records that are part of what a resumed run goes on from move its place and chain.
+            var sealing = true
+            switch keys {
+            case ["data_key"]:
+                guard number == 1 else { throw JournalProblem(reason: "\(place) is a data key record, which only its line 2 may be") }
+                switch value["data_key"] {
+                case .string(let text)?: reading.contents.dataKey = .wrapped(text)
+                case .null?: reading.contents.dataKey = .memoryOnly
+                default: throw JournalProblem(reason: "\(place) is not a data key record")
+                }
+            case ["failed"]:
+                try reading.failed(value["failed"], place)
+                sealing = false
+            case ["rejected"]:
+                try reading.rejected(value["rejected"], place)
+                sealing = false
+            case ["checkpoint", "chain"], ["end", "chain"]:
+                guard case .string(let text)? = value["chain"], UInt64(text, radix: 16) == chain else {
+                    throw JournalProblem(reason: "\(place) does not match the records before it (they were edited, dropped or moved since)")
+                }
+                if keys[0] == "end" { try reading.end(value["end"], place) } else { try reading.checkpoint(value["checkpoint"], place) }
+            default:
+                throw JournalProblem(reason: "\(place) is not a journal record")
+            }
+            if sealing {
+                reading.contents.length = line.end + 1
+                reading.contents.chain = fnv1a(bytes[line.start...line.end], seed: chain)
+            }
+            chain = fnv1a(bytes[line.start...line.end], seed: chain)
+        }
+        return reading.contents
+    }
+
+    /// What `read` has gathered so far, and the records it checks one at a time.
+    private struct Reading {
+        var contents: Contents
+        /// Failed and rejected rows since the last checkpoint: counted only once one covers them.
         var pending: [Journal.FailedRow] = []
         var pendingRejected: [Int] = []
         /// The last ordinal a failed or rejected record named: they come in work-item order.
         var lastNamed = -1
         var previous: Journal.Checkpoint?
-        for (number, line) in lines.enumerated().dropFirst() {
-            let place = "its line \(number + 1)"
-            guard contents.ended == nil else { throw JournalProblem(reason: "\(place) follows its end") }
-            guard let value = try? JSONParser.parse(Array(bytes[line.start..<line.end])), case .object(let members) = value else {
-                throw JournalProblem(reason: "\(place) is not a journal record")
+
+        /// A failed-row record: `[ordinal, start, end]`, after the one before it in the file and the work.
+        mutating func failed(_ value: JSONValue?, _ place: String) throws(JournalProblem) {
+            guard case .array(let items)? = value, items.count == 3, let numbers = integers(items) else {
+                throw JournalProblem(reason: "\(place) is not a failed-row record")
             }
-            let keys = members.map(\.key)
-            switch keys {
-            case ["data_key"]:
-                guard number == 1 else { throw JournalProblem(reason: "\(place) is a data key record, which only its line 2 may be") }
-                switch value["data_key"] {
-                case .string(let text)?: contents.dataKey = .wrapped(text)
-                case .null?: contents.dataKey = .memoryOnly
-                default: throw JournalProblem(reason: "\(place) is not a data key record")
-                }
-                // Part of the identity: where a resumed run appends comes after it.
-                contents.length = line.end + 1
-                contents.chain = fnv1a(bytes[line.start...line.end], seed: chain)
-            case ["failed"]:
-                guard case .array(let items)? = value["failed"], items.count == 3, let numbers = integers(items) else {
-                    throw JournalProblem(reason: "\(place) is not a failed-row record")
-                }
-                let row = Journal.FailedRow(ordinal: numbers[0], start: numbers[1], end: numbers[2])
-                let last = pending.last ?? contents.failedRows.last
-                guard row.ordinal >= 0, row.start >= 0, row.start < row.end else {
-                    throw JournalProblem(reason: "\(place) names no row (ordinal \(row.ordinal), bytes \(row.start)…\(row.end))")
-                }
-                if let last, row.ordinal <= last.ordinal || row.start < last.end {
-                    throw JournalProblem(reason: "\(place) is out of order: a failed row must come after the one before it, in the file and in the work")
-                }
-                if let previous, row.ordinal <= previous.ordinal {
-                    throw JournalProblem(reason: "\(place) names a failed row its last checkpoint had already counted")
-                }
-                guard row.ordinal > lastNamed else {
-                    throw JournalProblem(reason: "\(place) is out of order: a failed row must come after the one before it, in the file and in the work")
-                }
-                lastNamed = row.ordinal
-                pending.append(row)
-            case ["rejected"]:
-                guard let ordinal = integer(value["rejected"]), ordinal > lastNamed, ordinal > (previous?.ordinal ?? -1) else {
-                    throw JournalProblem(reason: "\(place) is not a rejected-row record in work-item order")
-                }
-                lastNamed = ordinal
-                pendingRejected.append(ordinal)
-            case ["checkpoint", "chain"], ["end", "chain"]:
-                guard case .string(let text)? = value["chain"], UInt64(text, radix: 16) == chain else {
-                    throw JournalProblem(reason: "\(place) does not match the records before it (they were edited, dropped or moved since)")
-                }
-                if keys[0] == "end" {
-                    guard let size = integer(value["end"]?["size"]), case .string(let hashText)? = value["end"]?["hash"],
-                          let hash = UInt64(hashText, radix: 16), value["end"].map({ if case .object(let m) = $0 { return m.count } else { return 0 } }) == 2 else {
-                        throw JournalProblem(reason: "\(place) is not an end record")
-                    }
-                    guard let last = previous, pending.isEmpty, pendingRejected.isEmpty, last.offset == size, last.hash == hash else {
-                        throw JournalProblem(reason: "\(place) ends the output elsewhere than its last checkpoint")
-                    }
-                    contents.ended = (size, hash)
-                } else {
-                    guard let object = value["checkpoint"], let checkpoint = checkpoint(object) else {
-                        throw JournalProblem(reason: "\(place) is not a checkpoint")
-                    }
-                    try consistent(checkpoint, after: previous, failed: contents.failedRows.count + pending.count,
-                                   lastFailed: pending.last ?? contents.failedRows.last, place)
-                    contents.failedRows += pending
-                    pending = []
-                    contents.rejectedRows += pendingRejected
-                    pendingRejected = []
-                    previous = checkpoint
-                    contents.lastCheckpoint = checkpoint
-                }
-                contents.length = line.end + 1
-                contents.chain = fnv1a(bytes[line.start...line.end], seed: chain)
-            default:
-                throw JournalProblem(reason: "\(place) is not a journal record")
+            let row = Journal.FailedRow(ordinal: numbers[0], start: numbers[1], end: numbers[2])
+            let last = pending.last ?? contents.failedRows.last
+            guard row.ordinal >= 0, row.start >= 0, row.start < row.end else {
+                throw JournalProblem(reason: "\(place) names no row (ordinal \(row.ordinal), bytes \(row.start)…\(row.end))")
             }
-            chain = fnv1a(bytes[line.start...line.end], seed: chain)
+            if let last, row.ordinal <= last.ordinal || row.start < last.end {
+                throw JournalProblem(reason: "\(place) is out of order: a failed row must come after the one before it, in the file and in the work")
+            }
+            if let previous, row.ordinal <= previous.ordinal {
+                throw JournalProblem(reason: "\(place) names a failed row its last checkpoint had already counted")
+            }
+            guard row.ordinal > lastNamed else {
+                throw JournalProblem(reason: "\(place) is out of order: a failed row must come after the one before it, in the file and in the work")
+            }
+            lastNamed = row.ordinal
+            pending.append(row)
         }
-        return contents
+
+        /// A rejected-row record, in work-item order.
+        mutating func rejected(_ value: JSONValue?, _ place: String) throws(JournalProblem) {
+            guard let ordinal = integer(value), ordinal > lastNamed, ordinal > (previous?.ordinal ?? -1) else {
+                throw JournalProblem(reason: "\(place) is not a rejected-row record in work-item order")
+            }
+            lastNamed = ordinal
+            pendingRejected.append(ordinal)
+        }
+
+        /// A checkpoint (its chain checked by the caller): it covers the rows recorded since the one before.
+        mutating func checkpoint(_ object: JSONValue?, _ place: String) throws(JournalProblem) {
+            guard let object, let checkpoint = JournalCodec.checkpoint(object) else {
+                throw JournalProblem(reason: "\(place) is not a checkpoint")
+            }
+            try consistent(checkpoint, after: previous, failed: contents.failedRows.count + pending.count,
+                           lastFailed: pending.last ?? contents.failedRows.last, place)
+            contents.failedRows += pending
+            pending = []
+            contents.rejectedRows += pendingRejected
+            pendingRejected = []
+            previous = checkpoint
+            contents.lastCheckpoint = checkpoint
+        }
+
+        /// The end record: the output as the last checkpoint left it, nothing recorded after it.
+        mutating func end(_ value: JSONValue?, _ place: String) throws(JournalProblem) {
+            guard let size = integer(value?["size"]), case .string(let hashText)? = value?["hash"],
+                  let hash = UInt64(hashText, radix: 16), value.map({ if case .object(let m) = $0 { return m.count } else { return 0 } }) == 2 else {
+                throw JournalProblem(reason: "\(place) is not an end record")
+            }
+            guard let last = previous, pending.isEmpty, pendingRejected.isEmpty, last.offset == size, last.hash == hash else {
+                throw JournalProblem(reason: "\(place) ends the output elsewhere than its last checkpoint")
+            }
+            contents.ended = (size, hash)
+        }
     }
 
     /// The identity line's fields; a problem when it is not a showbatch journal of this version.

@@ -1,5 +1,6 @@
 import ShowbatchBasics
 import ShowbatchManifest
+
 /// What one output file holds and how its bytes look: format, columns in order, CSV dialect.
 struct OutputLayout: Equatable {
     /// Where a column's value comes from.

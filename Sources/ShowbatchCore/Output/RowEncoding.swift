@@ -1,5 +1,6 @@
 import ShowbatchBasics
 import ShowbatchManifest
+
 /// Encodes result rows as CSV cells or JSON objects, in the columns and formats the README gives.
 package enum RowEncoding {
     /// The fixed columns that precede the labels.

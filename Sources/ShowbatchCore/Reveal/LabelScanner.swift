@@ -1,5 +1,6 @@
 import ShowbatchBasics
 import ShowbatchManifest
+
 // Revealing reads a few values out of every answer. Building the whole document for that costs
 // an allocation per string, member and container; this reads the same bytes with the same checks
 // and builds only the values the paths lead to.

@@ -1,5 +1,6 @@
 import ShowbatchBasics
 import ShowbatchManifest
+
 /// Turns an HTTP answer into a result row: labels found by their paths, transformed, masked and
 /// checked.
 package enum Reveal {
@@ -25,17 +26,10 @@ package enum Reveal {
             return (row, [])
         }
         let values: [JSONValue?]
-        do {
-            guard let found = try JSONParser.values(at: labels.map(\.path), in: body) else {
-                row.errors = [RowError(code: .responseInvalidJSON, label: nil, message: "response body is JSON but not an object")]
-                return (row, [])
-            }
-            values = found
-        } catch where error.ambiguous {
-            row.errors = [RowError(code: .responseInvalidJSON, label: nil, message: "response body is ambiguous (\(error.reason) at byte \(error.offset))")]
-            return (row, [])
-        } catch {
-            row.errors = [RowError(code: .responseInvalidJSON, label: nil, message: "response body is not valid JSON (\(error.reason) at byte \(error.offset))")]
+        switch Self.values(at: labels, in: body) {
+        case .success(let found): values = found
+        case .failure(let error):
+            row.errors = [error]
             return (row, [])
         }
         var missing = 0
@@ -58,22 +52,8 @@ package enum Reveal {
                 }
             }
             if let spec = binding.file {
-                let target = index < files.count ? files[index] : nil
-                let outcome: LabelFileSpec.Content
-                let path: String
-                switch target {
-                case .path(let expanded)?:
-                    path = expanded
-                    outcome = spec.content(of: value, label: binding)
-                case .refused(let reason)?:
-                    path = ""
-                    outcome = .failure(RowError(code: .fileRefused, label: binding.name, message: "label \(binding.name): \(reason)"))
-                case nil:
-                    path = ""
-                    outcome = .failure(RowError(code: .fileRefused, label: binding.name, message: "label \(binding.name): no file path"))
-                }
-                switch outcome {
-                case .success(let bytes):
+                switch Self.fileContent(of: value, binding: binding, spec: spec, target: index < files.count ? files[index] : nil) {
+                case .success((let path, let bytes)):
                     row.labels[index].value = path
                     pending.append(PendingLabelFile(label: index, path: path, bytes: bytes))
                 case .failure(let error):
@@ -112,6 +92,38 @@ package enum Reveal {
         }
         row.status = missing == 0 ? .ok : .partial
         return (row, pending)
+    }
+}
+
+extension Reveal {
+    /// The values at the labels' paths in a JSON body, or the row's error when it is not a JSON object.
+    static func values(at labels: [LabelBinding], in body: [UInt8]) -> Result<[JSONValue?], RowError> {
+        do {
+            guard let found = try JSONParser.values(at: labels.map(\.path), in: body) else {
+                return .failure(RowError(code: .responseInvalidJSON, label: nil, message: "response body is JSON but not an object"))
+            }
+            return .success(found)
+        } catch where error.ambiguous {
+            return .failure(RowError(code: .responseInvalidJSON, label: nil, message: "response body is ambiguous (\(error.reason) at byte \(error.offset))"))
+        } catch {
+            return .failure(RowError(code: .responseInvalidJSON, label: nil, message: "response body is not valid JSON (\(error.reason) at byte \(error.offset))"))
+        }
+    }
+
+    /// A binary label's file: its path and decoded bytes, or the label's error.
+    static func fileContent(of value: JSONValue, binding: LabelBinding, spec: LabelFileSpec,
+                            target: LabelFileTarget?) -> Result<(path: String, bytes: [UInt8]), RowError> {
+        switch target {
+        case .path(let path)?:
+            switch spec.content(of: value, label: binding) {
+            case .success(let bytes): return .success((path, bytes))
+            case .failure(let error): return .failure(error)
+            }
+        case .refused(let reason)?:
+            return .failure(RowError(code: .fileRefused, label: binding.name, message: "label \(binding.name): \(reason)"))
+        case nil:
+            return .failure(RowError(code: .fileRefused, label: binding.name, message: "label \(binding.name): no file path"))
+        }
     }
 }
 

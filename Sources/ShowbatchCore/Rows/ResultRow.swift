@@ -1,5 +1,6 @@
 import ShowbatchBasics
 import ShowbatchManifest
+
 /// One result row: exactly one per work item.
 package struct ResultRow: Sendable, Equatable {
     /// The work item's ordinal.
@@ -52,7 +53,7 @@ package enum RowStatus: String, Sendable {
 }
 
 /// One error of a result row.
-package struct RowError: Sendable, Equatable {
+package struct RowError: Error, Sendable, Equatable {
     /// The code.
     package var code: ErrorCode
     /// The label it concerns, for 1403 to 1409.

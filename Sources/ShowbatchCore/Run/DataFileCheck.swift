@@ -1,5 +1,6 @@
 import ShowbatchBasics
 import ShowbatchManifest
+
 /// What a run finds when it looks at its data files again at its end: each was counted when the
 /// manifest was read, and one cut, grown or rewritten while the run read it makes the run's
 /// files something other than that file's rows.

@@ -1,5 +1,6 @@
 import ShowbatchBasics
 import ShowbatchManifest
+
 /// The decisions of a run's dispatch: which work item goes out next, when a worker must wait, and
 /// when finished rows go to the writer, in work-item order.
 ///

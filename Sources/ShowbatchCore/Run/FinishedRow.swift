@@ -1,5 +1,6 @@
 import ShowbatchBasics
 import ShowbatchManifest
+
 /// When a 2xx answer's labels are extracted, decided once for a run: on the writer's thread
 /// (the default: the thread that drives the transfers spends no time parsing answers), or as
 /// the answer arrives with `--fail-fast`, whose dispatch must know a failed row at once. Binary

@@ -1,5 +1,6 @@
 import ShowbatchBasics
 import ShowbatchManifest
+
 /// What `plan` prints: the base URL and each request, with header values redacted. Sends nothing.
 package struct Plan: Sendable {
     /// One planned request.

@@ -1,5 +1,6 @@
 import ShowbatchBasics
 import ShowbatchManifest
+
 /// Something a run reports while it goes; the executable decides how to print it.
 package enum RunEvent: Sendable {
     /// The run is about to send: what it will write, and how many rows when known.

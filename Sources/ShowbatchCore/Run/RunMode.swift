@@ -1,5 +1,6 @@
 import ShowbatchBasics
 import ShowbatchManifest
+
 /// What a run does with what an earlier run of the same outputs left: decided once, from the
 /// flags, and named the same in the journal, the logs and the outputs' handling.
 package enum RunMode: String, Sendable {

@@ -1,5 +1,6 @@
 import ShowbatchBasics
 import ShowbatchManifest
+
 /// Options of one run; flags beat manifest values.
 package struct RunOptions: Sendable, Equatable {
     /// `--output PATH` (relative to the current folder), or `-` for standard output.
