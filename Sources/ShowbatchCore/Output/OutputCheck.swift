@@ -55,15 +55,7 @@ struct OutputCheck {
             }
             lastOrdinal = ordinal
             guard spans, let next = failedLeft.first, next.start < row.span.end else { continue }
-            guard next.start == row.span.start, next.end == row.span.end else {
-                throw untrusted("a failed row it records (work item \(next.ordinal)) is not where a row of the output is")
-            }
-            guard next.ordinal == ordinal else {
-                throw untrusted("a failed row it records as work item \(next.ordinal) is the row of work item \(ordinal)")
-            }
-            if let status = row.status, status != .failed {
-                throw untrusted("a failed row it records (work item \(next.ordinal)) is a row that did not fail")
-            }
+            try Self.check(next, is: row, of: ordinal, untrusted: untrusted)
             failedLeft = failedLeft.dropFirst()
         }
         if spans, let next = failedLeft.first {
@@ -108,6 +100,21 @@ struct OutputCheck {
             throw untrusted("it counts \(checkpoint.counts.ok) ok, \(checkpoint.counts.partial) partial and \(checkpoint.counts.failed) failed rows, and the output holds \(statuses.ok), \(statuses.partial) and \(statuses.failed)")
         }
         return tally
+    }
+
+    /// A failed row the journal records where `row` is must be that row, of its work item
+    /// (`ordinal`), and one that failed.
+    private static func check(_ recorded: Journal.FailedRow, is row: Rows.Row, of ordinal: Int,
+                              untrusted: (String) -> RunError) throws(RunError) {
+        guard recorded.start == row.span.start, recorded.end == row.span.end else {
+            throw untrusted("a failed row it records (work item \(recorded.ordinal)) is not where a row of the output is")
+        }
+        guard recorded.ordinal == ordinal else {
+            throw untrusted("a failed row it records as work item \(recorded.ordinal) is the row of work item \(ordinal)")
+        }
+        if let status = row.status, status != .failed {
+            throw untrusted("a failed row it records (work item \(recorded.ordinal)) is a row that did not fail")
+        }
     }
 
     /// The rows of a finished file (an output or its rejects file, `limit` bytes of it) by error
