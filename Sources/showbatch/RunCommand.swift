@@ -8,20 +8,6 @@ import Synchronization
 /// `showbatch run`: load, optionally start the emulator, run, print the summary, map the exit code,
 /// and write `--metrics` and `--report` (and push `--metrics-push`) however the run ended.
 enum RunCommand {
-    /// Where the command is, for a signal: before the run exists nothing has been sent or opened,
-    /// so the process can end at once; once it runs, the run is cancelled and winds down.
-    private enum Phase {
-        case starting
-        case running(Task<Result<RunSummary, RunError>, Never>)
-        /// The run is over (with this code) and its metrics are being pushed: a signal ends the
-        /// process at once, with the run's own code (its files are written; a scheduler must not
-        /// take it for an interrupted run and reveal everything again).
-        case pushing(ExitCode)
-        /// The command, or a signal before the run existed, is finishing: writing `--metrics` and
-        /// `--report` and deciding the exit code. Only one does, the one that set this.
-        case finishing
-    }
-
     /// The command line that sends a finished run's failed rows again: this one's manifest and
     /// the flags that name its files (`--output`, `--format`, `--shard`, `--limit`) and endpoint.
     static func retryCommand(_ arguments: RunArguments, shard: Shard?) -> String {
@@ -43,82 +29,46 @@ enum RunCommand {
     }
 
     static func execute(_ arguments: RunArguments) async -> ExitCode {
-        let started = Date()
-        let runID = arguments.options.runID ?? RunOptions.newRunID()
-        let phase = Mutex(Phase.starting)
-        let printer = EventPrinter(format: arguments.options.logFormat, progress: false, quiet: arguments.options.quiet,
-                                   verbose: arguments.options.verbose, runID: runID, progressEvery: arguments.progressEvery)
-        /// Ends the command with `code`, writing what `record` writes, unless a signal that came
-        /// before the run existed is finishing it already: then that finisher's exit ends the
-        /// process, and this waits for it (both writing the same files through one temporary
-        /// name was the alternative).
-        @Sendable func finish(_ code: ExitCode, summary: RunSummary? = nil, error: String? = nil, shard: Shard? = nil,
-                              files: Bool = true) -> ExitCode {
-            let mine = phase.withLock { phase -> Bool in
-                if case .finishing = phase { return false }
-                phase = .finishing
-                return true
-            }
-            guard mine else { while true { sleep(60) } }
-            return record(code, summary: summary, error: error, shard: shard, files: files)
-        }
-        let records = RunRecords(metrics: arguments.metrics, report: arguments.report, push: arguments.metricsPush)
-        /// Writes the metrics and the report, and pushes the metrics, for a run that ended with
-        /// `code` (`files: false` when a refused path is the error: only the push is made); the
-        /// command's exit code (`RunRecords` says how their failures weigh).
-        @Sendable func record(_ code: ExitCode, summary: RunSummary? = nil, error: String? = nil, shard: Shard? = nil,
-                              files: Bool = true) -> ExitCode {
-            guard !records.isEmpty else { return code }
-            // The signals the run heard (one that interrupted it, say): the push is made all the
-            // same, and only a signal after these gives it up.
-            let heard = Signals.received
-            let report = RunReport(runID: runID, manifest: arguments.manifest, shard: shard.map { "\($0.index)/\($0.count)" },
-                                   started: started, ended: Date(), exitCode: code, summary: summary, error: error)
-            return records.record(report, files: files, beforePush: { result in
-                phase.withLock { $0 = .pushing(result) }
-                // A signal that came after the run had heard its own ends this too.
-                if Signals.received > heard { interruptedWhilePushing(result) }
-            }, problem: { problem in
-                switch problem {
-                case .error(let text): printer.error(text)
-                case .warning(let text): printer.unquietWarning(text)
-                }
-            })
-        }
-        /// The run is over, its files written: the push is given up, not waited for, and the run's
-        /// own code stands.
-        @Sendable func interruptedWhilePushing(_ code: ExitCode) -> Never {
-            printer.error("interrupted while pushing the metrics to the Pushgateway: they were not pushed")
-            StandardError.shared.finish(timeout: .seconds(5))
-            exit(code.rawValue)
-        }
+        await RunSession(arguments).execute()
+    }
+}
+
+/// One `showbatch run` from start to exit code: who finishes it (the command or a signal), what
+/// it records however it ends, and the run between.
+private final class RunSession: Sendable {
+    /// Where the command is, for a signal: before the run exists nothing has been sent or opened,
+    /// so the process can end at once; once it runs, the run is cancelled and winds down.
+    enum Phase {
+        case starting
+        case running(Task<Result<RunSummary, RunError>, Never>)
+        /// The run is over (with this code) and its metrics are being pushed: a signal ends the
+        /// process at once, with the run's own code (its files are written; a scheduler must not
+        /// take it for an interrupted run and reveal everything again).
+        case pushing(ExitCode)
+        /// The command, or a signal before the run existed, is finishing: writing `--metrics` and
+        /// `--report` and deciding the exit code. Only one does, the one that set this.
+        case finishing
+    }
+
+    let arguments: RunArguments
+    let started = Date()
+    let runID: String
+    let phase = Mutex(Phase.starting)
+    /// Prints until the run's own printer (with its progress line) takes over.
+    let printer: EventPrinter
+    let records: RunRecords
+
+    init(_ arguments: RunArguments) {
+        self.arguments = arguments
+        runID = arguments.options.runID ?? RunOptions.newRunID()
+        printer = EventPrinter(format: arguments.options.logFormat, progress: false, quiet: arguments.options.quiet,
+                               verbose: arguments.options.verbose, runID: runID, progressEvery: arguments.progressEvery)
+        records = RunRecords(metrics: arguments.metrics, report: arguments.report, push: arguments.metricsPush)
+    }
+
+    func execute() async -> ExitCode {
         // Caught from the first moment: reading a big manifest or data file takes a while.
-        Signals.listen {
-            // Decided under the lock: before the run exists, this signal finishes the command
-            // (unless the command is finishing already, for an error of its own: its code stands).
-            let now = phase.withLock { phase -> Phase in
-                let before = phase
-                if case .starting = phase { phase = .finishing }
-                return before
-            }
-            switch now {
-            case .pushing(let code):
-                interruptedWhilePushing(code)
-            case .running(let task):
-                task.cancel()
-            case .finishing:
-                return
-            case .starting:
-                if arguments.options.logFormat == .json {
-                    printer.error("interrupted before anything was sent")
-                } else {
-                    Console.err("showbatch: interrupted before anything was sent\n")
-                }
-                let code = record(.interrupted, error: "interrupted before anything was sent")
-                StandardError.shared.finish(timeout: .seconds(5))
-                exit(code.rawValue)
-            }
-        }
+        Signals.listen { [self] in signalled() }
         // Checked before anything else: even a manifest that cannot be read gets its metrics, and
         // they must never replace it.
         let sideFiles = [("--metrics", arguments.metrics), ("--report", arguments.report)].compactMap { flag, path in path.map { (flag: flag, path: $0) } }
@@ -156,23 +106,36 @@ enum RunCommand {
         }
         var emulator: Emulator?
         if arguments.emulate {
-            do {
-                var configuration = try EmulatorConfiguration(spec: manifest.emulator)
-                // A manifest with client credentials gets tokens from the emulator (any client).
-                if case .clientCredentials? = manifest.auth?.source, configuration.auth == nil { configuration.auth = EmulatorAuth() }
-                let started = try Emulator(configuration: configuration)
-                started.start()
-                emulator = started
-                options.baseURLOverride = started.baseURL
-                options.tokenURLOverride = started.baseURL + "/oauth/token"
-            } catch {
-                let message = "cannot start the emulator: \(error)"
-                printer.error(message)
-                return finish(.runtime, error: message, shard: options.shard)
+            switch startEmulator(for: manifest, options: &options) {
+            case .success(let started): emulator = started
+            case .failure(let failure): return failure.code
             }
         }
         defer { emulator?.stop() }
+        return await run(manifest, options: options, environment: environment)
+    }
 
+    /// Starts the built-in emulator for `manifest` and points the run at it; the command's exit
+    /// code when it cannot start.
+    private func startEmulator(for manifest: Manifest, options: inout RunOptions) -> Result<Emulator, ExitCodeError> {
+        do {
+            var configuration = try EmulatorConfiguration(spec: manifest.emulator)
+            // A manifest with client credentials gets tokens from the emulator (any client).
+            if case .clientCredentials? = manifest.auth?.source, configuration.auth == nil { configuration.auth = EmulatorAuth() }
+            let started = try Emulator(configuration: configuration)
+            started.start()
+            options.baseURLOverride = started.baseURL
+            options.tokenURLOverride = started.baseURL + "/oauth/token"
+            return .success(started)
+        } catch {
+            let message = "cannot start the emulator: \(error)"
+            printer.error(message)
+            return .failure(ExitCodeError(code: finish(.runtime, error: message, shard: options.shard)))
+        }
+    }
+
+    /// Runs `manifest`, prints its summary or error, and finishes with its exit code.
+    private func run(_ manifest: Manifest, options: RunOptions, environment: [String: String]) async -> ExitCode {
         let live = EventPrinter(format: options.logFormat, progress: options.progress == .always, quiet: options.quiet,
                                 verbose: options.verbose, runID: runID, progressEvery: arguments.progressEvery)
         let runner = Runner(manifest: manifest, options: options, environment: environment) { live.handle($0) }
@@ -189,7 +152,7 @@ enum RunCommand {
         switch await task.value {
         case .success(let summary):
             live.endProgress()
-            live.summary(summary, retry: retryCommand(arguments, shard: options.shard))
+            live.summary(summary, retry: RunCommand.retryCommand(arguments, shard: options.shard))
             return finish(summary.exitCode, summary: summary, shard: options.shard)
         case .failure(let error):
             live.endProgress()
@@ -211,4 +174,82 @@ enum RunCommand {
             return finish(error.exitCode, error: message, shard: options.shard, files: files)
         }
     }
+
+    /// Ends the command with `code`, writing what `record` writes, unless a signal that came
+    /// before the run existed is finishing it already: then that finisher's exit ends the
+    /// process, and this waits for it (both writing the same files through one temporary
+    /// name was the alternative).
+    func finish(_ code: ExitCode, summary: RunSummary? = nil, error: String? = nil, shard: Shard? = nil,
+                files: Bool = true) -> ExitCode {
+        let mine = phase.withLock { phase -> Bool in
+            if case .finishing = phase { return false }
+            phase = .finishing
+            return true
+        }
+        guard mine else { while true { sleep(60) } }
+        return record(code, summary: summary, error: error, shard: shard, files: files)
+    }
+
+    /// Writes the metrics and the report, and pushes the metrics, for a run that ended with
+    /// `code` (`files: false` when a refused path is the error: only the push is made); the
+    /// command's exit code (`RunRecords` says how their failures weigh).
+    func record(_ code: ExitCode, summary: RunSummary? = nil, error: String? = nil, shard: Shard? = nil,
+                files: Bool = true) -> ExitCode {
+        guard !records.isEmpty else { return code }
+        // The signals the run heard (one that interrupted it, say): the push is made all the
+        // same, and only a signal after these gives it up.
+        let heard = Signals.received
+        let report = RunReport(runID: runID, manifest: arguments.manifest, shard: shard.map { "\($0.index)/\($0.count)" },
+                               started: started, ended: Date(), exitCode: code, summary: summary, error: error)
+        return records.record(report, files: files, beforePush: { [self] result in
+            phase.withLock { $0 = .pushing(result) }
+            // A signal that came after the run had heard its own ends this too.
+            if Signals.received > heard { interruptedWhilePushing(result) }
+        }, problem: { [printer] problem in
+            switch problem {
+            case .error(let text): printer.error(text)
+            case .warning(let text): printer.unquietWarning(text)
+            }
+        })
+    }
+
+    /// The run is over, its files written: the push is given up, not waited for, and the run's
+    /// own code stands.
+    func interruptedWhilePushing(_ code: ExitCode) -> Never {
+        printer.error("interrupted while pushing the metrics to the Pushgateway: they were not pushed")
+        StandardError.shared.finish(timeout: .seconds(5))
+        exit(code.rawValue)
+    }
+
+    /// A signal. Decided under the lock: before the run exists, it finishes the command (unless
+    /// the command is finishing already, for an error of its own: its code stands).
+    func signalled() {
+        let now = phase.withLock { phase -> Phase in
+            let before = phase
+            if case .starting = phase { phase = .finishing }
+            return before
+        }
+        switch now {
+        case .pushing(let code):
+            interruptedWhilePushing(code)
+        case .running(let task):
+            task.cancel()
+        case .finishing:
+            return
+        case .starting:
+            if arguments.options.logFormat == .json {
+                printer.error("interrupted before anything was sent")
+            } else {
+                Console.err("showbatch: interrupted before anything was sent\n")
+            }
+            let code = record(.interrupted, error: "interrupted before anything was sent")
+            StandardError.shared.finish(timeout: .seconds(5))
+            exit(code.rawValue)
+        }
+    }
+}
+
+/// An exit code carried as an error, for a `Result`.
+private struct ExitCodeError: Error {
+    let code: ExitCode
 }
