@@ -1,8 +1,8 @@
 import Foundation
 import ShowbatchBasics
+import ShowbatchManifest
 #if canImport(Glibc)
 import Glibc
-import ShowbatchManifest
 #endif
 
 /// A private GnuPG home for one run: a new folder (mode 0700) holding only the recipients'

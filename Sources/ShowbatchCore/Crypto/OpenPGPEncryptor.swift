@@ -1,9 +1,9 @@
 internal import CGPGME
 import Foundation
 import ShowbatchBasics
+import ShowbatchManifest
 #if canImport(Glibc)
 import Glibc
-import ShowbatchManifest
 #endif
 
 /// Encrypts plaintext streams to the recipients' OpenPGP public keys with GnuPG, through GPGME.

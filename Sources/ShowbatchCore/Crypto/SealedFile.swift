@@ -1,7 +1,7 @@
 import ShowbatchBasics
+import ShowbatchManifest
 #if canImport(Glibc)
 import Glibc
-import ShowbatchManifest
 #endif
 
 // A sealed file: rows at rest while a run lasts (`.partial`, shard files), encrypted in chunks

@@ -1,8 +1,8 @@
 import Foundation
 import ShowbatchBasics
+import ShowbatchManifest
 #if canImport(Glibc)
 import Glibc
-import ShowbatchManifest
 #endif
 
 /// The outputs of a merge, each with the files of its shards, as the runner plans them.

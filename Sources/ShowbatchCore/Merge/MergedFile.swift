@@ -1,8 +1,8 @@
 import Foundation
 import ShowbatchBasics
+import ShowbatchManifest
 #if canImport(Glibc)
 import Glibc
-import ShowbatchManifest
 #endif
 
 /// One file a merge writes (an output, or its rejects file) from the files of the shards: their

@@ -1,8 +1,8 @@
 import Foundation
 import ShowbatchBasics
+import ShowbatchManifest
 #if canImport(Glibc)
 import Glibc
-import ShowbatchManifest
 #endif
 
 /// Reads the rows of one shard output, byte for byte, in the layout `OutputFile` writes: CSV (a

@@ -1,8 +1,8 @@
 import ShowbatchBasics
 internal import CZlib
+import ShowbatchManifest
 #if canImport(Glibc)
 import Glibc
-import ShowbatchManifest
 #endif
 
 /// Compresses an output as a series of gzip members, one ended at every checkpoint.

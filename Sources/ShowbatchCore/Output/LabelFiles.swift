@@ -1,8 +1,8 @@
 import Foundation
 import ShowbatchBasics
+import ShowbatchManifest
 #if canImport(Glibc)
 import Glibc
-import ShowbatchManifest
 #endif
 
 /// Writes binary labels' files on the writer thread, each before the row that names it, so that

@@ -1,7 +1,7 @@
 import ShowbatchBasics
+import ShowbatchManifest
 #if canImport(Glibc)
 import Glibc
-import ShowbatchManifest
 #endif
 
 /// Puts an encrypted output in place: its sealed `.partial` is unsealed chunk by chunk straight

@@ -1,9 +1,9 @@
 import Foundation
 import ShowbatchBasics
 import Synchronization
+import ShowbatchManifest
 #if canImport(Glibc)
 import Glibc
-import ShowbatchManifest
 #endif
 
 /// One output: rows streamed to `<path>.partial` and renamed into place when the run ends, or

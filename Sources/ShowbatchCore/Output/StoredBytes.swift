@@ -1,7 +1,7 @@
 import ShowbatchBasics
+import ShowbatchManifest
 #if canImport(Glibc)
 import Glibc
-import ShowbatchManifest
 #endif
 
 /// The bytes of a file showbatch wrote, read back as an unencrypted run writes them: the file's

@@ -185,10 +185,12 @@ struct PauseState<Waiter>: ~Copyable {
                 }
             }
             // Only an attempt sent while paused says the endpoint is back: one sent before the
-            // pause opened may have been answered just before the endpoint went down.
+            // pause opened may have been answered just before the endpoint went down. The clock
+            // is coarse (a tick of 1-4 ms): one sent in the tick the pause opened in may be either,
+            // so only the probe's answer (always sent later) or a later one ends it.
             if reason != nil {
                 failedInPause[ordinal] = nil
-                if probe || (sentAt ?? now) >= openedAt { close(into: &actions, now: now) }
+                if probe || (sentAt ?? now) > openedAt { close(into: &actions, now: now) }
             }
             return (true, actions)
         case .transient, .refused:

@@ -109,7 +109,10 @@ extension PauseModelTests {
         #expect(state.reason == .outage)
         let stale = state.attemptEnded(ordinal: 4, signal: .answered, probe: false, now: 110, sentAt: 95)
         #expect(stale.counts && stale.1.event == nil && state.reason == .outage)
-        let fresh = state.attemptEnded(ordinal: 5, signal: .answered, probe: false, now: 120, sentAt: 100)
+        // Sent in the clock's tick the pause opened in: maybe before it.
+        let sameTick = state.attemptEnded(ordinal: 6, signal: .answered, probe: false, now: 115, sentAt: 100)
+        #expect(sameTick.counts && state.reason == .outage)
+        let fresh = state.attemptEnded(ordinal: 5, signal: .answered, probe: false, now: 120, sentAt: 101)
         #expect(fresh.counts && state.reason == nil)
     }
 
@@ -359,8 +362,8 @@ private struct PauseModel: ~Copyable {
                 openedAt = now
                 failedInPause = []
             }
-            if wasPaused && state.reason == nil && !probe, let openedAt, sentAt[index] < openedAt {
-                return "an answer to an attempt sent before the pause opened ended it"
+            if wasPaused && state.reason == nil && !probe, let openedAt, sentAt[index] <= openedAt {
+                return "an answer to an attempt sent before the pause opened (or in its tick) ended it"
             }
             if state.reason == nil {
                 // An outage that an answer ended: the rows that failed in it fail on their own.
