@@ -126,17 +126,16 @@ package final class FileDescriptor {
     /// Reads into `bytes` from `start` to its end at `offset` in the file, or fewer bytes at the
     /// end of the file; how many.
     package func read(into bytes: inout [UInt8], from start: Int = 0, at offset: Int) throws(FileReadError) -> Int {
-        var done = 0
-        let wanted = bytes.count - start
-        while done < wanted {
-            let count = bytes.withUnsafeMutableBytes { pread(raw, $0.baseAddress! + start + done, wanted - done, off_t(offset + done)) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw FileReadError(path: path, reason: describeErrno(errno))
+        var failure: FileReadError?
+        let done = bytes.withUnsafeMutableBytes { buffer -> Int in
+            do throws(FileReadError) {
+                return try read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[start...]), at: offset)
+            } catch {
+                failure = error
+                return 0
             }
-            if count == 0 { break }
-            done += count
         }
+        if let failure { throw failure }
         return done
     }
 
