@@ -47,6 +47,8 @@ struct MergeArguments: Equatable {
     var output: String?
     /// `--format`, as the shards were run with it.
     var format: OutputFormat?
+    /// `--date`, as the shards were run with it.
+    var date: NightDate?
     /// `--quiet`: print only errors.
     var quiet = false
 }
@@ -116,6 +118,10 @@ enum ArgumentParser {
         Flag("--limit", "N", "send only the first N work items (of this shard): a canary run, written in a canary folder beside each output unless --output is given") { (arguments, text) throws(UsageError) in
             arguments.options.limit = try FlagValue.integer(text, "--limit", 1...Int.max, command: "run")
         },
+        Flag("--date", "YYYY-MM-DD", "the night ${run.date} and ${run.seq} name (default: today in TZ)") { (arguments, text) throws(UsageError) in
+            arguments.options.date = try FlagValue.date(text, "--date", command: "run")
+        },
+        Flag("--allow-repeat", "send a night whose data files are those of another night of the output") { $0.options.allowRepeat = true },
         Flag("--shard", "I/N|auto/N", "take work items whose ordinal mod N is I (auto: JOB_COMPLETION_INDEX)") { $0.shard = $1 },
         Flag("--emulate", "run against the built-in emulator on a free loopback port") { $0.emulate = true },
         Flag("--strict-hostname", "exit 3 when the custom hostname is not activated") { $0.options.strictHostname = true },
@@ -159,6 +165,9 @@ enum ArgumentParser {
         Flag("--output", "PATH", "the --output the shards were run with, if any") { $0.output = $1 },
         Flag("--format", "csv|json|jsonl", "the --format the shards were run with, if any") { (arguments, text) throws(UsageError) in
             arguments.format = try FlagValue.choice(text, "--format", command: "merge")
+        },
+        Flag("--date", "YYYY-MM-DD", "the night the shards were run for (--date of run; default: today in TZ)") { (arguments, text) throws(UsageError) in
+            arguments.date = try FlagValue.date(text, "--date", command: "merge")
         },
         Flag("--quiet", "print only errors") { $0.quiet = true },
     ]

@@ -90,7 +90,7 @@ enum CLI {
         let shards = arguments.shards ?? 1
         let summary: MergeSummary
         do {
-            summary = try ShardMerge.merge(manifest: manifest, options: MergeOptions(shards: shards, output: arguments.output, format: arguments.format),
+            summary = try ShardMerge.merge(manifest: manifest, options: MergeOptions(shards: shards, output: arguments.output, format: arguments.format, date: arguments.date),
                                            isCancelled: { Signals.fired })
         } catch {
             switch error {

@@ -81,6 +81,14 @@ enum FlagValue {
         throw UsageError(message: "\(flag) must be \(choices(T.allCases.map(\.rawValue))); got \"\(text)\"", command: command)
     }
 
+    /// A calendar date, `YYYY-MM-DD`.
+    static func date(_ text: String, _ flag: String, command: String) throws(UsageError) -> NightDate {
+        guard let date = NightDate(parsing: text) else {
+            throw UsageError(message: "\(flag) must be a date YYYY-MM-DD, such as 2026-12-01; got \"\(text)\"", command: command)
+        }
+        return date
+    }
+
     /// A positive duration.
     static func duration(_ text: String, _ flag: String, command: String) throws(UsageError) -> Duration {
         switch Units.parseDuration(text) {

@@ -10,8 +10,10 @@ import Synchronization
 enum RunCommand {
     /// The command line that sends a finished run's failed rows again: this one's manifest and
     /// the flags that name its files (`--output`, `--format`, `--shard`, `--limit`) and endpoint.
-    static func retryCommand(_ arguments: RunArguments, shard: Shard?) -> String {
+    static func retryCommand(_ arguments: RunArguments, shard: Shard?, night: NightDate? = nil) -> String {
         var words = ["showbatch", "run", arguments.manifest, "--retry-failed"]
+        // Tomorrow's default date names another file: the night is named.
+        if let night { words += ["--date", night.description] }
         if let output = arguments.options.output { words += ["--output", output] }
         if let format = arguments.options.format { words += ["--format", format.rawValue] }
         if let shard { words += ["--shard", "\(shard.index)/\(shard.count)"] }
@@ -152,7 +154,7 @@ private final class RunSession: Sendable {
         switch await task.value {
         case .success(let summary):
             live.endProgress()
-            live.summary(summary, retry: RunCommand.retryCommand(arguments, shard: options.shard))
+            live.summary(summary, retry: RunCommand.retryCommand(arguments, shard: options.shard, night: summary.night))
             return finish(summary.exitCode, summary: summary, shard: options.shard)
         case .failure(let error):
             live.endProgress()

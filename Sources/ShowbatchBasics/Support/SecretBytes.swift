@@ -15,6 +15,12 @@ package final class SecretBytes: @unchecked Sendable {
         self.count = count
     }
 
+    /// A copy of `bytes` (a passphrase read from the manifest).
+    package convenience init(copying bytes: [UInt8]) {
+        self.init(count: bytes.count)
+        withMutableBytes { $0.copyBytes(from: bytes) }
+    }
+
     /// How many bytes it holds.
     package let count: Int
 

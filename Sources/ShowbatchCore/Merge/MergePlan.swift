@@ -41,8 +41,10 @@ struct MergePlan {
         if options.output == "-" {
             throw RunError.usage("merge writes files, not standard output: give --output the path the shards were run with")
         }
+        // The shards' files and the merged one are named for one night.
+        let nights = try Nights(manifest: manifest, date: options.date ?? NightDate.today())
         func planned(_ shard: Shard?) throws(RunError) -> OutputPlanner {
-            try OutputPlanner(manifest: manifest, output: options.output, format: options.format, shard: shard)
+            try OutputPlanner(manifest: manifest, output: options.output, format: options.format, shard: shard, nights: nights)
         }
         let whole = try planned(nil)
         var files = Array(repeating: [String](), count: whole.targets.count)

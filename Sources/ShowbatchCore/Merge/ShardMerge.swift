@@ -14,12 +14,15 @@ package struct MergeOptions: Sendable, Equatable {
     package var output: String?
     /// `--format`, when the shards were run with it.
     package var format: OutputFormat?
+    /// `--date`: the night the shards were run for (`${run.date}`, `${run.seq}`); nil: today in `TZ`.
+    package var date: NightDate?
 
     /// Options for a manifest run in `shards` shards.
-    package init(shards: Int, output: String? = nil, format: OutputFormat? = nil) {
+    package init(shards: Int, output: String? = nil, format: OutputFormat? = nil, date: NightDate? = nil) {
         self.shards = shards
         self.output = output
         self.format = format
+        self.date = date
     }
 }
 
@@ -129,6 +132,7 @@ package enum ShardMerge {
         }
         // Every output is complete: only now does any of them replace a file.
         try putInPlace(plan)
+        try NightRecords.record(plan.outputs.filter { !$0.unchanged }.map(\.target), data: String(try manifest.dataHash(), radix: 16))
         return summary
     }
 

@@ -56,6 +56,12 @@ struct OutputTarget {
     var encrypt: EncryptSpec?
     /// A shard of an encrypted output: its files stay sealed (`.sealed`), for `merge` to read.
     var sealedShard = false
+    /// The night its name holds (`${run.date}`, `${run.seq}`), when it names one.
+    var night: NightTarget?
+    /// Where the finished file goes once it is in place (`output.deliver`).
+    var deliver: DeliverSpec?
+    /// Why the run leaves it as it is: its night was finished, and the file is as it was then.
+    var finishedNight: String?
 
     /// The target's files: the output, then its rejects file.
     var paths: [String] { [path] + (rejects.map { [$0.path] } ?? []) }
@@ -72,6 +78,17 @@ struct OutputTarget {
     func readableRows(of path: String) -> String { publishesMessage ? SideFile.sealedRows.of(path) : path }
 }
 
+/// The night an output's name holds: which output names it (its template), the date and number.
+struct NightTarget: Equatable {
+    /// `output.path` as the manifest gives it.
+    let template: String
+    let date: NightDate
+    let seq: Int
+    /// The run writes the night itself (not a shard, a canary or `--output`): once the file is
+    /// in place the night is recorded in the output's sequence state.
+    let records: Bool
+}
+
 /// A file a run reads, and what it is in words ("the data file d.csv").
 struct RunInput {
     let what: String
@@ -86,7 +103,7 @@ struct RunInput {
 struct OutputPlanner {
     let manifest: Manifest
     /// The outputs, in the order requests first name them.
-    let targets: [OutputTarget]
+    var targets: [OutputTarget]
     /// The output of each request.
     let byRequest: [Int]
     /// What the feed makes from each request's data rows: its output's template columns, then its
@@ -98,7 +115,8 @@ struct OutputPlanner {
 
     /// Plans the outputs of `manifest` as a run with these flags writes them. A canary (`limit`
     /// without `output`) writes every file of an output in a `canary` folder beside it.
-    init(manifest: Manifest, output: String?, format: OutputFormat?, shard: Shard?, limit: Int? = nil) throws(RunError) {
+    /// `nights` fills in `${run.date}` and `${run.seq}`; without it they stay as written.
+    init(manifest: Manifest, output: String?, format: OutputFormat?, shard: Shard?, limit: Int? = nil, nights: Nights? = nil) throws(RunError) {
         self.manifest = manifest
         var inputs = [RunInput(what: "the manifest", path: manifest.file)]
         for request in manifest.requests {
@@ -111,7 +129,7 @@ struct OutputPlanner {
         for case (let what, let path?) in tls { inputs.append(RunInput(what: what, path: path)) }
         self.inputs = inputs
         (targets, byRequest, extras) = try OutputPlanner.plan(manifest, output: output, format: format, shard: shard,
-                                                              canary: limit != nil && output == nil)
+                                                              canary: limit != nil && output == nil, nights: nights)
     }
 
     /// The folder a canary run (`--limit` without `--output`) writes an output's files in: `canary`
@@ -188,8 +206,8 @@ struct OutputPlanner {
     }
 
     private static func plan(_ manifest: Manifest, output: String?, format explicitFormat: OutputFormat?, shard: Shard?,
-                             canary: Bool) throws(RunError) -> (targets: [OutputTarget], byRequest: [Int], extras: [[[ColumnPart]]]) {
-        let naming = PathNaming(shard: shard, canary: canary)
+                             canary: Bool, nights: Nights?) throws(RunError) -> (targets: [OutputTarget], byRequest: [Int], extras: [[[ColumnPart]]]) {
+        let naming = PathNaming(shard: shard, canary: canary, nights: nights)
         var (targets, specs, byRequest) = if let output {
             try overrideTarget(manifest, path: output, format: explicitFormat, naming: naming)
         } else {
@@ -204,14 +222,24 @@ struct OutputPlanner {
         return (targets, byRequest, extras)
     }
 
-    /// How a run names its files: a shard's and a canary's beside the manifest's.
+    /// How a run names its files: the night filled in, a shard's and a canary's beside the manifest's.
     private struct PathNaming {
         let shard: Shard?
         let canary: Bool
+        let nights: Nights?
 
-        /// The file this run writes for `path` (`-` stays standard output).
-        func path(_ path: String, encrypted: Bool = false) -> String {
+        /// The night of the output named by `template`, when its name holds one.
+        func night(of template: String, override: Bool) -> NightTarget? {
+            guard let nights, NightName.names(template) else { return nil }
+            return NightTarget(template: template, date: nights.date, seq: nights.number(of: template),
+                               records: shard == nil && !canary && !override)
+        }
+
+        /// The file this run writes for `path` (`-` stays standard output), numbered as the
+        /// output named by `template`.
+        func path(_ path: String, encrypted: Bool = false, template: String? = nil) -> String {
             guard path != "-" else { return path }
+            let path = nights.map { $0.expand(path, template: template ?? path) } ?? path
             guard let shard else { return canary ? canaryPath(path) : path }
             // A shard of an encrypted output is sealed, not an OpenPGP message: named so.
             let sharded = encrypted ? shard.path(OutputFormat.withoutOpenPGPExtension(path)) + ".sealed" : shard.path(path)
@@ -256,7 +284,8 @@ struct OutputPlanner {
                 throw RunError.usage("--output \(path) ends in .pgp, .gpg or .asc but the output is not encrypted; add output.encrypt to the manifest, or name the file for what it holds")
             }
         }
-        let target = OutputTarget(path: naming.path(path, encrypted: spec.encrypt != nil), layout: .standard(format: format, labels: [], csv: spec.csv))
+        let template = manifest.output?.path
+        let target = OutputTarget(path: naming.path(path, encrypted: spec.encrypt != nil, template: template), layout: .standard(format: format, labels: [], csv: spec.csv))
         return ([target], [spec], Array(repeating: 0, count: manifest.requests.count))
     }
 
@@ -270,7 +299,7 @@ struct OutputPlanner {
             guard let spec = request.output ?? manifest.output else {
                 throw RunError.manifest(manifest.diagnostic(at: request.mark, "request \(index + 1) has no output: give --output PATH, or add output: to the manifest or the request"))
             }
-            let path = naming.path(spec.path, encrypted: spec.encrypt != nil)
+            let path = naming.path(spec.path, encrypted: spec.encrypt != nil, template: spec.path)
             let format = explicitFormat ?? spec.resolvedFormat
             // Two spellings of one file are one output.
             if let existing = targets.firstIndex(where: { $0.path == path || PrivateFile.canonical($0.path) == PrivateFile.canonical(path) }) {
@@ -289,7 +318,10 @@ struct OutputPlanner {
                 byRequest.append(existing)
             } else {
                 specs.append(spec)
-                targets.append(OutputTarget(path: path, layout: .standard(format: format, labels: [], csv: spec.csv)))
+                var target = OutputTarget(path: path, layout: .standard(format: format, labels: [], csv: spec.csv))
+                target.night = naming.night(of: spec.path, override: false)
+                target.deliver = spec.deliver
+                targets.append(target)
                 byRequest.append(targets.count - 1)
             }
         }
@@ -331,7 +363,7 @@ struct OutputPlanner {
             targets[index].encrypt = spec.encrypt
             targets[index].sealedShard = spec.encrypt != nil && shard != nil
             guard let rejects = spec.rejects, !targets[index].isStandardOutput else { continue }
-            let rejectsPath = naming.path(rejects, encrypted: spec.encrypt != nil)
+            let rejectsPath = naming.path(rejects, encrypted: spec.encrypt != nil, template: targets[index].night?.template ?? spec.path)
             var rowColumns: [String] = []
             // A set beside the list: a data file may have 100,000 columns, and a list search each
             // made setup quadratic (minutes before anything was opened).

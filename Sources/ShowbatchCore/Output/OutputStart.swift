@@ -30,12 +30,15 @@ enum OutputStart: Equatable {
         var hasJournal = true
         /// The finished output is a regular file.
         var outputExists = true
+        /// Its night was finished, the file is as it was then and no journal is left (why, in words).
+        var finishedNight: String?
     }
 
     /// Before its journal is opened: nil when the output has a journal to open (the decision
     /// then waits for `start(mode:discarded:hasCheckpoint:)`), else how it begins without one.
     static func withoutJournal(_ files: Files, mode: RunMode) -> OutputStart? {
         if files.path == "-" { return .standardOutput }
+        if let finished = files.finishedNight, mode != .retryFailed { return .unchanged(reason: finished + ": nothing is sent for it") }
         guard mode == .retryFailed else { return nil }
         if files.encryptedWithoutStateKey {
             return .refused("--retry-failed cannot rewrite \(files.path): it is encrypted to its recipients, and without output.encrypt.state_key its sealed rows could not be kept to rewrite it from; run without --retry-failed to write it again")

@@ -10,6 +10,7 @@ extension RunOutputs {
                                     staleAfter: Duration?, waitingForLock: (String) -> Void) throws(RunError) -> (OutputStart?, Journal?) {
         if target.path != "-" { try Journal.finishInterruptedRewrite(of: target) }
         var files = OutputStart.Files(path: target.path)
+        files.finishedNight = target.finishedNight
         if target.path != "-" && mode == .retryFailed {
             files.encryptedWithoutStateKey = target.publishesMessage && target.encrypt?.stateKey == nil
             files.hasJournal = PrivateFile.inspect(SideFile.journal.of(target.path)) != .none

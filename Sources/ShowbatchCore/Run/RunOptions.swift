@@ -30,6 +30,10 @@ package struct RunOptions: Sendable, Equatable {
     package var maxFailed: FailureAllowance?
     /// `--limit N`: send only the first N work items (of this shard): a canary.
     package var limit: Int?
+    /// `--date YYYY-MM-DD`: the night `${run.date}` and `${run.seq}` name; nil: today in `TZ`.
+    package var date: NightDate?
+    /// `--allow-repeat`: send a night whose data files are those of another night of the output.
+    package var allowRepeat = false
     /// `--strict-hostname`: a failed hostname check is exit 3.
     package var strictHostname = false
     /// `--progress`.

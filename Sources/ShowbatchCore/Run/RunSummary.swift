@@ -47,6 +47,9 @@ package struct RunSummary: Sendable {
     /// per file: the run's files are not that file's rows, whatever `max_failed` allows.
     package var dataChanged: [String] = []
 
+    /// The night the outputs' names hold (`${run.date}`, `${run.seq}`), when one does.
+    package var night: NightDate?
+
     /// True when every work item was sent and written, and no data file changed under the run.
     package var whole: Bool { skipped == 0 && unfinished == 0 && dataChanged.isEmpty }
 

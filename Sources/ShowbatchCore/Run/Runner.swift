@@ -51,13 +51,29 @@ package struct Runner: Sendable {
 
     private func runUnredacted() async throws(RunError) -> RunSummary {
         let start = ContinuousClock.now
-        let plan = try OutputPlanner(manifest: manifest, output: options.output, format: options.format, shard: options.shard,
-                                     limit: options.limit)
-        let targets = plan.targets
+        let nights = try Nights(manifest: manifest, date: options.date ?? NightDate.today())
+        var plan = try OutputPlanner(manifest: manifest, output: options.output, format: options.format, shard: options.shard,
+                                     limit: options.limit, nights: nights)
         if (options.resume || options.retryFailed) && plan.writesStandardOutput {
             throw RunError.usage("\(options.resume ? "--resume" : "--retry-failed") needs file outputs; standard output is not resumable")
         }
         try plan.check(sideFiles: options.sideFiles)
+        // A night sent again is seen before anything is sent, by its data files' hash.
+        var earlyDataHash: UInt64?
+        if !nights.isEmpty && !options.allowRepeat && manifest.requests.contains(where: { $0.each != nil }) {
+            let hash = try manifest.dataHash()
+            if Task.isCancelled {
+                var summary = RunSummary()
+                summary.interrupted = true
+                return summary
+            }
+            earlyDataHash = hash
+            if let (_, night) = nights.repeated(data: String(hash, radix: 16)) {
+                throw RunError.usage("the data files of the night of \(nights.date) are the same as those of the night of \(night.date) (\(night.file), sequence \(night.seq)): the export upstream may not have run since; nothing was sent (--allow-repeat sends them again)")
+            }
+        }
+        try NightRecords.markFinished(&plan.targets, mode: options.mode)
+        let targets = plan.targets
         let encryptors = try makeEncryptors(targets)
         var summary = RunSummary()
         let baseURL: String
@@ -81,7 +97,8 @@ package struct Runner: Sendable {
             if Task.isCancelled || stop.byInterrupt { summary.interrupted = true } else { summary.stopReason = stop.reason }
             return summary
         }
-        let dataHash = targets.contains { $0.path != "-" } ? try manifest.dataHash() : 0
+        let dataHash: UInt64
+        if let earlyDataHash { dataHash = earlyDataHash } else { dataHash = targets.contains { $0.path != "-" } ? try manifest.dataHash() : 0 }
         // Hashing big data files takes a while: an interrupt then leaves nothing behind.
         if Task.isCancelled {
             summary.interrupted = true
@@ -95,13 +112,17 @@ package struct Runner: Sendable {
             summary.outputs = []
             return summary
         }
+        for target in targets {
+            if let finished = target.finishedNight { events(.warning("\(target.path): \(finished): nothing is sent for it")) }
+        }
         for finished in outputs.finishedBefore {
             let next = finished.failed > 0 ? "; \(finished.failed) failed row\(finished.failed == 1 ? "" : "s"): --retry-failed sends \(finished.failed == 1 ? "it" : "them")" : ""
             events(.warning("\(finished.path) was already finished at \(Timestamp.rfc3339(finished.finished)): nothing is sent for it\(next)"))
         }
-        summary = try await sendAndCommit(outputs: outputs, plan: plan, baseURL: baseURL, start: start, credentials: credentials,
+        summary = try await sendAndCommit(outputs: outputs, plan: plan, dataHash: dataHash, baseURL: baseURL, start: start, credentials: credentials,
                                           encryptors: encryptors)
         summary.outputs = plan.writtenFiles
+        summary.night = nights.isEmpty ? nil : nights.date
         summary.tally = outputs.carriedTally.adding(summary.tally)
         if !summary.interrupted && summary.stopReason == nil {
             summary.rejects = zip(targets, outputs.rejectsRows(targets)).compactMap { target, rows in
@@ -147,7 +168,7 @@ package struct Runner: Sendable {
 
     /// Sends the run's rows, then commits the outputs, or leaves them for `--resume` when the
     /// run stops or is interrupted.
-    private func sendAndCommit(outputs: RunOutputs, plan: OutputPlanner, baseURL: String, start: ContinuousClock.Instant,
+    private func sendAndCommit(outputs: RunOutputs, plan: OutputPlanner, dataHash: UInt64, baseURL: String, start: ContinuousClock.Instant,
                                credentials: Credentials?, encryptors: [Int: OpenPGPEncryptor]) async throws(RunError) -> RunSummary {
         do {
             var summary = try await send(outputs: outputs, plan: plan, baseURL: baseURL, start: start, credentials: credentials,
@@ -158,6 +179,7 @@ package struct Runner: Sendable {
                 do {
                     // gpg makes encrypted outputs' messages here, and every output is synced.
                     try await Blocking.run("showbatch-commit") { () throws(RunError) in try outputs.commit() }
+                    try NightRecords.record(plan.targets, data: String(dataHash, radix: 16))
                 } catch where Task.isCancelled {
                     // Interrupted while an encrypted output was being made: its sealed file and
                     // journal are kept, and --resume finishes it.

@@ -7,6 +7,7 @@ extension ManifestDecoder {
     static let outputKeys = ManifestReference.keys(under: "output")
     static let csvKeys = ManifestReference.keys(under: "output.csv")
     static let encryptKeys = ManifestReference.keys(under: "output.encrypt")
+    static let deliverKeys = ManifestReference.keys(under: "output.deliver")
 
     mutating func output(_ node: Node, _ context: @autoclosure () -> String) -> OutputSpec? {
         guard let map = fields(node, context(), known: Self.outputKeys) else { return nil }
@@ -14,7 +15,7 @@ extension ManifestDecoder {
             problem(node.mark, "missing required key \"path\" in \(context())")
             return nil
         }
-        guard let path = text(pathNode, "\(context()).path"), !path.isEmpty else { return nil }
+        guard let path = nightText(pathNode, "\(context()).path"), !path.isEmpty else { return nil }
         if path != "-", let end = OutputSpec.endProblem(path) {
             problem(pathNode.mark, "\(context()).path must name a file, not end in \(end)")
             return nil
@@ -37,7 +38,7 @@ extension ManifestDecoder {
             spec.columnMarks = columnsNode.sequence.map { $0.map(\.mark) } ?? []
             spec.columnsKeyMark = map.pairs.first { $0.key.text == "columns" }?.key.mark
         }
-        if let rejectsNode = map["rejects"], let rejects = text(rejectsNode, "\(context()).rejects") {
+        if let rejectsNode = map["rejects"], let rejects = nightText(rejectsNode, "\(context()).rejects") {
             if rejects.isEmpty {
                 problem(rejectsNode.mark, "\(context()).rejects must name a file")
             } else if OutputFormat.fromExtension(rejects) == nil && spec.format == nil {
@@ -68,6 +69,15 @@ extension ManifestDecoder {
         if let encryptNode = map["encrypt"] {
             spec.encrypt = encrypt(encryptNode, context())
         }
+        if let rejectsNode = map["rejects"], let rejects = spec.rejects, NightName.numbers(rejects) && !NightName.names(path) {
+            problem(rejectsNode.mark, "\(context()).rejects holds ${run.seq}, the number of the output's nights, but \(context()).path names no night; put ${run.date} or ${run.seq} in the path too")
+        }
+        if let deliverNode = map["deliver"] {
+            spec.deliver = deliver(deliverNode, context())
+            if spec.deliver != nil && !NightName.names(path) {
+                problem(pathNode.mark, "\(context()).path must name the night (${run.date} or ${run.seq}) when \(context()).deliver is set: a processor takes each night's file under its own name, and the night's record beside it is what delivers it once")
+            }
+        }
         // A file named like an OpenPGP message holds one, and an encrypted output is named so:
         // neither a plaintext `cards.csv.pgp` nor an encrypted `cards.csv` is ever written.
         let encrypted = map["encrypt"] != nil
@@ -87,6 +97,92 @@ extension ManifestDecoder {
             problem(rejectsNode.mark, encrypted
                     ? "\(context()).rejects must end in .pgp, .gpg or .asc: rejected rows are encrypted with the output"
                     : "\(context()).rejects ends in .\((rejects as NSString).pathExtension) but the output is not encrypted")
+        }
+        return spec
+    }
+
+    /// The text of an output's path: environment references resolved, `${run.date}` and
+    /// `${run.seq}` kept for the run to fill in, in the file name only (the folder holds the
+    /// night's sequence state, so it must be one folder every night).
+    /// `keeping` are further references kept as written (`${file}`).
+    mutating func nightText(_ node: Node, _ what: @autoclosure () -> String, keeping: String? = nil) -> String? {
+        guard var raw = rawText(node, what()) else { return nil }
+        let keptMark = "\u{F1000}"
+        if let keeping { raw = raw.replacingOccurrences(of: keeping, with: keptMark) }
+        let found = NightName.references(in: raw)
+        guard !found.isEmpty else {
+            let resolved = resolvingEnvironment(raw, at: node, what())
+            return keeping.flatMap { keeping in resolved?.replacingOccurrences(of: keptMark, with: keeping) } ?? resolved
+        }
+        // Each reference is held aside by a private-use character while the rest is resolved.
+        var held = ""
+        var last = raw.startIndex
+        var kept: [NightName.Reference] = []
+        for (range, reference) in found {
+            held += raw[last..<range.lowerBound]
+            switch reference {
+            case .success(let reference):
+                held.unicodeScalars.append(Unicode.Scalar(0xF0000 + UInt32(kept.count))!)
+                kept.append(reference)
+            case .failure(let error):
+                problem(node.mark, "\(what()): \(error.message)")
+                return nil
+            }
+            last = range.upperBound
+        }
+        held += raw[last...]
+        guard let resolved = resolvingEnvironment(held, at: node, what()) else { return nil }
+        var out = ""
+        for scalar in resolved.unicodeScalars {
+            if scalar.value >= 0xF0000, Int(scalar.value - 0xF0000) < kept.count {
+                out += kept[Int(scalar.value - 0xF0000)].text
+            } else {
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        if let keeping { out = out.replacingOccurrences(of: keptMark, with: keeping) }
+        if let slash = out.lastIndex(of: "/"), out[..<slash].contains("${run.") {
+            problem(node.mark, "\(what()) may name the night (${run.date}, ${run.seq}) in its file name only: the folder keeps the night's sequence state, so it is the same folder every night")
+            return nil
+        }
+        return out
+    }
+
+    /// `output.deliver`: where the finished file is uploaded (SFTP), as whom, and the host's key.
+    private mutating func deliver(_ node: Node, _ context: String) -> DeliverSpec? {
+        guard let map = fields(node, "\(context).deliver", known: Self.deliverKeys) else { return nil }
+        func required(_ key: String) -> Node? {
+            if let value = map[key] { return value }
+            problem(node.mark, "missing required key \"\(key)\" in \(context).deliver")
+            return nil
+        }
+        guard let urlNode = required("sftp"), let user = required("user"), let key = required("key_file"),
+              let hosts = required("known_hosts") else { return nil }
+        guard let urlText = text(urlNode, "\(context).deliver.sftp") else { return nil }
+        let destination: SFTPDestination
+        switch SFTPDestination.parse(urlText) {
+        case .success(let parsed): destination = parsed
+        case .failure(let message):
+            problem(urlNode.mark, "\(context).deliver.sftp \(message)")
+            return nil
+        }
+        guard let userName = text(user, "\(context).deliver.user"), let keyFile = text(key, "\(context).deliver.key_file"),
+              let knownHosts = text(hosts, "\(context).deliver.known_hosts") else { return nil }
+        if userName.isEmpty || userName.contains(where: { $0 == "@" || $0 == ":" || $0 == "/" || $0.isWhitespace }) {
+            problem(user.mark, "\(context).deliver.user must be a user name (no @, :, / or space)")
+            return nil
+        }
+        var spec = DeliverSpec(destination: destination, user: userName, keyFile: resolve(keyFile), knownHosts: resolve(knownHosts), mark: node.mark)
+        if let phrase = map["passphrase"], let text = text(phrase, "\(context).deliver.passphrase") {
+            environmentSecrets.insert(text)
+            spec.passphrase = SecretBytes(copying: Array(text.utf8))
+        }
+        if let doneNode = map["done"], let done = nightText(doneNode, "\(context).deliver.done", keeping: "${file}") {
+            if done.isEmpty || done.contains("/") || done == "." || done == ".." {
+                problem(doneNode.mark, "\(context).deliver.done must be a file name in the delivery folder (no /)")
+            } else {
+                spec.done = done
+            }
         }
         return spec
     }

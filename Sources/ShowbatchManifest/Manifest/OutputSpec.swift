@@ -107,10 +107,11 @@ package struct OutputSpec: Sendable, Equatable {
     package static func == (lhs: OutputSpec, rhs: OutputSpec) -> Bool {
         lhs.path == rhs.path && lhs.format == rhs.format && lhs.csv == rhs.csv && lhs.columns == rhs.columns
             && lhs.rejects == rhs.rejects && lhs.rejectPartial == rhs.rejectPartial && lhs.compress == rhs.compress
-            && lhs.encrypt == rhs.encrypt
+            && lhs.encrypt == rhs.encrypt && lhs.deliver == rhs.deliver
     }
 
-    /// The path, resolved against the manifest's folder; may hold `{shard}`.
+    /// The path, resolved against the manifest's folder; may hold `{shard}`, and `${run.date}`
+    /// and `${run.seq}` in its file name (`NightName`).
     package var path: String
     /// The format, when given explicitly.
     package var format: OutputFormat?
@@ -126,6 +127,8 @@ package struct OutputSpec: Sendable, Equatable {
     package var compress: Bool?
     /// Encrypt to OpenPGP recipients (`output.encrypt`).
     package var encrypt: EncryptSpec?
+    /// Upload the finished file by SFTP (`output.deliver`).
+    package var deliver: DeliverSpec?
     /// Where each item of `columns` is in the manifest, for errors found once the labels are known.
     package var columnMarks: [Mark] = []
     /// Where the `columns` key is, for the warning about failed rows written blank.

@@ -85,6 +85,9 @@ package struct Template: Sendable, Equatable {
             }
             return .environmentOr(name, String(reference[colon.upperBound...]))
         }
+        if reference.hasPrefix("run.") {
+            throw TemplateSyntaxError(message: "${\(reference)} names the night a run writes: only output.path, output.rejects and output.deliver.done take it")
+        }
         if reference.hasPrefix("row.") {
             let column = String(reference.dropFirst(4))
             guard !column.isEmpty else { throw TemplateSyntaxError(message: "${row.} names no column") }

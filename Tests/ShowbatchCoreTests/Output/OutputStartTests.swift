@@ -22,6 +22,11 @@ import Testing
          .refused("out/r.csv was never written, so it has no failed rows to send again; run without --retry-failed")),
         (Files(path: "out/r.csv", encryptedWithoutStateKey: true), .retryFailed, .refused(encryptedRefusal)),
         (Files(path: "out/r.csv", encryptedWithoutStateKey: true, hasJournal: false), .retryFailed, .refused(encryptedRefusal)),
+        // A finished night (its file as recorded, no journal) is left as it is but by a retry.
+        (Files(path: "out/r-7.csv", hasJournal: false, finishedNight: "the night of 2026-12-01 (sequence 7) was finished"), .fresh,
+         .unchanged(reason: "the night of 2026-12-01 (sequence 7) was finished: nothing is sent for it")),
+        (Files(path: "out/r-7.csv", hasJournal: false, finishedNight: "finished"), .resume, .unchanged(reason: "finished: nothing is sent for it")),
+        (Files(path: "out/r-7.csv", hasJournal: false, finishedNight: "finished"), .retryFailed, .unchanged(reason: "it has no journal, so no failed rows")),
     ])
     func withoutJournal(files: Files, mode: RunMode, expected: OutputStart?) {
         #expect(OutputStart.withoutJournal(files, mode: mode) == expected)

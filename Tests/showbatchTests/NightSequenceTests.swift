@@ -1,0 +1,128 @@
+import Foundation
+import Testing
+import TestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A data-driven export whose file names say which night: `${run.date}` and `${run.seq:4}`.
+private let nightManifest = """
+vault: tnt1
+output: {path: "out/cards-${run.date}-${run.seq:4}.csv", columns: [{id: "${row.id}"}, card, status]}
+emulator:
+  aliases: {tok_a: "4111111111111111", tok_b: "5555555555554444", tok_c: "4012888888881881"}
+requests:
+  - name: "c-${row.id}"
+    each: {csv: in/customers.csv}
+    path: /post
+    payload: {card: "${row.alias}"}
+    labels: {card: json.card}
+"""
+
+private func data(_ ids: [Int]) -> String {
+    "id,alias\n" + ids.map { "\($0),tok_\(["a", "b", "c"][$0 % 3])\n" }.joined()
+}
+
+private func expectedRows(_ ids: [Int]) -> String {
+    let cards = ["4111111111111111", "5555555555554444", "4012888888881881"]
+    return "id,card,status\n" + ids.map { "\($0),\(cards[$0 % 3]),ok\n" }.joined()
+}
+
+/// The files in `out/` of `work`, sorted, dot files included.
+private func outFiles(_ work: Workspace) -> [String] {
+    ((try? FileManager.default.contentsOfDirectory(atPath: work.path + "/out")) ?? []).sorted()
+}
+
+@Suite(.serialized) struct NightSequenceTests {
+    private func workspace() -> Workspace {
+        Workspace(["m.yaml": nightManifest])
+    }
+
+    @Test func threeNightsAreNumberedOneTwoThreeAndARerunKeepsItsNumber() async throws {
+        let work = workspace()
+        defer { work.remove() }
+        for (night, ids) in [("2026-12-01", [1, 2]), ("2026-12-02", [3, 4, 5]), ("2026-12-03", [6])] {
+            work.write("in/customers.csv", data(ids))
+            let run = try await showbatch(["run", "m.yaml", "--emulate", "--date", night, "--quiet"], in: work.path)
+            #expect(run.status == 0 && run.stderr == "")
+        }
+        #expect(outFiles(work) == [".cards-DATE-SEQ.csv.sequence", "cards-20261201-0001.csv", "cards-20261202-0002.csv", "cards-20261203-0003.csv"])
+        #expect(work.read("out/cards-20261202-0002.csv") == expectedRows([3, 4, 5]))
+        var info = stat()
+        #expect(stat(work.path + "/out/.cards-DATE-SEQ.csv.sequence", &info) == 0 && info.st_mode & 0o777 == 0o600)
+
+        // The second night again (its data back in place): its number, and nothing sent.
+        work.write("in/customers.csv", data([3, 4, 5]))
+        let rerun = try await showbatch(["run", "m.yaml", "--emulate", "--date", "2026-12-02"], in: work.path)
+        #expect(rerun.status == 0)
+        #expect(rerun.stderr.hasPrefix("showbatch: warning: out/cards-20261202-0002.csv: the night of 2026-12-02 (sequence 2) was finished at 20"))
+        #expect(rerun.stderr.contains(", and the file is as it was then: nothing is sent for it\nshowbatch: 0 rows: 0 ok"))
+        #expect(outFiles(work).count == 4)
+
+        // A night whose file was lost is written again under its own number.
+        unlink(work.path + "/out/cards-20261202-0002.csv")
+        let again = try await showbatch(["run", "m.yaml", "--emulate", "--date", "2026-12-02", "--quiet"], in: work.path)
+        #expect(again.status == 0 && again.stderr == "")
+        #expect(work.read("out/cards-20261202-0002.csv") == expectedRows([3, 4, 5]))
+        // The next new night goes on from the highest number.
+        work.write("in/customers.csv", data([7]))
+        let fourth = try await showbatch(["run", "m.yaml", "--emulate", "--date", "2026-12-05", "--quiet"], in: work.path)
+        #expect(fourth.status == 0 && work.read("out/cards-20261205-0004.csv") == expectedRows([7]))
+    }
+
+    @Test func aRepeatedNightIsRefusedBeforeAnythingIsSent() async throws {
+        let work = workspace()
+        defer { work.remove() }
+        work.write("in/customers.csv", data([1, 2, 3]))
+        let first = try await showbatch(["run", "m.yaml", "--emulate", "--date", "2026-12-01", "--quiet"], in: work.path)
+        #expect(first.status == 0)
+        // The upstream export did not run: the next night's data file is yesterday's.
+        let repeated = try await showbatch(["run", "m.yaml", "--emulate", "--date", "2026-12-02", "--verbose"], in: work.path)
+        #expect(repeated.status == 2)
+        #expect(repeated.stderr == "showbatch: error: the data files of the night of 2026-12-02 are the same as those of the night of 2026-12-01 (cards-20261201-0001.csv, sequence 1): the export upstream may not have run since; nothing was sent (--allow-repeat sends them again)\nRun 'showbatch help run' for usage.\n")
+        #expect(outFiles(work) == [".cards-DATE-SEQ.csv.sequence", "cards-20261201-0001.csv"])
+        let allowed = try await showbatch(["run", "m.yaml", "--emulate", "--date", "2026-12-02", "--allow-repeat", "--quiet"], in: work.path)
+        #expect(allowed.status == 0)
+        #expect(work.read("out/cards-20261202-0002.csv") == expectedRows([1, 2, 3]))
+    }
+
+    @Test func shardsAndTheirMergeAreNamedForOneNightAndTheMergeRecordsIt() async throws {
+        let work = workspace()
+        defer { work.remove() }
+        work.write("in/customers.csv", data(Array(1...7)))
+        for shard in 0..<3 {
+            let run = try await showbatch(["run", "m.yaml", "--emulate", "--date", "2026-12-09", "--shard", "\(shard)/3", "--quiet"], in: work.path)
+            #expect(run.status == 0 && run.stderr == "")
+        }
+        // A shard records nothing: the night is the merge's.
+        #expect(!work.exists("out/.cards-DATE-SEQ.csv.sequence"))
+        #expect(work.exists("out/cards-20261209-0001-shard-2.csv"))
+        let merge = try await showbatch(["merge", "m.yaml", "--shards", "3", "--date", "2026-12-09"], in: work.path)
+        #expect(merge.status == 0 && merge.stderr == "showbatch: merged 3 shards into out/cards-20261209-0001.csv (7 rows)\n")
+        #expect(work.read("out/cards-20261209-0001.csv") == expectedRows(Array(1...7)))
+        #expect(work.read("out/.cards-DATE-SEQ.csv.sequence")?.contains("\"date\":\"20261209\",\"seq\":1,") == true)
+    }
+
+    @Test func theRetryHintNamesTheNight() async throws {
+        let work = workspace()
+        defer { work.remove() }
+        work.write("in/customers.csv", "id,alias\n1,tok_a\n2,tok_unknown\n")
+        let run = try await showbatch(["run", "m.yaml", "--emulate", "--date", "2026-12-01"], in: work.path)
+        #expect(run.status == 1)
+        #expect(run.stderr.hasSuffix("showbatch: next: showbatch run m.yaml --retry-failed --date 2026-12-01 --emulate sends the 1 failed row again\n"))
+    }
+
+    @Test func aLinkPlantedAtTheSequenceStateIsRefused() async throws {
+        let work = workspace()
+        defer { work.remove() }
+        work.write("in/customers.csv", data([1]))
+        work.write("elsewhere", "{}\n")
+        try FileManager.default.createDirectory(atPath: work.path + "/out", withIntermediateDirectories: true)
+        #expect(symlink(work.path + "/elsewhere", work.path + "/out/.cards-DATE-SEQ.csv.sequence") == 0)
+        let run = try await showbatch(["run", "m.yaml", "--emulate", "--date", "2026-12-01"], in: work.path)
+        #expect(run.status == 3)
+        #expect(run.stderr == "showbatch: error: cannot read out/.cards-DATE-SEQ.csv.sequence, which keeps the sequence numbers of the output's nights: it is a symbolic link, which showbatch never follows to its own files; the run does not guess a number\n")
+        #expect(work.read("elsewhere") == "{}\n")
+        #expect(outFiles(work) == [".cards-DATE-SEQ.csv.sequence"])
+    }
+}
