@@ -1,8 +1,8 @@
 # The two commands of the README: `make demo` and `make test`.
 # Both install the C libraries the package links (Debian -dev packages: libyaml-dev,
 # libcurl4-openssl-dev, zlib1g-dev, libgpgme-dev, libssl-dev) and gnupg (the gpg that GPGME runs
-# for encrypted outputs) when missing; `make test` also installs Debian's nginx-light and
-# prometheus-pushgateway, which tests run on loopback ports of their own.
+# for encrypted outputs) when missing; `make test` also installs Debian's nginx-light,
+# prometheus-pushgateway and openssh-server, which tests run on loopback ports of their own.
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -13,11 +13,12 @@ deps:
 		echo "installing libyaml-dev, libcurl4-openssl-dev, zlib1g-dev, libgpgme-dev, libssl-dev (the C libraries showbatch links) and gnupg"; \
 		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq libyaml-dev libcurl4-openssl-dev zlib1g-dev libgpgme-dev libssl-dev gnupg pkg-config; }
 
-# What the tests run besides showbatch: nginx-light (an HTTP/2 server with its own GOAWAY policy)
-# and prometheus-pushgateway, each started by the tests on a loopback port of their own.
-# Installing the pushgateway enables and starts its system service (port 9091, a persistence file
-# under /var/lib). The tests never use it, so when this target installed the package it stops the
-# service and keeps it from starting at boot: nothing is left running on the machine's behalf.
+# What the tests run besides showbatch: nginx-light (an HTTP/2 server with its own GOAWAY policy),
+# prometheus-pushgateway and openssh-server (the processor's SFTP server), each started by the
+# tests on a loopback port of their own. Installing the pushgateway or sshd enables and starts its
+# system service (port 9091, port 22). The tests never use them, so when this target installed the
+# package it stops the service and keeps it from starting at boot: nothing is left running on the
+# machine's behalf.
 test-deps: deps
 	@[ -x /usr/sbin/nginx ] || { \
 		echo "installing nginx-light (the HTTP/2 failure-path tests start their own on a loopback port)"; \
@@ -31,6 +32,15 @@ test-deps: deps
 		else \
 			$(SUDO) invoke-rc.d prometheus-pushgateway stop >/dev/null 2>&1 || true; \
 			$(SUDO) update-rc.d prometheus-pushgateway disable >/dev/null 2>&1 || true; \
+		fi; }
+	@[ -x /usr/sbin/sshd ] || { \
+		echo "installing openssh-server (the SFTP delivery tests start their own sshd on a loopback port)"; \
+		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends openssh-server && \
+		if [ -d /run/systemd/system ]; then \
+			$(SUDO) systemctl disable --now ssh.service ssh.socket >/dev/null 2>&1 || true; \
+		else \
+			$(SUDO) invoke-rc.d ssh stop >/dev/null 2>&1 || true; \
+			$(SUDO) update-rc.d ssh disable >/dev/null 2>&1 || true; \
 		fi; }
 
 build: deps

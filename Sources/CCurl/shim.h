@@ -19,6 +19,9 @@ static inline CURLcode sb_easy_setopt_callback(CURL *handle, CURLoption option, 
 static inline CURLcode sb_easy_getinfo_long(CURL *handle, CURLINFO info, long *value) {
     return curl_easy_getinfo(handle, info, value);
 }
+static inline CURLcode sb_easy_getinfo_offset(CURL *handle, CURLINFO info, curl_off_t *value) {
+    return curl_easy_getinfo(handle, info, value);
+}
 static inline CURLcode sb_easy_getinfo_pointer(CURL *handle, CURLINFO info, void **value) {
     return curl_easy_getinfo(handle, info, value);
 }

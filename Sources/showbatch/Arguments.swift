@@ -53,6 +53,15 @@ struct MergeArguments: Equatable {
     var quiet = false
 }
 
+/// Arguments of `deliver`.
+struct DeliverArguments: Equatable {
+    var manifest = ""
+    /// `--date`: the night; nil: today in `TZ`.
+    var date: NightDate?
+    /// `--quiet`: print only errors.
+    var quiet = false
+}
+
 /// Arguments of `emulate`.
 struct EmulateArguments: Equatable {
     var port = 8080
@@ -73,6 +82,7 @@ enum Invocation: Equatable {
     case validate([String])
     case plan(manifest: String, json: Bool)
     case merge(MergeArguments)
+    case deliver(DeliverArguments)
     case emulate(EmulateArguments)
     case help(String?)
     case version
@@ -172,6 +182,13 @@ enum ArgumentParser {
         Flag("--quiet", "print only errors") { $0.quiet = true },
     ]
 
+    static let deliverFlags: [Flag<DeliverArguments>] = [
+        Flag("--date", "YYYY-MM-DD", "the night to deliver (the --date it was run with; default: today in TZ)") { (arguments, text) throws(UsageError) in
+            arguments.date = try FlagValue.date(text, "--date", command: "deliver")
+        },
+        Flag("--quiet", "print only errors") { $0.quiet = true },
+    ]
+
     static let emulateFlags: [Flag<EmulateArguments>] = [
         Flag("--port", "N", "port to listen on (default 8080; 0 picks a free one)") { (arguments, text) throws(UsageError) in
             arguments.port = try FlagValue.integer(text, "--port", 0...65535, command: "emulate")
@@ -267,6 +284,12 @@ enum ArgumentParser {
                 throw UsageError(message: "merge writes files: --output - (standard output) cannot be merged into; give the --output the shards were run with", command: "merge")
             }
             return .merge(merge)
+        case .deliver:
+            var deliver = DeliverArguments()
+            let scanned = try scan(rest, deliverFlags, into: &deliver, command: "deliver")
+            if scanned.help { return .help("deliver") }
+            deliver.manifest = try single(scanned.positionals, command: "deliver")
+            return .deliver(deliver)
         case .emulate:
             var emulate = EmulateArguments()
             let scanned = try scan(rest, emulateFlags, into: &emulate, command: "emulate")

@@ -33,6 +33,8 @@ enum CLI {
             return await RunCommand.execute(run)
         case .merge(let merge):
             return self.merge(merge)
+        case .deliver(let deliver):
+            return await self.deliver(deliver)
         case .emulate(let emulate):
             return await EmulateCommand.execute(emulate)
         }
@@ -75,6 +77,36 @@ enum CLI {
         }
     }
 
+    /// `showbatch deliver`: the library uploads the night's files; this prints and maps the exit code.
+    static func deliver(_ arguments: DeliverArguments) async -> ExitCode {
+        let manifest: Manifest
+        do {
+            manifest = try ManifestLoader.load(path: arguments.manifest, use: .merge)
+        } catch {
+            Console.err(TerminalText.escapedLines(error.description) + "\n")
+            return error.exitCode
+        }
+        Signals.listen {}
+        defer { Signals.listen(nil) }
+        let date = arguments.date ?? NightDate.today()
+        let outcomes: [DeliveryOutcome]
+        do {
+            outcomes = try await NightDelivery.deliver(manifest: manifest, date: date, note: { Console.err("showbatch: warning: \(TerminalText.escaped($0))\n") })
+        } catch {
+            switch error {
+            case .usage(let message), .runtime(let message), .sideFile(let message): Console.err("showbatch: error: \(TerminalText.escaped(message))\n")
+            case .manifest(let diagnostic): Console.err(TerminalText.escapedLines(diagnostic.description) + "\n")
+            }
+            return error.exitCode
+        }
+        let failed = outcomes.contains { if case .failed = $0.result { return true } else { return false } }
+        if !arguments.quiet || failed {
+            let lines = EventPrinter.deliveryLines(outcomes, deliver: nil).filter { !arguments.quiet || $0.hasPrefix("showbatch: error:") }
+            Console.err(lines.map(TerminalText.escaped).joined(separator: "\n") + "\n")
+        }
+        return failed ? .undelivered : .ok
+    }
+
     /// `showbatch merge`: the library writes the unsharded outputs; this prints and maps the exit code.
     static func merge(_ arguments: MergeArguments) -> ExitCode {
         let manifest: Manifest
@@ -91,6 +123,7 @@ enum CLI {
         let summary: MergeSummary
         do {
             summary = try ShardMerge.merge(manifest: manifest, options: MergeOptions(shards: shards, output: arguments.output, format: arguments.format, date: arguments.date),
+                                           note: { Console.err("showbatch: warning: \(TerminalText.escaped($0))\n") },
                                            isCancelled: { Signals.fired })
         } catch {
             switch error {
@@ -103,12 +136,19 @@ enum CLI {
             Console.err("showbatch: interrupted: nothing was written\n")
             return .interrupted
         }
-        if !arguments.quiet {
+        // A delivered night is not merged again: the delivery lines say so.
+        let deliveredBefore = !summary.deliveries.isEmpty && summary.deliveries.allSatisfy { if case .already = $0.result { return true } else { return false } }
+            && summary.outputs.allSatisfy(\.unchanged)
+        if !arguments.quiet && !deliveredBefore {
             let outputs = summary.outputs.map { output in
                 "\(output.path) (\(output.rows) row\(output.rows == 1 ? "" : "s")\(output.unchanged ? ", already whole: its one shard is this file" : ""))"
             }
             Console.err(TerminalText.escaped("showbatch: merged \(shards) shard\(shards == 1 ? "" : "s") into \(outputs.joined(separator: ", "))") + "\n")
         }
-        return .ok
+        let failed = summary.deliveries.contains { if case .failed = $0.result { return true } else { return false } }
+        let deliver = arguments.date.map { "showbatch deliver \(arguments.manifest) --date \($0)" } ?? "showbatch deliver \(arguments.manifest) --date \(NightDate.today())"
+        let lines = EventPrinter.deliveryLines(summary.deliveries, deliver: deliver).filter { !arguments.quiet || $0.hasPrefix("showbatch: error:") }
+        if !lines.isEmpty { Console.err(lines.map(TerminalText.escaped).joined(separator: "\n") + "\n") }
+        return failed ? .undelivered : .ok
     }
 }

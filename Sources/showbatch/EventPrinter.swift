@@ -179,7 +179,7 @@ final class EventPrinter: Sendable {
 
     /// The run's summary; `--quiet` prints it too when the run did not exit 0. `retry` is the
     /// command that sends the failed rows again, said when rows failed.
-    func summary(_ summary: RunSummary, retry: String? = nil) {
+    func summary(_ summary: RunSummary, retry: String? = nil, deliver: String? = nil) {
         if quiet && summary.exitCode == .ok { return }
         let next = summary.failed > 0 && !summary.interrupted && summary.stopReason == nil && summary.outputs != ["-"] ? retry : nil
         if format == .json {
@@ -200,6 +200,7 @@ final class EventPrinter: Sendable {
                 JSONMember("exit_code", .number(String(summary.exitCode.rawValue))),
                 JSONMember("outputs", .array(summary.outputs.map(JSONValue.string))),
                 RunReport.rejectsMember(summary),
+                RunReport.deliveriesMember(summary.deliveries),
                 JSONMember("next", next.map(JSONValue.string) ?? .null),
             ] + RunReport.tallyMembers(summary.tally))
             return
@@ -239,7 +240,21 @@ final class EventPrinter: Sendable {
         if let next {
             lines.append("showbatch: next: \(next) sends the \(summary.failed) failed row\(summary.failed == 1 ? "" : "s") again")
         }
+        lines += Self.deliveryLines(summary.deliveries, deliver: deliver)
         Console.err(lines.map(TerminalText.escaped).joined(separator: "\n") + "\n")
+    }
+
+    /// What each delivery did, a line each; a failed one says what delivers it later.
+    static func deliveryLines(_ deliveries: [DeliveryOutcome], deliver: String?) -> [String] {
+        deliveries.map { outcome in
+            switch outcome.result {
+            case .delivered: return "showbatch: delivered \(outcome.path) to \(outcome.destination) (\(outcome.size) bytes)"
+            case .found: return "showbatch: \(outcome.path) was on the server already, whole (a run stopped after putting it there): recorded as delivered to \(outcome.destination)"
+            case .already(let when): return "showbatch: \(outcome.path) was delivered to \(outcome.destination) at \(when): nothing is delivered again"
+            case .failed(let why):
+                return "showbatch: error: cannot deliver \(outcome.path): \(why); the file is kept, and the next run\(deliver.map { " (or \($0))" } ?? "") delivers it without revealing anything again"
+            }
+        }
     }
 
     /// One JSON line; `spare`: it may be dropped when standard error is not read fast enough.

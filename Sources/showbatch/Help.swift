@@ -5,7 +5,7 @@ import ShowbatchCore
 /// The commands of showbatch, named once: the parser takes a command by this list, the dispatch
 /// switches over it (exhaustively), and the help is made from it.
 enum Command: String, CaseIterable {
-    case run, validate, plan, merge, emulate, help
+    case run, validate, plan, merge, deliver, emulate, help
 
     /// The command's line in the overview.
     var overviewLine: String {
@@ -14,6 +14,7 @@ enum Command: String, CaseIterable {
         case .validate: return "showbatch validate MANIFEST...         check manifests, send nothing"
         case .plan: return "showbatch plan MANIFEST [options]      print base_url and each request, send nothing"
         case .merge: return "showbatch merge MANIFEST --shards N    write the unsharded outputs from the files of N shards"
+        case .deliver: return "showbatch deliver MANIFEST [--date D]   upload a finished night's files (output.deliver), send nothing"
         case .emulate: return "showbatch emulate [options]            serve a local reveal-proxy emulator on 127.0.0.1"
         case .help: return "showbatch --help | --version | help COMMAND"
         }
@@ -44,6 +45,13 @@ enum Command: String, CaseIterable {
             it) or not of this manifest (its rows are not the manifest's work items for that shard); exit 3
             when an output cannot be written. An existing output is replaced, as a run replaces it.
             """, ArgumentParser.mergeFlags)
+        case .deliver:
+            return Help.page("showbatch deliver MANIFEST [options]", """
+            Delivers the files the night of --date (default: today in TZ) wrote for each output with
+            output.deliver, as a run does when it ends: once (a delivered file is not sent again).
+            Reveals nothing. Exit 0 when every file is delivered, 5 when a delivery failed, 2 when the
+            night was never finished, 3 when its file is not the one the night wrote.
+            """, ArgumentParser.deliverFlags)
         case .emulate:
             return Help.page("showbatch emulate [options]", """
             Serves a loopback stand-in for the VGS reveal proxy in front of an echo upstream, on
@@ -80,7 +88,8 @@ enum Help {
     \(Command.allCases.map { "  " + $0.overviewLine }.joined(separator: "\n"))
 
     Exit codes: 0 all rows ok, 1 some rows partial or failed, 2 usage or invalid manifest,
-    3 runtime failure, 4 stopped by the circuit breaker (resume once fixed), 130 interrupted.
+    3 runtime failure, 4 stopped by the circuit breaker (resume once fixed), 5 rows written but a
+    delivery failed (the next run or showbatch deliver delivers it), 130 interrupted.
 
     """
 }

@@ -22,6 +22,11 @@ enum RunCommand {
         return words.map(shellWord).joined(separator: " ")
     }
 
+    /// The command that delivers the night's files without running it again.
+    static func deliverCommand(_ manifest: String, night: NightDate) -> String {
+        ["showbatch", "deliver", manifest, "--date", night.description].map(shellWord).joined(separator: " ")
+    }
+
     /// `word` as a shell reads it back: as it is when it is plain, else in single quotes.
     private static func shellWord(_ word: String) -> String {
         let plain = !word.isEmpty && word.unicodeScalars.allSatisfy { scalar in
@@ -154,7 +159,8 @@ private final class RunSession: Sendable {
         switch await task.value {
         case .success(let summary):
             live.endProgress()
-            live.summary(summary, retry: RunCommand.retryCommand(arguments, shard: options.shard, night: summary.night))
+            live.summary(summary, retry: RunCommand.retryCommand(arguments, shard: options.shard, night: summary.night),
+                         deliver: summary.night.map { RunCommand.deliverCommand(arguments.manifest, night: $0) })
             return finish(summary.exitCode, summary: summary, shard: options.shard)
         case .failure(let error):
             live.endProgress()

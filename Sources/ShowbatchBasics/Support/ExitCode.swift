@@ -13,6 +13,9 @@ package enum ExitCode: Int32, Sendable, CaseIterable {
     /// certificate not trusted, an endpoint down past `circuit.max_pause`, `circuit.failed_rows`
     /// failed rows in a row). Outputs left `.partial`, journals kept for `--resume`.
     case stopped = 4
+    /// The rows were written, but a delivery (`output.deliver`) failed: the output is kept, and
+    /// the next run (or `showbatch deliver`) delivers it without revealing anything again.
+    case undelivered = 5
     /// Interrupted by SIGINT or SIGTERM: outputs left `.partial`, journals kept.
     case interrupted = 130
 }

@@ -43,6 +43,8 @@ package struct MergeSummary: Sendable, Equatable {
     package var outputs: [MergedOutput] = []
     /// The merge was interrupted: nothing was written.
     package var interrupted = false
+    /// How each merged file's delivery ended (`output.deliver`).
+    package var deliveries: [DeliveryOutcome] = []
 }
 
 /// `showbatch merge`: writes the unsharded outputs of a manifest from the files of its N shards,
@@ -61,9 +63,10 @@ package struct MergeSummary: Sendable, Equatable {
 package enum ShardMerge {
     /// Merges the shard outputs of `manifest`. `isCancelled` is asked now and then; when it says
     /// true, the merge stops and writes nothing.
-    package static func merge(manifest: Manifest, options: MergeOptions,
+    package static func merge(manifest: Manifest, options: MergeOptions, note: (String) -> Void = { _ in },
                              isCancelled: @escaping @Sendable () -> Bool = { false }) throws(RunError) -> MergeSummary {
         var plan = try MergePlan(manifest: manifest, options: options)
+        if let delivered = try deliveredAlready(plan) { return delivered }
         // Nothing another user could have planted is merged or written into.
         for output in plan.outputs {
             try PrivateFile.requireTrusted(sideFilesOf: output.target.paths + output.shardTargets.flatMap(\.paths))
@@ -133,6 +136,37 @@ package enum ShardMerge {
         // Every output is complete: only now does any of them replace a file.
         try putInPlace(plan)
         try NightRecords.record(plan.outputs.filter { !$0.unchanged }.map(\.target), data: String(try manifest.dataHash(), radix: 16))
+        // The merge pod hands the night over: each merged file with `output.deliver` is delivered.
+        let redactor = Redactor(manifest: manifest)
+        for output in plan.outputs {
+            guard let spec = output.target.deliver, let night = output.target.night, night.records else { continue }
+            var outcome = Deliverer.deliver(output.target.path, spec: spec, night: night, retry: manifest.retry, timeout: manifest.timeout,
+                                            note: note, isCancelled: isCancelled)
+            if case .failed(let message) = outcome.result { outcome.result = .failed(redactor.redact(message)) }
+            summary.deliveries.append(outcome)
+        }
+        return summary
+    }
+
+    /// A night whose merged files were delivered is not merged again (an encrypted file would
+    /// differ in every byte, and the processor has it): a summary saying so, when every output
+    /// was; a refusal when some were.
+    private static func deliveredAlready(_ plan: MergePlan) throws(RunError) -> MergeSummary? {
+        var summary = MergeSummary()
+        var delivered: [String] = []
+        for output in plan.outputs {
+            let path = output.target.path
+            guard let spec = output.target.deliver, let record = try DeliveryRecord.read(beside: path),
+                  case .regular = PrivateFile.inspect(path), let digest = try? FileDigest.of(path), digest.sha256 == record.sha256 else { continue }
+            delivered.append(path)
+            summary.outputs.append(MergedOutput(path: path, rows: 0, unchanged: true))
+            summary.deliveries.append(DeliveryOutcome(path: path, destination: spec.destination.url(of: record.file), size: digest.size,
+                                                      result: .already(record.delivered)))
+        }
+        guard !delivered.isEmpty else { return nil }
+        guard delivered.count == plan.outputs.count else {
+            throw RunError.usage("\(delivered.joined(separator: ", ")) \(delivered.count == 1 ? "was" : "were") delivered already, and merging again would replace \(delivered.count == 1 ? "it" : "them"); merge the other outputs with --output, or move the delivered files aside")
+        }
         return summary
     }
 

@@ -8,11 +8,20 @@ enum NightRecords {
     /// Marks each output whose night was finished already, with its file as it was then and no
     /// journal left (no failed row to send again): the run sends nothing for it. `--retry-failed`
     /// decides from its journal as before.
+    /// A delivered night is never written again: its file is the processor's now.
     static func markFinished(_ targets: inout [OutputTarget], mode: RunMode) throws(RunError) {
-        guard mode != .retryFailed else { return }
         for index in targets.indices {
             guard let night = targets[index].night, night.records else { continue }
             let target = targets[index]
+            if target.deliver != nil, let record = try DeliveryRecord.read(beside: target.path), case .regular = PrivateFile.inspect(target.path),
+               let digest = try? FileDigest.of(target.path), digest.sha256 == record.sha256 {
+                if mode == .retryFailed {
+                    throw RunError.usage("\(target.path) was delivered to \(record.to)\(record.file) at \(record.delivered): a processor takes a night's file once, so --retry-failed does not rewrite it; its failed rows are in its rejects file or journal")
+                }
+                targets[index].finishedNight = "it was delivered to \(record.to)\(record.file) at \(record.delivered)"
+                continue
+            }
+            guard mode != .retryFailed else { continue }
             let ledger = try NightLedger.read(template: night.template)
             guard let recorded = ledger.night(on: night.date), recorded.file == (target.path as NSString).lastPathComponent,
                   PrivateFile.inspect(SideFile.journal.of(target.path)) == .none,

@@ -20,6 +20,8 @@ enum SideFile: String, CaseIterable {
     /// message while its journal holds failed rows: what `--retry-failed` rewrites it from
     /// (showbatch cannot read the message back). Removed once no failed row is left.
     case sealedRows = ".sealed"
+    /// The record of the finished output's delivery (`output.deliver`): when, where, which bytes.
+    case delivered = ".delivered"
 
     /// This side file of `output`.
     func of(_ output: String) -> String { output + rawValue }

@@ -35,7 +35,7 @@ package struct RunReport: Sendable {
         self.error = error
     }
 
-    /// ok, rows_failed, stopped, interrupted, invalid or error: the exit code in a word.
+    /// ok, rows_failed, stopped, interrupted, undelivered, invalid or error: the exit code in a word.
     package var outcome: String {
         switch exitCode {
         case .ok: return "ok"
@@ -44,6 +44,7 @@ package struct RunReport: Sendable {
         case .runtime: return "error"
         case .stopped: return "stopped"
         case .interrupted: return "interrupted"
+        case .undelivered: return "undelivered"
         }
     }
 
@@ -80,6 +81,7 @@ package struct RunReport: Sendable {
             JSONMember("error", error.map(JSONValue.string) ?? .null),
             JSONMember("outputs", .array(summary.outputs.map(JSONValue.string))),
             RunReport.rejectsMember(summary),
+            RunReport.deliveriesMember(summary.deliveries),
         ]
         return JSONValue.object(members).compactText + "\n"
     }
@@ -105,6 +107,24 @@ package struct RunReport: Sendable {
     package static func rejectsMember(_ summary: RunSummary) -> JSONMember {
         JSONMember("rejects", .array(summary.rejects.map {
             .object([JSONMember("path", .string($0.path)), JSONMember("rows", .number(String($0.rows)))])
+        }))
+    }
+
+    /// Each delivery: the output, where it went, its size and how it ended (`delivered`,
+    /// `already`, `found`, `failed` with the reason).
+    package static func deliveriesMember(_ deliveries: [DeliveryOutcome]) -> JSONMember {
+        JSONMember("deliveries", .array(deliveries.map { outcome in
+            var members = [JSONMember("path", .string(outcome.path)), JSONMember("to", .string(outcome.destination)),
+                           JSONMember("size", .number(String(outcome.size)))]
+            switch outcome.result {
+            case .delivered: members.append(JSONMember("result", .string("delivered")))
+            case .found: members.append(JSONMember("result", .string("found")))
+            case .already(let when):
+                members += [JSONMember("result", .string("already")), JSONMember("delivered_at", .string(when))]
+            case .failed(let why):
+                members += [JSONMember("result", .string("failed")), JSONMember("error", .string(why))]
+            }
+            return .object(members)
         }))
     }
 

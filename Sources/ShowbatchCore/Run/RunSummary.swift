@@ -47,6 +47,9 @@ package struct RunSummary: Sendable {
     /// per file: the run's files are not that file's rows, whatever `max_failed` allows.
     package var dataChanged: [String] = []
 
+    /// How each delivered output's delivery ended (`output.deliver`).
+    package var deliveries: [DeliveryOutcome] = []
+
     /// The night the outputs' names hold (`${run.date}`, `${run.seq}`), when one does.
     package var night: NightDate?
 
@@ -93,6 +96,10 @@ extension RunSummary {
     package var exitCode: ExitCode {
         if interrupted { return .interrupted }
         if stopReason != nil { return .stopped }
-        return (ok == rows && whole) || withinAllowance ? .ok : .rowsFailed
+        let rowsCode: ExitCode = (ok == rows && whole) || withinAllowance ? .ok : .rowsFailed
+        if rowsCode == .ok && deliveries.contains(where: { if case .failed = $0.result { return true } else { return false } }) {
+            return .undelivered
+        }
+        return rowsCode
     }
 }

@@ -129,8 +129,30 @@ package struct Runner: Sendable {
                 guard let path = target.rejects?.path, let rows else { return nil }
                 return RejectsFile(path: path, rows: rows)
             }
+            summary.allowance = settings.failureAllowance
+            // A night within max_failed goes to the processor; one over it waits for --retry-failed.
+            if summary.exitCode == .ok {
+                summary.deliveries = await deliver(targets)
+            }
         }
         return summary
+    }
+
+    /// Delivers each output the run wrote for its night (or found finished) where its manifest
+    /// says (`output.deliver`): off the cooperative pool, as uploads block.
+    private func deliver(_ targets: [OutputTarget]) async -> [DeliveryOutcome] {
+        let (manifest, settings, events) = (manifest, settings, events)
+        let deliverable = targets.filter { $0.deliver != nil && $0.night?.records == true }
+        guard !deliverable.isEmpty else { return [] }
+        return await Blocking.run("showbatch-deliver") { () -> [DeliveryOutcome] in
+            deliverable.map { target in
+                var outcome = Deliverer.deliver(target.path, spec: target.deliver!, night: target.night!, retry: manifest.retry,
+                                                timeout: settings.timeout, note: { events(.warning($0)) },
+                                                isCancelled: { Task.isCancelled })
+                if case .failed(let message) = outcome.result { outcome.result = .failed(redactor.redact(message)) }
+                return outcome
+            }
+        }
     }
 
     /// `--resume` in a nightly job's command line starts over when there is nothing to go on

@@ -1,0 +1,169 @@
+import Foundation
+import ShowbatchBasics
+import ShowbatchManifest
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What a delivery record beside an output says: the file was uploaded, when, where, and which
+/// bytes. A rerun of a delivered night delivers nothing.
+struct DeliveryRecord: Equatable {
+    /// The file's name on the server.
+    var file: String
+    /// The folder's URL (no credentials).
+    var to: String
+    var size: Int
+    var sha256: String
+    /// When it was put in place on the server (RFC 3339).
+    var delivered: String
+
+    /// The record beside `output`: nil when there is none.
+    static func read(beside output: String) throws(RunError) -> DeliveryRecord? {
+        let path = SideFile.delivered.of(output)
+        let opened: FileDescriptor?
+        do { opened = try FileDescriptor.openOwn(path) } catch { throw RunError.runtime("cannot read \(path), the record of \(output)'s delivery: \(error.reason)") }
+        guard let file = opened else { return nil }
+        guard let bytes = try? file.readAll(limit: 1 << 16), let value = try? JSONParser.parse(bytes),
+              case .number("1")? = value["showbatch_delivery"] else {
+            throw RunError.runtime("\(path) is not a delivery record of this version of showbatch")
+        }
+        func text(_ key: String) -> String? { if case .string(let text)? = value[key] { return text } else { return nil } }
+        guard let name = text("file"), let to = text("to"), case .number(let sizeText)? = value["size"], let size = Int(sizeText),
+              let sha = text("sha256"), let when = text("delivered") else {
+            throw RunError.runtime("\(path) is not a whole delivery record")
+        }
+        return DeliveryRecord(file: name, to: to, size: size, sha256: sha, delivered: when)
+    }
+
+    /// Writes it beside `output` at once, mode 0600, never through a link.
+    func write(beside output: String) throws(RunError) {
+        var bytes: [UInt8] = []
+        JSONWriter.append(to: &bytes) { writer in
+            writer.object { writer in
+                writer.key("showbatch_delivery"); writer.integer(1)
+                writer.key("file"); writer.string(file)
+                writer.key("to"); writer.string(to)
+                writer.key("size"); writer.integer(size)
+                writer.key("sha256"); writer.string(sha256)
+                writer.key("delivered"); writer.string(delivered)
+            }
+        }
+        bytes.append(0x0A)
+        try PrivateFile.replaceAtomically(SideFile.delivered.of(output), with: bytes, mode: 0o600)
+    }
+}
+
+/// How one output's delivery ended.
+package struct DeliveryOutcome: Sendable, Equatable {
+    package enum Result: Sendable, Equatable {
+        /// Uploaded and put in place by this run.
+        case delivered
+        /// An earlier run delivered these bytes (its record says when).
+        case already(String)
+        /// The file was on the server under its name with its size (a run killed after the
+        /// rename): recorded, not uploaded again.
+        case found
+        /// Not delivered: why. The output is kept, and the next run delivers it.
+        case failed(String)
+    }
+
+    /// The output on this machine.
+    package var path: String
+    /// Where it is on the server (`sftp://host/folder/name`).
+    package var destination: String
+    package var size: Int
+    package var result: Result
+}
+
+/// Puts a finished output on the processor's SFTP server once: under a temporary name
+/// (`.NAME.part`), its size checked, then renamed to its own name, and a trigger file after it
+/// when `done` says so; then a record beside the output. Each step can be repeated after a
+/// crash: a file already in place under its name with its size is taken as delivered.
+enum Deliverer {
+    /// Delivers `path` (a finished output of the night `night`) as `spec` says, retrying what
+    /// `retry` retries with its backoff; `isCancelled` is asked between attempts.
+    static func deliver(_ path: String, spec: DeliverSpec, night: NightTarget, retry: RetryPolicy, timeout: Duration,
+                        note: (String) -> Void, isCancelled: () -> Bool = { false }) -> DeliveryOutcome {
+        let name = (path as NSString).lastPathComponent
+        var outcome = DeliveryOutcome(path: path, destination: spec.destination.url(of: name), size: 0, result: .delivered)
+        do throws(RunError) {
+            let digest = try FileDigest.of(path)
+            outcome.size = digest.size
+            if let record = try DeliveryRecord.read(beside: path) {
+                if record.sha256 == digest.sha256 && record.file == name && record.to == spec.destination.description {
+                    outcome.result = .already(record.delivered)
+                } else {
+                    outcome.result = .failed("\(path) was delivered to \(record.to)\(record.file) at \(record.delivered) and has changed since (or is to go elsewhere now); a processor takes a night's file once, so it is not sent again: remove \(SideFile.delivered.of(path)) to send this file as a new delivery")
+                }
+                return outcome
+            }
+            var random = SeededGenerator(seed: UInt64(digest.size))
+            var attempt = 1
+            while true {
+                do throws(DeliveryFailure) {
+                    let found = try upload(path, name: name, digest: digest, spec: spec, night: night, timeout: timeout)
+                    outcome.result = found ? .found : .delivered
+                    break
+                } catch {
+                    guard error.retries && retry.network && attempt < retry.attempts && !isCancelled() else {
+                        outcome.result = .failed(error.message)
+                        return outcome
+                    }
+                    let wait = retry.backoff(after: attempt, random: &random)
+                    note("delivering \(path) failed (\(error.message)); trying again in \(Units.text(wait)) (attempt \(attempt + 1) of \(retry.attempts))")
+                    // In slices: an interrupt ends the wait.
+                    let until = Date().addingTimeInterval(wait.seconds)
+                    while Date() < until && !isCancelled() { Thread.sleep(forTimeInterval: min(0.05, until.timeIntervalSinceNow)) }
+                    if isCancelled() {
+                        outcome.result = .failed("interrupted while waiting to try again (\(error.message))")
+                        return outcome
+                    }
+                    attempt += 1
+                }
+            }
+            try DeliveryRecord(file: name, to: spec.destination.description, size: digest.size, sha256: digest.sha256,
+                               delivered: Timestamp.rfc3339()).write(beside: path)
+            return outcome
+        } catch {
+            outcome.result = .failed(error.description)
+            return outcome
+        }
+    }
+
+    /// One try: true when the file was found in place already.
+    private static func upload(_ path: String, name: String, digest: FileDigest, spec: DeliverSpec, night: NightTarget,
+                               timeout: Duration) throws(DeliveryFailure) -> Bool {
+        let client = try SFTPClient(spec: spec, timeout: timeout)
+        if let size = try client.size(of: name) {
+            guard size == digest.size else {
+                throw DeliveryFailure(message: "\(spec.destination.url(of: name)) is on the server already with \(size) bytes, not this file's \(digest.size): it is not replaced (the processor may have a file of another run under this name)", retries: false)
+            }
+            try writeDone(client, spec: spec, name: name, night: night)
+            return true
+        }
+        let temporary = "." + name + ".part"
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { throw DeliveryFailure(message: "cannot read \(path): \(describeErrno(errno))", retries: false) }
+        defer { close(fd) }
+        try client.upload(fd, size: digest.size, as: temporary)
+        let uploaded = try client.size(of: temporary)
+        guard uploaded == digest.size else {
+            client.remove(temporary)
+            throw DeliveryFailure(message: "\(temporary) has \(uploaded.map(String.init) ?? "no") bytes on the server after the upload, not \(digest.size): the upload was cut short", retries: true)
+        }
+        let placed = try client.rename(temporary, to: name)
+        guard placed == digest.size else {
+            throw DeliveryFailure(message: "\(name) has \(placed.map(String.init) ?? "no") bytes on the server after the rename, not \(digest.size)", retries: false)
+        }
+        try writeDone(client, spec: spec, name: name, night: night)
+        return false
+    }
+
+    /// The trigger file, written after the file is in place (empty: its name is what it says).
+    private static func writeDone(_ client: SFTPClient, spec: DeliverSpec, name: String, night: NightTarget) throws(DeliveryFailure) {
+        guard let done = spec.doneName(file: name, date: night.date, seq: night.seq) else { return }
+        let empty = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        defer { close(empty) }
+        try client.upload(empty, size: 0, as: done)
+    }
+}

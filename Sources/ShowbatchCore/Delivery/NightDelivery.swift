@@ -1,0 +1,41 @@
+import Foundation
+import ShowbatchBasics
+import ShowbatchManifest
+
+/// `showbatch deliver`: delivers the files of a finished night without revealing anything.
+package enum NightDelivery {
+    /// Delivers each output of `manifest` with `output.deliver`, as the night of `date` wrote it.
+    /// Refused (exit 2) when no output delivers, or the night was never finished; a file changed
+    /// since its night was finished is refused too (exit 3), as it is not what the run wrote.
+    package static func deliver(manifest: Manifest, date: NightDate, note: @escaping @Sendable (String) -> Void = { _ in }) async throws(RunError) -> [DeliveryOutcome] {
+        let nights = try Nights(manifest: manifest, date: date)
+        let plan = try OutputPlanner(manifest: manifest, output: nil, format: nil, shard: nil, nights: nights)
+        let targets = plan.targets.filter { $0.deliver != nil && $0.night != nil }
+        guard !targets.isEmpty else { throw RunError.usage("no output of \(manifest.file) has output.deliver: there is nothing to deliver") }
+        try PrivateFile.requireTrusted(sideFilesOf: targets.map(\.path))
+        for target in targets {
+            let night = target.night!
+            let name = (target.path as NSString).lastPathComponent
+            guard let recorded = try NightLedger.read(template: night.template).night(on: date), recorded.file == name else {
+                throw RunError.usage("\(target.path) was never finished for the night of \(date): run it first (showbatch run \(manifest.file) --date \(date))")
+            }
+            guard case .regular = PrivateFile.inspect(target.path) else {
+                throw RunError.runtime("\(target.path), finished at \(recorded.finished), is not there any more: run the night again to write it")
+            }
+            let digest = try FileDigest.of(target.path)
+            guard digest.sha256 == recorded.sha256 else {
+                throw RunError.runtime("\(target.path) is not the file its night wrote at \(recorded.finished) (its SHA-256 differs): it is not delivered")
+            }
+        }
+        let (retry, timeout) = (manifest.retry, manifest.timeout)
+        let redactor = Redactor(manifest: manifest)
+        return await Blocking.run("showbatch-deliver") { () -> [DeliveryOutcome] in
+            targets.map { target in
+                var outcome = Deliverer.deliver(target.path, spec: target.deliver!, night: target.night!, retry: retry, timeout: timeout,
+                                                note: note, isCancelled: { Task.isCancelled })
+                if case .failed(let message) = outcome.result { outcome.result = .failed(redactor.redact(message)) }
+                return outcome
+            }
+        }
+    }
+}

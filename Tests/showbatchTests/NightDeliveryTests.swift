@@ -1,0 +1,182 @@
+import Foundation
+import Testing
+import TestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A night's export delivered by SFTP to a real OpenSSH server, with a trigger file after it.
+private let deliveredManifest = """
+vault: tnt1
+output:
+  path: "out/cards-${run.date}-${run.seq:4}.csv"
+  columns: [{id: "${row.id}"}, card]
+  rejects: "out/rejects-${run.date}.csv"
+  deliver:
+    sftp: "${SB_SFTP_URL}"
+    user: "${SB_SFTP_USER}"
+    key_file: "${SB_SFTP_KEY}"
+    known_hosts: "${SB_KNOWN_HOSTS}"
+    done: "${file}.done"
+emulator:
+  aliases: {tok_a: "4111111111111111", tok_b: "5555555555554444"}
+requests:
+  - name: "c-${row.id}"
+    each: {csv: in/customers.csv}
+    path: /post
+    payload: {card: "${row.alias}"}
+    labels: {card: json.card}
+"""
+
+private let night = "2026-12-01"
+private let file = "cards-20261201-0001.csv"
+private let rows = "id,card\n1,4111111111111111\n2,5555555555554444\n"
+
+@Suite(.serialized) struct NightDeliveryTests {
+    private func setUp() throws -> (Workspace, SFTPServer) {
+        let work = Workspace(["m.yaml": deliveredManifest, "in/customers.csv": "id,alias\n1,tok_a\n2,tok_b\n"])
+        return (work, try SFTPServer())
+    }
+
+    private func environment(_ server: SFTPServer, knownHosts: String? = nil) -> [String: String] {
+        ["SB_SFTP_URL": server.url, "SB_SFTP_USER": server.user, "SB_SFTP_KEY": server.clientKey,
+         "SB_KNOWN_HOSTS": knownHosts ?? server.knownHosts]
+    }
+
+    private func run(_ work: Workspace, _ server: SFTPServer, _ extra: [String] = [], knownHosts: String? = nil) async throws -> Execution {
+        try await showbatch(["run", "m.yaml", "--emulate", "--date", night] + extra, in: work.path,
+                            environment: environment(server, knownHosts: knownHosts))
+    }
+
+    private func uploaded(_ server: SFTPServer, _ name: String) -> String? {
+        FileManager.default.contents(atPath: server.uploads + "/" + name).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    @Test func aNightIsDeliveredOnceUnderItsOwnName() async throws {
+        let (work, server) = try setUp()
+        defer { work.remove(); server.remove() }
+        let first = try await run(work, server)
+        #expect(first.status == 0)
+        #expect(first.stderr.hasSuffix("; wrote out/\(file), out/rejects-20261201.csv (rejects: 0 rows)\nshowbatch: delivered out/\(file) to \(server.url)\(file) (\(rows.utf8.count) bytes)\n"))
+        // Byte for byte, under its own name, the trigger after it, nothing else left behind.
+        #expect(server.uploaded == [file, file + ".done"])
+        #expect(uploaded(server, file) == rows && uploaded(server, file + ".done") == "")
+        #expect(work.read("out/\(file)") == rows)
+        var info = stat()
+        #expect(stat(work.path + "/out/\(file).delivered", &info) == 0 && info.st_mode & 0o777 == 0o600)
+        let record = try #require(work.read("out/\(file).delivered"))
+        #expect(record.hasPrefix("{\"showbatch_delivery\":1,\"file\":\"\(file)\",\"to\":\"\(server.url)\",\"size\":\(rows.utf8.count),\"sha256\":\""))
+        var before = stat()
+        _ = stat(server.uploads + "/" + file, &before)
+
+        // The same night again: nothing sent, nothing delivered.
+        let again = try await run(work, server)
+        #expect(again.status == 0)
+        #expect(again.stderr.contains("showbatch: 0 rows: 0 ok"))
+        #expect(again.stderr.hasSuffix("showbatch: out/\(file) was delivered to \(server.url)\(file) at \(record.components(separatedBy: "\"delivered\":\"")[1].prefix(24)): nothing is delivered again\n"))
+        var after = stat()
+        _ = stat(server.uploads + "/" + file, &after)
+        #expect(after.st_ino == before.st_ino && after.st_mtim.tv_sec == before.st_mtim.tv_sec && after.st_mtim.tv_nsec == before.st_mtim.tv_nsec)
+        #expect(server.uploaded == [file, file + ".done"])
+        // A delivered night is the processor's: --retry-failed does not rewrite it.
+        let retry = try await run(work, server, ["--retry-failed"])
+        #expect(retry.status == 2)
+        #expect(retry.stderr.hasPrefix("showbatch: error: out/\(file) was delivered to \(server.url)\(file) at "))
+        #expect(retry.stderr.contains(": a processor takes a night's file once, so --retry-failed does not rewrite it; its failed rows are in its rejects file or journal\n"))
+    }
+
+    @Test func aServerDownKeepsTheFileAndTheNextRunDeliversWithoutRevealing() async throws {
+        let (work, server) = try setUp()
+        defer { work.remove(); server.remove() }
+        server.stop()
+        let down = try await run(work, server, ["--resume=auto"])
+        #expect(down.status == 5)
+        #expect(down.stderr.contains("showbatch: error: cannot deliver out/\(file): cannot look for \(file) on the server: 127.0.0.1:\(server.port) refused the connection (curl: "))
+        #expect(down.stderr.hasSuffix("; the file is kept, and the next run (or showbatch deliver m.yaml --date \(night)) delivers it without revealing anything again\n"))
+        // Tried as often as requests are (3 attempts by default), with their backoff.
+        #expect(down.stderr.components(separatedBy: "showbatch: warning: delivering out/\(file) failed").count == 3)
+        #expect(work.read("out/\(file)") == rows && !work.exists("out/\(file).delivered"))
+        #expect(server.uploaded.isEmpty)
+
+        try server.start()
+        let next = try await run(work, server, ["--resume=auto"])
+        #expect(next.status == 0)
+        // Nothing is revealed again: no row is sent.
+        #expect(next.stderr.contains("nothing is sent for it\nshowbatch: 0 rows: 0 ok, 0 partial, 0 failed"))
+        #expect(next.stderr.hasSuffix("showbatch: delivered out/\(file) to \(server.url)\(file) (\(rows.utf8.count) bytes)\n"))
+        #expect(server.uploaded == [file, file + ".done"] && uploaded(server, file) == rows)
+    }
+
+    @Test func theDeliverCommandDeliversAFinishedNight() async throws {
+        let (work, server) = try setUp()
+        defer { work.remove(); server.remove() }
+        server.stop()
+        let down = try await run(work, server)
+        #expect(down.status == 5)
+        try server.start()
+        let never = try await showbatch(["deliver", "m.yaml", "--date", "2026-12-02"], in: work.path, environment: environment(server))
+        #expect(never.status == 2)
+        #expect(never.stderr == "showbatch: error: out/cards-20261202-0002.csv was never finished for the night of 2026-12-02: run it first (showbatch run m.yaml --date 2026-12-02)\n")
+        let deliver = try await showbatch(["deliver", "m.yaml", "--date", night], in: work.path, environment: environment(server))
+        #expect(deliver.status == 0)
+        #expect(deliver.stderr == "showbatch: delivered out/\(file) to \(server.url)\(file) (\(rows.utf8.count) bytes)\n")
+        #expect(server.uploaded == [file, file + ".done"] && uploaded(server, file) == rows)
+        let again = try await showbatch(["deliver", "m.yaml", "--date", night, "--quiet"], in: work.path, environment: environment(server))
+        #expect(again.status == 0 && again.stderr == "")
+    }
+
+    @Test func anUnknownHostKeyIsRefusedWithNothingUploaded() async throws {
+        let (work, server) = try setUp()
+        defer { work.remove(); server.remove() }
+        let refused = try await run(work, server, knownHosts: server.otherKnownHosts)
+        #expect(refused.status == 5)
+        #expect(refused.stderr.hasSuffix("showbatch: error: cannot deliver out/\(file): the host key of 127.0.0.1:\(server.port) is not in the known hosts file \(server.otherKnownHosts), or differs from the one there: nothing was uploaded (no key is trusted on first use; add the processor's host key, checked with them); the file is kept, and the next run (or showbatch deliver m.yaml --date \(night)) delivers it without revealing anything again\n"))
+        // Not retried: no retry makes the key known.
+        #expect(!refused.stderr.contains("trying again"))
+        #expect(server.uploaded.isEmpty)
+        // Nothing of the key material is in what was said.
+        let key = try String(contentsOfFile: server.clientKey, encoding: .utf8)
+        for line in key.split(separator: "\n") where !line.hasPrefix("-----") { #expect(!refused.stderr.contains(line)) }
+    }
+
+    @Test func whatAKillDuringTheUploadLeavesIsReplacedByOneWholeFile() async throws {
+        let (work, server) = try setUp()
+        defer { work.remove(); server.remove() }
+        // Killed while uploading: the temporary name holds part of the file, the record is absent.
+        server.stop()
+        #expect(try await run(work, server).status == 5)
+        try server.start()
+        try Data(rows.utf8.prefix(9)).write(to: URL(fileURLWithPath: server.uploads + "/." + file + ".part"))
+        let next = try await run(work, server)
+        #expect(next.status == 0)
+        #expect(server.uploaded == [file, file + ".done"] && uploaded(server, file) == rows)
+    }
+
+    @Test func whatAKillAfterTheRenameLeavesIsRecordedNotUploadedAgain() async throws {
+        let (work, server) = try setUp()
+        defer { work.remove(); server.remove() }
+        #expect(try await run(work, server).status == 0)
+        // Killed after the rename, before the record was written.
+        unlink(work.path + "/out/\(file).delivered")
+        unlink(server.uploads + "/" + file + ".done")
+        var before = stat()
+        _ = stat(server.uploads + "/" + file, &before)
+        let next = try await run(work, server)
+        #expect(next.status == 0)
+        #expect(next.stderr.hasSuffix("showbatch: out/\(file) was on the server already, whole (a run stopped after putting it there): recorded as delivered to \(server.url)\(file)\n"))
+        var after = stat()
+        _ = stat(server.uploads + "/" + file, &after)
+        #expect(after.st_ino == before.st_ino)
+        #expect(server.uploaded == [file, file + ".done"] && work.exists("out/\(file).delivered"))
+    }
+
+    @Test func anotherFileUnderTheNameIsNeverReplaced() async throws {
+        let (work, server) = try setUp()
+        defer { work.remove(); server.remove() }
+        try Data("someone else's file\n".utf8).write(to: URL(fileURLWithPath: server.uploads + "/" + file))
+        let refused = try await run(work, server)
+        #expect(refused.status == 5)
+        #expect(refused.stderr.contains("showbatch: error: cannot deliver out/\(file): \(server.url)\(file) is on the server already with 20 bytes, not this file's \(rows.utf8.count): it is not replaced"))
+        #expect(uploaded(server, file) == "someone else's file\n" && server.uploaded == [file])
+    }
+}
