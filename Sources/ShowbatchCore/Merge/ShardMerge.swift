@@ -136,16 +136,20 @@ package enum ShardMerge {
         // Every output is complete: only now does any of them replace a file.
         try putInPlace(plan)
         try NightRecords.record(plan.outputs.filter { !$0.unchanged }.map(\.target), data: String(try manifest.dataHash(), radix: 16))
-        // The merge pod hands the night over: each merged file with `output.deliver` is delivered.
-        let redactor = Redactor(manifest: manifest)
-        for output in plan.outputs {
-            guard let spec = output.target.deliver, let night = output.target.night, night.records else { continue }
-            var outcome = Deliverer.deliver(output.target.path, spec: spec, night: night, retry: manifest.retry, timeout: manifest.timeout,
-                                            note: note, isCancelled: isCancelled)
-            if case .failed(let message) = outcome.result { outcome.result = .failed(redactor.redact(message)) }
-            summary.deliveries.append(outcome)
-        }
+        summary.deliveries = deliver(plan, note: note, isCancelled: isCancelled)
         return summary
+    }
+
+    /// The merge pod hands the night over: each merged file with `output.deliver` is delivered.
+    private static func deliver(_ plan: MergePlan, note: (String) -> Void, isCancelled: () -> Bool) -> [DeliveryOutcome] {
+        let redactor = Redactor(manifest: plan.manifest)
+        return plan.outputs.compactMap { output in
+            guard let spec = output.target.deliver, let night = output.target.night, night.records else { return nil }
+            var outcome = Deliverer.deliver(output.target.path, spec: spec, night: night, retry: plan.manifest.retry,
+                                            timeout: plan.manifest.timeout, note: note, isCancelled: isCancelled)
+            if case .failed(let message) = outcome.result { outcome.result = .failed(redactor.redact(message)) }
+            return outcome
+        }
     }
 
     /// A night whose merged files were delivered is not merged again (an encrypted file would

@@ -58,19 +58,11 @@ package struct Runner: Sendable {
             throw RunError.usage("\(options.resume ? "--resume" : "--retry-failed") needs file outputs; standard output is not resumable")
         }
         try plan.check(sideFiles: options.sideFiles)
-        // A night sent again is seen before anything is sent, by its data files' hash.
-        var earlyDataHash: UInt64?
-        if !nights.isEmpty && !options.allowRepeat && manifest.requests.contains(where: { $0.each != nil }) {
-            let hash = try manifest.dataHash()
-            if Task.isCancelled {
-                var summary = RunSummary()
-                summary.interrupted = true
-                return summary
-            }
-            earlyDataHash = hash
-            if let (_, night) = nights.repeated(data: String(hash, radix: 16)) {
-                throw RunError.usage("the data files of the night of \(nights.date) are the same as those of the night of \(night.date) (\(night.file), sequence \(night.seq)): the export upstream may not have run since; nothing was sent (--allow-repeat sends them again)")
-            }
+        let earlyDataHash = try refuseRepeatedNight(nights)
+        if Task.isCancelled {
+            var summary = RunSummary()
+            summary.interrupted = true
+            return summary
         }
         try NightRecords.markFinished(&plan.targets, mode: options.mode)
         let targets = plan.targets
@@ -136,6 +128,17 @@ package struct Runner: Sendable {
             }
         }
         return summary
+    }
+
+    /// A night sent again is seen before anything is sent, by its data files' hash: refused
+    /// unless `--allow-repeat`. Returns the hash when it was taken (nil: not needed).
+    private func refuseRepeatedNight(_ nights: Nights) throws(RunError) -> UInt64? {
+        guard !nights.isEmpty && !options.allowRepeat && manifest.requests.contains(where: { $0.each != nil }) else { return nil }
+        let hash = try manifest.dataHash()
+        if !Task.isCancelled, let (_, night) = nights.repeated(data: String(hash, radix: 16)) {
+            throw RunError.usage("the data files of the night of \(nights.date) are the same as those of the night of \(night.date) (\(night.file), sequence \(night.seq)): the export upstream may not have run since; nothing was sent (--allow-repeat sends them again)")
+        }
+        return hash
     }
 
     /// Delivers each output the run wrote for its night (or found finished) where its manifest
