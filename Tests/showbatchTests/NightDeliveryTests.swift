@@ -180,3 +180,41 @@ private let rows = "id,card\n1,4111111111111111\n2,5555555555554444\n"
         #expect(uploaded(server, file) == "someone else's file\n" && server.uploaded == [file])
     }
 }
+
+/// The Kubernetes sample's shape: an encrypted night run in 3 shards, merged and delivered by the
+/// merge pod; the processor decrypts what is on its server.
+@Suite(.serialized) struct MergedNightDeliveryTests {
+    @Test func threeShardsMergedIntoOneMessageAreDeliveredOnce() async throws {
+        let manifest = deliveredManifest
+            .replacingOccurrences(of: "\"out/cards-${run.date}-${run.seq:4}.csv\"", with: "\"out/cards-${run.date}-${run.seq:4}.csv.pgp\"")
+            .replacingOccurrences(of: "\"out/rejects-${run.date}.csv\"", with: "\"out/rejects-${run.date}.csv.pgp\"")
+            .replacingOccurrences(of: "  deliver:\n", with: "  encrypt: {recipients: [keys/processor.asc], state_key: \"${SB_STATE_KEY}\"}\n  deliver:\n")
+        let ids = Array(1...10)
+        let work = Workspace(["m.yaml": manifest, "in/customers.csv": "id,alias\n" + ids.map { "\($0),tok_\($0 % 2 == 0 ? "a" : "b")\n" }.joined()])
+        work.write("keys/processor.asc", try String(contentsOfFile: GPGFixture.shared.alice.file, encoding: .utf8))
+        let server = try SFTPServer()
+        defer { work.remove(); server.remove() }
+        let environment = ["SB_SFTP_URL": server.url, "SB_SFTP_USER": server.user, "SB_SFTP_KEY": server.clientKey,
+                           "SB_KNOWN_HOSTS": server.knownHosts, "SB_STATE_KEY": Data(repeating: 7, count: 32).base64EncodedString()]
+        for shard in 0..<3 {
+            let run = try await showbatch(["run", "m.yaml", "--emulate", "--date", night, "--shard", "\(shard)/3", "--quiet"], in: work.path, environment: environment)
+            #expect(run.status == 0 && run.stderr == "")
+        }
+        // A shard never delivers.
+        #expect(server.uploaded.isEmpty)
+        let merge = try await showbatch(["merge", "m.yaml", "--shards", "3", "--date", night], in: work.path, environment: environment)
+        let name = "cards-20261201-0001.csv.pgp"
+        #expect(merge.status == 0)
+        #expect(merge.stderr.hasPrefix("showbatch: merged 3 shards into out/\(name) (10 rows)\nshowbatch: delivered out/\(name) to \(server.url)\(name) ("))
+        #expect(server.uploaded == [name, name + ".done"])
+        let plain = try #require(GPGFixture.shared.decrypt(server.uploads + "/" + name))
+        let cards = ["4111111111111111", "5555555555554444"]
+        #expect(String(decoding: plain, as: UTF8.self) == "id,card\n" + ids.map { "\($0),\(cards[$0 % 2 == 0 ? 0 : 1])\n" }.joined())
+        // The merge pod retried after the night was delivered: nothing is merged or sent again.
+        let again = try await showbatch(["merge", "m.yaml", "--shards", "3", "--date", night], in: work.path, environment: environment)
+        #expect(again.status == 0)
+        #expect(again.stderr.hasPrefix("showbatch: out/\(name) was delivered to \(server.url)\(name) at "))
+        #expect(again.stderr.hasSuffix(": nothing is delivered again\n"))
+        #expect(server.uploaded == [name, name + ".done"])
+    }
+}
