@@ -25,6 +25,8 @@ package final class GPGFixture: Sendable {
     package let signOnly: Key
     /// Made on 2020-01-01, expired on 2020-01-02.
     package let expired: Key
+    /// Made now, expiring in 10 days.
+    package let expiringSoon: Key
     /// A valid signing key whose only encryption subkey expired on 2020-01-02.
     package let expiredSubkey: Key
     /// Revoked with the revocation certificate gpg made along with it.
@@ -74,6 +76,8 @@ package final class GPGFixture: Sendable {
         signOnly = Key(fingerprint: signOnlyFingerprint, file: export(main, [signOnlyFingerprint], "sign-only.asc"))
         let expiredFingerprint = generate(main, "Old <old@example.test>", "future-default", "default", "1d", fakedTime: true)
         expired = Key(fingerprint: expiredFingerprint, file: export(main, [expiredFingerprint], "expired.asc"))
+        let soonFingerprint = generate(main, "Soon <soon@example.test>", "future-default", "default", "10d")
+        expiringSoon = Key(fingerprint: soonFingerprint, file: export(main, [soonFingerprint], "expiring-soon.asc"))
         let subFingerprint = generate(main, "Sub <sub@example.test>", "ed25519", "sign", "never", fakedTime: true)
         _ = GPGFixture.gpg(main, ["--faked-system-time", "20200101T000000!", "--quick-add-key", subFingerprint, "cv25519", "encr", "1d"])
         expiredSubkey = Key(fingerprint: subFingerprint, file: export(main, [subFingerprint], "expired-subkey.asc"))

@@ -16,6 +16,9 @@ import Glibc
 package final class OpenPGPEncryptor {
     /// The recipients' primary key fingerprints, in the order given (a key given twice, once).
     package let fingerprints: [String]
+    /// When each recipient's key stops being one that can be encrypted to (Unix time), for keys
+    /// that expire at all: the primary key's expiry, or the last valid encryption subkey's.
+    package let expiries: [String: Int]
     /// The private GnuPG home's path; nil once closed.
     var home: String? { privateHome?.path }
     private var privateHome: GnuPGHome?
@@ -50,6 +53,9 @@ package final class OpenPGPEncryptor {
             }
         }
         fingerprints = found.map(\.fingerprint)
+        var expiries: [String: Int] = [:]
+        for key in found { if let time = Self.expiry(key.key.pointee) { expiries[key.fingerprint] = time } }
+        self.expiries = expiries
         keys = found.map(\.key) + [nil]
         recipientKeyIDs = found.map { Self.encryptionKeyIDs($0.key.pointee) }
         privateHome = session.home
@@ -168,6 +174,35 @@ package final class OpenPGPEncryptor {
 
     /// Releases the keys and the context and removes the private GnuPG home (stopping any
     /// gpg-agent that runs for it). Idempotent.
+    /// When `key` can no longer be encrypted to, or nil when it never expires.
+    private static func expiry(_ key: _gpgme_key) -> Int? {
+        let primary = key.subkeys.map { Int($0.pointee.expires) } ?? 0
+        var last: Int? = 0
+        var subkey = key.subkeys
+        while let current = subkey {
+            let sub = current.pointee
+            if sub.can_encrypt != 0 && sub.revoked == 0 && sub.expired == 0 && sub.disabled == 0 && sub.invalid == 0 {
+                // One that never expires keeps the key usable.
+                last = sub.expires == 0 ? nil : last.map { max($0, Int(sub.expires)) }
+            }
+            subkey = sub.next
+        }
+        let candidates = [primary > 0 ? primary : nil, last.flatMap { $0 > 0 ? $0 : nil }].compactMap { $0 }
+        return candidates.min()
+    }
+
+    /// A warning for each recipient whose key expires within `days` days of `now`.
+    package func expiryWarnings(within days: Int, for output: String, now: Date = Date()) -> [String] {
+        guard days > 0 else { return [] }
+        return fingerprints.compactMap { fingerprint in
+            guard let time = expiries[fingerprint] else { return nil }
+            let left = Double(time) - now.timeIntervalSince1970
+            guard left < Double(days) * 86_400 else { return nil }
+            let day = Timestamp.rfc3339(Date(timeIntervalSince1970: Double(time))).prefix(10)
+            return "the recipient key \(fingerprint) of \(output) expires on \(day) (in \(max(0, Int(left / 86_400))) day\(Int(left / 86_400) == 1 ? "" : "s"); encrypt.warn_expiry is \(days)d): get the processor's new public key before then"
+        }
+    }
+
     package func close() {
         for key in keys { if let key { gpgme_key_unref(key) } }
         keys = []
@@ -361,6 +396,10 @@ private final class KeySession {
         status = gpgme_get_key(context, fingerprint, &key, 0)
         guard status == 0, let key else {
             return refuse("\(name): GnuPG cannot list its key \(fingerprint): \(GPGME.describe(status))")
+        }
+        if let pins = file.pinned, !pins.contains(fingerprint) {
+            gpgme_key_unref(key)
+            return refuse("\(name) holds the key \(fingerprint), which is not one of encrypt.fingerprints (\(pins.joined(separator: ", "))): a key file swapped for another key is not encrypted to")
         }
         if let problem = Self.unusable(key.pointee, fingerprint: fingerprint, name: name) {
             gpgme_key_unref(key)

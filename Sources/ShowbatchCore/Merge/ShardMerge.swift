@@ -72,7 +72,7 @@ package enum ShardMerge {
             try PrivateFile.requireTrusted(sideFilesOf: output.target.paths + output.shardTargets.flatMap(\.paths))
         }
         try plan.check()
-        let encryptors = try makeEncryptors(plan)
+        let encryptors = try makeEncryptors(plan, note: note)
         let mergeKey = DataKey.random()
         var lock: [Int32] = []
         defer { lock.forEach { close($0) } }
@@ -176,12 +176,14 @@ package enum ShardMerge {
 
     /// The OpenPGP encryptor of each encrypted output: its merged file is sealed under a key of
     /// the merge's own (in memory only) while it is written, then made into a message.
-    private static func makeEncryptors(_ plan: MergePlan) throws(RunError) -> [Int: OpenPGPEncryptor] {
+    private static func makeEncryptors(_ plan: MergePlan, note: (String) -> Void) throws(RunError) -> [Int: OpenPGPEncryptor] {
         var encryptors: [Int: OpenPGPEncryptor] = [:]
         for output in plan.outputs {
             guard let spec = output.target.encrypt else { continue }
             do {
-                encryptors[output.index] = try OpenPGPEncryptor(recipients: spec.recipients, armor: spec.armor)
+                let encryptor = try OpenPGPEncryptor(recipients: spec.recipients, armor: spec.armor)
+                encryptors[output.index] = encryptor
+                for warning in encryptor.expiryWarnings(within: spec.warnExpiryDays, for: output.target.path) { note(warning) }
             } catch {
                 // A recipient's key is the manifest's to fix (2); GnuPG that cannot run, the machine's (3).
                 let message = "cannot merge \(output.target.path): \(error.message)"

@@ -162,7 +162,11 @@ package struct RunReport: Sendable {
                [("", String(summary.resentAfter429))])
         metric("showbatch_token_renewals", "Access tokens the last run fetched again.", [("", String(summary.tokenRenewals))])
         metric("showbatch_run_duration_seconds", "Wall time of the last run.", [("", String(format: "%.3f", summary.elapsed.seconds))])
-        metric("showbatch_run_exit_code", "Exit code of the last run (0 ok, 1 rows failed, 2 invalid, 3 error, 4 stopped, 130 interrupted).",
+        if !summary.keyExpiries.isEmpty {
+            metric("showbatch_key_expiry_timestamp_seconds", "When each recipient key the outputs are encrypted to expires (Unix time); keys that never expire are not listed.",
+                   summary.keyExpiries.sorted { $0.key < $1.key }.map { ("fingerprint=\"\($0.key)\"", String($0.value)) })
+        }
+        metric("showbatch_run_exit_code", "Exit code of the last run (0 ok, 1 rows failed, 2 invalid, 3 error, 4 stopped, 5 undelivered, 130 interrupted).",
                [("", String(exitCode.rawValue))])
         metric("showbatch_last_run_timestamp_seconds", "When the last run ended (Unix time).", [("", Self.seconds(ended))])
         let lastSuccess = exitCode == .ok ? Self.seconds(ended) : previous.flatMap(Self.lastSuccess)

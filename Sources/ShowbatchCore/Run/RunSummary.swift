@@ -47,6 +47,8 @@ package struct RunSummary: Sendable {
     /// per file: the run's files are not that file's rows, whatever `max_failed` allows.
     package var dataChanged: [String] = []
 
+    /// When each recipient key that expires does (Unix time), by fingerprint.
+    package var keyExpiries: [String: Int] = [:]
     /// How each delivered output's delivery ended (`output.deliver`).
     package var deliveries: [DeliveryOutcome] = []
 

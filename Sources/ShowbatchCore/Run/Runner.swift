@@ -115,6 +115,7 @@ package struct Runner: Sendable {
                                           encryptors: encryptors)
         summary.outputs = plan.writtenFiles
         summary.night = nights.isEmpty ? nil : nights.date
+        summary.keyExpiries = encryptors.values.reduce(into: [:]) { all, encryptor in all.merge(encryptor.expiries) { first, _ in first } }
         summary.tally = outputs.carriedTally.adding(summary.tally)
         if !summary.interrupted && summary.stopReason == nil {
             summary.rejects = zip(targets, outputs.rejectsRows(targets)).compactMap { target, rows in
@@ -241,6 +242,7 @@ package struct Runner: Sendable {
                 encryptors[index] = encryptor
                 // Said in the log: a recipient's key file swapped for another shows here.
                 events(.note("\(target.path) is encrypted to \(encryptor.fingerprints.joined(separator: ", "))\(target.sealedShard ? " (its shard file stays sealed until merge)" : "")"))
+                for warning in encryptor.expiryWarnings(within: spec.warnExpiryDays, for: target.path) { events(.warning(warning)) }
             } catch {
                 // This machine, not the manifest: GnuPG cannot run, or its home cannot be made.
                 if error.isThisMachine {

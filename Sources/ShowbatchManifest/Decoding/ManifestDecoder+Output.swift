@@ -207,7 +207,24 @@ extension ManifestDecoder {
         } else {
             problem(node.mark, "missing required key \"recipients\" in \(context).encrypt")
         }
-        let cacheKey = recipients.map(\.path).joined(separator: "\u{0}")
+        if let pinsNode = map["fingerprints"] {
+            if let items = pinsNode.sequence, !items.isEmpty {
+                var pins: [String] = []
+                for (index, item) in items.enumerated() {
+                    guard let text = text(item, "\(context).encrypt.fingerprints[\(index)]") else { continue }
+                    if let pin = RecipientFile.normalizedFingerprint(text) {
+                        pins.append(pin)
+                    } else {
+                        problem(item.mark, "\(context).encrypt.fingerprints[\(index)] must be a key's fingerprint: 40 hex digits (gpg --fingerprint), spaces allowed")
+                    }
+                }
+                // A pin that is not a fingerprint is its own problem, not every recipient's.
+                if pins.count == items.count { recipients = recipients.map { RecipientFile(path: $0.path, name: $0.name, pinned: pins) } }
+            } else {
+                problem(pinsNode.mark, "\(context).encrypt.fingerprints must be a list of the recipients' key fingerprints")
+            }
+        }
+        let cacheKey = recipients.map { $0.path + "\u{1}" + ($0.pinned ?? []).joined(separator: ",") }.joined(separator: "\u{0}")
         let found: [RecipientProblem]
         if use == .run {
             found = []
@@ -236,6 +253,13 @@ extension ManifestDecoder {
             }
         }
         if let armorNode = map["armor"], let value = bool(armorNode, "\(context).encrypt.armor") { spec.armor = value }
+        if let warnNode = map["warn_expiry"], let text = scalarText(warnNode, "\(context).encrypt.warn_expiry") {
+            if text.hasSuffix("d"), let days = Int(text.dropLast()), (0...3650).contains(days) {
+                spec.warnExpiryDays = days
+            } else {
+                problem(warnNode.mark, "\(context).encrypt.warn_expiry must be a number of days from 0d to 3650d, such as 30d; found \"\(text)\"")
+            }
+        }
         return spec
     }
 

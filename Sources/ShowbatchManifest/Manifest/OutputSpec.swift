@@ -65,6 +65,8 @@ package struct EncryptSpec: Sendable, Equatable, CustomStringConvertible {
     package var stateKey: StateKey?
     /// ASCII-armored output instead of binary OpenPGP.
     package var armor = false
+    /// A recipient key expiring within this many days is a warning on every run (0: never).
+    package var warnExpiryDays = 30
     /// Where `encrypt` is in the manifest, for errors found later.
     package var mark: Mark
     /// Where each recipient is, for a key the run finds it cannot encrypt to.

@@ -4,11 +4,23 @@ package struct RecipientFile: Sendable, Equatable {
     package let path: String
     /// How messages name it (the path as the manifest writes it).
     package let name: String
+    /// The fingerprints its key must have one of (`encrypt.fingerprints`; uppercase hex, no
+    /// spaces); nil: not pinned.
+    package var pinned: [String]?
 
     /// The key file at `path`, named `name` (default: the path) in messages.
-    package init(path: String, name: String? = nil) {
+    package init(path: String, name: String? = nil, pinned: [String]? = nil) {
         self.path = path
         self.name = name ?? path
+        self.pinned = pinned
+    }
+
+    /// A fingerprint as `gpg --fingerprint` prints it (`5CB3 3E01 …`) or as hex, in the form keys
+    /// are compared in (uppercase, no spaces); nil when it is not 40 or 64 hex digits.
+    package static func normalizedFingerprint(_ text: String) -> String? {
+        let hex = text.uppercased().filter { $0 != " " }
+        guard hex.count == 40 || hex.count == 64, hex.allSatisfy({ $0.isHexDigit }) else { return nil }
+        return hex
     }
 }
 

@@ -50,6 +50,27 @@ final class PiecesSource: PlaintextSource {
         return (path, source.calls)
     }
 
+    /// A key that expires within `encrypt.warn_expiry` is said on every run, with its day; one
+    /// that never expires is not listed, and its expiry is a metric.
+    @Test func aKeyExpiringSoonIsAWarningAndAMetric() throws {
+        let keys = GPGFixture.shared
+        let encryptor = try OpenPGPEncryptor(recipients: [RecipientFile(path: keys.expiringSoon.file, name: "keys/soon.asc"), RecipientFile(path: keys.alice.file)])
+        defer { encryptor.close() }
+        let expires = try #require(encryptor.expiries[keys.expiringSoon.fingerprint])
+        #expect(encryptor.expiries.count == 1)
+        let now = Date(timeIntervalSince1970: Double(expires) - 9.5 * 86_400)
+        let day = Timestamp.rfc3339(Date(timeIntervalSince1970: Double(expires))).prefix(10)
+        #expect(encryptor.expiryWarnings(within: 30, for: "out/c.csv.pgp", now: now) == [
+            "the recipient key \(keys.expiringSoon.fingerprint) of out/c.csv.pgp expires on \(day) (in 9 days; encrypt.warn_expiry is 30d): get the processor's new public key before then",
+        ])
+        #expect(encryptor.expiryWarnings(within: 7, for: "out/c.csv.pgp", now: now).isEmpty)
+        #expect(encryptor.expiryWarnings(within: 0, for: "out/c.csv.pgp", now: now).isEmpty)
+        var summary = RunSummary()
+        summary.keyExpiries = encryptor.expiries
+        let metrics = RunReport(runID: "r", manifest: "m.yaml", shard: nil, started: Date(), ended: Date(), exitCode: .ok, summary: summary, error: nil).prometheus(previous: nil)
+        #expect(metrics.contains("# TYPE showbatch_key_expiry_timestamp_seconds gauge\nshowbatch_key_expiry_timestamp_seconds{manifest=\"m.yaml\",fingerprint=\"\(keys.expiringSoon.fingerprint)\"} \(expires)\n"))
+    }
+
     @Test func aMultiMegabyteStreamDecryptsToExactlyItsBytes() throws {
         let dir = TempDir()
         defer { dir.remove() }

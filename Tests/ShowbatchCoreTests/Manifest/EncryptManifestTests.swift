@@ -83,6 +83,31 @@ import TestSupport
         #expect(!errors.contains("c2hvcnQ"))
     }
 
+    /// Pinned recipients: a key file holding another key than the pinned fingerprints is refused;
+    /// the pinned key passes, written as `gpg --fingerprint` prints it.
+    @Test func pinnedFingerprintsRefuseASwappedKey() throws {
+        let alice = GPGFixture.shared.alice.fingerprint
+        let spaced = stride(from: 0, to: alice.count, by: 4).map { start -> String in
+            let from = alice.index(alice.startIndex, offsetBy: start)
+            return String(alice[from..<alice.index(from, offsetBy: 4)])
+        }.joined(separator: " ")
+        let other = String(repeating: "AB12", count: 10)
+        func text(_ pins: String) -> String {
+            "vault: tnt1\noutput: {path: out/c.csv.pgp, encrypt: {recipients: [keys/alice.asc], fingerprints: [\(pins)]}}\nrequests: [{name: a, path: /p}]\n"
+        }
+        #expect(manifestErrors(text("\"\(spaced.lowercased())\""), files: keyFiles) == "")
+        #expect(manifestErrors(text(other), files: keyFiles).split(separator: "\n").first.map(String.init)
+                == "m.yaml:2:54: error: output.encrypt.recipients[0]: keys/alice.asc holds the key \(alice), which is not one of encrypt.fingerprints (\(other)): a key file swapped for another key is not encrypted to")
+        #expect(manifestErrors(text("nope"), files: keyFiles).split(separator: "\n").first.map(String.init)
+                == "m.yaml:2:86: error: output.encrypt.fingerprints[0] must be a key's fingerprint: 40 hex digits (gpg --fingerprint), spaces allowed")
+        // A run refuses it too, before anything is sent.
+        let dir = TempDir()
+        defer { dir.remove() }
+        for (name, content) in keyFiles { _ = dir.file(name, content) }
+        let manifest = try loadManifest(text(other), in: dir, use: .run)
+        #expect(throws: CryptoError.self) { try OpenPGPEncryptor(recipients: manifest.output!.encrypt!.recipients) }
+    }
+
     /// An output path names a file: one ending in a space or a line break would look like another
     /// (`p.pgp ` is not a message), one ending in `/` or `.` names a folder.
     @Test(arguments: [("out/p.csv.pgp ", "a space or a control character"), ("out/p.csv\\t", "a space or a control character"),

@@ -83,6 +83,7 @@ import ShowbatchYAML
             "auth.client_auth": credentials.inBody ? "body" : "basic",
             "auth.header": auth.header,
             "output.encrypt.armor": String(EncryptSpec(recipients: [], mark: Mark(line: 1, column: 1)).armor),
+            "output.encrypt.warn_expiry": "\(EncryptSpec(recipients: [], mark: Mark(line: 1, column: 1)).warnExpiryDays)d",
         ]
         let stated = ManifestReference.entries.filter { $0.defaultValue != "—" && $0.defaultValue != "required" }
         for entry in stated {
