@@ -217,4 +217,29 @@ private let rows = "id,card\n1,4111111111111111\n2,5555555555554444\n"
         #expect(again.stderr.hasSuffix(": nothing is delivered again\n"))
         #expect(server.uploaded == [name, name + ".done"])
     }
+
+    /// The processor's key changed between the shards and the merge: the night is not made into
+    /// a message to a key its shards were not sealed for.
+    @Test func aMergeToOtherRecipientsThanTheShardsIsRefused() async throws {
+        let manifest = deliveredManifest
+            .replacingOccurrences(of: "\"out/cards-${run.date}-${run.seq:4}.csv\"", with: "\"out/cards-${run.date}-${run.seq:4}.csv.pgp\"")
+            .replacingOccurrences(of: "\"out/rejects-${run.date}.csv\"", with: "\"out/rejects-${run.date}.csv.pgp\"")
+            .replacingOccurrences(of: "  deliver:\n", with: "  encrypt: {recipients: [keys/processor.asc], state_key: \"${SB_STATE_KEY}\"}\n  deliver:\n")
+        let work = Workspace(["m.yaml": manifest, "in/customers.csv": "id,alias\n1,tok_a\n2,tok_b\n3,tok_a\n"])
+        work.write("keys/processor.asc", try String(contentsOfFile: GPGFixture.shared.alice.file, encoding: .utf8))
+        let server = try SFTPServer()
+        defer { work.remove(); server.remove() }
+        let environment = ["SB_SFTP_URL": server.url, "SB_SFTP_USER": server.user, "SB_SFTP_KEY": server.clientKey,
+                           "SB_KNOWN_HOSTS": server.knownHosts, "SB_STATE_KEY": Data(repeating: 7, count: 32).base64EncodedString()]
+        for shard in 0..<2 {
+            let run = try await showbatch(["run", "m.yaml", "--emulate", "--date", night, "--shard", "\(shard)/2", "--quiet"], in: work.path, environment: environment)
+            #expect(run.status == 0)
+        }
+        work.write("keys/processor.asc", try String(contentsOfFile: GPGFixture.shared.bob.file, encoding: .utf8))
+        let merge = try await showbatch(["merge", "m.yaml", "--shards", "2", "--date", night], in: work.path, environment: environment)
+        let (alice, bob) = (GPGFixture.shared.alice.fingerprint, GPGFixture.shared.bob.fingerprint)
+        #expect(merge.status == 2)
+        #expect(merge.stderr == "showbatch: error: cannot merge out/cards-20261201-0001.csv.pgp: its shard 0/2, out/cards-20261201-0001-shard-0.csv.sealed, is not of this manifest: its identity out/cards-20261201-0001-shard-0.csv.sealed.identity says it was sealed for \(alice), and the manifest's recipients are now \(bob): a night is encrypted only to the keys it was sealed for (run it again for the new keys)\n")
+        #expect(!work.exists("out/cards-20261201-0001.csv.pgp") && server.uploaded.isEmpty)
+    }
 }

@@ -16,7 +16,7 @@ struct MergePlan {
         /// The file of each shard, by shard index.
         let shards: [String]
         /// Each shard's plan of this output (its path, layout and rejects as its run has them).
-        let shardTargets: [OutputTarget]
+        var shardTargets: [OutputTarget]
         /// The only shard is the output itself.
         let unchanged: Bool
         /// The data key each shard's files are sealed under (an encrypted output), from its identity.
@@ -68,6 +68,15 @@ struct MergePlan {
             Output(index: index, target: target, shards: files[index], shardTargets: shardTargets[index],
                    unchanged: files[index].count == 1 && PrivateFile.canonical(files[index][0]) == PrivateFile.canonical(target.path),
                    keys: Array(repeating: nil, count: files[index].count))
+        }
+    }
+
+    /// The keys each encrypted output's shards must have been sealed for: the merge's own
+    /// recipients (their fingerprints, by output index).
+    mutating func expectRecipients(_ fingerprints: [Int: [String]]) {
+        for index in outputs.indices {
+            guard let keys = fingerprints[outputs[index].index] else { continue }
+            for shard in outputs[index].shardTargets.indices { outputs[index].shardTargets[shard].recipients = keys }
         }
     }
 

@@ -71,8 +71,10 @@ package enum ShardMerge {
         for output in plan.outputs {
             try PrivateFile.requireTrusted(sideFilesOf: output.target.paths + output.shardTargets.flatMap(\.paths))
         }
-        try plan.check()
+        // The shards must have been sealed for the keys the merge encrypts to.
         let encryptors = try makeEncryptors(plan, note: note)
+        plan.expectRecipients(encryptors.mapValues(\.fingerprints))
+        try plan.check()
         let mergeKey = DataKey.random()
         var lock: [Int32] = []
         defer { lock.forEach { close($0) } }

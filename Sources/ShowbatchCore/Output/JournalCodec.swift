@@ -363,6 +363,11 @@ enum JournalCodec {
             return "the manifest changed since (its endpoint, requests, labels, outputs or retry rules)"
         }
         if found.data != identity.data { return "the content of a data file changed since" }
+        let foundKeys = found.columns.first { $0.hasPrefix("recipients:") }, keys = identity.columns.first { $0.hasPrefix("recipients:") }
+        if foundKeys != keys && found.columns.filter({ !$0.hasPrefix("recipients:") }) == identity.columns.filter({ !$0.hasPrefix("recipients:") }) {
+            func words(_ entry: String?) -> String { entry.map { String($0.dropFirst("recipients:".count)) } ?? "no recorded recipients" }
+            return "it was sealed for \(words(foundKeys)), and the manifest's recipients are now \(words(keys)): a night is encrypted only to the keys it was sealed for (run it again for the new keys)"
+        }
         if found.columns != identity.columns {
             return "its output columns were \(found.columns.joined(separator: ", ")), and this run's are \(identity.columns.joined(separator: ", "))"
         }

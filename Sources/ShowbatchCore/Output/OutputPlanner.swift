@@ -58,6 +58,10 @@ struct OutputTarget {
     var encrypt: EncryptSpec?
     /// A shard of an encrypted output: its files stay sealed (`.sealed`), for `merge` to read.
     var sealedShard = false
+    /// The fingerprints of the keys an encrypted output is for, once its encryptor has loaded
+    /// them: part of its journal's and its shards' identity, so that a merge encrypts a night
+    /// only to the keys its shards were sealed for.
+    var recipients: [String]?
     /// The night its name holds (`${run.date}`, `${run.seq}`), when it names one.
     var night: NightTarget?
     /// Where the finished file goes once it is in place (`output.deliver`).
@@ -173,7 +177,8 @@ struct OutputPlanner {
                                 shard: shard.map { "\($0.index)/\($0.count)" } ?? "", output: target.path,
                                 format: target.layout.format.rawValue,
                                 columns: target.layout.signature + rejects + (limit.map { ["limit:\($0)"] } ?? [])
-                                    + (target.encrypt != nil ? ["encrypted"] : []))
+                                    + (target.encrypt != nil ? ["encrypted"] : [])
+                                    + (target.recipients.map { ["recipients:" + $0.joined(separator: ",")] } ?? []))
     }
 
     /// Whether any output is standard output.

@@ -65,8 +65,9 @@ package struct Runner: Sendable {
             return summary
         }
         try NightRecords.markFinished(&plan.targets, mode: options.mode)
+        let encryptors = try makeEncryptors(plan.targets)
+        for (index, encryptor) in encryptors { plan.targets[index].recipients = encryptor.fingerprints }
         let targets = plan.targets
-        let encryptors = try makeEncryptors(targets)
         var summary = RunSummary()
         let baseURL: String
         switch try await resolveBaseURL() {
