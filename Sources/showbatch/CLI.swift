@@ -91,7 +91,8 @@ enum CLI {
         let date = arguments.date ?? NightDate.today()
         let outcomes: [DeliveryOutcome]
         do {
-            outcomes = try await NightDelivery.deliver(manifest: manifest, date: date, note: { Console.err("showbatch: warning: \(TerminalText.escaped($0))\n") })
+            outcomes = try await NightDelivery.deliver(manifest: manifest, date: date, note: { Console.err("showbatch: warning: \(TerminalText.escaped($0))\n") },
+                                                       isCancelled: { Signals.fired })
         } catch {
             switch error {
             case .usage(let message), .runtime(let message), .sideFile(let message): Console.err("showbatch: error: \(TerminalText.escaped(message))\n")
@@ -104,6 +105,7 @@ enum CLI {
             let lines = EventPrinter.deliveryLines(outcomes, deliver: nil).filter { !arguments.quiet || $0.hasPrefix("showbatch: error:") }
             Console.err(lines.map(TerminalText.escaped).joined(separator: "\n") + "\n")
         }
+        if Signals.fired { return .interrupted }
         return failed ? .undelivered : .ok
     }
 

@@ -252,7 +252,7 @@ final class EventPrinter: Sendable {
             case .found: return "showbatch: \(outcome.path) was on the server already, whole (a run stopped after putting it there): recorded as delivered to \(outcome.destination)"
             case .already(let when): return "showbatch: \(outcome.path) was delivered to \(outcome.destination) at \(when): nothing is delivered again"
             case .failed(let why):
-                return "showbatch: error: cannot deliver \(outcome.path): \(why); the file is kept, and the next run\(deliver.map { " (or \($0))" } ?? "") delivers it without revealing anything again"
+                return "showbatch: error: cannot deliver \(outcome.path): \(why); the file is kept: once that is fixed, the next run\(deliver.map { " (or \($0))" } ?? "") delivers it without revealing anything again"
             }
         }
     }

@@ -92,7 +92,7 @@ private let rows = "id,card\n1,4111111111111111\n2,5555555555554444\n"
         let down = try await run(work, server, ["--resume=auto"])
         #expect(down.status == 5)
         #expect(down.stderr.contains("showbatch: error: cannot deliver out/\(file): cannot look for \(file) on the server: 127.0.0.1:\(server.port) refused the connection (curl: "))
-        #expect(down.stderr.hasSuffix("; the file is kept, and the next run (or showbatch deliver m.yaml --date \(night)) delivers it without revealing anything again\n"))
+        #expect(down.stderr.hasSuffix("; the file is kept: once that is fixed, the next run (or showbatch deliver m.yaml --date \(night)) delivers it without revealing anything again\n"))
         // Tried as often as requests are (3 attempts by default), with their backoff.
         #expect(down.stderr.components(separatedBy: "showbatch: warning: delivering out/\(file) failed").count == 3)
         #expect(work.read("out/\(file)") == rows && !work.exists("out/\(file).delivered"))
@@ -130,7 +130,7 @@ private let rows = "id,card\n1,4111111111111111\n2,5555555555554444\n"
         defer { work.remove(); server.remove() }
         let refused = try await run(work, server, knownHosts: server.otherKnownHosts)
         #expect(refused.status == 5)
-        #expect(refused.stderr.hasSuffix("showbatch: error: cannot deliver out/\(file): the host key of 127.0.0.1:\(server.port) is not in the known hosts file \(server.otherKnownHosts), or differs from the one there: nothing was uploaded (no key is trusted on first use; add the processor's host key, checked with them); the file is kept, and the next run (or showbatch deliver m.yaml --date \(night)) delivers it without revealing anything again\n"))
+        #expect(refused.stderr.hasSuffix("showbatch: error: cannot deliver out/\(file): the host key of 127.0.0.1:\(server.port) is not in the known hosts file \(server.otherKnownHosts), or differs from the one there: nothing was uploaded (no key is trusted on first use; add the processor's host key, checked with them); the file is kept: once that is fixed, the next run (or showbatch deliver m.yaml --date \(night)) delivers it without revealing anything again\n"))
         // Not retried: no retry makes the key known.
         #expect(!refused.stderr.contains("trying again"))
         #expect(server.uploaded.isEmpty)
@@ -156,8 +156,14 @@ private let rows = "id,card\n1,4111111111111111\n2,5555555555554444\n"
         let (work, server) = try setUp()
         defer { work.remove(); server.remove() }
         #expect(try await run(work, server).status == 0)
-        // Killed after the rename, before the record was written.
+        // Killed after the rename, before the record was written (nor the night marked delivered).
         unlink(work.path + "/out/\(file).delivered")
+        let state = "out/.cards-{date}-{seq:4}.csv.sequence"
+        let marked = try #require(work.read(state))
+        let unmarked = marked.replacingOccurrences(of: #""delivered":"[^"]*""#, with: #""delivered":"""#, options: .regularExpression)
+        #expect(unmarked != marked)
+        work.write(state, unmarked)
+        chmod(work.path + "/" + state, 0o600)
         unlink(server.uploads + "/" + file + ".done")
         var before = stat()
         _ = stat(server.uploads + "/" + file, &before)
@@ -176,8 +182,42 @@ private let rows = "id,card\n1,4111111111111111\n2,5555555555554444\n"
         try Data("someone else's file\n".utf8).write(to: URL(fileURLWithPath: server.uploads + "/" + file))
         let refused = try await run(work, server)
         #expect(refused.status == 5)
-        #expect(refused.stderr.contains("showbatch: error: cannot deliver out/\(file): \(server.url)\(file) is on the server already with 20 bytes, not this file's \(rows.utf8.count): it is not replaced"))
+        #expect(refused.stderr.contains("showbatch: error: cannot deliver out/\(file): \(server.url)\(file) is on the server already, and is not this file (20 bytes, not these \(rows.utf8.count)): it is not replaced"))
         #expect(uploaded(server, file) == "someone else's file\n" && server.uploaded == [file])
+        // Of the same size, but other bytes (card files of one row count often are): not ours either.
+        let sameSize = String(repeating: "x", count: rows.utf8.count)
+        try Data(sameSize.utf8).write(to: URL(fileURLWithPath: server.uploads + "/" + file))
+        let again = try await run(work, server)
+        #expect(again.status == 5)
+        #expect(again.stderr.contains("is on the server already, and is not this file (\(rows.utf8.count) bytes, not these \(rows.utf8.count) of another SHA-256): it is not replaced"))
+        #expect(uploaded(server, file) == sameSize && !work.exists("out/\(file).delivered"))
+    }
+
+    /// A night with rows not ok beyond max_failed is not delivered by `showbatch deliver` either.
+    @Test func aNightWithFailedRowsIsNotDeliveredByHand() async throws {
+        let (work, server) = try setUp()
+        defer { work.remove(); server.remove() }
+        work.write("in/customers.csv", "id,alias\n1,tok_a\n2,tok_unknown\n")
+        let run = try await run(work, server)
+        #expect(run.status == 1 && server.uploaded.isEmpty)
+        let deliver = try await showbatch(["deliver", "m.yaml", "--date", night], in: work.path, environment: environment(server))
+        #expect(deliver.status == 2)
+        #expect(deliver.stderr == "showbatch: error: out/\(file) was finished with rows not ok beyond max_failed, so it is not delivered: send them again first (showbatch run m.yaml --retry-failed --date \(night))\n")
+        #expect(server.uploaded.isEmpty)
+    }
+
+    /// Delivered card files are removed from the volume as a matter of course: the night's state
+    /// still says it was delivered, and a rerun sends nothing.
+    @Test func aDeliveredNightWhoseFileWasRemovedIsNotSentAgain() async throws {
+        let (work, server) = try setUp()
+        defer { work.remove(); server.remove() }
+        #expect(try await run(work, server).status == 0)
+        unlink(work.path + "/out/\(file)")
+        let rerun = try await run(work, server)
+        #expect(rerun.status == 0)
+        #expect(rerun.stderr.hasPrefix("showbatch: warning: out/\(file): it was delivered to \(server.url)\(file) at "))
+        #expect(rerun.stderr.contains("showbatch: 0 rows: 0 ok"))
+        #expect(!work.exists("out/\(file)") && server.uploaded == [file, file + ".done"])
     }
 }
 

@@ -46,10 +46,10 @@ private func outFiles(_ work: Workspace) -> [String] {
             let run = try await showbatch(["run", "m.yaml", "--emulate", "--date", night, "--quiet"], in: work.path)
             #expect(run.status == 0 && run.stderr == "")
         }
-        #expect(outFiles(work) == [".cards-DATE-SEQ.csv.sequence", "cards-20261201-0001.csv", "cards-20261202-0002.csv", "cards-20261203-0003.csv"])
+        #expect(outFiles(work) == [".cards-{date}-{seq:4}.csv.sequence", ".cards-{date}-{seq:4}.csv.sequence.lock", "cards-20261201-0001.csv", "cards-20261202-0002.csv", "cards-20261203-0003.csv"])
         #expect(work.read("out/cards-20261202-0002.csv") == expectedRows([3, 4, 5]))
         var info = stat()
-        #expect(stat(work.path + "/out/.cards-DATE-SEQ.csv.sequence", &info) == 0 && info.st_mode & 0o777 == 0o600)
+        #expect(stat(work.path + "/out/.cards-{date}-{seq:4}.csv.sequence", &info) == 0 && info.st_mode & 0o777 == 0o600)
 
         // The second night again (its data back in place): its number, and nothing sent.
         work.write("in/customers.csv", data([3, 4, 5]))
@@ -57,7 +57,7 @@ private func outFiles(_ work: Workspace) -> [String] {
         #expect(rerun.status == 0)
         #expect(rerun.stderr.hasPrefix("showbatch: warning: out/cards-20261202-0002.csv: the night of 2026-12-02 (sequence 2) was finished at 20"))
         #expect(rerun.stderr.contains(", and the file is as it was then: nothing is sent for it\nshowbatch: 0 rows: 0 ok"))
-        #expect(outFiles(work).count == 4)
+        #expect(outFiles(work).count == 5)
 
         // A night whose file was lost is written again under its own number.
         unlink(work.path + "/out/cards-20261202-0002.csv")
@@ -80,7 +80,7 @@ private func outFiles(_ work: Workspace) -> [String] {
         let repeated = try await showbatch(["run", "m.yaml", "--emulate", "--date", "2026-12-02", "--verbose"], in: work.path)
         #expect(repeated.status == 2)
         #expect(repeated.stderr == "showbatch: error: the data files of the night of 2026-12-02 are the same as those of the night of 2026-12-01 (cards-20261201-0001.csv, sequence 1): the export upstream may not have run since; nothing was sent (--allow-repeat sends them again)\nRun 'showbatch help run' for usage.\n")
-        #expect(outFiles(work) == [".cards-DATE-SEQ.csv.sequence", "cards-20261201-0001.csv"])
+        #expect(outFiles(work) == [".cards-{date}-{seq:4}.csv.sequence", ".cards-{date}-{seq:4}.csv.sequence.lock", "cards-20261201-0001.csv"])
         let allowed = try await showbatch(["run", "m.yaml", "--emulate", "--date", "2026-12-02", "--allow-repeat", "--quiet"], in: work.path)
         #expect(allowed.status == 0)
         #expect(work.read("out/cards-20261202-0002.csv") == expectedRows([1, 2, 3]))
@@ -94,13 +94,63 @@ private func outFiles(_ work: Workspace) -> [String] {
             let run = try await showbatch(["run", "m.yaml", "--emulate", "--date", "2026-12-09", "--shard", "\(shard)/3", "--quiet"], in: work.path)
             #expect(run.status == 0 && run.stderr == "")
         }
-        // A shard records nothing: the night is the merge's.
-        #expect(!work.exists("out/.cards-DATE-SEQ.csv.sequence"))
+        // The shards took the night's number as they began; the merge records the night finished.
+        #expect(work.read("out/.cards-{date}-{seq:4}.csv.sequence")?.contains("\"date\":\"20261209\",\"seq\":1,\"data\":") == true)
+        #expect(work.read("out/.cards-{date}-{seq:4}.csv.sequence")?.contains("\"finished\":\"\"") == true)
+        // A merge for a night no shard ran (the merge pod's "today" after midnight) is refused.
+        let wrongNight = try await showbatch(["merge", "m.yaml", "--shards", "3", "--date", "2026-12-10"], in: work.path)
+        #expect(wrongNight.status == 2)
+        #expect(wrongNight.stderr == "showbatch: error: no run of the night of 2026-12-10 began for out/cards-${run.date}-${run.seq:4}.csv (its sequence state out/.cards-{date}-{seq:4}.csv.sequence has no such night): give merge the --date the shards were run with\n")
         #expect(work.exists("out/cards-20261209-0001-shard-2.csv"))
         let merge = try await showbatch(["merge", "m.yaml", "--shards", "3", "--date", "2026-12-09"], in: work.path)
         #expect(merge.status == 0 && merge.stderr == "showbatch: merged 3 shards into out/cards-20261209-0001.csv (7 rows)\n")
         #expect(work.read("out/cards-20261209-0001.csv") == expectedRows(Array(1...7)))
-        #expect(work.read("out/.cards-DATE-SEQ.csv.sequence")?.contains("\"date\":\"20261209\",\"seq\":1,") == true)
+        #expect(work.read("out/.cards-{date}-{seq:4}.csv.sequence")?.contains("\"date\":\"20261209\",\"seq\":1,") == true)
+    }
+
+    /// Two nights run at once each take a number of their own, under the state's lock.
+    @Test func twoNightsAtOnceNeverShareANumber() async throws {
+        let work = workspace()
+        defer { work.remove() }
+        work.write("in/customers.csv", data(Array(1...300)))
+        async let first = showbatch(["run", "m.yaml", "--emulate", "--date", "2026-12-02", "--allow-repeat", "--quiet"], in: work.path)
+        async let second = showbatch(["run", "m.yaml", "--emulate", "--date", "2026-12-03", "--allow-repeat", "--quiet"], in: work.path)
+        let (a, b) = try await (first, second)
+        #expect(a.status == 0 && b.status == 0)
+        let files = outFiles(work).filter { $0.hasPrefix("cards-") }
+        #expect(files == ["cards-20261202-0001.csv", "cards-20261203-0002.csv"] || files == ["cards-20261202-0002.csv", "cards-20261203-0001.csv"])
+    }
+
+    /// A night that began and was interrupted keeps its number: a later night takes the next,
+    /// and the interrupted one goes on under its own.
+    @Test func anInterruptedNightKeepsItsNumber() async throws {
+        let work = workspace()
+        defer { work.remove() }
+        work.write("in/customers.csv", data(Array(1...2000)))
+        let cut = try await showbatch(["run", "m.yaml", "--emulate", "--date", "2026-12-01", "--quiet"], in: work.path,
+                                      interrupt: { FileManager.default.fileExists(atPath: $0 + "/out/cards-20261201-0001.csv.journal") })
+        #expect(cut.status == 130)
+        work.write("in/customers.csv", data([5000]))
+        let next = try await showbatch(["run", "m.yaml", "--emulate", "--date", "2026-12-02", "--quiet"], in: work.path)
+        #expect(next.status == 0 && work.exists("out/cards-20261202-0002.csv"))
+        work.write("in/customers.csv", data(Array(1...2000)))
+        let resumed = try await showbatch(["run", "m.yaml", "--emulate", "--date", "2026-12-01", "--resume", "--quiet"], in: work.path)
+        #expect(resumed.status == 0)
+        #expect(work.read("out/cards-20261201-0001.csv") == expectedRows(Array(1...2000)))
+    }
+
+    /// A finished night rerun with other data is written again under its number, and says so.
+    @Test func aFinishedNightWithOtherDataIsWrittenAgain() async throws {
+        let work = workspace()
+        defer { work.remove() }
+        work.write("in/customers.csv", data([1, 2]))
+        #expect(try await showbatch(["run", "m.yaml", "--emulate", "--date", "2026-12-01", "--quiet"], in: work.path).status == 0)
+        work.write("in/customers.csv", data([1, 2, 3]))
+        let rerun = try await showbatch(["run", "m.yaml", "--emulate", "--date", "2026-12-01"], in: work.path)
+        #expect(rerun.status == 0)
+        #expect(rerun.stderr.hasPrefix("showbatch: warning: out/cards-20261201-0001.csv: the data files changed since the night of 2026-12-01 was finished at "))
+        #expect(rerun.stderr.contains(": it is written again, as sequence 1\n"))
+        #expect(work.read("out/cards-20261201-0001.csv") == expectedRows([1, 2, 3]))
     }
 
     @Test func theRetryHintNamesTheNight() async throws {
@@ -118,11 +168,11 @@ private func outFiles(_ work: Workspace) -> [String] {
         work.write("in/customers.csv", data([1]))
         work.write("elsewhere", "{}\n")
         try FileManager.default.createDirectory(atPath: work.path + "/out", withIntermediateDirectories: true)
-        #expect(symlink(work.path + "/elsewhere", work.path + "/out/.cards-DATE-SEQ.csv.sequence") == 0)
+        #expect(symlink(work.path + "/elsewhere", work.path + "/out/.cards-{date}-{seq:4}.csv.sequence") == 0)
         let run = try await showbatch(["run", "m.yaml", "--emulate", "--date", "2026-12-01"], in: work.path)
         #expect(run.status == 3)
-        #expect(run.stderr == "showbatch: error: cannot read out/.cards-DATE-SEQ.csv.sequence, which keeps the sequence numbers of the output's nights: it is a symbolic link, which showbatch never follows to its own files; the run does not guess a number\n")
+        #expect(run.stderr == "showbatch: error: cannot read out/.cards-{date}-{seq:4}.csv.sequence, which keeps the sequence numbers of the output's nights: it is a symbolic link, which showbatch never follows to its own files; the run does not guess a number\n")
         #expect(work.read("elsewhere") == "{}\n")
-        #expect(outFiles(work) == [".cards-DATE-SEQ.csv.sequence"])
+        #expect(outFiles(work) == [".cards-{date}-{seq:4}.csv.sequence"])
     }
 }

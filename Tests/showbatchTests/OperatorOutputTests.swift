@@ -142,7 +142,7 @@ private let manifest = okManifest + "\n  - {name: last, path: /p, payload: {c: t
         # HELP showbatch_run_duration_seconds Wall time of the last run.
         # TYPE showbatch_run_duration_seconds gauge
         showbatch_run_duration_seconds{manifest="m.yaml"} T
-        # HELP showbatch_run_exit_code Exit code of the last run (0 ok, 1 rows failed, 2 invalid, 3 error, 4 stopped, 130 interrupted).
+        # HELP showbatch_run_exit_code Exit code of the last run (0 ok, 1 rows failed, 2 invalid, 3 error, 4 stopped, 5 undelivered, 130 interrupted).
         # TYPE showbatch_run_exit_code gauge
         showbatch_run_exit_code{manifest="m.yaml"} 0
         # HELP showbatch_last_run_timestamp_seconds When the last run ended (Unix time).

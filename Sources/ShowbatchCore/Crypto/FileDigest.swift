@@ -31,6 +31,32 @@ struct FileDigest: Equatable, Sendable {
         return FileDigest(size: size, sha256: hex(digest))
     }
 
+    /// A SHA-256 fed piece by piece (a file read back from a server).
+    final class Stream {
+        private let context: OpaquePointer
+        private(set) var size = 0
+
+        init() {
+            guard let context = EVP_MD_CTX_new() else { fatalError("out of memory (EVP_MD_CTX_new)") }
+            precondition(EVP_DigestInit_ex(context, EVP_sha256(), nil) == 1, "SHA-256 failed")
+            self.context = context
+        }
+
+        deinit { EVP_MD_CTX_free(context) }
+
+        func update(_ bytes: UnsafeRawPointer, _ count: Int) {
+            _ = EVP_DigestUpdate(context, bytes, count)
+            size += count
+        }
+
+        func finish() -> FileDigest {
+            var digest = [UInt8](repeating: 0, count: 32)
+            var length: UInt32 = 0
+            precondition(EVP_DigestFinal_ex(context, &digest, &length) == 1 && length == 32, "SHA-256 failed")
+            return FileDigest(size: size, sha256: FileDigest.hex(digest))
+        }
+    }
+
     static func hex(_ bytes: [UInt8]) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var out: [UInt8] = []

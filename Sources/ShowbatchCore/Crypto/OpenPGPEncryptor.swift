@@ -397,15 +397,17 @@ private final class KeySession {
         guard status == 0, let key else {
             return refuse("\(name): GnuPG cannot list its key \(fingerprint): \(GPGME.describe(status))")
         }
-        if let pins = file.pinned, !pins.contains(fingerprint) {
-            gpgme_key_unref(key)
-            return refuse("\(name) holds the key \(fingerprint), which is not one of encrypt.fingerprints (\(pins.joined(separator: ", "))): a key file swapped for another key is not encrypted to")
-        }
-        if let problem = Self.unusable(key.pointee, fingerprint: fingerprint, name: name) {
+        if let problem = Self.unpinned(file, fingerprint) ?? Self.unusable(key.pointee, fingerprint: fingerprint, name: name) {
             gpgme_key_unref(key)
             return refuse(problem)
         }
         return .success((fingerprint, key))
+    }
+
+    /// Why a key of `fingerprint` is not the one `file` is pinned to (`encrypt.fingerprints`), or nil.
+    private static func unpinned(_ file: RecipientFile, _ fingerprint: String) -> String? {
+        guard let pins = file.pinned, !pins.contains(fingerprint) else { return nil }
+        return "\(file.name) holds the key \(fingerprint), which is not one of encrypt.fingerprints (\(pins.joined(separator: ", "))): a key file swapped for another key is not encrypted to"
     }
 
     /// Why `key` cannot be encrypted to, or nil.

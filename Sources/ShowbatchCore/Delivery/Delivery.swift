@@ -121,8 +121,12 @@ enum Deliverer {
                     attempt += 1
                 }
             }
+            let when = Timestamp.rfc3339()
             try DeliveryRecord(file: name, to: spec.destination.description, size: digest.size, sha256: digest.sha256,
-                               delivered: Timestamp.rfc3339()).write(beside: path)
+                               delivered: when).write(beside: path)
+            // The night's state keeps it too: a night delivered is never written again, even
+            // once its file and record are gone from here.
+            try NightLedger.markDelivered(night.date, at: when, template: night.template)
             return outcome
         } catch {
             outcome.result = .failed(error.description)
@@ -135,8 +139,9 @@ enum Deliverer {
                                timeout: Duration) throws(DeliveryFailure) -> Bool {
         let client = try SFTPClient(spec: spec, timeout: timeout)
         if let size = try client.size(of: name) {
-            guard size == digest.size else {
-                throw DeliveryFailure(message: "\(spec.destination.url(of: name)) is on the server already with \(size) bytes, not this file's \(digest.size): it is not replaced (the processor may have a file of another run under this name)", retries: false)
+            // Ours only if it is these bytes: card files of one row count are often one size.
+            guard size == digest.size, try client.digest(of: name) == digest else {
+                throw DeliveryFailure(message: "\(spec.destination.url(of: name)) is on the server already, and is not this file (\(size) bytes, not these \(digest.size)\(size == digest.size ? " of another SHA-256" : "")): it is not replaced (the processor may have a file of another run under this name)", retries: false)
             }
             try writeDone(client, spec: spec, name: name, night: night)
             return true
@@ -145,7 +150,13 @@ enum Deliverer {
         let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else { throw DeliveryFailure(message: "cannot read \(path): \(describeErrno(errno))", retries: false) }
         defer { close(fd) }
-        try client.upload(fd, size: digest.size, as: temporary)
+        do throws(DeliveryFailure) {
+            try client.upload(fd, size: digest.size, as: temporary)
+        } catch {
+            // A part left on a full server is removed; a next try uploads it again anyway.
+            client.remove(temporary)
+            throw error
+        }
         let uploaded = try client.size(of: temporary)
         guard uploaded == digest.size else {
             client.remove(temporary)

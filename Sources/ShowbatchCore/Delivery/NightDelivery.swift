@@ -7,7 +7,8 @@ package enum NightDelivery {
     /// Delivers each output of `manifest` with `output.deliver`, as the night of `date` wrote it.
     /// Refused (exit 2) when no output delivers, or the night was never finished; a file changed
     /// since its night was finished is refused too (exit 3), as it is not what the run wrote.
-    package static func deliver(manifest: Manifest, date: NightDate, note: @escaping @Sendable (String) -> Void = { _ in }) async throws(RunError) -> [DeliveryOutcome] {
+    package static func deliver(manifest: Manifest, date: NightDate, note: @escaping @Sendable (String) -> Void = { _ in },
+                                isCancelled: @escaping @Sendable () -> Bool = { false }) async throws(RunError) -> [DeliveryOutcome] {
         let nights = try Nights(manifest: manifest, date: date)
         let plan = try OutputPlanner(manifest: manifest, output: nil, format: nil, shard: nil, nights: nights)
         let targets = plan.targets.filter { $0.deliver != nil && $0.night != nil }
@@ -16,8 +17,11 @@ package enum NightDelivery {
         for target in targets {
             let night = target.night!
             let name = (target.path as NSString).lastPathComponent
-            guard let recorded = try NightLedger.read(template: night.template).night(on: date), recorded.file == name else {
+            guard let recorded = try NightLedger.read(template: night.template).night(on: date), recorded.isFinished, recorded.file == name else {
                 throw RunError.usage("\(target.path) was never finished for the night of \(date): run it first (showbatch run \(manifest.file) --date \(date))")
+            }
+            guard recorded.complete else {
+                throw RunError.usage("\(target.path) was finished with rows not ok beyond max_failed, so it is not delivered: send them again first (showbatch run \(manifest.file) --retry-failed --date \(date))")
             }
             guard case .regular = PrivateFile.inspect(target.path) else {
                 throw RunError.runtime("\(target.path), finished at \(recorded.finished), is not there any more: run the night again to write it")
@@ -32,7 +36,7 @@ package enum NightDelivery {
         return await Blocking.run("showbatch-deliver") { () -> [DeliveryOutcome] in
             targets.map { target in
                 var outcome = Deliverer.deliver(target.path, spec: target.deliver!, night: target.night!, retry: retry, timeout: timeout,
-                                                note: note, isCancelled: { Task.isCancelled })
+                                                note: note, isCancelled: { Task.isCancelled || isCancelled() })
                 if case .failed(let message) = outcome.result { outcome.result = .failed(redactor.redact(message)) }
                 return outcome
             }

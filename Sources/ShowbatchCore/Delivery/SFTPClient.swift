@@ -96,6 +96,26 @@ final class SFTPClient {
         return length >= 0 ? Int(length) : nil
     }
 
+    private static let digestWrite: sb_data_callback = { data, size, count, context in
+        let stream = Unmanaged<FileDigest.Stream>.fromOpaque(context!).takeUnretainedValue()
+        if let data { stream.update(data, size * count) }
+        return size * count
+    }
+
+    /// The size and SHA-256 of `name` in the folder, read back (to tell a file of ours from
+    /// another of the same size).
+    func digest(of name: String) throws(DeliveryFailure) -> FileDigest {
+        prepare(url: spec.destination.url(of: name))
+        let stream = FileDigest.Stream()
+        let context = Unmanaged.passRetained(stream)
+        defer { context.release() }
+        _ = sb_easy_setopt_callback(easy, CURLOPT_WRITEFUNCTION, Self.digestWrite)
+        _ = sb_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context.toOpaque())
+        let code = curl_easy_perform(easy)
+        try check(code, doing: "read \(name) back from the server to compare it")
+        return stream.finish()
+    }
+
     private final class Source {
         let fd: Int32
         var failed: Int32 = 0
@@ -164,7 +184,7 @@ final class SFTPClient {
         case CURLE_PEER_FAILED_VERIFICATION:
             throw DeliveryFailure(message: "the host key of \(server) is not in the known hosts file \(spec.knownHosts), or differs from the one there: nothing was uploaded (no key is trusted on first use; add the processor's host key, checked with them)", retries: false)
         case CURLE_LOGIN_DENIED:
-            throw DeliveryFailure(message: "\(server) refused user \(spec.user) with the key \(spec.keyFile) (curl: \(words))", retries: false)
+            throw DeliveryFailure(message: "\(server) refused user \(spec.user) with the key \(spec.keyFile), or the key could not be opened (a wrong or missing deliver.passphrase) (curl: \(words))", retries: false)
         case CURLE_REMOTE_ACCESS_DENIED, CURLE_REMOTE_FILE_NOT_FOUND, CURLE_URL_MALFORMAT, CURLE_UNSUPPORTED_PROTOCOL:
             throw DeliveryFailure(message: "cannot \(what) in \(spec.destination): \(words)", retries: false)
         case CURLE_QUOTE_ERROR:

@@ -43,6 +43,11 @@ struct MergePlan {
         }
         // The shards' files and the merged one are named for one night.
         let nights = try Nights(manifest: manifest, date: options.date ?? NightDate.today())
+        // The shards took the night's number as they began: a merge for a night no shard ran
+        // (a merge pod's "today" after midnight) is refused, never numbered anew.
+        for template in nights.ledgers.keys.sorted() where options.output == nil && nights.night(of: template) == nil {
+            throw RunError.usage("no run of the night of \(nights.date) began for \(template) (its sequence state \(NightLedger.statePath(of: template)) has no such night): give merge the --date the shards were run with")
+        }
         func planned(_ shard: Shard?) throws(RunError) -> OutputPlanner {
             try OutputPlanner(manifest: manifest, output: options.output, format: options.format, shard: shard, nights: nights)
         }

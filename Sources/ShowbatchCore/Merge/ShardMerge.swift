@@ -137,7 +137,8 @@ package enum ShardMerge {
         }
         // Every output is complete: only now does any of them replace a file.
         try putInPlace(plan)
-        try NightRecords.record(plan.outputs.filter { !$0.unchanged }.map(\.target), data: String(try manifest.dataHash(), radix: 16))
+        try NightRecords.record(plan.outputs.filter { !$0.unchanged }.map(\.target), data: manifest.requests.contains { $0.each != nil } ? String(try manifest.dataHash(), radix: 16) : "",
+                                complete: true)
         summary.deliveries = deliver(plan, note: note, isCancelled: isCancelled)
         return summary
     }

@@ -6,11 +6,12 @@ import Glibc
 #endif
 
 /// The nights an output whose name holds `${run.date}` or `${run.seq}` has had: which number
-/// each date got, the hash of its data files and of the file written. Kept in the output's
-/// folder (the volume that outlives a pod) as `.NAME.sequence`, replaced atomically, mode 0600,
-/// never through a link, under a lock on the folder while it is changed.
+/// each date got, the hash of its data files and of the file written, whether it was delivered.
+/// Kept in the output's folder (the volume that outlives a pod) as `.NAME.sequence`, replaced
+/// atomically, mode 0600, never through a link, changed only under the lock of a private lock
+/// file beside it (`.NAME.sequence.lock`), so that two runs of other nights never take one number.
 struct NightLedger: Equatable {
-    /// One night written for the output.
+    /// One night of the output: reserved when its run began, finished once its file was in place.
     struct Night: Equatable {
         var date: NightDate
         var seq: Int
@@ -18,14 +19,23 @@ struct NightLedger: Equatable {
         var data: String
         /// The file's name that night.
         var file: String
-        var size: Int
-        var sha256: String
-        /// When it was put in place (RFC 3339).
-        var finished: String
+        var size = 0
+        /// Empty while the night is only reserved.
+        var sha256 = ""
+        /// When it was put in place (RFC 3339); empty while reserved.
+        var finished = ""
+        /// Its rows were all ok, or within `max_failed`: it may go to the processor.
+        var complete = false
+        /// When it was delivered (`output.deliver`), if it was.
+        var delivered = ""
+
+        var isFinished: Bool { !finished.isEmpty }
     }
 
     /// Nights kept: enough to see a repeat of any of the last month's, twice over.
     static let kept = 62
+    /// Numbers beyond this are not a night's (a hand-edited state).
+    static let maxSeq = 999_999_999_999
 
     /// The state's path, in the folder of the output named by `template`.
     let path: String
@@ -36,11 +46,9 @@ struct NightLedger: Equatable {
     /// none yet. One that cannot be read stops the run: it holds the numbers, which are never
     /// guessed.
     static func read(template: String) throws(RunError) -> NightLedger {
-        let folder = (template as NSString).deletingLastPathComponent
-        let path = (folder.isEmpty ? "" : folder + "/") + NightName.stateName(of: template)
-        var ledger = NightLedger(path: path)
+        var ledger = NightLedger(path: statePath(of: template))
         let opened: FileDescriptor?
-        do { opened = try FileDescriptor.openOwn(path) } catch { throw ledger.unreadable(error.reason) }
+        do { opened = try FileDescriptor.openOwn(ledger.path) } catch { throw ledger.unreadable(error.reason) }
         guard let file = opened else { return ledger }
         let bytes: [UInt8]
         do { bytes = try file.readAll(limit: 1 << 20) } catch { throw ledger.unreadable(error.reason) }
@@ -51,21 +59,28 @@ struct NightLedger: Equatable {
         for item in items {
             func text(_ key: String) -> String? { if case .string(let text)? = item[key] { return text } else { return nil } }
             func integer(_ key: String) -> Int? { if case .number(let text)? = item[key] { return Int(text) } else { return nil } }
-            guard let date = text("date").flatMap(NightDate.init(compact:)), let seq = integer("seq"), seq >= 1,
-                  let data = text("data"), let name = text("file"), let size = integer("size"), let sha = text("sha256"),
-                  let finished = text("finished") else {
+            guard let date = text("date").flatMap(NightDate.init(compact:)), let seq = integer("seq"), (1...maxSeq).contains(seq),
+                  let data = text("data"), let name = text("file"), let size = integer("size"), size >= 0, let sha = text("sha256"),
+                  let finished = text("finished"), case .bool(let complete)? = item["complete"], let delivered = text("delivered") else {
                 throw ledger.unreadable("a night in it is not whole")
             }
-            ledger.nights.append(Night(date: date, seq: seq, data: data, file: name, size: size, sha256: sha, finished: finished))
+            ledger.nights.append(Night(date: date, seq: seq, data: data, file: name, size: size, sha256: sha, finished: finished,
+                                       complete: complete, delivered: delivered))
         }
         return ledger
+    }
+
+    /// `.NAME.sequence` in the folder of `template`.
+    static func statePath(of template: String) -> String {
+        let folder = (template as NSString).deletingLastPathComponent
+        return (folder.isEmpty ? "" : folder + "/") + NightName.stateName(of: template)
     }
 
     private func unreadable(_ reason: String) -> RunError {
         .runtime("cannot read \(path), which keeps the sequence numbers of the output's nights: \(reason); the run does not guess a number")
     }
 
-    /// The night recorded for `date`.
+    /// The night recorded (or reserved) for `date`.
     func night(on date: NightDate) -> Night? { nights.last { $0.date == date } }
 
     /// The number `date` has: its own when recorded, else one more than the last.
@@ -78,22 +93,61 @@ struct NightLedger: Equatable {
         nights.last { $0.date != date && $0.data == data }
     }
 
-    /// Records `night` (replacing what its date had) in the state of `template`, under a lock on
-    /// the folder, so that two runs of other nights recording at once both keep theirs.
+    /// Reserves the next number for `date` (as its run begins), unless the date has one: the
+    /// number that date then has.
+    static func reserve(_ date: NightDate, data: String, template: String, isCancelled: () -> Bool = { false }) throws(RunError) -> Int {
+        try update(template: template, isCancelled: isCancelled) { (ledger: inout NightLedger) throws(RunError) -> Int in
+            if let night = ledger.night(on: date) { return night.seq }
+            let seq = ledger.number(for: date)
+            guard seq <= maxSeq else { throw RunError.runtime("\(ledger.path) holds a number beyond \(maxSeq): it is not a night's") }
+            ledger.nights.append(Night(date: date, seq: seq, data: data, file: ""))
+            return seq
+        }
+    }
+
+    /// Records `night` as finished (replacing what its date had, delivered or not).
     static func record(_ night: Night, template: String) throws(RunError) {
-        let folder = (template as NSString).deletingLastPathComponent
-        let lock = open(folder.isEmpty ? "." : folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard lock >= 0 else { throw RunError.runtime("cannot lock \(folder) to record the night: \(describeErrno(errno))") }
+        _ = try update(template: template) { (ledger: inout NightLedger) throws(RunError) -> Int in
+            ledger.nights.removeAll { $0.date == night.date }
+            ledger.nights.append(night)
+            return night.seq
+        }
+    }
+
+    /// Records that the night of `date` was delivered at `when`.
+    static func markDelivered(_ date: NightDate, at when: String, template: String) throws(RunError) {
+        _ = try update(template: template) { (ledger: inout NightLedger) throws(RunError) -> Int in
+            guard let index = ledger.nights.lastIndex(where: { $0.date == date }) else { return 0 }
+            ledger.nights[index].delivered = when
+            return ledger.nights[index].seq
+        }
+    }
+
+    /// Reads, changes and replaces the state under its lock.
+    private static func update(template: String, isCancelled: () -> Bool = { false },
+                               _ change: (inout NightLedger) throws(RunError) -> Int) throws(RunError) -> Int {
+        let lockPath = statePath(of: template) + ".lock"
+        // Kept, never replaced: a lock on a file another run has just replaced locks nothing.
+        var opened = try PrivateFile.openExisting(lockPath, for: lockPath)
+        if opened == nil { opened = try PrivateFile.createNew(lockPath, for: lockPath) }
+        if opened == nil { opened = try PrivateFile.openExisting(lockPath, for: lockPath) }
+        guard let lock = opened else { throw RunError.runtime("cannot open \(lockPath): it came and went") }
         defer { close(lock) }
-        while flock(lock, LOCK_EX) != 0 {
-            guard errno == EINTR else { throw RunError.runtime("cannot lock \(folder) to record the night: \(describeErrno(errno))") }
+        // A lock held by another run is waited for, at most 30 s, and an interrupt ends the wait.
+        let deadline = Date().addingTimeInterval(30)
+        while flock(lock, LOCK_EX | LOCK_NB) != 0 {
+            guard errno == EWOULDBLOCK || errno == EINTR else { throw RunError.runtime("cannot lock \(lockPath): \(describeErrno(errno))") }
+            if isCancelled() || Date() > deadline {
+                throw RunError.runtime("\(lockPath) is locked by another run\(isCancelled() ? "" : " for over 30 s"): the night's number was not taken")
+            }
+            usleep(20_000)
         }
         var ledger = try read(template: template)
-        ledger.nights.removeAll { $0.date == night.date }
-        ledger.nights.append(night)
+        let seq = try change(&ledger)
         ledger.nights.sort { ($0.seq, $0.date) < ($1.seq, $1.date) }
         if ledger.nights.count > kept { ledger.nights.removeFirst(ledger.nights.count - kept) }
         try PrivateFile.replaceAtomically(ledger.path, with: ledger.encoded, mode: 0o600)
+        return seq
     }
 
     private var encoded: [UInt8] {
@@ -113,6 +167,8 @@ struct NightLedger: Equatable {
                             writer.key("size"); writer.integer(night.size)
                             writer.key("sha256"); writer.string(night.sha256)
                             writer.key("finished"); writer.string(night.finished)
+                            writer.key("complete"); writer.bool(night.complete)
+                            writer.key("delivered"); writer.string(night.delivered)
                         }
                     }
                 }
@@ -129,6 +185,8 @@ struct Nights {
     let date: NightDate
     /// By output template (the path as the manifest gives it).
     private(set) var ledgers: [String: NightLedger] = [:]
+    /// Numbers taken by `reserve`, by template.
+    private var reserved: [String: Int] = [:]
 
     /// The states of `manifest`'s night-named outputs.
     init(manifest: Manifest, date: NightDate) throws(RunError) {
@@ -142,14 +200,27 @@ struct Nights {
     /// No output names the night.
     var isEmpty: Bool { ledgers.isEmpty }
 
+    /// Takes this night's number for every output, under each state's lock, as a run that writes
+    /// the night begins: two runs of other nights never take one number, and an interrupted night
+    /// keeps its number for the run that goes on with it.
+    mutating func reserve(data: String, isCancelled: () -> Bool) throws(RunError) {
+        for template in ledgers.keys.sorted() {
+            reserved[template] = try NightLedger.reserve(date, data: data, template: template, isCancelled: isCancelled)
+            ledgers[template] = try NightLedger.read(template: template)
+        }
+    }
+
     /// The number this night has for the output named by `template` (1 for one that names no night).
-    func number(of template: String) -> Int { ledgers[template]?.number(for: date) ?? 1 }
+    func number(of template: String) -> Int { reserved[template] ?? ledgers[template]?.number(for: date) ?? 1 }
 
     /// `path` (the output's, or its rejects file's) with this night filled in, numbered as the
     /// output named by `template`.
     func expand(_ path: String, template: String) -> String {
         NightName.expand(path, date: date, seq: number(of: template))
     }
+
+    /// The night of this date recorded (or reserved) for the output named by `template`.
+    func night(of template: String) -> NightLedger.Night? { ledgers[template]?.night(on: date) }
 
     /// The first output whose nights hold another date with these data files: the export
     /// upstream did not run, and yesterday's rows would be sent again.

@@ -68,6 +68,8 @@ struct OutputTarget {
     var deliver: DeliverSpec?
     /// Why the run leaves it as it is: its night was finished, and the file is as it was then.
     var finishedNight: String?
+    /// When its night was delivered, as its sequence state says: nothing is delivered again.
+    var deliveredAt: String?
 
     /// The target's files: the output, then its rejects file.
     var paths: [String] { [path] + (rejects.map { [$0.path] } ?? []) }

@@ -55,6 +55,12 @@ package struct RunSummary: Sendable {
     /// The night the outputs' names hold (`${run.date}`, `${run.seq}`), when one does.
     package var night: NightDate?
 
+    /// A run interrupted before anything was opened or sent.
+    package init(interruptedBeforeStart: Void) { interrupted = true }
+
+    /// An empty summary.
+    package init() {}
+
     /// True when every work item was sent and written, and no data file changed under the run.
     package var whole: Bool { skipped == 0 && unfinished == 0 && dataChanged.isEmpty }
 

@@ -51,20 +51,17 @@ package struct Runner: Sendable {
 
     private func runUnredacted() async throws(RunError) -> RunSummary {
         let start = ContinuousClock.now
-        let nights = try Nights(manifest: manifest, date: options.date ?? NightDate.today())
+        guard let (nights, earlyDataHash) = try takeNight() else { return RunSummary(interruptedBeforeStart: ()) }
         var plan = try OutputPlanner(manifest: manifest, output: options.output, format: options.format, shard: options.shard,
                                      limit: options.limit, nights: nights)
         if (options.resume || options.retryFailed) && plan.writesStandardOutput {
             throw RunError.usage("\(options.resume ? "--resume" : "--retry-failed") needs file outputs; standard output is not resumable")
         }
         try plan.check(sideFiles: options.sideFiles)
-        let earlyDataHash = try refuseRepeatedNight(nights)
-        if Task.isCancelled {
-            var summary = RunSummary()
-            summary.interrupted = true
-            return summary
+        let nightData = earlyDataHash.map { String($0, radix: 16) } ?? ""
+        for warning in try NightRecords.markFinished(&plan.targets, nights: nights, mode: options.mode, data: nightData) {
+            events(.warning(warning))
         }
-        try NightRecords.markFinished(&plan.targets, mode: options.mode)
         let encryptors = try makeEncryptors(plan.targets)
         for (index, encryptor) in encryptors { plan.targets[index].recipients = encryptor.fingerprints }
         let targets = plan.targets
@@ -124,6 +121,7 @@ package struct Runner: Sendable {
                 return RejectsFile(path: path, rows: rows)
             }
             summary.allowance = settings.failureAllowance
+            try NightRecords.record(targets, data: nightData, complete: summary.exitCode == .ok)
             // A night within max_failed goes to the processor; one over it waits for --retry-failed.
             if summary.exitCode == .ok {
                 summary.deliveries = await deliver(targets)
@@ -132,15 +130,22 @@ package struct Runner: Sendable {
         return summary
     }
 
-    /// A night sent again is seen before anything is sent, by its data files' hash: refused
-    /// unless `--allow-repeat`. Returns the hash when it was taken (nil: not needed).
-    private func refuseRepeatedNight(_ nights: Nights) throws(RunError) -> UInt64? {
-        guard !nights.isEmpty && !options.allowRepeat && manifest.requests.contains(where: { $0.each != nil }) else { return nil }
-        let hash = try manifest.dataHash()
-        if !Task.isCancelled, let (_, night) = nights.repeated(data: String(hash, radix: 16)) {
-            throw RunError.usage("the data files of the night of \(nights.date) are the same as those of the night of \(night.date) (\(night.file), sequence \(night.seq)): the export upstream may not have run since; nothing was sent (--allow-repeat sends them again)")
+    /// The night this run writes (`--date`, else today): a night sent again is seen before
+    /// anything is sent, by its data files' hash, and refused unless `--allow-repeat`; then a run
+    /// that writes the night (not a canary, not `--output`) takes its numbers. Also returns the
+    /// data files' hash when it was taken; nil when interrupted meanwhile.
+    private func takeNight() throws(RunError) -> (Nights, UInt64?)? {
+        var nights = try Nights(manifest: manifest, date: options.date ?? NightDate.today())
+        guard !nights.isEmpty else { return (nights, nil) }
+        let hash: UInt64? = manifest.requests.contains(where: { $0.each != nil }) ? try manifest.dataHash() : nil
+        if Task.isCancelled { return nil }
+        if let hash, !options.allowRepeat, let (_, night) = nights.repeated(data: String(hash, radix: 16)) {
+            throw RunError.usage("the data files of the night of \(nights.date) are the same as those of the night of \(night.date) (\(night.file.isEmpty ? "begun, not finished" : night.file), sequence \(night.seq)): the export upstream may not have run since; nothing was sent (--allow-repeat sends them again)")
         }
-        return hash
+        if options.limit == nil && options.output == nil {
+            try nights.reserve(data: hash.map { String($0, radix: 16) } ?? "", isCancelled: { Task.isCancelled })
+        }
+        return (nights, hash)
     }
 
     /// Delivers each output the run wrote for its night (or found finished) where its manifest
@@ -151,6 +156,10 @@ package struct Runner: Sendable {
         guard !deliverable.isEmpty else { return [] }
         return await Blocking.run("showbatch-deliver") { () -> [DeliveryOutcome] in
             deliverable.map { target in
+                if let when = target.deliveredAt {
+                    let name = (target.path as NSString).lastPathComponent
+                    return DeliveryOutcome(path: target.path, destination: target.deliver!.destination.url(of: name), size: 0, result: .already(when))
+                }
                 var outcome = Deliverer.deliver(target.path, spec: target.deliver!, night: target.night!, retry: manifest.retry,
                                                 timeout: settings.timeout, note: { events(.warning($0)) },
                                                 isCancelled: { Task.isCancelled })
@@ -206,7 +215,6 @@ package struct Runner: Sendable {
                 do {
                     // gpg makes encrypted outputs' messages here, and every output is synced.
                     try await Blocking.run("showbatch-commit") { () throws(RunError) in try outputs.commit() }
-                    try NightRecords.record(plan.targets, data: String(dataHash, radix: 16))
                 } catch where Task.isCancelled {
                     // Interrupted while an encrypted output was being made: its sealed file and
                     // journal are kept, and --resume finishes it.

@@ -139,7 +139,8 @@ package enum NightName {
     }
 
     /// The name the sequence state of an output named `template` has, in the output's folder:
-    /// `.cards-DATE-SEQ.csv.sequence` for `cards-${run.date}-${run.seq:6}.csv`.
+    /// `.cards-{date}-{seq:6}.csv.sequence` for `cards-${run.date}-${run.seq:6}.csv` (each
+    /// reference kept, so that two outputs of one folder never share one).
     package static func stateName(of template: String) -> String {
         let name = (template as NSString).lastPathComponent
         var out = ""
@@ -147,9 +148,9 @@ package enum NightName {
         for (range, reference) in references(in: name) {
             out += name[last..<range.lowerBound]
             switch reference {
-            case .success(.date): out += "DATE"
-            case .success(.seq): out += "SEQ"
-            case .failure: out += "RUN"
+            case .success(.date): out += "{date}"
+            case .success(.seq(let width)): out += width == 0 ? "{seq}" : "{seq:\(width)}"
+            case .failure: out += "{run}"
             }
             last = range.upperBound
         }

@@ -25,7 +25,8 @@ import TestSupport
         #expect(NightName.expand("out/cards-${run.date}-${run.seq:6}.csv", date: date, seq: 42) == "out/cards-20261203-000042.csv")
         #expect(NightName.expand("f${run.seq}_${run.seq:2}", date: date, seq: 1234) == "f1234_1234")
         #expect(NightName.expand("plain.csv", date: date, seq: 1) == "plain.csv")
-        #expect(NightName.stateName(of: "out/cards-${run.date}-${run.seq:6}.csv.pgp") == ".cards-DATE-SEQ.csv.pgp.sequence")
+        #expect(NightName.stateName(of: "out/cards-${run.date}-${run.seq:6}.csv.pgp") == ".cards-{date}-{seq:6}.csv.pgp.sequence")
+        #expect(NightName.stateName(of: "c-${run.seq:4}.csv") != NightName.stateName(of: "c-${run.seq:6}.csv"))
         #expect(NightName.names("a-${run.date}.csv") && !NightName.numbers("a-${run.date}.csv"))
         #expect(NightName.numbers("a-${run.seq:3}.csv"))
     }
