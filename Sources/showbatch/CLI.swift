@@ -77,6 +77,14 @@ enum CLI {
         }
     }
 
+    /// A library error, as the commands that send nothing print it.
+    private static func printError(_ error: RunError) {
+        switch error {
+        case .usage(let message), .runtime(let message), .sideFile(let message): Console.err("showbatch: error: \(TerminalText.escaped(message))\n")
+        case .manifest(let diagnostic): Console.err(TerminalText.escapedLines(diagnostic.description) + "\n")
+        }
+    }
+
     /// `showbatch deliver`: the library uploads the night's files; this prints and maps the exit code.
     static func deliver(_ arguments: DeliverArguments) async -> ExitCode {
         let manifest: Manifest
@@ -94,10 +102,7 @@ enum CLI {
             outcomes = try await NightDelivery.deliver(manifest: manifest, date: date, note: { Console.err("showbatch: warning: \(TerminalText.escaped($0))\n") },
                                                        isCancelled: { Signals.fired })
         } catch {
-            switch error {
-            case .usage(let message), .runtime(let message), .sideFile(let message): Console.err("showbatch: error: \(TerminalText.escaped(message))\n")
-            case .manifest(let diagnostic): Console.err(TerminalText.escapedLines(diagnostic.description) + "\n")
-            }
+            printError(error)
             return error.exitCode
         }
         let failed = outcomes.contains { if case .failed = $0.result { return true } else { return false } }
@@ -128,10 +133,7 @@ enum CLI {
                                            note: { Console.err("showbatch: warning: \(TerminalText.escaped($0))\n") },
                                            isCancelled: { Signals.fired })
         } catch {
-            switch error {
-            case .usage(let message), .runtime(let message), .sideFile(let message): Console.err("showbatch: error: \(TerminalText.escaped(message))\n")
-            case .manifest(let diagnostic): Console.err(TerminalText.escapedLines(diagnostic.description) + "\n")
-            }
+            printError(error)
             return error.exitCode
         }
         if summary.interrupted {

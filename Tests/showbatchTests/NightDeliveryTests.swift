@@ -223,12 +223,15 @@ private let rows = "id,card\n1,4111111111111111\n2,5555555555554444\n"
 
 /// The Kubernetes sample's shape: an encrypted night run in 3 shards, merged and delivered by the
 /// merge pod; the processor decrypts what is on its server.
+/// The delivered manifest, its files encrypted to keys/processor.asc.
+private let encryptedManifest = deliveredManifest
+    .replacingOccurrences(of: "\"out/cards-${run.date}-${run.seq:4}.csv\"", with: "\"out/cards-${run.date}-${run.seq:4}.csv.pgp\"")
+    .replacingOccurrences(of: "\"out/rejects-${run.date}.csv\"", with: "\"out/rejects-${run.date}.csv.pgp\"")
+    .replacingOccurrences(of: "  deliver:\n", with: "  encrypt: {recipients: [keys/processor.asc], state_key: \"${SB_STATE_KEY}\"}\n  deliver:\n")
+
 @Suite(.serialized) struct MergedNightDeliveryTests {
     @Test func threeShardsMergedIntoOneMessageAreDeliveredOnce() async throws {
-        let manifest = deliveredManifest
-            .replacingOccurrences(of: "\"out/cards-${run.date}-${run.seq:4}.csv\"", with: "\"out/cards-${run.date}-${run.seq:4}.csv.pgp\"")
-            .replacingOccurrences(of: "\"out/rejects-${run.date}.csv\"", with: "\"out/rejects-${run.date}.csv.pgp\"")
-            .replacingOccurrences(of: "  deliver:\n", with: "  encrypt: {recipients: [keys/processor.asc], state_key: \"${SB_STATE_KEY}\"}\n  deliver:\n")
+        let manifest = encryptedManifest
         let ids = Array(1...10)
         let work = Workspace(["m.yaml": manifest, "in/customers.csv": "id,alias\n" + ids.map { "\($0),tok_\($0 % 2 == 0 ? "a" : "b")\n" }.joined()])
         work.write("keys/processor.asc", try String(contentsOfFile: GPGFixture.shared.alice.file, encoding: .utf8))
@@ -261,10 +264,7 @@ private let rows = "id,card\n1,4111111111111111\n2,5555555555554444\n"
     /// The processor's key changed between the shards and the merge: the night is not made into
     /// a message to a key its shards were not sealed for.
     @Test func aMergeToOtherRecipientsThanTheShardsIsRefused() async throws {
-        let manifest = deliveredManifest
-            .replacingOccurrences(of: "\"out/cards-${run.date}-${run.seq:4}.csv\"", with: "\"out/cards-${run.date}-${run.seq:4}.csv.pgp\"")
-            .replacingOccurrences(of: "\"out/rejects-${run.date}.csv\"", with: "\"out/rejects-${run.date}.csv.pgp\"")
-            .replacingOccurrences(of: "  deliver:\n", with: "  encrypt: {recipients: [keys/processor.asc], state_key: \"${SB_STATE_KEY}\"}\n  deliver:\n")
+        let manifest = encryptedManifest
         let work = Workspace(["m.yaml": manifest, "in/customers.csv": "id,alias\n1,tok_a\n2,tok_b\n3,tok_a\n"])
         work.write("keys/processor.asc", try String(contentsOfFile: GPGFixture.shared.alice.file, encoding: .utf8))
         let server = try SFTPServer()

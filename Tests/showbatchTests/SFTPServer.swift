@@ -81,7 +81,7 @@ final class SFTPServer: @unchecked Sendable {
         }
         pid = child
         for _ in 0..<500 {
-            if SFTPServer.accepts(port) { return }
+            if acceptsConnections(port) { return }
             var status: Int32 = 0
             if waitpid(child, &status, WNOHANG) == child { pid = nil; break }
             usleep(10_000)
@@ -128,17 +128,5 @@ final class SFTPServer: @unchecked Sendable {
         try process.run()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else { throw SFTPServerError(message: "ssh-keygen failed for \(path)") }
-    }
-
-    private static func accepts(_ port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        } == 0
     }
 }

@@ -53,7 +53,7 @@ final class NginxServer: @unchecked Sendable {
         try process.run()
         // Ready once it accepts a connection.
         for _ in 0..<400 {
-            if NginxServer.accepts(port) { return }
+            if acceptsConnections(port) { return }
             guard process.isRunning else { break }
             usleep(10_000)
         }
@@ -73,17 +73,5 @@ final class NginxServer: @unchecked Sendable {
         for _ in 0..<400 where process.isRunning { usleep(5_000) }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         try? FileManager.default.removeItem(atPath: dir)
-    }
-
-    private static func accepts(_ port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        } == 0
     }
 }
