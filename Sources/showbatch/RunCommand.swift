@@ -159,7 +159,9 @@ private final class RunSession: Sendable {
         switch await task.value {
         case .success(let summary):
             live.endProgress()
-            live.summary(summary, retry: RunCommand.retryCommand(arguments, shard: options.shard, night: summary.night),
+            // A delivered night is not rewritten: no --retry-failed hint for it.
+            let delivered = summary.deliveries.contains { if case .failed = $0.result { return false } else { return true } }
+            live.summary(summary, retry: delivered ? nil : RunCommand.retryCommand(arguments, shard: options.shard, night: summary.night),
                          deliver: summary.night.map { RunCommand.deliverCommand(arguments.manifest, night: $0) })
             return finish(summary.exitCode, summary: summary, shard: options.shard)
         case .failure(let error):

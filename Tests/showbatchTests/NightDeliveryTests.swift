@@ -200,6 +200,7 @@ private let rows = "id,card\n1,4111111111111111\n2,5555555555554444\n"
         work.write("in/customers.csv", "id,alias\n1,tok_a\n2,tok_unknown\n")
         let run = try await run(work, server)
         #expect(run.status == 1 && server.uploaded.isEmpty)
+        #expect(run.stderr.contains("showbatch: warning: out/\(file) is not delivered: its rows not ok are beyond max_failed; --retry-failed --date \(night) sends them again, and then delivers it\n"))
         let deliver = try await showbatch(["deliver", "m.yaml", "--date", night], in: work.path, environment: environment(server))
         #expect(deliver.status == 2)
         #expect(deliver.stderr == "showbatch: error: out/\(file) was finished with rows not ok beyond max_failed, so it is not delivered: send them again first (showbatch run m.yaml --retry-failed --date \(night))\n")
@@ -218,6 +219,12 @@ private let rows = "id,card\n1,4111111111111111\n2,5555555555554444\n"
         #expect(rerun.stderr.hasPrefix("showbatch: warning: out/\(file): it was delivered to \(server.url)\(file) at "))
         #expect(rerun.stderr.contains("showbatch: 0 rows: 0 ok"))
         #expect(!work.exists("out/\(file)") && server.uploaded == [file, file + ".done"])
+        // With other data: still not sent, and said loudly.
+        work.write("in/customers.csv", "id,alias\n7,tok_a\n")
+        let changed = try await run(work, server)
+        #expect(changed.status == 0)
+        #expect(changed.stderr.contains("showbatch: warning: out/\(file): the data files changed since the night of \(night) was delivered: their rows are NOT sent (a delivered night is the processor's; send them as another night, with its own --date)\n"))
+        #expect(changed.stderr.contains("showbatch: 0 rows: 0 ok"))
     }
 }
 

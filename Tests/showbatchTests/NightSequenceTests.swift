@@ -153,6 +153,26 @@ private func outFiles(_ work: Workspace) -> [String] {
         #expect(work.read("out/cards-20261201-0001.csv") == expectedRows([1, 2, 3]))
     }
 
+    /// A new night dated before the latest one (a mistyped --date, a wrong TZ) would be numbered
+    /// after it: refused. A rerun of an earlier night that has its number is not.
+    @Test func aNewNightBeforeTheLatestIsRefused() async throws {
+        let work = workspace()
+        defer { work.remove() }
+        for (night, ids) in [("2026-12-01", [1]), ("2026-12-02", [2])] {
+            work.write("in/customers.csv", data(ids))
+            #expect(try await showbatch(["run", "m.yaml", "--emulate", "--date", night, "--quiet"], in: work.path).status == 0)
+        }
+        work.write("in/customers.csv", data([3]))
+        let earlier = try await showbatch(["run", "m.yaml", "--emulate", "--date", "2026-11-30"], in: work.path)
+        #expect(earlier.status == 2)
+        #expect(earlier.stderr.hasPrefix("showbatch: error: the night of 2026-11-30 would come after the night of 2026-12-02 (cards-20261202-0002.csv, sequence 2), which is later: a processor takes nights in order; check --date and TZ\n"))
+        // The first night again, with the second's data back: a rerun, neither a repeat nor out of order.
+        work.write("in/customers.csv", data([1]))
+        let rerun = try await showbatch(["run", "m.yaml", "--emulate", "--date", "2026-12-01", "--quiet"], in: work.path)
+        #expect(rerun.status == 0 && rerun.stderr == "")
+        #expect(!outFiles(work).contains { $0.contains("20261130") })
+    }
+
     @Test func theRetryHintNamesTheNight() async throws {
         let work = workspace()
         defer { work.remove() }

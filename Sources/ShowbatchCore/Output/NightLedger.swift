@@ -223,10 +223,20 @@ struct Nights {
     func night(of template: String) -> NightLedger.Night? { ledgers[template]?.night(on: date) }
 
     /// The first output whose nights hold another date with these data files: the export
-    /// upstream did not run, and yesterday's rows would be sent again.
+    /// upstream did not run, and yesterday's rows would be sent again. A date the output has a
+    /// night for already is a rerun, not a repeat.
     func repeated(data: String) -> (template: String, night: NightLedger.Night)? {
-        for (template, ledger) in ledgers.sorted(by: { $0.key < $1.key }) {
+        for (template, ledger) in ledgers.sorted(by: { $0.key < $1.key }) where ledger.night(on: date) == nil {
             if let night = ledger.repeatOf(date, data: data) { return (template, night) }
+        }
+        return nil
+    }
+
+    /// The first output for which this date would be a new night before the latest it has: its
+    /// number would come after a later date's (a mistyped `--date`, a wrong `TZ`).
+    func earlierThanLatest() -> (template: String, night: NightLedger.Night)? {
+        for (template, ledger) in ledgers.sorted(by: { $0.key < $1.key }) where ledger.night(on: date) == nil {
+            if let latest = ledger.nights.max(by: { $0.date < $1.date }), latest.date > date { return (template, latest) }
         }
         return nil
     }

@@ -22,6 +22,9 @@ enum NightRecords {
                     throw RunError.usage("\(target.path) was delivered\(where_) at \(recorded.delivered): a processor takes a night's file once, so --retry-failed does not rewrite it; its failed rows are in its rejects file or journal")
                 }
                 targets[index].finishedNight = "it was delivered\(where_) at \(recorded.delivered)"
+                if !data.isEmpty && recorded.data != data {
+                    warnings.append("\(target.path): the data files changed since the night of \(night.date) was delivered: their rows are NOT sent (a delivered night is the processor's; send them as another night, with its own --date)")
+                }
                 targets[index].deliveredAt = recorded.delivered
                 continue
             }

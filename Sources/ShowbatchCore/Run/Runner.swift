@@ -125,6 +125,10 @@ package struct Runner: Sendable {
             // A night within max_failed goes to the processor; one over it waits for --retry-failed.
             if summary.exitCode == .ok {
                 summary.deliveries = await deliver(targets)
+            } else {
+                for target in targets where target.deliver != nil && target.night?.records == true {
+                    events(.warning("\(target.path) is not delivered: its rows not ok are beyond max_failed; --retry-failed --date \(nights.date) sends them again, and then delivers it"))
+                }
             }
         }
         return summary
@@ -141,6 +145,9 @@ package struct Runner: Sendable {
         if Task.isCancelled { return nil }
         if let hash, !options.allowRepeat, let (_, night) = nights.repeated(data: String(hash, radix: 16)) {
             throw RunError.usage("the data files of the night of \(nights.date) are the same as those of the night of \(night.date) (\(night.file.isEmpty ? "begun, not finished" : night.file), sequence \(night.seq)): the export upstream may not have run since; nothing was sent (--allow-repeat sends them again)")
+        }
+        if let (_, latest) = nights.earlierThanLatest() {
+            throw RunError.usage("the night of \(nights.date) would come after the night of \(latest.date) (\(latest.file.isEmpty ? "begun" : latest.file), sequence \(latest.seq)), which is later: a processor takes nights in order; check --date and TZ")
         }
         if options.limit == nil && options.output == nil {
             try nights.reserve(data: hash.map { String($0, radix: 16) } ?? "", isCancelled: { Task.isCancelled })
