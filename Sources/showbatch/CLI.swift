@@ -77,6 +77,22 @@ enum CLI {
         }
     }
 
+    /// The manifest of a command that sends nothing (merge, deliver): the values only sending
+    /// uses may be absent; its problems printed, with the exit code they have.
+    private static func loadSendingNothing(_ path: String) -> Result<Manifest, ExitCodeError> {
+        do {
+            return .success(try ManifestLoader.load(path: path, use: .merge))
+        } catch {
+            Console.err(TerminalText.escapedLines(error.description) + "\n")
+            return .failure(ExitCodeError(code: error.exitCode))
+        }
+    }
+
+    /// An exit code, as the failure of a `Result`.
+    struct ExitCodeError: Error {
+        let code: ExitCode
+    }
+
     /// A library error, as the commands that send nothing print it.
     private static func printError(_ error: RunError) {
         switch error {
@@ -88,11 +104,9 @@ enum CLI {
     /// `showbatch deliver`: the library uploads the night's files; this prints and maps the exit code.
     static func deliver(_ arguments: DeliverArguments) async -> ExitCode {
         let manifest: Manifest
-        do {
-            manifest = try ManifestLoader.load(path: arguments.manifest, use: .merge)
-        } catch {
-            Console.err(TerminalText.escapedLines(error.description) + "\n")
-            return error.exitCode
+        switch loadSendingNothing(arguments.manifest) {
+        case .success(let loaded): manifest = loaded
+        case .failure(let failure): return failure.code
         }
         Signals.listen {}
         defer { Signals.listen(nil) }
@@ -117,11 +131,9 @@ enum CLI {
     /// `showbatch merge`: the library writes the unsharded outputs; this prints and maps the exit code.
     static func merge(_ arguments: MergeArguments) -> ExitCode {
         let manifest: Manifest
-        do {
-            manifest = try ManifestLoader.load(path: arguments.manifest, use: .merge)
-        } catch {
-            Console.err(TerminalText.escapedLines(error.description) + "\n")
-            return error.exitCode
+        switch loadSendingNothing(arguments.manifest) {
+        case .success(let loaded): manifest = loaded
+        case .failure(let failure): return failure.code
         }
         // From here a signal stops the merge, which then removes what it had written.
         Signals.listen {}

@@ -116,9 +116,16 @@ private func outFiles(_ work: Workspace) -> [String] {
         async let first = showbatch(["run", "m.yaml", "--emulate", "--date", "2026-12-02", "--allow-repeat", "--quiet"], in: work.path)
         async let second = showbatch(["run", "m.yaml", "--emulate", "--date", "2026-12-03", "--allow-repeat", "--quiet"], in: work.path)
         let (a, b) = try await (first, second)
-        #expect(a.status == 0 && b.status == 0)
         let files = outFiles(work).filter { $0.hasPrefix("cards-") }
-        #expect(files == ["cards-20261202-0001.csv", "cards-20261203-0002.csv"] || files == ["cards-20261202-0002.csv", "cards-20261203-0001.csv"])
+        if a.status == 0 {
+            // The earlier night began first: numbers in date order.
+            #expect(b.status == 0 && files == ["cards-20261202-0001.csv", "cards-20261203-0002.csv"])
+        } else {
+            // The later night took 1 first: the earlier one is refused, never given the same number
+            // nor one after the later date's.
+            #expect(a.status == 2 && a.stderr.hasPrefix("showbatch: error: the night of 2026-12-02 would come after the night of 2026-12-03 ("))
+            #expect(b.status == 0 && files == ["cards-20261203-0001.csv"])
+        }
     }
 
     /// A night that began and was interrupted keeps its number: a later night takes the next,

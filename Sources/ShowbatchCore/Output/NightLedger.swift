@@ -98,6 +98,10 @@ struct NightLedger: Equatable {
     static func reserve(_ date: NightDate, data: String, template: String, isCancelled: () -> Bool = { false }) throws(RunError) -> Int {
         try update(template: template, isCancelled: isCancelled) { (ledger: inout NightLedger) throws(RunError) -> Int in
             if let night = ledger.night(on: date) { return night.seq }
+            // Checked again under the lock: a later night may have begun meanwhile.
+            if let latest = ledger.nights.max(by: { $0.date < $1.date }), latest.date > date {
+                throw Nights.outOfOrder(date, latest)
+            }
             let seq = ledger.number(for: date)
             guard seq <= maxSeq else { throw RunError.runtime("\(ledger.path) holds a number beyond \(maxSeq): it is not a night's") }
             ledger.nights.append(Night(date: date, seq: seq, data: data, file: ""))
@@ -230,6 +234,11 @@ struct Nights {
             if let night = ledger.repeatOf(date, data: data) { return (template, night) }
         }
         return nil
+    }
+
+    /// The refusal of a new night of `date` that would be numbered after the later `latest`.
+    static func outOfOrder(_ date: NightDate, _ latest: NightLedger.Night) -> RunError {
+        .usage("the night of \(date) would come after the night of \(latest.date) (\(latest.file.isEmpty ? "begun" : latest.file), sequence \(latest.seq)), which is later: a processor takes nights in order; check --date and TZ")
     }
 
     /// The first output for which this date would be a new night before the latest it has: its

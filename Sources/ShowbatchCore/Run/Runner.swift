@@ -147,7 +147,7 @@ package struct Runner: Sendable {
             throw RunError.usage("the data files of the night of \(nights.date) are the same as those of the night of \(night.date) (\(night.file.isEmpty ? "begun, not finished" : night.file), sequence \(night.seq)): the export upstream may not have run since; nothing was sent (--allow-repeat sends them again)")
         }
         if let (_, latest) = nights.earlierThanLatest() {
-            throw RunError.usage("the night of \(nights.date) would come after the night of \(latest.date) (\(latest.file.isEmpty ? "begun" : latest.file), sequence \(latest.seq)), which is later: a processor takes nights in order; check --date and TZ")
+            throw Nights.outOfOrder(nights.date, latest)
         }
         if options.limit == nil && options.output == nil {
             try nights.reserve(data: hash.map { String($0, radix: 16) } ?? "", isCancelled: { Task.isCancelled })
