@@ -113,10 +113,20 @@ package enum ShardMerge {
                     guard fdatasync(fd) == 0 else {
                         throw RunError.runtime("cannot write \(SideFile.partial.of(path)): \(describeErrno(errno))")
                     }
+                    // The night's header and trailer go around the merged rows, totalled from them.
+                    let envelope = path == output.target.path ? output.target.envelope : nil
+                    if let envelope, encryptor == nil {
+                        try envelope.write(SideFile.partial.of(path), to: SideFile.enveloping.of(path), for: path, layout: output.target.layout)
+                        partials.append((-1, SideFile.enveloping.of(path)))
+                    }
                     if let encryptor {
                         do throws(RunError) {
+                            let lines = try envelope.map { envelope throws(RunError) in
+                                envelope.lines(try envelope.totals(of: SideFile.partial.of(path), layout: output.target.layout, key: mergeKey),
+                                               layout: output.target.layout)
+                            }
                             try OpenPGPPublisher.makeMessage(sealed: fd, partial: SideFile.partial.of(path), key: mergeKey, for: path,
-                                                             encryptor: encryptor, isCancelled: isCancelled)
+                                                             encryptor: encryptor, isCancelled: isCancelled, around: lines)
                         } catch {
                             if isCancelled() {
                                 discard()
@@ -199,20 +209,24 @@ package enum ShardMerge {
     /// Renames every merged file into place, replacing what was there; a rename that fails
     /// leaves those before it in place and removes the rest.
     private static func putInPlace(_ plan: MergePlan) throws(RunError) {
-        let written = plan.outputs.filter { !$0.unchanged }.flatMap { output in output.target.paths.map { ($0, output.target.encrypt != nil) } }
-        for (index, (path, encrypted)) in written.enumerated() {
+        let written = plan.outputs.filter { !$0.unchanged }.flatMap { output in
+            output.target.paths.map { ($0, output.target.encrypt != nil, $0 == output.target.path && output.target.envelope != nil) }
+        }
+        for (index, (path, encrypted, enveloped)) in written.enumerated() {
             let partial = SideFile.partial.of(path)
-            // An encrypted output's message is in place of its sealed file.
-            let finished = encrypted ? SideFile.encrypting.of(path) : partial
+            // An encrypted output's message is in place of its sealed file, and so is a file
+            // with a header or trailer in place of its rows.
+            let finished = encrypted ? SideFile.encrypting.of(path) : enveloped ? SideFile.enveloping.of(path) : partial
             guard rename(finished, path) == 0 else {
                 let reason = describeErrno(errno)
-                for (later, _) in written[index...] {
+                for (later, _, _) in written[index...] {
                     unlink(SideFile.partial.of(later))
                     unlink(SideFile.encrypting.of(later))
+                    unlink(SideFile.enveloping.of(later))
                 }
                 throw RunError.runtime("cannot rename \(finished) to \(path): \(reason)")
             }
-            if encrypted { unlink(partial) }
+            if encrypted || enveloped { unlink(partial) }
             // A journal of an earlier unsharded run describes the file this one replaced.
             for stale in [SideFile.journal.of(path), SideFile.journalNext.of(path)] {
                 if case .regular = PrivateFile.inspect(stale) { unlink(stale) }

@@ -102,9 +102,10 @@ extension Journal {
             let mark = contents.lastCheckpoint?.rejects ?? (offset: 0, hash: fnvOffsetBasis, rows: 0)
             marks.append((rejects.path, mark.offset, mark.hash))
         }
-        if target.publishesMessage && !keep {
-            // The messages were in place before `.next` was written; the sealed rows go after it.
-            if marks.allSatisfy({ PrivateFile.inspect(SideFile.sealedRows.of($0.path)) == .none }) {
+        if target.keepsRowsAside && !keep {
+            // The messages (or files with a header or trailer) were in place before `.next` was
+            // written; the rows kept beside them go after it.
+            if target.rowsAside.allSatisfy({ PrivateFile.inspect($0) == .none }) {
                 try adopt(next, as: path, keep: false)
             } else {
                 unlink(next)

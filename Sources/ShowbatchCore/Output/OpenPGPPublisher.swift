@@ -15,20 +15,24 @@ enum OpenPGPPublisher {
     /// publication removes its `.encrypting` file and leaves the sealed one, to be finished by
     /// `--resume`. With `keepingSealed`, the sealed file stays once the message is in place.
     static func publish(sealed fd: Int32, partial: String, key: DataKey, to path: String,
-                        encryptor: OpenPGPEncryptor, isCancelled: @escaping () -> Bool, keepingSealed: Bool = false) throws(RunError) {
-        try makeMessage(sealed: fd, partial: partial, key: key, for: path, encryptor: encryptor, isCancelled: isCancelled)
+                        encryptor: OpenPGPEncryptor, isCancelled: @escaping () -> Bool, keepingSealed: Bool = false,
+                        around lines: (head: [UInt8], tail: [UInt8])? = nil) throws(RunError) {
+        try makeMessage(sealed: fd, partial: partial, key: key, for: path, encryptor: encryptor, isCancelled: isCancelled, around: lines)
         try place(path, partial: partial, keepingSealed: keepingSealed)
     }
 
-    /// Makes `<path>.encrypting`, the OpenPGP message of the sealed file open at `fd`, and syncs
-    /// it; on failure it is removed, and the sealed file kept.
+    /// Makes `<path>.encrypting`, the OpenPGP message of the sealed file open at `fd` (between
+    /// the header and trailer `lines`, when the output has them), and syncs it; on failure it is
+    /// removed, and the sealed file kept.
     static func makeMessage(sealed fd: Int32, partial: String, key: DataKey, for path: String,
-                            encryptor: OpenPGPEncryptor, isCancelled: @escaping () -> Bool) throws(RunError) {
+                            encryptor: OpenPGPEncryptor, isCancelled: @escaping () -> Bool,
+                            around lines: (head: [UInt8], tail: [UInt8])? = nil) throws(RunError) {
         let temporary = SideFile.encrypting.of(path)
         let out = try PrivateFile.create(temporary, for: path)
         let source: CancellableSource
         do {
-            source = CancellableSource(reader: try SealedReader(fd: fd, key: key, name: partial), isCancelled: isCancelled)
+            source = CancellableSource(reader: try SealedReader(fd: fd, key: key, name: partial), isCancelled: isCancelled,
+                                       head: lines?.head ?? [], tail: lines?.tail ?? [])
         } catch {
             close(out)
             unlink(temporary)
@@ -62,19 +66,38 @@ enum OpenPGPPublisher {
     /// The publication was cancelled (SIGINT, SIGTERM).
     struct Cancelled: Error {}
 
-    /// A sealed file's plaintext, read until the publication is cancelled.
+    /// A sealed file's plaintext between `head` and `tail`, read until the publication is cancelled.
     private final class CancellableSource: PlaintextSource {
         let reader: SealedReader
         let isCancelled: () -> Bool
+        private var head: ArraySlice<UInt8>
+        private var tail: ArraySlice<UInt8>
+        private var rowsDone = false
 
-        init(reader: SealedReader, isCancelled: @escaping () -> Bool) {
+        init(reader: SealedReader, isCancelled: @escaping () -> Bool, head: [UInt8], tail: [UInt8]) {
             self.reader = reader
             self.isCancelled = isCancelled
+            self.head = head[...]
+            self.tail = tail[...]
         }
 
         func read(into buffer: UnsafeMutableRawBufferPointer) throws -> Int {
             if isCancelled() { throw Cancelled() }
-            return try reader.read(into: buffer)
+            if !head.isEmpty { return Self.take(&head, into: buffer) }
+            if !rowsDone {
+                let count = try reader.read(into: buffer)
+                if count > 0 { return count }
+                rowsDone = true
+            }
+            return Self.take(&tail, into: buffer)
+        }
+
+        private static func take(_ bytes: inout ArraySlice<UInt8>, into buffer: UnsafeMutableRawBufferPointer) -> Int {
+            let count = min(bytes.count, buffer.count)
+            guard count > 0 else { return 0 }
+            buffer.copyBytes(from: bytes.prefix(count))
+            bytes = bytes.dropFirst(count)
+            return count
         }
     }
 }

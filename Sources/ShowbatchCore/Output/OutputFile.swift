@@ -63,6 +63,9 @@ final class OutputFile {
     /// file is put in place.
     private let sealing: Sealing?
     private var sealer: SealedWriter?
+    /// Its header and trailer, put around the rows as the file is put in place (never in the
+    /// `.partial`, which holds the rows its journal counts).
+    var envelope: FileEnvelope?
 
     /// How an encrypted output is kept while written and put in place when finished.
     struct Sealing {
@@ -397,13 +400,29 @@ final class OutputFile {
                 guard fdatasync(fd) == 0 else { throw writeError(errno) }
             }
             if let encryptor = sealing.encryptor {
+                let lines = try envelope.map { envelope throws(RunError) in
+                    envelope.lines(try envelope.totals(of: partialPath, layout: layout, key: sealing.key), layout: layout)
+                }
                 try OpenPGPPublisher.publish(sealed: fd, partial: partialPath, key: sealing.key, to: path, encryptor: encryptor,
-                                             isCancelled: sealing.isCancelled, keepingSealed: keepingSealed)
+                                             isCancelled: sealing.isCancelled, keepingSealed: keepingSealed, around: lines)
                 closeFiles()
                 return
             }
         }
         closeFiles()
+        if let envelope {
+            // The rows stay in `.partial` (for `--resume`, or kept beside the file when rows
+            // failed) until the file with its header and trailer is in place.
+            let finished = SideFile.enveloping.of(path)
+            try envelope.write(partialPath, to: finished, for: path, layout: layout)
+            guard rename(finished, path) == 0 else {
+                let reason = describeErrno(errno)
+                unlink(finished)
+                throw RunError.runtime("cannot rename \(finished) to \(path): \(reason); the journal \(journalPath) is kept, so the run can go on with --resume once that is fixed")
+            }
+            if !keepingSealed { unlink(partialPath) }
+            return
+        }
         guard rename(partialPath, path) == 0 else {
             throw RunError.runtime("cannot rename \(partialPath) to \(path): \(describeErrno(errno)); the journal \(journalPath) is kept, so the run can go on with --resume once that is fixed")
         }
@@ -421,8 +440,8 @@ final class OutputFile {
     /// file's) becomes its kept sealed rows, `<path>.sealed`, replacing the ones kept before.
     func keepSealedRows() throws(RunError) {
         try rejects?.keepSealedRows()
-        guard let partialPath, sealing?.encryptor != nil else { return }
-        let kept = SideFile.sealedRows.of(path)
+        guard let partialPath, sealing?.encryptor != nil || envelope != nil else { return }
+        let kept = sealing?.encryptor != nil ? SideFile.sealedRows.of(path) : SideFile.keptRows.of(path)
         guard rename(partialPath, kept) == 0 else {
             throw RunError.runtime("cannot rename \(partialPath) to \(kept): \(describeErrno(errno))")
         }

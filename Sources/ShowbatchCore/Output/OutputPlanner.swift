@@ -20,6 +20,12 @@ enum SideFile: String, CaseIterable {
     /// message while its journal holds failed rows: what `--retry-failed` rewrites it from
     /// (showbatch cannot read the message back). Removed once no failed row is left.
     case sealedRows = ".sealed"
+    /// An output with a header or trailer as it is being made from its `.partial` (the lines
+    /// around the rows), renamed into place when whole.
+    case enveloping = ".enveloping"
+    /// A plain output's rows without its header and trailer, kept beside it while its journal
+    /// holds failed rows: what `--retry-failed` rewrites it from and `--resume` checks.
+    case keptRows = ".rows"
     /// The record of the finished output's delivery (`output.deliver`): when, where, which bytes.
     case delivered = ".delivered"
 
@@ -70,6 +76,11 @@ struct OutputTarget {
     var finishedNight: String?
     /// When its night was delivered, as its sequence state says: nothing is delivered again.
     var deliveredAt: String?
+    /// The columns its header or trailer sums: a row whose cell there is not a number fails.
+    var summed: [SummedColumn] = []
+    /// Its header and trailer, written when the file is put in place (never into a shard's
+    /// file, which merge reads as rows, nor to standard output).
+    var envelope: FileEnvelope?
 
     /// The target's files: the output, then its rejects file.
     var paths: [String] { [path] + (rejects.map { [$0.path] } ?? []) }
@@ -81,9 +92,20 @@ struct OutputTarget {
     /// while rows failed, its sealed rows are kept beside it (`.sealed`) for `--retry-failed`.
     var publishesMessage: Bool { encrypt != nil && !sealedShard }
 
+    /// The finished file is not its rows byte for byte (an OpenPGP message, or a file with a
+    /// header or trailer): while rows failed, they are kept beside it for `--retry-failed`.
+    var keepsRowsAside: Bool { publishesMessage || envelope != nil }
+
     /// Where the rows of the finished file `path` (the output or its rejects file) are read back
-    /// from: the file itself, or the sealed rows kept beside an OpenPGP message.
-    func readableRows(of path: String) -> String { publishesMessage ? SideFile.sealedRows.of(path) : path }
+    /// from: the file itself, the sealed rows kept beside an OpenPGP message, or the rows kept
+    /// beside an output with a header or trailer.
+    func readableRows(of path: String) -> String {
+        if publishesMessage { return SideFile.sealedRows.of(path) }
+        return envelope != nil && path == self.path ? SideFile.keptRows.of(path) : path
+    }
+
+    /// The files its rows are kept in beside the finished files (`keepsRowsAside`).
+    var rowsAside: [String] { keepsRowsAside ? paths.map(readableRows).filter { !paths.contains($0) } : [] }
 }
 
 /// The night an output's name holds: which output names it (its template), the date and number.
@@ -371,6 +393,7 @@ struct OutputPlanner {
             targets[index].layout.gzip = !targets[index].isStandardOutput && (spec.compress ?? OutputFormat.isGzipPath(spec.path))
             targets[index].encrypt = spec.encrypt
             targets[index].sealedShard = spec.encrypt != nil && shard != nil
+            try envelope(&targets[index], spec: spec, manifest: manifest, naming: naming)
             guard let rejects = spec.rejects, !targets[index].isStandardOutput else { continue }
             let rejectsPath = naming.path(rejects, encrypted: spec.encrypt != nil, template: targets[index].night?.template ?? spec.path)
             var rowColumns: [String] = []
@@ -392,6 +415,30 @@ struct OutputPlanner {
             targets[index].rejectPartial = spec.rejectPartial
         }
         return extrasByTarget
+    }
+
+    /// A target's header and trailer: the columns they sum found among its columns (a column
+    /// that is not there, or is no number, is a positioned error), the night they write.
+    private static func envelope(_ target: inout OutputTarget, spec: OutputSpec, manifest: Manifest, naming: PathNaming) throws(RunError) {
+        let lines = [spec.header, spec.trailer].compactMap { $0 }
+        guard !lines.isEmpty else { return }
+        let layout = target.layout
+        for line in lines {
+            for name in line.sums where !target.summed.contains(where: { $0.name == name }) {
+                guard let column = layout.names.firstIndex(of: name) else {
+                    throw RunError.manifest(manifest.diagnostic(at: line.mark, "${run.sum.\(name)} names no column of the output \(spec.path); its columns are \(layout.names.joined(separator: ", "))"))
+                }
+                if case .fixed(let fixed) = layout.sources[column], fixed != .attempts && fixed != .httpStatus {
+                    throw RunError.manifest(manifest.diagnostic(at: line.mark, "${run.sum.\(name)} cannot sum the column \(name): it holds no number"))
+                }
+                target.summed.append(SummedColumn(name: name, column: column, source: layout.sources[column]))
+            }
+        }
+        // A shard's file is rows for merge, which writes the night's envelope; standard output is rows to look at.
+        guard naming.shard == nil, !target.isStandardOutput else { return }
+        target.envelope = FileEnvelope(header: spec.header, trailer: spec.trailer, date: naming.nights?.date ?? NightDate.today(),
+                                       seq: target.night?.seq ?? naming.nights?.number(of: manifest.output?.path ?? spec.path) ?? 1,
+                                       summed: target.summed)
     }
 
     /// Binary labels' files are written in the folder of their output: `--output` in the folder

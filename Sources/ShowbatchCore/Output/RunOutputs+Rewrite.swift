@@ -19,8 +19,8 @@ extension RunOutputs {
         }
         let path = target.readableRows(of: target.path)
         let rejectsPath = target.rejects.map { target.readableRows(of: $0.path) }
-        for file in [path] + (rejectsPath.map { [$0] } ?? []) where target.publishesMessage && PrivateFile.inspect(file) == .none {
-            throw RunError.usage("--retry-failed cannot rewrite \(target.path): \(file), the sealed rows its run kept to rewrite it from, is gone; run without --retry-failed to write it again")
+        for file in target.rowsAside where PrivateFile.inspect(file) == .none {
+            throw RunError.usage("--retry-failed cannot rewrite \(target.path): \(file), the \(target.publishesMessage ? "sealed " : "")rows its run kept to rewrite it from, is gone; run without --retry-failed to write it again")
         }
         let mark = checkpoint.rejects ?? (offset: 0, hash: fnvOffsetBasis, rows: 0)
         guard Journal.outputMatches(path, size: ended.size, hash: ended.hash, key: key) else {

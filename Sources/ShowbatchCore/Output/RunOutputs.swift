@@ -118,6 +118,7 @@ final class RunOutputs {
             throw error
         }
         files = opened.files
+        for (file, target) in zip(files, targets) { file?.envelope = target.envelope }
         self.journals = journals
         kept = opened.kept
         self.targets = targets
@@ -160,8 +161,9 @@ final class RunOutputs {
                     let rejectsChanged = target.rejects.map { rejects in
                         !Journal.outputMatches(rejects.path, size: checkpoint.rejects?.offset ?? 0, hash: checkpoint.rejects?.hash ?? fnvOffsetBasis)
                     } ?? false
-                    if !Journal.outputMatches(target.path, size: ended.size, hash: ended.hash) || rejectsChanged {
-                        throw RunError.usage("\(rejectsChanged ? target.rejects!.path : target.path) does not match its journal (it changed since the run that wrote it); run without --resume to write it again")
+                    let rows = target.readableRows(of: target.path)
+                    if !Journal.outputMatches(rows, size: ended.size, hash: ended.hash) || rejectsChanged {
+                        throw RunError.usage("\(rejectsChanged ? target.rejects!.path : rows) does not match its journal (it changed since the run that wrote it); run without --resume to write it again")
                     }
                 }
                 return (nil, finishedTally(target, ended: ended, checkpoint: checkpoint, key: sealing?.key, journal: journal.path))
@@ -215,6 +217,12 @@ final class RunOutputs {
         for file in files { file?.abandonWaitingWrites() }
     }
 
+    /// The row as target `index` takes it: a cell its header or trailer sums must be a number.
+    func checked(_ row: ResultRow, for index: Int) -> ResultRow {
+        let summed = targets[index].summed
+        return summed.isEmpty ? row : FileEnvelope.checked(row, summing: summed)
+    }
+
     /// Writes a row to target `index` (nothing when this run leaves it as it is), notes it in the
     /// journal when it failed, and takes a checkpoint when one is due; `beforeCheckpoint` makes
     /// what else a checkpoint counts durable first (binary labels' files).
@@ -251,11 +259,9 @@ final class RunOutputs {
     /// Removes the sealed rows kept beside an OpenPGP message (and its rejects file's) once no
     /// journal describes them.
     private func removeSealedRows(_ index: Int) {
-        guard targets[index].publishesMessage else { return }
-        for path in targets[index].paths {
-            let sealed = SideFile.sealedRows.of(path)
+        for kept in targets[index].rowsAside {
             // Only a regular file: a link planted there is refused before the run, and never followed.
-            if case .regular = PrivateFile.inspect(sealed) { unlink(sealed) }
+            if case .regular = PrivateFile.inspect(kept) { unlink(kept) }
         }
     }
 
@@ -301,13 +307,13 @@ final class RunOutputs {
                 }
                 let checkpoint = file.checkpoint
                 let keep = journal.map { keepsJournal(index, checkpoint, $0) } ?? false
-                let message = targets[index].publishesMessage
+                let aside = targets[index].keepsRowsAside
                 switch mode {
                 case .fresh, .resume:
                     if !complete.contains(index) { try journal?.end(checkpoint) }
                     // The identity first: a run killed after the rename still leaves one for merge.
                     try writeShardIdentity(index, checkpoint)
-                    try file.commit(keepingSealed: keep && message)
+                    try file.commit(keepingSealed: keep && aside)
                     if let journal, !keep {
                         journal.remove()
                         removeSealedRows(index)
@@ -315,12 +321,13 @@ final class RunOutputs {
                         journal?.close()
                     }
                 case .retryFailed:
-                    // An OpenPGP message, which nothing checks, is put in place first; `.next`
-                    // then describes the sealed rows kept beside it, which are put in place after.
-                    if message { try file.publish(keepingSealed: keep) }
+                    // An OpenPGP message or a file with a header or trailer, which nothing
+                    // checks, is put in place first; `.next` then describes the rows kept beside
+                    // it, which are put in place after.
+                    if aside { try file.publish(keepingSealed: keep) }
                     try journal?.prepareRewrite(checkpoint, keep: keep)
                     try writeShardIdentity(index, checkpoint)
-                    if !message {
+                    if !aside {
                         try file.commit()
                     } else if keep {
                         try file.keepSealedRows()

@@ -56,7 +56,7 @@ package enum RowStatus: String, Sendable {
 package struct RowError: Error, Sendable, Equatable {
     /// The code.
     package var code: ErrorCode
-    /// The label it concerns, for 1403 to 1409.
+    /// The label it concerns, for 1403 to 1410.
     package var label: String?
     /// A message that names paths and statuses, never values.
     package var message: String
@@ -92,6 +92,8 @@ package enum ErrorCode: Int, Sendable, CaseIterable {
     case notRevealed = 1408
     /// A text label's value holds control characters (NUL, escape…), which no cell may carry.
     case controlCharacters = 1409
+    /// A cell the file's header or trailer sums (`${run.sum.NAME}`) is not a decimal number.
+    case notANumber = 1410
     case invalidConfigurationURL = 1480
     case invalidRow = 1490
     case rateLimited = 1429
@@ -112,6 +114,7 @@ package enum ErrorCode: Int, Sendable, CaseIterable {
         case .unexpectedValue: return "unexpected_value"
         case .notRevealed: return "not_revealed"
         case .controlCharacters: return "control_characters"
+        case .notANumber: return "not_a_number"
         case .invalidConfigurationURL: return "invalid_configuration_url"
         case .invalidRow: return "invalid_row"
         case .rateLimited: return "rate_limited"

@@ -113,7 +113,7 @@ final class RowWriter: @unchecked Sendable {
             for entry in batch {
                 if stopping.load(ordering: .relaxed) { break }
                 do {
-                    let row = try entry.row.row(labelFiles: labelFiles, target: entry.target)
+                    let row = outputs.checked(try entry.row.row(labelFiles: labelFiles, target: entry.target), for: entry.target)
                     let labelFiles = self.labelFiles
                     try outputs.write(row, to: entry.target) { () throws(RunError) in try labelFiles?.sync() }
                     count(row)

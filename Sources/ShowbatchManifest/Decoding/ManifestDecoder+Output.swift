@@ -72,6 +72,7 @@ extension ManifestDecoder {
         if let rejectsNode = map["rejects"], let rejects = spec.rejects, NightName.numbers(rejects) && !NightName.names(path) {
             problem(rejectsNode.mark, "\(context()).rejects holds ${run.seq}, the number of the output's nights, but \(context()).path names no night; put ${run.date} or ${run.seq} in the path too")
         }
+        envelope(map, into: &spec, context(), path: path)
         if let deliverNode = map["deliver"] {
             spec.deliver = deliver(deliverNode, context())
             if spec.deliver != nil && !NightName.names(path) {
@@ -109,33 +110,11 @@ extension ManifestDecoder {
         guard var raw = rawText(node, what()) else { return nil }
         let keptMark = "\u{F1000}"
         if let keeping { raw = raw.replacingOccurrences(of: keeping, with: keptMark) }
-        let found = NightName.references(in: raw)
-        guard !found.isEmpty else {
-            let resolved = resolvingEnvironment(raw, at: node, what())
-            return keeping.flatMap { keeping in resolved?.replacingOccurrences(of: keptMark, with: keeping) } ?? resolved
-        }
-        // Each reference is held aside by a private-use character while the rest is resolved.
-        var held = ""
-        var last = raw.startIndex
-        var kept: [NightName.Reference] = []
-        for (range, reference) in found {
-            held += raw[last..<range.lowerBound]
-            switch reference {
-            case .success(let reference):
-                held.unicodeScalars.append(Unicode.Scalar(0xF0000 + UInt32(kept.count))!)
-                kept.append(reference)
-            case .failure(let error):
-                problem(node.mark, "\(what()): \(error.message)")
-                return nil
-            }
-            last = range.upperBound
-        }
-        held += raw[last...]
-        guard let resolved = resolvingEnvironment(held, at: node, what()) else { return nil }
+        guard let (resolved, kept) = holdingRunReferences(raw, at: node, what(), parse: NightName.reference) else { return nil }
         var out = ""
         for scalar in resolved.unicodeScalars {
-            if scalar.value >= 0xF0000, Int(scalar.value - 0xF0000) < kept.count {
-                out += kept[Int(scalar.value - 0xF0000)].text
+            if let index = Self.heldIndex(scalar, count: kept.count) {
+                out += kept[index].text
             } else {
                 out.unicodeScalars.append(scalar)
             }
@@ -146,6 +125,81 @@ extension ManifestDecoder {
             return nil
         }
         return out
+    }
+
+    /// `raw` with its environment references resolved while each `${run.…}` is held aside (each
+    /// parsed by `parse`): the resolved text, a held reference standing in it as one private-use
+    /// character (`heldIndex`), and what each held reference is. A problem is reported at `node`.
+    mutating func holdingRunReferences<Held>(_ raw: String, at node: Node, _ what: @autoclosure () -> String,
+                                             parse: (Substring) -> Result<Held, TemplateSyntaxError>) -> (text: String, held: [Held])? {
+        let found = NightName.runReferences(in: raw)
+        guard !found.isEmpty else { return resolvingEnvironment(raw, at: node, what()).map { ($0, []) } }
+        var text = ""
+        var last = raw.startIndex
+        var held: [Held] = []
+        for (range, name) in found {
+            text += raw[last..<range.lowerBound]
+            switch name.flatMap(parse) {
+            case .success(let reference):
+                text.unicodeScalars.append(Unicode.Scalar(0xF0000 + UInt32(held.count))!)
+                held.append(reference)
+            case .failure(let error):
+                problem(node.mark, "\(what()): \(error.message)")
+                return nil
+            }
+            last = range.upperBound
+        }
+        text += raw[last...]
+        return resolvingEnvironment(text, at: node, what()).map { ($0, held) }
+    }
+
+    /// Which held reference `scalar` stands for (`holdingRunReferences`), if it is one.
+    static func heldIndex(_ scalar: Unicode.Scalar, count: Int) -> Int? {
+        scalar.value >= 0xF0000 && Int(scalar.value - 0xF0000) < count ? Int(scalar.value - 0xF0000) : nil
+    }
+
+    /// `output.header` and `output.trailer`: the file's envelope, for files that are lines of rows.
+    private mutating func envelope(_ map: KnownKeys, into spec: inout OutputSpec, _ context: String, path: String) {
+        for key in ["header", "trailer"] {
+            guard let node = map[key], let line = envelopeLine(node, "\(context).\(key)") else { continue }
+            if spec.resolvedFormat == .json {
+                problem(node.mark, "\(context).\(key) is for CSV and JSON Lines outputs: a JSON file is one array, and a line outside it would make it invalid JSON")
+            } else if line.numbers && !NightName.numbers(path) {
+                problem(node.mark, "\(context).\(key) writes ${run.seq}, the number of the output's nights, but \(context).path has no ${run.seq}; put it in the file name too")
+            } else if key == "header" {
+                spec.header = line
+            } else {
+                spec.trailer = line
+            }
+        }
+    }
+
+    /// `output.header` or `output.trailer`: one line of text and references to the file's totals
+    /// and the night; `$${` writes a literal `${`.
+    mutating func envelopeLine(_ node: Node, _ what: String) -> EnvelopeLine? {
+        guard let raw = rawText(node, what) else { return nil }
+        guard let (resolved, held) = holdingRunReferences(raw, at: node, what, parse: EnvelopeLine.reference) else { return nil }
+        var parts: [EnvelopeLine.Part] = []
+        var text = ""
+        for scalar in resolved.unicodeScalars {
+            if let index = Self.heldIndex(scalar, count: held.count) {
+                if !text.isEmpty { parts.append(.text(text)) }
+                text = ""
+                parts.append(held[index])
+            } else {
+                text.unicodeScalars.append(scalar)
+            }
+        }
+        if !text.isEmpty { parts.append(.text(text)) }
+        if resolved.unicodeScalars.contains(where: { $0.value < 0x20 && $0 != "\t" || $0.value == 0x7F }) {
+            problem(node.mark, "\(what) must be one line: it holds a line break or a control character")
+            return nil
+        }
+        if parts.isEmpty {
+            problem(node.mark, "\(what) is empty; give the line to write, or leave it out")
+            return nil
+        }
+        return EnvelopeLine(parts: parts, mark: node.mark)
     }
 
     /// `output.deliver`: where the finished file is uploaded (SFTP), as whom, and the host's key.

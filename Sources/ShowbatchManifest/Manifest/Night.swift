@@ -92,7 +92,13 @@ package enum NightName {
 
     /// Each `${run.…}` in `text` with where it is, in order; a `$${` is a literal and skipped.
     package static func references(in text: String) -> [(range: Range<String.Index>, reference: Result<Reference, TemplateSyntaxError>)] {
-        var found: [(Range<String.Index>, Result<Reference, TemplateSyntaxError>)] = []
+        runReferences(in: text).map { found in (found.range, found.name.flatMap(reference)) }
+    }
+
+    /// Each `${run.NAME}` in `text`: where it is and its `NAME`, or that it is not closed; a
+    /// `$${` is a literal and skipped.
+    package static func runReferences(in text: String) -> [(range: Range<String.Index>, name: Result<Substring, TemplateSyntaxError>)] {
+        var found: [(Range<String.Index>, Result<Substring, TemplateSyntaxError>)] = []
         var rest = text.startIndex
         while let start = text.range(of: "${run.", range: rest..<text.endIndex) {
             if start.lowerBound > text.startIndex && text[text.index(before: start.lowerBound)] == "$" {
@@ -103,7 +109,7 @@ package enum NightName {
                 found.append((start.lowerBound..<text.endIndex, .failure(TemplateSyntaxError(message: "\"${\" is not closed by \"}\" (write $${ for a literal ${)"))))
                 break
             }
-            found.append((start.lowerBound..<text.index(after: close), reference(text[start.upperBound..<close])))
+            found.append((start.lowerBound..<text.index(after: close), .success(text[start.upperBound..<close])))
             rest = text.index(after: close)
         }
         return found

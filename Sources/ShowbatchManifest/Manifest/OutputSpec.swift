@@ -110,6 +110,7 @@ package struct OutputSpec: Sendable, Equatable {
         lhs.path == rhs.path && lhs.format == rhs.format && lhs.csv == rhs.csv && lhs.columns == rhs.columns
             && lhs.rejects == rhs.rejects && lhs.rejectPartial == rhs.rejectPartial && lhs.compress == rhs.compress
             && lhs.encrypt == rhs.encrypt && lhs.deliver == rhs.deliver
+            && lhs.header == rhs.header && lhs.trailer == rhs.trailer
     }
 
     /// The path, resolved against the manifest's folder; may hold `{shard}`, and `${run.date}`
@@ -131,6 +132,10 @@ package struct OutputSpec: Sendable, Equatable {
     package var encrypt: EncryptSpec?
     /// Upload the finished file by SFTP (`output.deliver`).
     package var deliver: DeliverSpec?
+    /// The line written before the first row (before a CSV header), when given.
+    package var header: EnvelopeLine?
+    /// The line written after the last row, when given.
+    package var trailer: EnvelopeLine?
     /// Where each item of `columns` is in the manifest, for errors found once the labels are known.
     package var columnMarks: [Mark] = []
     /// Where the `columns` key is, for the warning about failed rows written blank.
