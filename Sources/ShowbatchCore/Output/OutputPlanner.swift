@@ -268,12 +268,14 @@ struct OutputPlanner {
 
         /// The file this run writes for `path` (`-` stays standard output), numbered as the
         /// output named by `template`.
-        func path(_ path: String, encrypted: Bool = false, template: String? = nil) -> String {
+        /// A shard of an output with a header or trailer (`enveloped`) is never the output
+        /// itself, even the one shard of one: merge writes the night's lines around its rows.
+        func path(_ path: String, encrypted: Bool = false, enveloped: Bool = false, template: String? = nil) -> String {
             guard path != "-" else { return path }
             let path = nights.map { $0.expand(path, template: template ?? path) } ?? path
             guard let shard else { return canary ? canaryPath(path) : path }
             // A shard of an encrypted output is sealed, not an OpenPGP message: named so.
-            let sharded = encrypted ? shard.path(OutputFormat.withoutOpenPGPExtension(path)) + ".sealed" : shard.path(path)
+            let sharded = encrypted ? shard.path(OutputFormat.withoutOpenPGPExtension(path)) + ".sealed" : shard.path(path, evenOne: enveloped)
             return canary ? canaryPath(sharded) : sharded
         }
     }
@@ -316,7 +318,7 @@ struct OutputPlanner {
             }
         }
         let template = manifest.output?.path
-        let target = OutputTarget(path: naming.path(path, encrypted: spec.encrypt != nil, template: template), layout: .standard(format: format, labels: [], csv: spec.csv))
+        let target = OutputTarget(path: naming.path(path, encrypted: spec.encrypt != nil, enveloped: spec.enveloped, template: template), layout: .standard(format: format, labels: [], csv: spec.csv))
         return ([target], [spec], Array(repeating: 0, count: manifest.requests.count))
     }
 
@@ -330,7 +332,7 @@ struct OutputPlanner {
             guard let spec = request.output ?? manifest.output else {
                 throw RunError.manifest(manifest.diagnostic(at: request.mark, "request \(index + 1) has no output: give --output PATH, or add output: to the manifest or the request"))
             }
-            let path = naming.path(spec.path, encrypted: spec.encrypt != nil, template: spec.path)
+            let path = naming.path(spec.path, encrypted: spec.encrypt != nil, enveloped: spec.enveloped, template: spec.path)
             let format = explicitFormat ?? spec.resolvedFormat
             // Two spellings of one file are one output.
             if let existing = targets.firstIndex(where: { $0.path == path || PrivateFile.canonical($0.path) == PrivateFile.canonical(path) }) {
@@ -395,7 +397,8 @@ struct OutputPlanner {
             targets[index].sealedShard = spec.encrypt != nil && shard != nil
             try envelope(&targets[index], spec: spec, manifest: manifest, naming: naming)
             guard let rejects = spec.rejects, !targets[index].isStandardOutput else { continue }
-            let rejectsPath = naming.path(rejects, encrypted: spec.encrypt != nil, template: targets[index].night?.template ?? spec.path)
+            let rejectsPath = naming.path(rejects, encrypted: spec.encrypt != nil, enveloped: spec.enveloped,
+                                         template: targets[index].night?.template ?? spec.path)
             var rowColumns: [String] = []
             // A set beside the list: a data file may have 100,000 columns, and a list search each
             // made setup quadratic (minutes before anything was opened).

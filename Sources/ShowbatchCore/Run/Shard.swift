@@ -46,10 +46,11 @@ package struct Shard: Sendable, Equatable {
     /// Whether this shard takes the work item with `ordinal`.
     package func takes(_ ordinal: Int) -> Bool { WorkSelection.shard(of: ordinal, among: count) == index }
 
-    /// The output path for this shard: `{shard}` replaced, else `-shard-I` before the extension.
-    package func path(_ path: String) -> String {
+    /// The output path for this shard: `{shard}` replaced, else `-shard-I` before the extension
+    /// (the one shard of one writes the output itself, unless `evenOne`).
+    package func path(_ path: String, evenOne: Bool = false) -> String {
         if path.contains("{shard}") { return path.replacingOccurrences(of: "{shard}", with: String(index)) }
-        guard count > 1 else { return path }
+        guard count > 1 || evenOne else { return path }
         let slash = path.lastIndex(of: "/").map { path.index(after: $0) } ?? path.startIndex
         let name = path[slash...]
         if let dot = name.lastIndex(of: "."), dot != name.startIndex {

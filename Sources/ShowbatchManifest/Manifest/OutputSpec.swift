@@ -155,6 +155,9 @@ package struct OutputSpec: Sendable, Equatable {
     }
 
     /// The format: explicit, else from the extension, else CSV.
+    /// It has a header or a trailer.
+    package var enveloped: Bool { header != nil || trailer != nil }
+
     package var resolvedFormat: OutputFormat { format ?? OutputFormat.fromExtension(path) ?? .csv }
 }
 

@@ -86,7 +86,7 @@ package struct Template: Sendable, Equatable {
             return .environmentOr(name, String(reference[colon.upperBound...]))
         }
         if reference.hasPrefix("run.") {
-            throw TemplateSyntaxError(message: "${\(reference)} names the night a run writes: only output.path, output.rejects and output.deliver.done take it")
+            throw TemplateSyntaxError(message: "${\(reference)} names the night a run writes: only output.path, output.rejects, output.header, output.trailer and output.deliver.done take it")
         }
         if reference.hasPrefix("row.") {
             let column = String(reference.dropFirst(4))

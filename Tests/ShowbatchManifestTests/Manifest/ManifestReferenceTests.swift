@@ -12,7 +12,7 @@ import ShowbatchYAML
               "retry", "output", "emulator", "requests"]),
         ("requests", ["name", "path", "method", "headers", "payload", "labels", "each", "output"]),
         ("retry", ["attempts", "backoff", "max_backoff", "on"]),
-        ("output", ["path", "format", "columns", "rejects", "compress", "reject_partial", "encrypt", "deliver", "csv"]),
+        ("output", ["path", "format", "columns", "rejects", "header", "trailer", "compress", "reject_partial", "encrypt", "deliver", "csv"]),
         ("output.csv", ["delimiter", "line_ending", "header", "quote", "escape_formulas"]),
         ("requests[].labels.<name>", ["path", "transform", "mask", "decode", "file", "max_bytes", "revealed", "expect"]),
         ("requests[].labels.<name>.expect", ["pattern", "luhn"]),

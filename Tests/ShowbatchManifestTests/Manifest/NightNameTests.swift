@@ -46,7 +46,7 @@ import TestSupport
          // A header's value is a secret: what is wrong with it is said without it.
          "m.yaml:1:20: error: headers.X-Night: the value has a malformed ${…} reference\n  headers: {X-Night: <redacted>}\n                     ^"),
         ("output: {path: out/c.csv}\nrequests: [{name: \"a-${run.seq}\", path: /p}]\nvault: tnt1\n",
-         "m.yaml:2:19: error: request 1 name: ${run.seq} names the night a run writes: only output.path, output.rejects and output.deliver.done take it\n  requests: [{name: \"a-${run.seq}\", path: /p}]\n                    ^"),
+         "m.yaml:2:19: error: request 1 name: ${run.seq} names the night a run writes: only output.path, output.rejects, output.header, output.trailer and output.deliver.done take it\n  requests: [{name: \"a-${run.seq}\", path: /p}]\n                    ^"),
     ])
     func misnamedNights(section: String, expected: String) {
         #expect(manifestErrors(section + (section.contains("requests") ? "" : Self.base)) == expected)

@@ -1,0 +1,41 @@
+import Foundation
+import Testing
+import ShowbatchYAML
+@testable import ShowbatchBasics
+@testable import ShowbatchManifest
+import TestSupport
+
+@Suite struct EnvelopeLineTests {
+    private static let base = "vault: tnt1\nrequests: [{name: a, path: /p}]\n"
+
+    @Test func aLineKeepsItsReferencesAndResolvesTheEnvironment() throws {
+        let manifest = try loadManifest("output:\n  path: \"out/c-${run.seq:4}.csv\"\n  header: \"HDR|${SB_TEAM}|${run.date}|${run.seq:6}|$${run.rows}\"\n  trailer: \"TRL|${run.rows}|${run.sum.amount}|${run.sum.amount}\"\n" + Self.base,
+                                        environment: ["SB_TEAM": "blue"])
+        let header = try #require(manifest.output?.header)
+        #expect(header.parts == [.text("HDR|blue|"), .night(.date), .text("|"), .night(.seq(width: 6)), .text("|${run.rows}")])
+        #expect(!header.needsTotals && header.numbers && header.sums.isEmpty)
+        let trailer = try #require(manifest.output?.trailer)
+        #expect(trailer.sums == ["amount"] && trailer.needsTotals)
+        let date = try #require(NightDate(parsing: "2026-12-04"))
+        #expect(header.render(rows: 3, date: date, seq: 42, sums: [:]) == "HDR|blue|20261204|000042|${run.rows}")
+        #expect(trailer.render(rows: 3, date: date, seq: 42, sums: ["amount": "-1.50"]) == "TRL|3|-1.50|-1.50")
+    }
+
+    @Test(arguments: [
+        ("output: {path: out/c.json, trailer: \"T,${run.rows}\"}\n",
+         "m.yaml:1:37: error: output.trailer is for CSV and JSON Lines outputs: a JSON file is one array, and a line outside it would make it invalid JSON\n  output: {path: out/c.json, trailer: \"T,${run.rows}\"}\n                                      ^"),
+        ("output: {path: \"out/c-${run.date}.csv\", header: \"H,${run.seq}\"}\n",
+         "m.yaml:1:49: error: output.header writes ${run.seq}, the number of the output's nights, but output.path has no ${run.seq}; put it in the file name too\n  output: {path: \"out/c-${run.date}.csv\", header: \"H,${run.seq}\"}\n                                                  ^"),
+        ("output: {path: out/c.csv, header: \"H,${run.count}\"}\n",
+         "m.yaml:1:35: error: output.header: ${run.count} is not valid; expected ${run.rows}, ${run.date}, ${run.seq}, ${run.seq:N} or ${run.sum.NAME}\n  output: {path: out/c.csv, header: \"H,${run.count}\"}\n                                    ^"),
+        ("output: {path: out/c.csv, trailer: \"T,${run.sum.}\"}\n",
+         "m.yaml:1:36: error: output.trailer: ${run.sum.} names no column; write ${run.sum.NAME} with the name of an output column\n  output: {path: out/c.csv, trailer: \"T,${run.sum.}\"}\n                                     ^"),
+        ("output: {path: out/c.csv, trailer: \"T\\n${run.rows}\"}\n",
+         "m.yaml:1:36: error: output.trailer must be one line: it holds a line break or a control character\n  output: {path: out/c.csv, trailer: \"T\\n${run.rows}\"}\n                                     ^"),
+        ("output: {path: out/c.csv, header: \"\"}\n",
+         "m.yaml:1:35: error: output.header is empty; give the line to write, or leave it out\n  output: {path: out/c.csv, header: \"\"}\n                                    ^"),
+    ])
+    func linesItRefuses(section: String, expected: String) {
+        #expect(manifestErrors(section + Self.base) == expected)
+    }
+}
