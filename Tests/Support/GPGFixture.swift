@@ -39,6 +39,13 @@ package final class GPGFixture: Sendable {
     package let aliceSecretBinary: String
     /// Alice's public key, binary.
     package let aliceBinary: String
+    /// Our signing key (ed25519, signing only), its secret key protected by `signerPassphrase`.
+    package let signer: Key
+    /// The signing key's secret key, armored.
+    package let signerSecret: String
+    package static let signerPassphrase = "correct horse battery"
+    /// The secret key of `expiringSoon` (no passphrase), armored.
+    package let expiringSoonSecret: String
     /// Serializes decryption: each starts gpg-agent in a home, and stops it after.
     private let agentLock = Mutex(())
 
@@ -94,6 +101,14 @@ package final class GPGFixture: Sendable {
         aliceSecretBinary = folder + "/alice-secret.gpg"
         _ = GPGFixture.gpg(main, ["--output", aliceSecretBinary, "--export-secret-keys", aliceFingerprint])
         aliceBinary = export(main, [aliceFingerprint], "alice.gpg", armor: false)
+        let signerFingerprint = String(String(decoding: GPGFixture.gpg(main, ["--status-fd", "1", "--quick-gen-key", "Merchant <merchant@example.test>", "ed25519", "sign", "never"],
+                                                                      passphrase: GPGFixture.signerPassphrase).output, as: UTF8.self)
+            .split(separator: "\n").first { $0.hasPrefix("[GNUPG:] KEY_CREATED") }!.split(separator: " ").last!)
+        signer = Key(fingerprint: signerFingerprint, file: export(main, [signerFingerprint], "merchant.asc"))
+        signerSecret = folder + "/merchant-secret.asc"
+        _ = GPGFixture.gpg(main, ["--armor", "--output", signerSecret, "--export-secret-keys", signerFingerprint], passphrase: GPGFixture.signerPassphrase)
+        expiringSoonSecret = folder + "/expiring-soon-secret.asc"
+        _ = GPGFixture.gpg(main, ["--armor", "--output", expiringSoonSecret, "--export-secret-keys", soonFingerprint])
         for home in [main, bob] { GPGFixture.stopAgent(home) }
     }
 
@@ -108,6 +123,22 @@ package final class GPGFixture: Sendable {
             defer { GPGFixture.stopAgent(home) }
             let result = GPGFixture.gpg(home, ["--decrypt", "--output", "-", file], check: false)
             return result.status == 0 ? result.output : nil
+        }
+    }
+
+    /// The plaintext of the OpenPGP message in `file`, decrypted by Alice, and the fingerprint of
+    /// the key whose good signature it holds (nil when none); nil when gpg cannot decrypt it.
+    package func decryptVerifying(_ file: String) -> (plain: [UInt8], signedBy: String?)? {
+        agentLock.withLock { _ in
+            defer { GPGFixture.stopAgent(mainHome) }
+            let plain = mainHome + "/verified-\(UUID().uuidString)"
+            defer { try? FileManager.default.removeItem(atPath: plain) }
+            let result = GPGFixture.gpg(mainHome, ["--status-fd", "1", "--output", plain, "--decrypt", file], check: false)
+            guard result.status == 0, let bytes = FileManager.default.contents(atPath: plain) else { return nil }
+            let status = String(decoding: result.output, as: UTF8.self).split(separator: "\n")
+            let good = status.contains { $0.hasPrefix("[GNUPG:] GOODSIG ") }
+            let valid = status.first { $0.hasPrefix("[GNUPG:] VALIDSIG ") }.map { String($0.split(separator: " ")[2]) }
+            return ([UInt8](bytes), good ? valid : nil)
         }
     }
 
@@ -131,12 +162,12 @@ package final class GPGFixture: Sendable {
         return String(line.split(separator: ":", omittingEmptySubsequences: false)[4])
     }
 
-    /// Runs gpg in batch mode without a passphrase; its standard output and exit status.
+    /// Runs gpg in batch mode with `passphrase` (none by default); its standard output and exit status.
     @discardableResult
-    package static func gpg(_ home: String, _ arguments: [String], check: Bool = true) -> (status: Int32, output: [UInt8]) {
+    package static func gpg(_ home: String, _ arguments: [String], check: Bool = true, passphrase: String = "") -> (status: Int32, output: [UInt8]) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/gpg")
-        process.arguments = ["--homedir", home, "--batch", "--yes", "--quiet", "--pinentry-mode", "loopback", "--passphrase", ""] + arguments
+        process.arguments = ["--homedir", home, "--batch", "--yes", "--quiet", "--pinentry-mode", "loopback", "--passphrase", passphrase] + arguments
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice

@@ -19,9 +19,13 @@ final class GnuPGHome {
 
     /// The file in a private home that names the process it belongs to.
     static let ownerFile = "showbatch.pid"
-    private static let confText = """
-        # showbatch's private GnuPG home, for one run: recipients' public keys only.
-        no-autostart
+    /// gpg-agent runs for it (a secret key signs): stopped whenever the home is removed.
+    private let agent: Bool
+    private static func confText(agent: Bool) -> String {
+        (agent ? "# showbatch's private GnuPG home, for one run: recipients' public keys and our signing key.\n"
+               : "# showbatch's private GnuPG home, for one run: recipients' public keys only.\nno-autostart\n") + confRest
+    }
+    private static let confRest = """
         no-greeting
         no-permission-warning
         no-auto-key-retrieve
@@ -30,7 +34,10 @@ final class GnuPGHome {
         """
 
     /// Makes a new home in `TMPDIR` (or `/tmp`), which no other user may be able to replace it in.
-    init(environment: [String: String] = ProcessInfo.processInfo.environment) throws(CryptoError) {
+    /// With `agent`, gpg-agent may start for it (a secret key is used only through one), taking
+    /// passphrases through loopback pinentry only.
+    init(environment: [String: String] = ProcessInfo.processInfo.environment, agent: Bool = false) throws(CryptoError) {
+        self.agent = agent
         let base = environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
         if let problem = Self.unsafeBase(base) {
             throw CryptoError(.io, "cannot make a private GnuPG home in \(base): \(problem); set TMPDIR to a folder of your own (mode 0700)")
@@ -54,7 +61,10 @@ final class GnuPGHome {
         self.fd = fd
         folder = (UInt64(info.st_dev), UInt64(info.st_ino))
         do throws(CryptoError) {
-            try Self.writeNew(fd, "gpg.conf", Self.confText, in: path)
+            try Self.writeNew(fd, "gpg.conf", Self.confText(agent: agent), in: path)
+            // A fixed S2K count spares the agent its calibration (a second and more on a slow
+            // machine) when it first stores the imported key: in this home only, removed with it.
+            if agent { try Self.writeNew(fd, "gpg-agent.conf", "allow-loopback-pinentry\nno-allow-external-cache\ns2k-count 65536\n", in: path) }
             try Self.writeNew(fd, Self.ownerFile, "\(getpid())\n", in: path)
             var written = stat()
             guard fstatat(fd, "gpg.conf", &written, AT_SYMLINK_NOFOLLOW) == 0 else {
@@ -92,7 +102,7 @@ final class GnuPGHome {
     }
 
     /// Removes the home (stopping any daemon that runs for it). Idempotent.
-    func remove() { Self.remove(path) }
+    func remove() { Self.remove(path, stoppingAgent: agent) }
 
     /// Why `base` cannot hold a private home, or nil: another user (root aside) owns it, or others
     /// can write it without the sticky bit, so they could rename the home and put their own there.
@@ -137,9 +147,11 @@ final class GnuPGHome {
     }
 
     /// Removes a private home, first stopping any daemon that runs for it (its socket is there).
-    static func remove(_ home: String) {
+    /// With `stoppingAgent`, gpgconf is asked to stop it even when its socket lives elsewhere
+    /// (`/run/user/UID/gnupg`).
+    static func remove(_ home: String, stoppingAgent: Bool = false) {
         let sockets = (try? FileManager.default.contentsOfDirectory(atPath: home))?.filter { $0.hasPrefix("S.") } ?? []
-        if !sockets.isEmpty {
+        if !sockets.isEmpty || stoppingAgent {
             let gpgconf = Process()
             gpgconf.executableURL = URL(fileURLWithPath: GPGME.gpgconfPath)
             gpgconf.arguments = ["--homedir", home, "--kill", "all"]

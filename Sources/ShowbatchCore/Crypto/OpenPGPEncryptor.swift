@@ -28,15 +28,20 @@ package final class OpenPGPEncryptor {
     private let recipientKeyIDs: [Set<String>]
     private let armor: Bool
     private let compress: Bool
+    /// Our key, which signs each message (`encrypt.sign`).
+    private var signer: SigningKey?
+    /// The signing key's fingerprint.
+    package var signerFingerprint: String? { signer?.fingerprint }
 
     /// Imports `recipients` into a private GnuPG home and checks each is a public key that can
     /// encrypt; throws the first problem. `armor` writes ASCII-armored output; `compress` lets
     /// gpg compress before encrypting (smaller output, slower).
-    package init(recipients: [RecipientFile], armor: Bool = false, compress: Bool = false) throws(CryptoError) {
+    /// With `sign`, each message is also signed by that secret key, checked now.
+    package init(recipients: [RecipientFile], armor: Bool = false, compress: Bool = false, sign: SignSpec? = nil) throws(CryptoError) {
         self.armor = armor
         self.compress = compress
         if recipients.isEmpty { throw CryptoError(.recipient, "there is no recipient to encrypt to") }
-        let session = try KeySession()
+        let session = try KeySession(agent: sign != nil)
         var found: [(fingerprint: String, key: gpgme_key_t)] = []
         for file in recipients {
             switch session.load(file) {
@@ -52,9 +57,19 @@ package final class OpenPGPEncryptor {
                 throw error
             }
         }
+        if let sign, let context = session.context {
+            do {
+                signer = try SigningKey(sign, context: context, session: session)
+            } catch {
+                for key in found { gpgme_key_unref(key.key) }
+                session.close()
+                throw error
+            }
+        }
         fingerprints = found.map(\.fingerprint)
         var expiries: [String: Int] = [:]
         for key in found { if let time = Self.expiry(key.key.pointee) { expiries[key.fingerprint] = time } }
+        if let signer, let time = signer.expiry { expiries[signer.fingerprint] = time }
         self.expiries = expiries
         keys = found.map(\.key) + [nil]
         recipientKeyIDs = found.map { Self.encryptionKeyIDs($0.key.pointee) }
@@ -121,7 +136,9 @@ package final class OpenPGPEncryptor {
         try privateHome?.check()
         status = withExtendedLifetime(stream) {
             keys.withUnsafeMutableBufferPointer { keys in
-                gpgme_op_encrypt(context, keys.baseAddress, gpgme_encrypt_flags_t(flags), plain, cipher)
+                signer == nil
+                    ? gpgme_op_encrypt(context, keys.baseAddress, gpgme_encrypt_flags_t(flags), plain, cipher)
+                    : gpgme_op_encrypt_sign(context, keys.baseAddress, gpgme_encrypt_flags_t(flags), plain, cipher)
             }
         }
         if let failure = stream.failure { throw failure }
@@ -134,6 +151,9 @@ package final class OpenPGPEncryptor {
                 throw CryptoError(.engine, "GnuPG refused the recipient key \(fingerprint): \(GPGME.describe(invalid.pointee.reason))")
             }
             throw CryptoError(.engine, "GnuPG could not encrypt: \(GPGME.describe(status))")
+        }
+        if let signer, gpgme_op_sign_result(context)?.pointee.signatures == nil {
+            throw CryptoError(.engine, "GnuPG encrypted the message but did not sign it with \(signer.fingerprint)")
         }
         if let problem = unexpectedRecipients(MessageRecipients.read(stream.head, armored: armor)) {
             throw CryptoError(.engine, "the encrypted message cannot be used: \(problem)")
@@ -194,18 +214,22 @@ package final class OpenPGPEncryptor {
     /// A warning for each recipient whose key expires within `days` days of `now`.
     package func expiryWarnings(within days: Int, for output: String, now: Date = Date()) -> [String] {
         guard days > 0 else { return [] }
-        return fingerprints.compactMap { fingerprint in
+        return (fingerprints + (signer.map { [$0.fingerprint] } ?? [])).compactMap { fingerprint in
             guard let time = expiries[fingerprint] else { return nil }
             let left = Double(time) - now.timeIntervalSince1970
             guard left < Double(days) * 86_400 else { return nil }
             let day = Timestamp.rfc3339(Date(timeIntervalSince1970: Double(time))).prefix(10)
-            return "the recipient key \(fingerprint) of \(output) expires on \(day) (in \(max(0, Int(left / 86_400))) day\(Int(left / 86_400) == 1 ? "" : "s"); encrypt.warn_expiry is \(days)d): get the processor's new public key before then"
+            let when = "expires on \(day) (in \(max(0, Int(left / 86_400))) day\(Int(left / 86_400) == 1 ? "" : "s"); encrypt.warn_expiry is \(days)d)"
+            return fingerprint == signer?.fingerprint
+                ? "the signing key \(fingerprint) of \(output) \(when): make a new signing key and give the processor its public key before then"
+                : "the recipient key \(fingerprint) of \(output) \(when): get the processor's new public key before then"
         }
     }
 
     package func close() {
         for key in keys { if let key { gpgme_key_unref(key) } }
         keys = []
+        signer = nil
         if let context { gpgme_release(context) }
         context = nil
         privateHome?.remove()
@@ -291,13 +315,14 @@ enum GPGME {
 }
 
 /// A private GnuPG home with a GPGME context on it, that loads and checks recipient key files.
-private final class KeySession {
+final class KeySession {
     let home: GnuPGHome
-    private var context: gpgme_ctx_t?
+    private(set) var context: gpgme_ctx_t?
 
-    init() throws(CryptoError) {
+    /// With `agent`, gpg-agent may start for the home (a secret key needs it).
+    init(agent: Bool = false) throws(CryptoError) {
         try GPGME.ready.get()
-        home = try GnuPGHome()
+        home = try GnuPGHome(agent: agent)
         var context: gpgme_ctx_t?
         var status = gpgme_new(&context)
         if status == 0 { status = gpgme_set_protocol(context, GPGME_PROTOCOL_OpenPGP) }
@@ -458,7 +483,7 @@ private final class KeySession {
     }
 
     /// The bytes of a key file (read through a link, as any input is); at most 1 MiB.
-    private static func readKeyFile(_ file: RecipientFile) -> Result<[UInt8], CryptoError> {
+    static func readKeyFile(_ file: RecipientFile) -> Result<[UInt8], CryptoError> {
         let limit = 1 << 20
         let fd = open(file.path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else {

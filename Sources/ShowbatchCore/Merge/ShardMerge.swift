@@ -194,7 +194,7 @@ package enum ShardMerge {
         for output in plan.outputs {
             guard let spec = output.target.encrypt else { continue }
             do {
-                let encryptor = try OpenPGPEncryptor(recipients: spec.recipients, armor: spec.armor)
+                let encryptor = try OpenPGPEncryptor(recipients: spec.recipients, armor: spec.armor, sign: spec.sign)
                 encryptors[output.index] = encryptor
                 for warning in encryptor.expiryWarnings(within: spec.warnExpiryDays, for: output.target.path) { note(warning) }
             } catch {

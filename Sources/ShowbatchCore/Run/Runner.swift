@@ -254,7 +254,7 @@ package struct Runner: Sendable {
                 throw RunError.manifest(manifest.diagnostic(at: spec.mark, "an encrypted output run in shards needs encrypt.state_key: merge reads the shards' sealed files with it"))
             }
             do {
-                let encryptor = try OpenPGPEncryptor(recipients: spec.recipients, armor: spec.armor)
+                let encryptor = try OpenPGPEncryptor(recipients: spec.recipients, armor: spec.armor, sign: spec.sign)
                 encryptors[index] = encryptor
                 // Said in the log: a recipient's key file swapped for another shows here.
                 events(.note("\(target.path) is encrypted to \(encryptor.fingerprints.joined(separator: ", "))\(target.sealedShard ? " (its shard file stays sealed until merge)" : "")"))

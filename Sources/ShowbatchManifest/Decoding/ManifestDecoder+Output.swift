@@ -8,6 +8,7 @@ extension ManifestDecoder {
     static let csvKeys = ManifestReference.keys(under: "output.csv")
     static let encryptKeys = ManifestReference.keys(under: "output.encrypt")
     static let deliverKeys = ManifestReference.keys(under: "output.deliver")
+    static let signKeys = ManifestReference.keys(under: "output.encrypt.sign")
 
     mutating func output(_ node: Node, _ context: @autoclosure () -> String) -> OutputSpec? {
         guard let map = fields(node, context(), known: Self.outputKeys) else { return nil }
@@ -307,12 +308,30 @@ extension ManifestDecoder {
             }
         }
         if let armorNode = map["armor"], let value = bool(armorNode, "\(context).encrypt.armor") { spec.armor = value }
+        if let signNode = map["sign"] { spec.sign = sign(signNode, context) }
         if let warnNode = map["warn_expiry"], let text = scalarText(warnNode, "\(context).encrypt.warn_expiry") {
             if text.hasSuffix("d"), let days = Int(text.dropLast()), (0...3650).contains(days) {
                 spec.warnExpiryDays = days
             } else {
                 problem(warnNode.mark, "\(context).encrypt.warn_expiry must be a number of days from 0d to 3650d, such as 30d; found \"\(text)\"")
             }
+        }
+        return spec
+    }
+
+    /// `output.encrypt.sign`: the secret key file (read through links, as a Secret mount is) and
+    /// its passphrase, a secret.
+    private mutating func sign(_ node: Node, _ context: String) -> SignSpec? {
+        guard let map = fields(node, "\(context).encrypt.sign", known: Self.signKeys) else { return nil }
+        guard let keyNode = map["key_file"] else {
+            problem(node.mark, "missing required key \"key_file\" in \(context).encrypt.sign")
+            return nil
+        }
+        guard let keyFile = text(keyNode, "\(context).encrypt.sign.key_file") else { return nil }
+        var spec = SignSpec(keyFile: resolve(keyFile), mark: node.mark)
+        if let phrase = map["passphrase"], let text = text(phrase, "\(context).encrypt.sign.passphrase") {
+            environmentSecrets.insert(text)
+            spec.passphrase = SecretBytes(copying: Array(text.utf8))
         }
         return spec
     }

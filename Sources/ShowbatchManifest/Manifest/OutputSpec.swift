@@ -67,6 +67,8 @@ package struct EncryptSpec: Sendable, Equatable, CustomStringConvertible {
     package var armor = false
     /// A recipient key expiring within this many days is a warning on every run (0: never).
     package var warnExpiryDays = 30
+    /// Our key, which signs each message as it is encrypted (`encrypt.sign`).
+    package var sign: SignSpec?
     /// Where `encrypt` is in the manifest, for errors found later.
     package var mark: Mark
     /// Where each recipient is, for a key the run finds it cannot encrypt to.
@@ -94,13 +96,43 @@ package struct EncryptSpec: Sendable, Equatable, CustomStringConvertible {
         case (let left?, let right?): keys = left.secret.matches(right.secret)
         default: keys = false
         }
-        return lhs.recipients == rhs.recipients && lhs.armor == rhs.armor && keys
+        return lhs.recipients == rhs.recipients && lhs.armor == rhs.armor && keys && lhs.sign == rhs.sign
     }
 
     /// Never the state key.
     package var description: String {
         "EncryptSpec(recipients: \(recipients.map(\.name)), stateKey: \(stateKey == nil ? "none" : "hidden"), armor: \(armor))"
     }
+}
+
+/// `output.encrypt.sign`: the secret key that signs the messages, and its passphrase.
+package struct SignSpec: Sendable, Equatable, CustomStringConvertible {
+    /// The secret key file (armored or binary, as `gpg --export-secret-keys` writes it).
+    package var keyFile: String
+    /// Unlocks the key, when it has a passphrase.
+    package var passphrase: SecretBytes?
+    /// Where `sign` is in the manifest.
+    package var mark: Mark
+
+    package init(keyFile: String, passphrase: SecretBytes? = nil, mark: Mark) {
+        self.keyFile = keyFile
+        self.passphrase = passphrase
+        self.mark = mark
+    }
+
+    /// The same key and passphrase (compared in constant time).
+    package static func == (lhs: SignSpec, rhs: SignSpec) -> Bool {
+        let phrases: Bool
+        switch (lhs.passphrase, rhs.passphrase) {
+        case (nil, nil): phrases = true
+        case (let left?, let right?): phrases = left.matches(right)
+        default: phrases = false
+        }
+        return lhs.keyFile == rhs.keyFile && phrases
+    }
+
+    /// Never the passphrase.
+    package var description: String { "SignSpec(keyFile: \(keyFile), passphrase: \(passphrase == nil ? "none" : "hidden"))" }
 }
 
 /// Where and how rows are written.

@@ -1,0 +1,89 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// A night encrypted to Alice and signed by our key (`encrypt.sign`), its passphrase from the
+/// environment; `sign` replaces the signing section.
+private func signedManifest(sign: String? = nil, stateKey: Bool = false) -> String {
+    let keys = GPGFixture.shared
+    return """
+    vault: tnt1
+    output:
+      path: out/cards.csv.pgp
+      rejects: out/rejects.csv.pgp
+      encrypt:
+        recipients: ["\(keys.alice.file)"]
+        \(stateKey ? "state_key: \"${SHOWBATCH_STATE_KEY}\"" : "armor: false")
+        sign: \(sign ?? "{key_file: \"\(keys.signerSecret)\", passphrase: \"${SIGN_PASSPHRASE}\"}")
+    emulator: {aliases: {tok_0: "4000000000000000", tok_1: "4111111111111111"}}
+    requests:
+      - {name: "r${row.id}", each: {csv: d.csv}, path: /post, payload: {c: "${row.alias}"}, labels: {card: json.c}}
+    """
+}
+
+private let rows = "id,alias\n1,tok_0\n2,tok_1\n3,tok_9\n"
+private let passphrase = ["SIGN_PASSPHRASE": GPGFixture.signerPassphrase]
+
+@Suite(.serialized) struct SignedExportTests {
+    /// gpg decrypts the night and its rejects file and finds a good signature by our key; the
+    /// passphrase is printed nowhere.
+    @Test func aSignedNightIsVerifiedByGPG() async throws {
+        let work = Workspace(["m.yaml": signedManifest(), "d.csv": rows])
+        defer { work.remove() }
+        let run = try await showbatch(["run", "m.yaml", "--emulate"], in: work.path, environment: passphrase)
+        #expect(run.status == 1)  // tok_9 is unknown: its row is rejected
+        #expect(!run.stderr.contains(GPGFixture.signerPassphrase) && !run.stdout.contains(GPGFixture.signerPassphrase))
+        let night = try #require(GPGFixture.shared.decryptVerifying(work.path + "/out/cards.csv.pgp"))
+        #expect(String(decoding: night.plain, as: UTF8.self) == "request,status,http_status,attempts,error,card\nr1,ok,200,1,,4000000000000000\nr2,ok,200,1,,4111111111111111\n")
+        #expect(night.signedBy == GPGFixture.shared.signer.fingerprint)
+        let rejects = try #require(GPGFixture.shared.decryptVerifying(work.path + "/out/rejects.csv.pgp"))
+        #expect(rejects.signedBy == GPGFixture.shared.signer.fingerprint)
+    }
+
+    /// A key without a passphrase signs too, and the shards of a night merged are signed by merge.
+    @Test func mergeSignsTheMergedNight() async throws {
+        let key = ["SHOWBATCH_STATE_KEY": Data((0..<32).map { UInt8($0 * 7 % 256) }).base64EncodedString()]
+        let work = Workspace(["m.yaml": signedManifest(sign: "{key_file: \"\(GPGFixture.shared.aliceSecret)\"}", stateKey: true), "d.csv": rows])
+        defer { work.remove() }
+        for index in 0..<2 {
+            let shard = try await showbatch(["run", "m.yaml", "--emulate", "--quiet", "--shard", "\(index)/2"], in: work.path, environment: key)
+            #expect(shard.status == 0 || shard.status == 1, "\(shard.stderr)")
+        }
+        let merge = try await showbatch(["merge", "m.yaml", "--shards", "2", "--quiet"], in: work.path, environment: key)
+        #expect(merge.status == 0, "\(merge.stderr)")
+        let night = try #require(GPGFixture.shared.decryptVerifying(work.path + "/out/cards.csv.pgp"))
+        #expect(night.signedBy == GPGFixture.shared.alice.fingerprint)
+        #expect(String(decoding: night.plain, as: UTF8.self).hasSuffix("r2,ok,200,1,,4111111111111111\n"))
+    }
+
+    /// A signing key that cannot sign stops the run before anything is sent, saying why, never
+    /// with the passphrase.
+    @Test(arguments: [
+        (["SIGN_PASSPHRASE": "not the words"], nil, ": encrypt.sign.passphrase does not unlock the signing key"),
+        ([:], "{key_file: \"SIGNER\"}", ": the signing key is protected by a passphrase: give it in encrypt.sign.passphrase"),
+        ([:], "{key_file: \"ALICE\"}", " holds no secret key: give our signing key as gpg --export-secret-keys --armor writes it"),
+    ] as [([String: String], String?, String)])
+    func aKeyThatCannotSignStopsTheRun(environment: [String: String], sign: String?, message: String) async throws {
+        let keys = GPGFixture.shared
+        let section = sign?.replacingOccurrences(of: "SIGNER", with: keys.signerSecret).replacingOccurrences(of: "ALICE", with: keys.alice.file)
+        let work = Workspace(["m.yaml": signedManifest(sign: section), "d.csv": rows])
+        defer { work.remove() }
+        let run = try await showbatch(["run", "m.yaml", "--emulate"], in: work.path, environment: environment)
+        let file = sign == nil || sign!.contains("SIGNER") ? keys.signerSecret : keys.alice.file
+        #expect(run.status == 2)
+        #expect(run.stderr == "showbatch: error: cannot encrypt out/cards.csv.pgp: \(file)\(message)\nRun 'showbatch help run' for usage.\n")
+        #expect(!run.stderr.contains("not the words") && !work.exists("out/cards.csv.pgp"))
+    }
+
+    /// A signing key that expires soon is a warning on every run.
+    @Test func aSigningKeyExpiringSoonIsAWarning() async throws {
+        let keys = GPGFixture.shared
+        let work = Workspace(["m.yaml": signedManifest(sign: "{key_file: \"\(keys.expiringSoonSecret)\"}"), "d.csv": rows])
+        defer { work.remove() }
+        let run = try await showbatch(["run", "m.yaml", "--emulate"], in: work.path)
+        #expect(run.status == 1)
+        #expect(run.stderr.contains("showbatch: warning: the signing key \(keys.expiringSoon.fingerprint) of out/cards.csv.pgp expires on "))
+        #expect(run.stderr.contains(" day"), "\(run.stderr)")
+        #expect(GPGFixture.shared.decryptVerifying(work.path + "/out/cards.csv.pgp")?.signedBy == keys.expiringSoon.fingerprint)
+    }
+}
