@@ -51,6 +51,8 @@ struct MergeArguments: Equatable {
     var date: NightDate?
     /// `--quiet`: print only errors.
     var quiet = false
+    /// `--keep-shards`: the shards' files stay once merged.
+    var keepShards = false
 }
 
 /// Arguments of `deliver`.
@@ -179,6 +181,7 @@ enum ArgumentParser {
         Flag("--date", "YYYY-MM-DD", "the night the shards were run for (--date of run; default: today in TZ)") { (arguments, text) throws(UsageError) in
             arguments.date = try FlagValue.date(text, "--date", command: "merge")
         },
+        Flag("--keep-shards", "keep the shards' files and state once merged (and delivered)") { $0.keepShards = true },
         Flag("--quiet", "print only errors") { $0.quiet = true },
     ]
 

@@ -141,7 +141,8 @@ enum CLI {
         let shards = arguments.shards ?? 1
         let summary: MergeSummary
         do {
-            summary = try ShardMerge.merge(manifest: manifest, options: MergeOptions(shards: shards, output: arguments.output, format: arguments.format, date: arguments.date),
+            summary = try ShardMerge.merge(manifest: manifest, options: MergeOptions(shards: shards, output: arguments.output, format: arguments.format, date: arguments.date,
+                                                                                            keepShards: arguments.keepShards),
                                            note: { Console.err("showbatch: warning: \(TerminalText.escaped($0))\n") },
                                            isCancelled: { Signals.fired })
         } catch {

@@ -79,7 +79,7 @@ private func runShards(_ work: Workspace, _ shards: Int, manifest: String = "m.y
         // The failed row's shard keeps its journal, as a finished run with failed rows does.
         let journals = (0..<shards).filter { work.exists(shards == 1 ? "out/own.\(format).journal" : "out/own-shard-\($0).\(format).journal") }
         #expect(journals.count == 1)
-        let merge = try await showbatch(["merge", "m.yaml", "--shards", String(shards)], in: work.path)
+        let merge = try await showbatch(["merge", "m.yaml", "--shards", String(shards), "--keep-shards"], in: work.path)
         #expect(merge.status == 0)
         if shards == 1 {
             #expect(merge.stderr == "showbatch: merged 1 shard into out/r.\(format) (10 rows, already whole: its one shard is this file), out/own.\(format) (4 rows, already whole: its one shard is this file)\n")
@@ -100,6 +100,9 @@ private func runShards(_ work: Workspace, _ shards: Int, manifest: String = "m.y
             #expect(again.status == 0 && again.stderr == "")
             #expect(bytes(work, "out/r.\(format)") == expected)
             #expect(mode(work, "out/r.\(format)") == 0o600)
+            // Without --keep-shards the shards' files and state are gone once merged.
+            let left = try FileManager.default.contentsOfDirectory(atPath: work.path + "/out").filter { $0.contains("-shard-") }
+            #expect(left == [])
         }
 
         // Shards run with --output merge with the same --output into what one such run writes.

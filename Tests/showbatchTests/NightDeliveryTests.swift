@@ -268,6 +268,44 @@ private let encryptedManifest = deliveredManifest
         #expect(server.uploaded == [name, name + ".done"])
     }
 
+    /// The sealed shards and their state stay while the merged night is not delivered (the merge
+    /// pod's retry merges it again from them), and go once it is; `--keep-shards` keeps them.
+    @Test func theShardsGoOnceTheMergedNightIsDelivered() async throws {
+        let work = Workspace(["m.yaml": encryptedManifest, "in/customers.csv": "id,alias\n1,tok_a\n2,tok_b\n3,tok_a\n"])
+        work.write("keys/processor.asc", try String(contentsOfFile: GPGFixture.shared.alice.file, encoding: .utf8))
+        let server = try SFTPServer()
+        defer { work.remove(); server.remove() }
+        // The server's port is new each time it starts.
+        var environment: [String: String] {
+            ["SB_SFTP_URL": server.url, "SB_SFTP_USER": server.user, "SB_SFTP_KEY": server.clientKey,
+             "SB_KNOWN_HOSTS": server.knownHosts, "SB_STATE_KEY": Data(repeating: 7, count: 32).base64EncodedString()]
+        }
+        for shard in 0..<2 {
+            let run = try await showbatch(["run", "m.yaml", "--emulate", "--date", night, "--shard", "\(shard)/2", "--quiet"], in: work.path, environment: environment)
+            #expect(run.status == 0)
+        }
+        func shardFiles() throws -> [String] {
+            try FileManager.default.contentsOfDirectory(atPath: work.path + "/out").filter { $0.contains("-shard-") }.sorted()
+        }
+        let shards = try shardFiles()
+        #expect(shards == ["cards-20261201-0001-shard-0.csv.sealed", "cards-20261201-0001-shard-0.csv.sealed.identity",
+                           "cards-20261201-0001-shard-1.csv.sealed", "cards-20261201-0001-shard-1.csv.sealed.identity",
+                           "rejects-20261201-shard-0.csv.sealed", "rejects-20261201-shard-1.csv.sealed"])
+        server.stop()
+        let down = try await showbatch(["merge", "m.yaml", "--shards", "2", "--date", night, "--quiet"], in: work.path, environment: environment)
+        #expect(down.status == 5)
+        #expect(try shardFiles() == shards)
+        try server.start()
+        let kept = try await showbatch(["merge", "m.yaml", "--shards", "2", "--date", night, "--quiet", "--keep-shards"], in: work.path, environment: environment)
+        #expect(kept.status == 0 && server.uploaded == ["cards-20261201-0001.csv.pgp", "cards-20261201-0001.csv.pgp.done"], "\(kept.stderr)")
+        #expect(try shardFiles() == shards)
+        // The night is delivered: a merge without --keep-shards only removes them.
+        let again = try await showbatch(["merge", "m.yaml", "--shards", "2", "--date", night], in: work.path, environment: environment)
+        #expect(again.status == 0 && again.stderr.hasSuffix(": nothing is delivered again\n"))
+        #expect(try shardFiles() == [])
+        #expect(work.exists("out/cards-20261201-0001.csv.pgp") && work.exists("out/cards-20261201-0001.csv.pgp.delivered"))
+    }
+
     /// The processor's key changed between the shards and the merge: the night is not made into
     /// a message to a key its shards were not sealed for.
     @Test func aMergeToOtherRecipientsThanTheShardsIsRefused() async throws {

@@ -16,13 +16,16 @@ package struct MergeOptions: Sendable, Equatable {
     package var format: OutputFormat?
     /// `--date`: the night the shards were run for (`${run.date}`, `${run.seq}`); nil: today in `TZ`.
     package var date: NightDate?
+    /// `--keep-shards`: the shards' files stay once merged (and delivered).
+    package var keepShards = false
 
     /// Options for a manifest run in `shards` shards.
-    package init(shards: Int, output: String? = nil, format: OutputFormat? = nil, date: NightDate? = nil) {
+    package init(shards: Int, output: String? = nil, format: OutputFormat? = nil, date: NightDate? = nil, keepShards: Bool = false) {
         self.shards = shards
         self.output = output
         self.format = format
         self.date = date
+        self.keepShards = keepShards
     }
 }
 
@@ -66,7 +69,10 @@ package enum ShardMerge {
     package static func merge(manifest: Manifest, options: MergeOptions, note: (String) -> Void = { _ in },
                              isCancelled: @escaping @Sendable () -> Bool = { false }) throws(RunError) -> MergeSummary {
         var plan = try MergePlan(manifest: manifest, options: options)
-        if let delivered = try deliveredAlready(plan) { return delivered }
+        if let delivered = try deliveredAlready(plan) {
+            if !options.keepShards { removeShards(plan) }
+            return delivered
+        }
         // Nothing another user could have planted is merged or written into.
         for output in plan.outputs {
             try PrivateFile.requireTrusted(sideFilesOf: output.target.paths + output.shardTargets.flatMap(\.paths))
@@ -150,7 +156,26 @@ package enum ShardMerge {
         try NightRecords.record(plan.outputs.filter { !$0.unchanged }.map(\.target), data: manifest.requests.contains { $0.each != nil } ? String(try manifest.dataHash(), radix: 16) : "",
                                 complete: true)
         summary.deliveries = deliver(plan, note: note, isCancelled: isCancelled)
+        // A night not delivered yet is merged again from its shards by the next try.
+        if !options.keepShards && !summary.deliveries.contains(where: { if case .failed = $0.result { return true } else { return false } }) {
+            removeShards(plan)
+        }
         return summary
+    }
+
+    /// Removes every file of the shards merged into a file of their own (their rows, sealed or
+    /// plain, their rejects files, journals, identities and kept rows): the night is the merged
+    /// file now, and card data is not left lying on the volume. Only regular files are removed.
+    private static func removeShards(_ plan: MergePlan) {
+        for output in plan.outputs where !output.unchanged {
+            for target in output.shardTargets {
+                for path in target.paths where path != output.target.path {
+                    for file in SideFile.all(of: path) {
+                        if case .regular = PrivateFile.inspect(file) { unlink(file) }
+                    }
+                }
+            }
+        }
     }
 
     /// The merge pod hands the night over: each merged file with `output.deliver` is delivered.
