@@ -214,11 +214,17 @@ private func jobSpec(_ object: KubernetesObject) -> Node? {
         let shardJob = try #require(objects.first { $0.kind == "CronJob" && $0.name == "showbatch-shards" }.flatMap(jobSpec))
         let mergeJob = try #require(objects.first { $0.kind == "CronJob" && $0.name == "showbatch-merge" }.flatMap(jobSpec))
         let work = Workspace()
-        defer { work.remove() }
+        let server = try SFTPServer()
+        defer { work.remove(); server.remove() }
         let text = try #require(config.at("data")?.value(forKey: "manifest.yaml")?.text)
-        // The recipient is the test's key, whose secret key decrypts what the pods write.
+        // The recipient is the test's key, whose secret key decrypts what the pods write; the
+        // processor's server is the test's sshd, the merge pod's Secret its client key.
         work.write("config/manifest.yaml", text.replacingOccurrences(of: "/data/", with: work.path + "/")
-            .replacingOccurrences(of: "/keys/", with: work.path + "/keys/"))
+            .replacingOccurrences(of: "/keys/", with: work.path + "/keys/")
+            .replacingOccurrences(of: "sftp://sftp.processor.example:22/uploads/", with: server.url)
+            .replacingOccurrences(of: "user: acme-merchant", with: "user: \(server.user)")
+            .replacingOccurrences(of: "/secrets/sftp/id_ed25519", with: server.clientKey)
+            .replacingOccurrences(of: "/config/known_hosts", with: server.knownHosts))
         work.write("keys/processor.asc", try String(contentsOfFile: GPGFixture.shared.alice.file, encoding: .utf8))
         work.write("in/customers.csv", try String(contentsOfFile: repository + "/samples/data/customers.csv", encoding: .utf8))
         // What the Secrets hold, by name and key.
@@ -228,10 +234,11 @@ private func jobSpec(_ object: KubernetesObject) -> Node? {
             arguments.map { $0 == "/config/manifest.yaml" ? work.path + "/config/manifest.yaml" : $0 }
         }
 
-        let whole = try await showbatch(["run", work.path + "/config/manifest.yaml", "--emulate", "--quiet"], in: work.path, environment: environment)
+        // The unsharded night, written elsewhere (--output neither numbers nor delivers it).
+        let whole = try await showbatch(["run", work.path + "/config/manifest.yaml", "--emulate", "--quiet", "--output", work.path + "/whole/night.csv.pgp"],
+                                        in: work.path, environment: environment)
         #expect(whole.status == 0, "\(whole.stderr)")
-        let expected = try #require(GPGFixture.shared.decrypt(work.path + "/out/customers-revealed.csv.pgp"))
-        try FileManager.default.removeItem(atPath: work.path + "/out")
+        let expected = try #require(GPGFixture.shared.decrypt(work.path + "/whole/night.csv.pgp"))
 
         let shardArguments = (shardJob.at("template.spec.containers")?.items.first?.at("args")?.items ?? []).map(\.text)
         let count = try #require(shardJob.at("completions")?.integer)
@@ -259,8 +266,14 @@ private func jobSpec(_ object: KubernetesObject) -> Node? {
         #expect(mergeEnvironment["REVEAL_TOKEN"] == nil)
         let merged = try await showbatch(local(mergeArguments), in: work.path, environment: mergeEnvironment)
         #expect(merged.status == 0, "\(merged.stderr)")
+        // The night's file, named for its date, delivered; the shards' files gone.
+        let files = try FileManager.default.contentsOfDirectory(atPath: work.path + "/out")
+        let night = try #require(files.first { $0.hasPrefix("customers-revealed-") && $0.hasSuffix(".csv.pgp") })
+        #expect(night.count == "customers-revealed-YYYYMMDD.csv.pgp".count)
+        #expect(!files.contains { $0.contains("-shard-") })
+        #expect(server.uploaded == [night, night + ".done"])
         // Compared here, so that a failure prints no revealed value.
-        let same = GPGFixture.shared.decrypt(work.path + "/out/customers-revealed.csv.pgp") == expected
+        let same = GPGFixture.shared.decrypt(server.uploads + "/" + night) == expected
         #expect(same)
     }
 }
