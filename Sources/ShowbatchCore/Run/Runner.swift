@@ -109,7 +109,7 @@ package struct Runner: Sendable {
             let next = finished.failed > 0 ? "; \(finished.failed) failed row\(finished.failed == 1 ? "" : "s"): --retry-failed sends \(finished.failed == 1 ? "it" : "them")" : ""
             events(.warning("\(finished.path) was already finished at \(Timestamp.rfc3339(finished.finished)): nothing is sent for it\(next)"))
         }
-        summary = try await sendAndCommit(outputs: outputs, plan: plan, dataHash: dataHash, baseURL: baseURL, start: start, credentials: credentials,
+        summary = try await sendAndCommit(outputs: outputs, plan: plan, baseURL: baseURL, start: start, credentials: credentials,
                                           encryptors: encryptors)
         summary.outputs = plan.writtenFiles
         summary.night = nights.isEmpty ? nil : nights.date
@@ -211,7 +211,7 @@ package struct Runner: Sendable {
 
     /// Sends the run's rows, then commits the outputs, or leaves them for `--resume` when the
     /// run stops or is interrupted.
-    private func sendAndCommit(outputs: RunOutputs, plan: OutputPlanner, dataHash: UInt64, baseURL: String, start: ContinuousClock.Instant,
+    private func sendAndCommit(outputs: RunOutputs, plan: OutputPlanner, baseURL: String, start: ContinuousClock.Instant,
                                credentials: Credentials?, encryptors: [Int: OpenPGPEncryptor]) async throws(RunError) -> RunSummary {
         do {
             var summary = try await send(outputs: outputs, plan: plan, baseURL: baseURL, start: start, credentials: credentials,
