@@ -107,6 +107,31 @@ private let rows = "id,card\n1,4111111111111111\n2,5555555555554444\n"
         #expect(server.uploaded == [file, file + ".done"] && uploaded(server, file) == rows)
     }
 
+    /// SIGTERM while a delivery waits to try again ends the run with 130, as any signal does (the
+    /// scheduler's retry then delivers the night without revealing anything).
+    @Test func aSignalDuringTheDeliveryEndsTheRunAsInterrupted() async throws {
+        let (work, server) = try setUp()
+        defer { work.remove(); server.remove() }
+        work.write("m.yaml", deliveredManifest + "\nretry: {attempts: 3, backoff: 20s, max_backoff: 20s}\n")
+        server.stop()
+        var environment = ProcessInfo.processInfo.environment
+        environment.merge(self.environment(server)) { $1 }
+        let process = try launch(["run", "m.yaml", "--emulate", "--date", night], in: work.path, environment: environment)
+        for _ in 0..<2000 where !(work.read(".stderr") ?? "").contains("trying again in") { try await Task.sleep(for: .milliseconds(10)) }
+        kill(process.processIdentifier, SIGTERM)
+        await exited(process)
+        #expect(process.terminationStatus == 130)
+        let stderr = work.read(".stderr") ?? ""
+        #expect(stderr.contains("interrupted while waiting to try again"), "\(stderr)")
+        #expect(work.read("out/\(file)") == rows && !work.exists("out/\(file).delivered"))
+
+        try server.start()
+        let next = try await run(work, server, ["--resume=auto"])
+        #expect(next.status == 0, "\(next.stderr)")
+        #expect(next.stderr.contains("nothing is sent for it\nshowbatch: 0 rows: 0 ok, 0 partial, 0 failed"))
+        #expect(server.uploaded == [file, file + ".done"] && uploaded(server, file) == rows)
+    }
+
     @Test func theDeliverCommandDeliversAFinishedNight() async throws {
         let (work, server) = try setUp()
         defer { work.remove(); server.remove() }

@@ -125,6 +125,11 @@ package struct Runner: Sendable {
             // A night within max_failed goes to the processor; one over it waits for --retry-failed.
             if summary.exitCode == .ok {
                 summary.deliveries = await deliver(targets)
+                // A signal while a delivery waits or uploads ends the run as any signal does (130):
+                // the night is finished and recorded, and the next run delivers it.
+                if Task.isCancelled && summary.deliveries.contains(where: { if case .failed = $0.result { true } else { false } }) {
+                    summary.interrupted = true
+                }
             } else {
                 for target in targets where target.deliver != nil && target.night?.records == true {
                     events(.warning("\(target.path) is not delivered: its rows not ok are beyond max_failed; --retry-failed --date \(nights.date) sends them again, and then delivers it"))
