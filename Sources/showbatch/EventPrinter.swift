@@ -221,15 +221,22 @@ final class EventPrinter: Sendable {
             text += "; interrupted before any output was opened"
         } else if summary.interrupted && summary.outputs == ["-"] {
             text += "; interrupted: the rows written to standard output are whole, the rest were not sent or not written (standard output cannot be resumed)"
+        } else if summary.interrupted && !summary.deliveries.isEmpty {
+            text += "; interrupted while delivering: the night is written, and the next run delivers it"
         } else if summary.interrupted {
             text += "; interrupted: outputs left as .partial, rerun with --resume"
         } else {
             let rejects = Dictionary(summary.rejects.map { ($0.path, $0.rows) }, uniquingKeysWith: { first, _ in first })
-            text += "; wrote " + summary.outputs.map { path in
-                if path == "-" { return "standard output" }
-                guard let rows = rejects[path] else { return path }
-                return "\(path) (rejects: \(rows) row\(rows == 1 ? "" : "s"))"
-            }.joined(separator: ", ")
+            let written = summary.outputs.filter { !summary.leftAsTheyWere.contains($0) }
+            if !written.isEmpty {
+                text += "; wrote " + written.map { path in
+                    if path == "-" { return "standard output" }
+                    guard let rows = rejects[path] else { return path }
+                    return "\(path) (rejects: \(rows) row\(rows == 1 ? "" : "s"))"
+                }.joined(separator: ", ")
+            }
+            let left = summary.leftAsTheyWere
+            if !left.isEmpty { text += "; left \(left.joined(separator: ", ")) as \(left.count == 1 ? "it was" : "they were")" }
         }
         var lines = [text]
         // What went wrong, by code, with the first row's message of each: named, never a value.

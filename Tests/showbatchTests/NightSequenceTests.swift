@@ -57,6 +57,7 @@ private func outFiles(_ work: Workspace) -> [String] {
         #expect(rerun.status == 0)
         #expect(rerun.stderr.hasPrefix("showbatch: warning: out/cards-20261202-0002.csv: the night of 2026-12-02 (sequence 2) was finished at 20"))
         #expect(rerun.stderr.contains(", and the file is as it was then: nothing is sent for it\nshowbatch: 0 rows: 0 ok"))
+        #expect(rerun.stderr.hasSuffix("; left out/cards-20261202-0002.csv as it was\n"), "\(rerun.stderr)")
         #expect(outFiles(work).count == 5)
 
         // A night whose file was lost is written again under its own number.

@@ -23,6 +23,8 @@ package struct RunSummary: Sendable {
     /// Files written (or "-"): each output, its rejects file, and where its binary labels' files
     /// go (`out/pdf/${row.id}.pdf`).
     package var outputs: [String] = []
+    /// Of `outputs`, the files of a finished night the run left as they were (it sent nothing for them).
+    package var leftAsTheyWere: [String] = []
     /// Each rejects file written, with the rows it holds.
     package var rejects: [RejectsFile] = []
     /// True when SIGINT/SIGTERM stopped the run: outputs were not renamed into place.

@@ -112,6 +112,7 @@ package struct Runner: Sendable {
         summary = try await sendAndCommit(outputs: outputs, plan: plan, baseURL: baseURL, start: start, credentials: credentials,
                                           encryptors: encryptors)
         summary.outputs = plan.writtenFiles
+        summary.leftAsTheyWere = targets.filter { $0.finishedNight != nil }.flatMap(\.paths)
         summary.night = nights.isEmpty ? nil : nights.date
         summary.keyExpiries = encryptors.values.reduce(into: [:]) { all, encryptor in all.merge(encryptor.expiries) { first, _ in first } }
         summary.tally = outputs.carriedTally.adding(summary.tally)
