@@ -9,11 +9,13 @@ import Synchronization
 /// and write `--metrics` and `--report` (and push `--metrics-push`) however the run ended.
 enum RunCommand {
     /// The command line that sends a finished run's failed rows again: this one's manifest and
-    /// the flags that name its files (`--output`, `--format`, `--shard`, `--limit`) and endpoint.
+    /// the flags that name its files (`--output`, `--format`, `--shard`, `--limit`), its endpoint,
+    /// and `--max-failed` (which decides whether the night is complete, and so delivered).
     static func retryCommand(_ arguments: RunArguments, shard: Shard?, night: NightDate? = nil) -> String {
         var words = ["showbatch", "run", arguments.manifest, "--retry-failed"]
         // Tomorrow's default date names another file: the night is named.
         if let night { words += ["--date", night.description] }
+        if let allowance = arguments.options.maxFailed { words += ["--max-failed", allowance.text] }
         if let output = arguments.options.output { words += ["--output", output] }
         if let format = arguments.options.format { words += ["--format", format.rawValue] }
         if let shard { words += ["--shard", "\(shard.index)/\(shard.count)"] }

@@ -214,6 +214,10 @@ private func expectedFile(for data: String) async throws -> String {
         let failed = (work.read("r.csv") ?? "").split(separator: "\n").filter { $0.contains(",failed,") }.count
         #expect(failed >= 3 && failed <= 9, "\(failed) failed rows")
         if status == 0 { #expect(run.stderr.contains("\(failed) not ok, within max_failed")) }
+        // The retry is judged by the same allowance, so its command line keeps it.
+        if status == 1 {
+            #expect(run.stderr.contains("showbatch: next: showbatch run m.yaml --retry-failed --max-failed \(flag.dropFirst("--max-failed=".count)) --emulate sends the \(failed) failed rows again\n"))
+        }
     }
 
     /// A canary sends the first N work items only (into its own folder), and the per-shard rate limit is said.
