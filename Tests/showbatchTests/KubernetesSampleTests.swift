@@ -205,6 +205,46 @@ private func jobSpec(_ object: KubernetesObject) -> Node? {
         #expect(gate["OUTPUT"] == manifest.at("output.path")?.text)
     }
 
+    /// The merge pod's gate, run by bash as the pod runs it: it waits while a shard file of the
+    /// night is missing, and lets the merge go once each is there, whatever number the night has
+    /// (`${run.seq}` in the name is the shards' to fill in).
+    @Test(arguments: ["customers-revealed-${run.date}.csv.pgp", "ACME_${run.date}_${run.seq:6}.csv.pgp"])
+    func theGateWaitsForEachShardOfTheNight(output: String) async throws {
+        let objects = try sampleObjects()
+        let merge = try #require(objects.first { $0.kind == "CronJob" && $0.name == "showbatch-merge" }.flatMap(jobSpec))
+        let gate = try #require(merge.at("template.spec.initContainers")?.items.first)
+        let script = try #require(gate.at("args")?.items.first?.text)
+        let work = Workspace(["gate.sh": script])
+        defer { work.remove() }
+        let minute = Int(Date().timeIntervalSince1970) / 60
+        let formatter = DateFormatter()
+        formatter.dateFormat = "yyyyMMdd"
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        let night = formatter.string(from: Date(timeIntervalSince1970: Double(minute * 60)))
+        let name = output.replacingOccurrences(of: "${run.date}", with: night).replacingOccurrences(of: "${run.seq:6}", with: "000042")
+            .replacingOccurrences(of: ".csv.pgp", with: "")
+        work.write("out/\(name)-shard-0.csv.sealed", "")
+        /// The gate's exit status; nil when it was still waiting at the end of `seconds` (killed).
+        func runGate(seconds: Int) throws -> Int32? {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")
+            process.arguments = ["-s", "KILL", String(seconds), "/bin/bash", work.path + "/gate.sh"]
+            process.environment = ["SHARDS": "2", "OUTPUT": work.path + "/out/" + output, "JOB_NAME": "showbatch-merge-\(minute)",
+                                   "PATH": "/usr/bin:/bin"]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            process.waitUntilExit()
+            let killed = process.terminationReason == .uncaughtSignal || process.terminationStatus == 128 + SIGKILL
+            return killed ? nil : process.terminationStatus
+        }
+        // Shard 1 is missing: still waiting when the time is up.
+        let waiting = try runGate(seconds: 2)
+        #expect(waiting == nil, "\(String(describing: waiting))")
+        work.write("out/\(name)-shard-1.csv.sealed", "")
+        #expect(try runGate(seconds: 20) == 0)
+    }
+
     /// The sample as the cluster runs it, on this machine: the ConfigMap's manifest with /data in a
     /// work folder, each pod's command line with its JOB_COMPLETION_INDEX (against the emulator),
     /// then the merge step's: the merged file is the unsharded run's, byte for byte.

@@ -132,6 +132,42 @@ private let rows = "id,card\n1,4111111111111111\n2,5555555555554444\n"
         #expect(server.uploaded == [file, file + ".done"] && uploaded(server, file) == rows)
     }
 
+    /// A night not delivered (the server was down) goes first when the next night is delivered:
+    /// the processor gets 1 then 2, never 2 with 1 missing.
+    @Test func anUndeliveredNightIsDeliveredBeforeTheNextOne() async throws {
+        let (work, server) = try setUp()
+        defer { work.remove(); server.remove() }
+        server.stop()
+        let down = try await run(work, server)
+        #expect(down.status == 5)
+        try server.start()
+        work.write("in/customers.csv", "id,alias\n3,tok_b\n")
+        let next = try await showbatch(["run", "m.yaml", "--emulate", "--date", "2026-12-02"], in: work.path, environment: environment(server))
+        #expect(next.status == 0, "\(next.stderr)")
+        let second = "cards-20261202-0002.csv"
+        #expect(next.stderr.contains("showbatch: delivered out/\(file) to \(server.url)\(file) (\(rows.utf8.count) bytes)\nshowbatch: delivered out/\(second) to \(server.url)\(second) ("),
+                "\(next.stderr)")
+        #expect(server.uploaded == [file, file + ".done", second, second + ".done"])
+        #expect(uploaded(server, second) == "id,card\n3,5555555555554444\n")
+    }
+
+    /// A night that cannot be delivered (its rows not ok beyond max_failed) holds the next one
+    /// back, and the failure says which night and what to do.
+    @Test func aNightThatCannotGoHoldsTheNextOneBack() async throws {
+        let (work, server) = try setUp()
+        defer { work.remove(); server.remove() }
+        work.write("in/customers.csv", "id,alias\n1,tok_a\n2,tok_unknown\n")
+        let first = try await run(work, server)
+        #expect(first.status == 1)
+        #expect(first.stderr.contains("showbatch: warning: out/\(file) is not delivered: its rows not ok are beyond max_failed"))
+        work.write("in/customers.csv", "id,alias\n3,tok_b\n")
+        let next = try await showbatch(["run", "m.yaml", "--emulate", "--date", "2026-12-02"], in: work.path, environment: environment(server))
+        #expect(next.status == 5)
+        #expect(next.stderr.contains("showbatch: error: cannot deliver out/cards-20261202-0002.csv: the night of 2026-12-01 (sequence 1) comes before it and has rows not ok beyond max_failed (showbatch run m.yaml --date 2026-12-01 --retry-failed sends them again); a processor rejects a gap in the sequence, so this night is delivered after it; the file is kept"),
+                "\(next.stderr)")
+        #expect(server.uploaded.isEmpty)
+    }
+
     @Test func theDeliverCommandDeliversAFinishedNight() async throws {
         let (work, server) = try setUp()
         defer { work.remove(); server.remove() }
@@ -291,6 +327,36 @@ private let encryptedManifest = deliveredManifest
         #expect(again.stderr.hasPrefix("showbatch: out/\(name) was delivered to \(server.url)\(name) at "))
         #expect(again.stderr.hasSuffix(": nothing is delivered again\n"))
         #expect(server.uploaded == [name, name + ".done"])
+    }
+
+    /// A shard of a night that was delivered sends nothing again, even once the night's files are
+    /// gone from the volume; a merge of it says it was delivered.
+    @Test func aShardOfADeliveredNightSendsNothing() async throws {
+        let work = Workspace(["m.yaml": encryptedManifest, "in/customers.csv": "id,alias\n1,tok_a\n2,tok_b\n3,tok_a\n"])
+        work.write("keys/processor.asc", try String(contentsOfFile: GPGFixture.shared.alice.file, encoding: .utf8))
+        let server = try SFTPServer()
+        defer { work.remove(); server.remove() }
+        let environment = ["SB_SFTP_URL": server.url, "SB_SFTP_USER": server.user, "SB_SFTP_KEY": server.clientKey,
+                           "SB_KNOWN_HOSTS": server.knownHosts, "SB_STATE_KEY": Data(repeating: 7, count: 32).base64EncodedString()]
+        for shard in 0..<2 {
+            let run = try await showbatch(["run", "m.yaml", "--emulate", "--date", night, "--shard", "\(shard)/2", "--quiet"], in: work.path, environment: environment)
+            #expect(run.status == 0)
+        }
+        let merge = try await showbatch(["merge", "m.yaml", "--shards", "2", "--date", night, "--quiet"], in: work.path, environment: environment)
+        #expect(merge.status == 0 && server.uploaded.count == 2)
+        // Delivered card files are removed from the volume: the night's state still knows.
+        for name in ["cards-20261201-0001.csv.pgp", "cards-20261201-0001.csv.pgp.delivered", "rejects-20261201.csv.pgp"] {
+            try? FileManager.default.removeItem(atPath: work.path + "/out/" + name)
+        }
+        let again = try await showbatch(["run", "m.yaml", "--emulate", "--date", night, "--shard", "0/2"], in: work.path, environment: environment)
+        #expect(again.status == 0)
+        #expect(again.stderr.hasPrefix("showbatch: warning: out/cards-20261201-0001-shard-0.csv.sealed: the night of \(night) (sequence 1) was delivered at "), "\(again.stderr)")
+        #expect(again.stderr.contains(": nothing is sent for it\nshowbatch: 0 rows: 0 ok"))
+        #expect(!work.exists("out/cards-20261201-0001-shard-0.csv.sealed"))
+        let remerge = try await showbatch(["merge", "m.yaml", "--shards", "2", "--date", night], in: work.path, environment: environment)
+        #expect(remerge.status == 0, "\(remerge.stderr)")
+        #expect(remerge.stderr.hasSuffix(": nothing is delivered again\n"))
+        #expect(server.uploaded.count == 2)
     }
 
     /// The sealed shards and their state stay while the merged night is not delivered (the merge

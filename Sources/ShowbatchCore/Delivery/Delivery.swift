@@ -92,6 +92,8 @@ enum Deliverer {
             if let record = try DeliveryRecord.read(beside: path) {
                 if record.sha256 == digest.sha256 && record.file == name && record.to == spec.destination.description {
                     outcome.result = .already(record.delivered)
+                    // A run killed between the record and the state: the state says it too now.
+                    try NightLedger.markDelivered(night.date, at: record.delivered, template: night.template)
                 } else {
                     outcome.result = .failed("\(path) was delivered to \(record.to)\(record.file) at \(record.delivered) and has changed since (or is to go elsewhere now); a processor takes a night's file once, so it is not sent again: remove \(SideFile.delivered.of(path)) to send this file as a new delivery")
                 }
@@ -176,5 +178,53 @@ enum Deliverer {
         let empty = open("/dev/null", O_RDONLY | O_CLOEXEC)
         defer { close(empty) }
         try client.upload(empty, size: 0, as: done)
+    }
+}
+
+extension Deliverer {
+    /// Delivers `path`, the night `night` of its output, after each earlier night of that output
+    /// that is to be delivered and is not yet, in their order: a processor rejects a gap in the
+    /// sequence. An earlier night that cannot go (not finished, rows not ok beyond `max_failed`,
+    /// its file gone or changed, its delivery failing) holds this one back, and this one's
+    /// failure says why. The outcomes, earlier nights first; `manifest` names the commands that
+    /// fix an earlier night.
+    static func deliverInOrder(_ path: String, spec: DeliverSpec, night: NightTarget, manifest: String, retry: RetryPolicy,
+                               timeout: Duration, note: (String) -> Void, isCancelled: () -> Bool = { false }) -> [DeliveryOutcome] {
+        let name = (path as NSString).lastPathComponent
+        var outcomes: [DeliveryOutcome] = []
+        func heldBack(_ earlier: NightLedger.Night, _ reason: String) -> [DeliveryOutcome] {
+            outcomes + [DeliveryOutcome(path: path, destination: spec.destination.url(of: name), size: 0, result: .failed(
+                "the night of \(earlier.date) (sequence \(earlier.seq)) comes before it and \(reason); a processor rejects a gap in the sequence, so this night is delivered after it"))]
+        }
+        let ledger: NightLedger
+        do {
+            ledger = try NightLedger.read(template: night.template)
+        } catch {
+            return [DeliveryOutcome(path: path, destination: spec.destination.url(of: name), size: 0, result: .failed(error.description))]
+        }
+        let folder = (path as NSString).deletingLastPathComponent
+        for earlier in ledger.undelivered(before: night.seq) {
+            let rerun = "showbatch run \(manifest) --date \(earlier.date)"
+            guard earlier.isFinished else { return heldBack(earlier, "was begun and never finished (finish it: \(rerun) --resume)") }
+            guard earlier.complete else { return heldBack(earlier, "has rows not ok beyond max_failed (\(rerun) --retry-failed sends them again)") }
+            let earlierPath = folder.isEmpty ? earlier.file : folder + "/" + earlier.file
+            guard case .regular = PrivateFile.inspect(earlierPath), let digest = try? FileDigest.of(earlierPath), digest.sha256 == earlier.sha256 else {
+                return heldBack(earlier, "its file \(earlierPath) is gone or changed since it was finished (\(rerun) writes it again)")
+            }
+            let outcome = deliver(earlierPath, spec: spec, night: NightTarget(template: night.template, date: earlier.date, seq: earlier.seq, records: true),
+                                  retry: retry, timeout: timeout, note: note, isCancelled: isCancelled)
+            outcomes.append(outcome)
+            if case .failed = outcome.result { return heldBack(earlier, "could not be delivered") }
+        }
+        return outcomes + [deliver(path, spec: spec, night: night, retry: retry, timeout: timeout, note: note, isCancelled: isCancelled)]
+    }
+}
+
+extension Redactor {
+    /// `outcome` with a failure's message cleared of the run's secrets.
+    func redacted(_ outcome: DeliveryOutcome) -> DeliveryOutcome {
+        var outcome = outcome
+        if case .failed(let message) = outcome.result { outcome.result = .failed(redact(message)) }
+        return outcome
     }
 }

@@ -34,11 +34,9 @@ package enum NightDelivery {
         let (retry, timeout) = (manifest.retry, manifest.timeout)
         let redactor = Redactor(manifest: manifest)
         return await Blocking.run("showbatch-deliver") { () -> [DeliveryOutcome] in
-            targets.map { target in
-                var outcome = Deliverer.deliver(target.path, spec: target.deliver!, night: target.night!, retry: retry, timeout: timeout,
-                                                note: note, isCancelled: { Task.isCancelled || isCancelled() })
-                if case .failed(let message) = outcome.result { outcome.result = .failed(redactor.redact(message)) }
-                return outcome
+            targets.flatMap { target in
+                Deliverer.deliverInOrder(target.path, spec: target.deliver!, night: target.night!, manifest: manifest.file, retry: retry,
+                                         timeout: timeout, note: note, isCancelled: { Task.isCancelled || isCancelled() }).map { redactor.redacted($0) }
             }
         }
     }

@@ -181,12 +181,10 @@ package enum ShardMerge {
     /// The merge pod hands the night over: each merged file with `output.deliver` is delivered.
     private static func deliver(_ plan: MergePlan, note: (String) -> Void, isCancelled: () -> Bool) -> [DeliveryOutcome] {
         let redactor = Redactor(manifest: plan.manifest)
-        return plan.outputs.compactMap { output in
-            guard let spec = output.target.deliver, let night = output.target.night, night.records else { return nil }
-            var outcome = Deliverer.deliver(output.target.path, spec: spec, night: night, retry: plan.manifest.retry,
-                                            timeout: plan.manifest.timeout, note: note, isCancelled: isCancelled)
-            if case .failed(let message) = outcome.result { outcome.result = .failed(redactor.redact(message)) }
-            return outcome
+        return plan.outputs.flatMap { output -> [DeliveryOutcome] in
+            guard let spec = output.target.deliver, let night = output.target.night, night.records else { return [] }
+            return Deliverer.deliverInOrder(output.target.path, spec: spec, night: night, manifest: plan.manifest.file, retry: plan.manifest.retry,
+                                            timeout: plan.manifest.timeout, note: note, isCancelled: isCancelled).map { redactor.redacted($0) }
         }
     }
 
@@ -198,12 +196,22 @@ package enum ShardMerge {
         var delivered: [String] = []
         for output in plan.outputs {
             let path = output.target.path
-            guard let spec = output.target.deliver, let record = try DeliveryRecord.read(beside: path),
-                  case .regular = PrivateFile.inspect(path), let digest = try? FileDigest.of(path), digest.sha256 == record.sha256 else { continue }
-            delivered.append(path)
-            summary.outputs.append(MergedOutput(path: path, rows: 0, unchanged: true))
-            summary.deliveries.append(DeliveryOutcome(path: path, destination: spec.destination.url(of: record.file), size: digest.size,
-                                                      result: .already(record.delivered)))
+            guard let spec = output.target.deliver else { continue }
+            let name = (path as NSString).lastPathComponent
+            if let record = try DeliveryRecord.read(beside: path), case .regular = PrivateFile.inspect(path),
+               let digest = try? FileDigest.of(path), digest.sha256 == record.sha256 {
+                delivered.append(path)
+                summary.outputs.append(MergedOutput(path: path, rows: 0, unchanged: true))
+                summary.deliveries.append(DeliveryOutcome(path: path, destination: spec.destination.url(of: record.file), size: digest.size,
+                                                          result: .already(record.delivered)))
+            } else if let night = output.target.night, let recorded = try NightLedger.read(template: night.template).night(on: night.date),
+                      !recorded.delivered.isEmpty {
+                // Its file and record may be gone from here: the sequence state says it was delivered.
+                delivered.append(path)
+                summary.outputs.append(MergedOutput(path: path, rows: 0, unchanged: true))
+                summary.deliveries.append(DeliveryOutcome(path: path, destination: spec.destination.url(of: name), size: recorded.size,
+                                                          result: .already(recorded.delivered)))
+            }
         }
         guard !delivered.isEmpty else { return nil }
         guard delivered.count == plan.outputs.count else {

@@ -28,6 +28,8 @@ struct NightLedger: Equatable {
         var complete = false
         /// When it was delivered (`output.deliver`), if it was.
         var delivered = ""
+        /// Its output is delivered (`output.deliver`): a later night is not delivered before it.
+        var deliver = false
 
         var isFinished: Bool { !finished.isEmpty }
     }
@@ -64,8 +66,11 @@ struct NightLedger: Equatable {
                   let finished = text("finished"), case .bool(let complete)? = item["complete"], let delivered = text("delivered") else {
                 throw ledger.unreadable("a night in it is not whole")
             }
+            // Older states have no `deliver`: their nights are not waited for.
+            var deliver = false
+            if case .bool(let value)? = item["deliver"] { deliver = value }
             ledger.nights.append(Night(date: date, seq: seq, data: data, file: name, size: size, sha256: sha, finished: finished,
-                                       complete: complete, delivered: delivered))
+                                       complete: complete, delivered: delivered, deliver: deliver))
         }
         return ledger
     }
@@ -88,6 +93,13 @@ struct NightLedger: Equatable {
         night(on: date)?.seq ?? (nights.map(\.seq).max() ?? 0) + 1
     }
 
+    /// The nights before `seq` that are to be delivered and are not yet, oldest first: those
+    /// after the last night delivered (a processor that rejects a gap takes them first).
+    func undelivered(before seq: Int) -> [Night] {
+        let last = nights.filter { !$0.delivered.isEmpty }.map(\.seq).max() ?? 0
+        return nights.filter { $0.seq > last && $0.seq < seq && $0.deliver && $0.delivered.isEmpty }.sorted { $0.seq < $1.seq }
+    }
+
     /// A night of another date whose data files hashed the same.
     func repeatOf(_ date: NightDate, data: String) -> Night? {
         nights.last { $0.date != date && $0.data == data }
@@ -95,7 +107,9 @@ struct NightLedger: Equatable {
 
     /// Reserves the next number for `date` (as its run begins), unless the date has one: the
     /// number that date then has.
-    static func reserve(_ date: NightDate, data: String, template: String, isCancelled: () -> Bool = { false }) throws(RunError) -> Int {
+    /// `deliver`: the output is delivered, so later nights wait for this one.
+    static func reserve(_ date: NightDate, data: String, template: String, deliver: Bool = false,
+                        isCancelled: () -> Bool = { false }) throws(RunError) -> Int {
         try update(template: template, isCancelled: isCancelled) { (ledger: inout NightLedger) throws(RunError) -> Int in
             if let night = ledger.night(on: date) { return night.seq }
             // Checked again under the lock: a later night may have begun meanwhile.
@@ -104,7 +118,7 @@ struct NightLedger: Equatable {
             }
             let seq = ledger.number(for: date)
             guard seq <= maxSeq else { throw RunError.runtime("\(ledger.path) holds a number beyond \(maxSeq): it is not a night's") }
-            ledger.nights.append(Night(date: date, seq: seq, data: data, file: ""))
+            ledger.nights.append(Night(date: date, seq: seq, data: data, file: "", deliver: deliver))
             return seq
         }
     }
@@ -173,6 +187,7 @@ struct NightLedger: Equatable {
                             writer.key("finished"); writer.string(night.finished)
                             writer.key("complete"); writer.bool(night.complete)
                             writer.key("delivered"); writer.string(night.delivered)
+                            writer.key("deliver"); writer.bool(night.deliver)
                         }
                     }
                 }
@@ -207,9 +222,11 @@ struct Nights {
     /// Takes this night's number for every output, under each state's lock, as a run that writes
     /// the night begins: two runs of other nights never take one number, and an interrupted night
     /// keeps its number for the run that goes on with it.
-    mutating func reserve(data: String, isCancelled: () -> Bool) throws(RunError) {
+    /// `delivered` are the templates of outputs with `output.deliver`.
+    mutating func reserve(data: String, delivered: Set<String> = [], isCancelled: () -> Bool) throws(RunError) {
         for template in ledgers.keys.sorted() {
-            reserved[template] = try NightLedger.reserve(date, data: data, template: template, isCancelled: isCancelled)
+            reserved[template] = try NightLedger.reserve(date, data: data, template: template, deliver: delivered.contains(template),
+                                                         isCancelled: isCancelled)
             ledgers[template] = try NightLedger.read(template: template)
         }
     }

@@ -13,8 +13,14 @@ enum NightRecords {
     static func markFinished(_ targets: inout [OutputTarget], nights: Nights, mode: RunMode, data: String) throws(RunError) -> [String] {
         var warnings: [String] = []
         for index in targets.indices {
-            guard let night = targets[index].night, night.records, let recorded = nights.night(of: night.template) else { continue }
+            guard let night = targets[index].night, night.records || night.shard, let recorded = nights.night(of: night.template) else { continue }
             let target = targets[index]
+            if night.shard {
+                if let finished = finishedForShards(recorded, night: night, mode: mode, data: data, warnings: &warnings) {
+                    targets[index].finishedNight = finished
+                }
+                continue
+            }
             if target.deliver != nil && !recorded.delivered.isEmpty {
                 let record = try DeliveryRecord.read(beside: target.path)
                 let where_ = record.map { " to \($0.to)\($0.file)" } ?? ""
@@ -42,6 +48,26 @@ enum NightRecords {
         return warnings
     }
 
+    /// Why a shard of the night `recorded` sends nothing, or nil: the night was delivered (its
+    /// rows are the processor's), or merged with these data files into a file still as it was
+    /// then. Revealing a shard again would only leave card data for a merge that has nothing
+    /// to do.
+    private static func finishedForShards(_ recorded: NightLedger.Night, night: NightTarget, mode: RunMode, data: String,
+                                          warnings: inout [String]) -> String? {
+        guard mode != .retryFailed, recorded.isFinished else { return nil }
+        if !recorded.delivered.isEmpty {
+            if !data.isEmpty && recorded.data != data {
+                warnings.append("the data files changed since the night of \(night.date) was delivered: their rows are NOT sent (a delivered night is the processor's; send them as another night, with its own --date)")
+            }
+            return "the night of \(night.date) (sequence \(recorded.seq)) was delivered at \(recorded.delivered)"
+        }
+        let folder = (night.template as NSString).deletingLastPathComponent
+        let merged = folder.isEmpty ? recorded.file : folder + "/" + recorded.file
+        guard recorded.data == data, case .regular = PrivateFile.inspect(merged), let digest = try? FileDigest.of(merged),
+              digest.sha256 == recorded.sha256 else { return nil }
+        return "the night of \(night.date) (sequence \(recorded.seq)) was merged into \(merged) at \(recorded.finished), and that file is as it was then"
+    }
+
     /// Records the night of each output this run put in place (`data`: its data files' hash;
     /// `complete`: every row ok or within `max_failed`, so it may be delivered).
     static func record(_ targets: [OutputTarget], data: String, complete: Bool) throws(RunError) {
@@ -50,7 +76,8 @@ enum NightRecords {
             let digest = try FileDigest.of(target.path)
             try NightLedger.record(NightLedger.Night(date: night.date, seq: night.seq, data: data,
                                                      file: (target.path as NSString).lastPathComponent, size: digest.size,
-                                                     sha256: digest.sha256, finished: Timestamp.rfc3339(), complete: complete),
+                                                     sha256: digest.sha256, finished: Timestamp.rfc3339(), complete: complete,
+                                                     deliver: target.deliver != nil),
                                    template: night.template)
         }
     }

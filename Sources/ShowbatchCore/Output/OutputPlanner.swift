@@ -117,6 +117,8 @@ struct NightTarget: Equatable {
     /// The run writes the night itself (not a shard, a canary or `--output`): once the file is
     /// in place the night is recorded in the output's sequence state.
     let records: Bool
+    /// A shard writes it: a night delivered, or merged and as it was, sends nothing again.
+    var shard = false
 }
 
 /// A file a run reads, and what it is in words ("the data file d.csv").
@@ -263,7 +265,7 @@ struct OutputPlanner {
         func night(of template: String, override: Bool) -> NightTarget? {
             guard let nights, NightName.names(template) else { return nil }
             return NightTarget(template: template, date: nights.date, seq: nights.number(of: template),
-                               records: shard == nil && !canary && !override)
+                               records: shard == nil && !canary && !override, shard: shard != nil && !canary && !override)
         }
 
         /// The file this run writes for `path` (`-` stays standard output), numbered as the

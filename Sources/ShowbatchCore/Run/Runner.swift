@@ -156,7 +156,8 @@ package struct Runner: Sendable {
             throw Nights.outOfOrder(nights.date, latest)
         }
         if options.limit == nil && options.output == nil {
-            try nights.reserve(data: hash.map { String($0, radix: 16) } ?? "", isCancelled: { Task.isCancelled })
+            let delivered = Set(([manifest.output] + manifest.requests.map(\.output)).compactMap { $0 }.filter { $0.deliver != nil }.map(\.path))
+            try nights.reserve(data: hash.map { String($0, radix: 16) } ?? "", delivered: delivered, isCancelled: { Task.isCancelled })
         }
         return (nights, hash)
     }
@@ -168,16 +169,14 @@ package struct Runner: Sendable {
         let deliverable = targets.filter { $0.deliver != nil && $0.night?.records == true }
         guard !deliverable.isEmpty else { return [] }
         return await Blocking.run("showbatch-deliver") { () -> [DeliveryOutcome] in
-            deliverable.map { target in
+            deliverable.flatMap { target -> [DeliveryOutcome] in
                 if let when = target.deliveredAt {
                     let name = (target.path as NSString).lastPathComponent
-                    return DeliveryOutcome(path: target.path, destination: target.deliver!.destination.url(of: name), size: 0, result: .already(when))
+                    return [DeliveryOutcome(path: target.path, destination: target.deliver!.destination.url(of: name), size: 0, result: .already(when))]
                 }
-                var outcome = Deliverer.deliver(target.path, spec: target.deliver!, night: target.night!, retry: manifest.retry,
+                return Deliverer.deliverInOrder(target.path, spec: target.deliver!, night: target.night!, manifest: manifest.file, retry: manifest.retry,
                                                 timeout: settings.timeout, note: { events(.warning($0)) },
-                                                isCancelled: { Task.isCancelled })
-                if case .failed(let message) = outcome.result { outcome.result = .failed(redactor.redact(message)) }
-                return outcome
+                                                isCancelled: { Task.isCancelled }).map { redactor.redacted($0) }
             }
         }
     }
