@@ -53,6 +53,8 @@ struct MergeArguments: Equatable {
     var quiet = false
     /// `--keep-shards`: the shards' files stay once merged.
     var keepShards = false
+    /// `--max-failed`, as the shards were run with it.
+    var maxFailed: FailureAllowance?
 }
 
 /// Arguments of `deliver`.
@@ -182,6 +184,12 @@ enum ArgumentParser {
             arguments.date = try FlagValue.date(text, "--date", command: "merge")
         },
         Flag("--keep-shards", "keep the shards' files and state once merged (and delivered)") { $0.keepShards = true },
+        Flag("--max-failed", "N|P%", "the --max-failed the shards were run with: rows not ok the night may have and still exit 0") { (arguments, text) throws(UsageError) in
+            guard let allowance = FailureAllowance.parse(text) else {
+                throw UsageError(message: "--max-failed must be a number of rows (25) or a percentage of the night's rows (0.1%); got \"\(text)\"", command: "merge")
+            }
+            arguments.maxFailed = allowance
+        },
         Flag("--quiet", "print only errors") { $0.quiet = true },
     ]
 

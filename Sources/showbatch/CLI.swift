@@ -142,7 +142,7 @@ enum CLI {
         let summary: MergeSummary
         do {
             summary = try ShardMerge.merge(manifest: manifest, options: MergeOptions(shards: shards, output: arguments.output, format: arguments.format, date: arguments.date,
-                                                                                            keepShards: arguments.keepShards),
+                                                                                            keepShards: arguments.keepShards, maxFailed: arguments.maxFailed),
                                            note: { Console.err("showbatch: warning: \(TerminalText.escaped($0))\n") },
                                            isCancelled: { Signals.fired })
         } catch {
@@ -162,10 +162,16 @@ enum CLI {
             }
             Console.err(TerminalText.escaped("showbatch: merged \(shards) shard\(shards == 1 ? "" : "s") into \(outputs.joined(separator: ", "))") + "\n")
         }
+        // The night's rows not ok, judged as a run judges its own.
+        if summary.notOk > 0, let rows = summary.rows, !summary.complete || !arguments.quiet {
+            let allowance = summary.allowance.map { "max_failed (\($0.text))" } ?? "max_failed (0: none set)"
+            Console.err("showbatch: the night has \(summary.notOk) row\(summary.notOk == 1 ? "" : "s") not ok of \(rows), \(summary.complete ? "within" : "beyond") \(allowance)\n")
+        }
         let failed = summary.deliveries.contains { if case .failed = $0.result { return true } else { return false } }
         let deliver = arguments.date.map { "showbatch deliver \(arguments.manifest) --date \($0)" } ?? "showbatch deliver \(arguments.manifest) --date \(NightDate.today())"
         let lines = EventPrinter.deliveryLines(summary.deliveries, deliver: deliver).filter { !arguments.quiet || $0.hasPrefix("showbatch: error:") }
         if !lines.isEmpty { Console.err(lines.map(TerminalText.escaped).joined(separator: "\n") + "\n") }
+        if !summary.complete { return .rowsFailed }
         return failed ? .undelivered : .ok
     }
 }

@@ -359,6 +359,43 @@ private let encryptedManifest = deliveredManifest
         #expect(server.uploaded.count == 2)
     }
 
+    /// max_failed is the night's: three failed rows over three shards are one each (each shard
+    /// within `max_failed: 1`, exit 0), and three for the merge (exit 1, not delivered, the
+    /// shards kept); sent again shard by shard, the night merges complete and is delivered.
+    @Test func theNightsMaxFailedIsAppliedByMerge() async throws {
+        let manifest = encryptedManifest.replacingOccurrences(of: "vault: tnt1", with: "vault: tnt1\nmax_failed: 1")
+        let data = "id,alias\n1,tok_c\n2,tok_c\n3,tok_c\n4,tok_a\n5,tok_b\n6,tok_a\n"
+        let work = Workspace(["m.yaml": manifest, "in/customers.csv": data])
+        work.write("keys/processor.asc", try String(contentsOfFile: GPGFixture.shared.alice.file, encoding: .utf8))
+        let server = try SFTPServer()
+        defer { work.remove(); server.remove() }
+        let environment = ["SB_SFTP_URL": server.url, "SB_SFTP_USER": server.user, "SB_SFTP_KEY": server.clientKey,
+                           "SB_KNOWN_HOSTS": server.knownHosts, "SB_STATE_KEY": Data(repeating: 7, count: 32).base64EncodedString()]
+        for shard in 0..<3 {
+            let run = try await showbatch(["run", "m.yaml", "--emulate", "--date", night, "--shard", "\(shard)/3", "--quiet"], in: work.path, environment: environment)
+            #expect(run.status == 0, "shard \(shard): \(run.stderr)")
+        }
+        let merge = try await showbatch(["merge", "m.yaml", "--shards", "3", "--date", night], in: work.path, environment: environment)
+        #expect(merge.status == 1)
+        #expect(merge.stderr == "showbatch: warning: out/cards-20261201-0001.csv.pgp is not delivered: the night's rows not ok (3 of 6) are beyond max_failed; send them again shard by shard (showbatch run m.yaml --shard I/3 --retry-failed --date \(night)), then merge again\nshowbatch: merged 3 shards into out/cards-20261201-0001.csv.pgp (3 rows)\nshowbatch: the night has 3 rows not ok of 6, beyond max_failed (1)\n")
+        #expect(server.uploaded.isEmpty && work.exists("out/cards-20261201-0001-shard-0.csv.sealed"))
+        // The night's state says it is not complete: it is not delivered by hand either.
+        let byHand = try await showbatch(["deliver", "m.yaml", "--date", night], in: work.path, environment: environment)
+        #expect(byHand.status == 2 && server.uploaded.isEmpty)
+
+        // The alias is known now: each shard's failed row is sent again, and the night merges complete.
+        work.write("m.yaml", manifest.replacingOccurrences(of: "tok_a: ", with: "tok_c: \"4012888888881881\", tok_a: "))
+        for shard in 0..<3 {
+            let retry = try await showbatch(["run", "m.yaml", "--emulate", "--date", night, "--shard", "\(shard)/3", "--retry-failed", "--quiet"],
+                                            in: work.path, environment: environment)
+            #expect(retry.status == 0, "shard \(shard): \(retry.stderr)")
+        }
+        let complete = try await showbatch(["merge", "m.yaml", "--shards", "3", "--date", night, "--quiet"], in: work.path, environment: environment)
+        #expect(complete.status == 0, "\(complete.stderr)")
+        #expect(server.uploaded == ["cards-20261201-0001.csv.pgp", "cards-20261201-0001.csv.pgp.done"])
+        #expect(!work.exists("out/cards-20261201-0001-shard-0.csv.sealed"))
+    }
+
     /// The sealed shards and their state stay while the merged night is not delivered (the merge
     /// pod's retry merges it again from them), and go once it is; `--keep-shards` keeps them.
     @Test func theShardsGoOnceTheMergedNightIsDelivered() async throws {

@@ -49,7 +49,7 @@ private let passphrase = ["SIGN_PASSPHRASE": GPGFixture.signerPassphrase]
             let shard = try await showbatch(["run", "m.yaml", "--emulate", "--quiet", "--shard", "\(index)/2"], in: work.path, environment: key)
             #expect(shard.status == 0 || shard.status == 1, "\(shard.stderr)")
         }
-        let merge = try await showbatch(["merge", "m.yaml", "--shards", "2", "--quiet"], in: work.path, environment: key)
+        let merge = try await showbatch(["merge", "m.yaml", "--shards", "2", "--quiet", "--max-failed", "1"], in: work.path, environment: key)
         #expect(merge.status == 0, "\(merge.stderr)")
         let night = try #require(GPGFixture.shared.decryptVerifying(work.path + "/out/cards.csv.pgp"))
         #expect(night.signedBy == GPGFixture.shared.alice.fingerprint)

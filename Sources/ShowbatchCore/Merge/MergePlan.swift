@@ -21,6 +21,22 @@ struct MergePlan {
         let unchanged: Bool
         /// The data key each shard's files are sealed under (an encrypted output), from its identity.
         var keys: [DataKey?]
+        /// Each shard's rows by status, from its identity (nil from an older showbatch's).
+        var counts: [RowCounts?] = []
+    }
+
+    /// The night's rows by status, over every output and shard: what `max_failed` is applied
+    /// to; nil when a shard's identity does not say (an older showbatch wrote it).
+    var nightCounts: RowCounts? {
+        var total = RowCounts()
+        for output in outputs {
+            guard output.counts.count == output.shards.count else { return nil }
+            for counts in output.counts {
+                guard let counts else { return nil }
+                total.add(counts)
+            }
+        }
+        return total
     }
 
     let manifest: Manifest
@@ -126,8 +142,11 @@ struct MergePlan {
             if output.target.encrypt != nil && output.target.encrypt?.stateKey == nil {
                 throw RunError.usage("cannot merge \(output.target.path): its shards' files are sealed, and output.encrypt has no state_key to read them with (the one they were run with)")
             }
+            outputs[position].counts = []
             for (index, file) in output.shards.enumerated() {
-                outputs[position].keys[index] = try checkShard(file, index: index, of: output, dataHash: &dataHash)
+                let (key, counts) = try checkShard(file, index: index, of: output, dataHash: &dataHash)
+                outputs[position].keys[index] = key
+                outputs[position].counts.append(counts)
             }
         }
     }
@@ -137,8 +156,9 @@ struct MergePlan {
         "cannot merge \(output.target.path): its shard \(index)/\(shards), \(file),"
     }
 
-    /// Checks one shard file; the data key it is sealed under, for an encrypted output.
-    private func checkShard(_ file: String, index: Int, of output: Output, dataHash: inout String?) throws(RunError) -> DataKey? {
+    /// Checks one shard file; the data key it is sealed under (an encrypted output), and its rows
+    /// by status.
+    private func checkShard(_ file: String, index: Int, of output: Output, dataHash: inout String?) throws(RunError) -> (DataKey?, RowCounts?) {
         let cannot = cannot(output, file, index)
         // An interrupted first run leaves only the `.partial`: that is a shard not finished yet.
         if PrivateFile.inspect(SideFile.partial.of(file)) != .none {
@@ -154,19 +174,20 @@ struct MergePlan {
         // A finished shard says what it is beside it; a file without that is not a finished
         // shard of this version's (or was copied there alone).
         if dataHash == nil { dataHash = String(try manifest.dataHash(), radix: 16) }
-        let key = try checkIdentity(beside: file, index: index, of: output, dataHash: dataHash!)
+        let (key, counts) = try checkIdentity(beside: file, index: index, of: output, dataHash: dataHash!)
         if PrivateFile.inspect(SideFile.journalNext.of(file)) != .none {
             throw RunError.usage("\(cannot) is not finished: a --retry-failed run of it was cut short (\(file).journal.next is beside it); run it with --retry-failed again")
         }
         try checkJournal(of: file, index: index, of: output, dataHash: dataHash!, key: key)
-        return key
+        return (key, counts)
     }
 
     /// Checks the identity a finished shard file leaves beside it (and its rejects file); the
     /// data key it is sealed under, for an encrypted output.
-    private func checkIdentity(beside file: String, index: Int, of output: Output, dataHash: String) throws(RunError) -> DataKey? {
+    private func checkIdentity(beside file: String, index: Int, of output: Output, dataHash: String) throws(RunError) -> (DataKey?, RowCounts?) {
         let cannot = cannot(output, file, index)
         var key: DataKey?
+        var counts: RowCounts?
         switch ShardIdentity.read(beside: file) {
         case nil:
             throw RunError.usage("\(cannot) is not known to be a finished shard: \(SideFile.identity.of(file)), which its run leaves when it finishes, is not beside it (run it with --shard \(index)/\(shards))")
@@ -180,6 +201,7 @@ struct MergePlan {
             if let difference = JournalCodec.difference(identity.run, from: expected) {
                 throw RunError.usage("\(cannot) is not of this manifest: its identity \(SideFile.identity.of(file)) says \(difference)")
             }
+            counts = identity.counts
             if let stateKey = output.target.encrypt?.stateKey {
                 guard let wrapped = identity.wrappedKey else {
                     throw RunError.usage("\(cannot) cannot be read: its identity \(SideFile.identity.of(file)) holds no data key")
@@ -204,7 +226,7 @@ struct MergePlan {
                 }
             }
         }
-        return key
+        return (key, counts)
     }
 
     /// Checks the journal a finished shard keeps when rows failed (for --retry-failed): the file

@@ -16,6 +16,9 @@ struct ShardIdentity: Equatable {
     /// A shard of an encrypted output: the data key its files are sealed under, wrapped under the
     /// state key (as its journal held it). Size and hash are then the plaintext's.
     var wrappedKey: String?
+    /// Its rows by status, its rejects file's included (the night's max_failed is merge's to
+    /// apply); nil in an identity an older showbatch wrote.
+    var counts: RowCounts?
 
     static func == (lhs: ShardIdentity, rhs: ShardIdentity) -> Bool {
         lhs.run == rhs.run && lhs.rows == rhs.rows && lhs.size == rhs.size && lhs.hash == rhs.hash
@@ -31,6 +34,7 @@ struct ShardIdentity: Equatable {
         hash = checkpoint.hash
         rejects = checkpoint.rejects.map { ($0.offset, $0.hash, $0.rows) }
         self.wrappedKey = wrappedKey
+        counts = checkpoint.counts
     }
 
     private init(run: Journal.Identity, rows: Int, size: Int, hash: UInt64, rejects: (size: Int, hash: UInt64, rows: Int)?,
@@ -61,6 +65,14 @@ struct ShardIdentity: Equatable {
                 if let wrappedKey {
                     writer.key("data_key")
                     writer.string(wrappedKey)
+                }
+                if let counts {
+                    writer.key("counts")
+                    writer.object { writer in
+                        writer.key("ok"); writer.integer(counts.ok)
+                        writer.key("partial"); writer.integer(counts.partial)
+                        writer.key("failed"); writer.integer(counts.failed)
+                    }
                 }
                 if let rejects {
                     writer.key("rejects")
@@ -112,6 +124,16 @@ struct ShardIdentity: Equatable {
             guard case .string(let text) = key else { return .failure(JournalProblem(reason: "\(path) is not a whole shard identity")) }
             wrappedKey = text
         }
-        return .success(ShardIdentity(run: run, rows: rows, size: size, hash: hash, rejects: rejects, wrappedKey: wrappedKey))
+        var counts: RowCounts?
+        if let side = value["counts"] {
+            guard let ok = integer("ok", in: side), let partial = integer("partial", in: side), let failed = integer("failed", in: side),
+                  ok >= 0, partial >= 0, failed >= 0 else {
+                return .failure(JournalProblem(reason: "\(path) is not a whole shard identity"))
+            }
+            counts = RowCounts(rows: ok + partial + failed, ok: ok, partial: partial, failed: failed)
+        }
+        var identity = ShardIdentity(run: run, rows: rows, size: size, hash: hash, rejects: rejects, wrappedKey: wrappedKey)
+        identity.counts = counts
+        return .success(identity)
     }
 }

@@ -18,14 +18,18 @@ package struct MergeOptions: Sendable, Equatable {
     package var date: NightDate?
     /// `--keep-shards`: the shards' files stay once merged (and delivered).
     package var keepShards = false
+    /// `--max-failed`, as the shards were run with it; else the manifest's `max_failed`.
+    package var maxFailed: FailureAllowance?
 
     /// Options for a manifest run in `shards` shards.
-    package init(shards: Int, output: String? = nil, format: OutputFormat? = nil, date: NightDate? = nil, keepShards: Bool = false) {
+    package init(shards: Int, output: String? = nil, format: OutputFormat? = nil, date: NightDate? = nil, keepShards: Bool = false,
+                 maxFailed: FailureAllowance? = nil) {
         self.shards = shards
         self.output = output
         self.format = format
         self.date = date
         self.keepShards = keepShards
+        self.maxFailed = maxFailed
     }
 }
 
@@ -48,6 +52,14 @@ package struct MergeSummary: Sendable, Equatable {
     package var interrupted = false
     /// How each merged file's delivery ended (`output.deliver`).
     package var deliveries: [DeliveryOutcome] = []
+    /// The night's rows (every output's), and how many are not ok; nil when a shard's identity
+    /// does not say.
+    package var rows: Int?
+    package var notOk = 0
+    /// The night's allowance of rows not ok (`max_failed`).
+    package var allowance: FailureAllowance?
+    /// The night's rows are all ok, or within `max_failed`: it is delivered, and exit 0.
+    package var complete = true
 }
 
 /// `showbatch merge`: writes the unsharded outputs of a manifest from the files of its N shards,
@@ -153,14 +165,33 @@ package enum ShardMerge {
         }
         // Every output is complete: only now does any of them replace a file.
         try putInPlace(plan)
+        judge(&summary, plan.nightCounts, allowance: options.maxFailed ?? manifest.maxFailed)
         try NightRecords.record(plan.outputs.filter { !$0.unchanged }.map(\.target), data: manifest.requests.contains { $0.each != nil } ? String(try manifest.dataHash(), radix: 16) : "",
-                                complete: true)
+                                complete: summary.complete)
+        guard summary.complete else {
+            // As a run's: the night waits for its failed rows, sent again shard by shard from
+            // the shards' journals (kept), then merged again.
+            for output in plan.outputs where output.target.deliver != nil && output.target.night?.records == true {
+                note("\(output.target.path) is not delivered: the night's rows not ok (\(summary.notOk) of \(summary.rows ?? 0)) are beyond max_failed; send them again shard by shard (showbatch run \(manifest.file) --shard I/\(plan.shards) --retry-failed --date \(output.target.night!.date)), then merge again")
+            }
+            return summary
+        }
         summary.deliveries = deliver(plan, note: note, isCancelled: isCancelled)
         // A night not delivered yet is merged again from its shards by the next try.
         if !options.keepShards && !summary.deliveries.contains(where: { if case .failed = $0.result { return true } else { return false } }) {
             removeShards(plan)
         }
         return summary
+    }
+
+    /// The night's rows not ok against its allowance, as a run's are: all ok, or within
+    /// `max_failed` (a percentage is of the night's rows), is complete.
+    private static func judge(_ summary: inout MergeSummary, _ counts: RowCounts?, allowance: FailureAllowance?) {
+        summary.allowance = allowance
+        guard let counts else { return }
+        summary.rows = counts.rows
+        summary.notOk = counts.rows - counts.ok
+        summary.complete = summary.notOk == 0 || allowance.map { summary.notOk <= $0.rows(of: counts.rows) } == true
     }
 
     /// Removes every file of the shards merged into a file of their own (their rows, sealed or

@@ -69,8 +69,12 @@ package struct RunSummary: Sendable {
     /// True when the rows not ok are within `allowance` (and there are some).
     package var withinAllowance: Bool {
         guard let allowance, whole, ok < rows else { return false }
-        return rows - ok <= allowance.rows(of: rows)
+        return rows - ok <= allowance.rows(of: nightRows ?? rows)
     }
+
+    /// A shard's: the whole night's work items, which a percentage `max_failed` is of (the
+    /// night is judged whole by merge); nil for an unsharded run, or when not counted.
+    package var nightRows: Int?
 
     /// Requests per second over the run: the rows this run sent, not those taken from a journal.
     package var rate: Double { elapsed.seconds > 0 ? Double(max(0, rows - replayed)) / elapsed.seconds : 0 }

@@ -43,6 +43,7 @@ package struct Runner: Sendable {
             summary.stopReason = summary.stopReason.map(redactor.redact)
             summary.tally.firstMessage = summary.tally.firstMessage.mapValues(redactor.redact)
             summary.allowance = settings.failureAllowance
+            summary.nightRows = nightRows
             return summary
         } catch {
             throw redactor.redact(error)
@@ -122,6 +123,7 @@ package struct Runner: Sendable {
                 return RejectsFile(path: path, rows: rows)
             }
             summary.allowance = settings.failureAllowance
+            summary.nightRows = nightRows
             try NightRecords.record(targets, data: nightData, complete: summary.exitCode == .ok)
             // A night within max_failed goes to the processor; one over it waits for --retry-failed.
             if summary.exitCode == .ok {
@@ -378,6 +380,13 @@ package struct Runner: Sendable {
                 events(.progress(progress))
             }
         }
+    }
+
+    /// A shard's whole night: every work item of every shard (a percentage `max_failed` is of
+    /// them), when the data files were counted as the manifest was read; nil otherwise.
+    private var nightRows: Int? {
+        guard options.shard != nil, manifest.requests.allSatisfy({ $0.each == nil || $0.each?.rows != nil }) else { return nil }
+        return manifest.requests.reduce(0) { $0 + ($1.each?.rows ?? 1) }
     }
 
     /// The work items of this run's shard (up to `--limit`), for the progress line; nil when the
