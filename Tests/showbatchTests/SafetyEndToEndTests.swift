@@ -99,7 +99,7 @@ private func crashManifest(_ outputs: String) -> String {
 
     /// The cases are there, wherever the tests run from.
     @Test func theSecretLeakCasesAreThere() {
-        #expect(fixtureCases("secret-leaks").count == 38)
+        #expect(fixtureCases("secret-leaks").count == 39)
     }
 
     /// No secret reaches validate, plan or run (text or JSON logs), whatever the error.

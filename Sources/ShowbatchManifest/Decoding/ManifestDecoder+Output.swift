@@ -134,7 +134,6 @@ extension ManifestDecoder {
     mutating func holdingRunReferences<Held>(_ raw: String, at node: Node, _ what: @autoclosure () -> String,
                                              parse: (Substring) -> Result<Held, TemplateSyntaxError>) -> (text: String, held: [Held])? {
         let found = NightName.runReferences(in: raw)
-        guard !found.isEmpty else { return resolvingEnvironment(raw, at: node, what()).map { ($0, []) } }
         var text = ""
         var last = raw.startIndex
         var held: [Held] = []
@@ -151,7 +150,15 @@ extension ManifestDecoder {
             last = range.upperBound
         }
         text += raw[last...]
-        return resolvingEnvironment(text, at: node, what()).map { ($0, held) }
+        guard let resolved = resolvingEnvironment(text, at: node, what()) else { return nil }
+        // The stand-ins must be exactly the references held: an environment value holding such a
+        // character would otherwise be taken for one.
+        let standIns = resolved.unicodeScalars.filter { (0xF0000..<0xF1000).contains($0.value) }.map { Int($0.value - 0xF0000) }
+        guard standIns == Array(held.indices) else {
+            problem(node.mark, "\(what()): an environment value holds a character of the private use area (U+F0000 to U+F0FFF), which showbatch cannot take here")
+            return nil
+        }
+        return (resolved, held)
     }
 
     /// Which held reference `scalar` stands for (`holdingRunReferences`), if it is one.
@@ -192,7 +199,9 @@ extension ManifestDecoder {
             }
         }
         if !text.isEmpty { parts.append(.text(text)) }
-        if resolved.unicodeScalars.contains(where: { $0.value < 0x20 && $0 != "\t" || $0.value == 0x7F }) {
+        // C0 and C1 controls (NEL among them) and the Unicode line and paragraph separators: each
+        // would end the line for some reader.
+        if resolved.unicodeScalars.contains(where: { ($0.value < 0x20 && $0 != "\t") || (0x7F...0x9F).contains($0.value) || $0.value == 0x2028 || $0.value == 0x2029 }) {
             problem(node.mark, "\(what) must be one line: it holds a line break or a control character")
             return nil
         }
@@ -331,6 +340,10 @@ extension ManifestDecoder {
         var spec = SignSpec(keyFile: resolve(keyFile), mark: node.mark)
         if let phrase = map["passphrase"], let text = text(phrase, "\(context).encrypt.sign.passphrase") {
             environmentSecrets.insert(text)
+            // gpg-agent takes a passphrase up to its first line break: the rest would be ignored.
+            if text.contains(where: { $0 == "\n" || $0 == "\r" || $0 == "\r\n" }) {
+                problem(phrase.mark, "\(context).encrypt.sign.passphrase must be one line: gpg-agent reads a passphrase only up to its first line break")
+            }
             spec.passphrase = SecretBytes(copying: Array(text.utf8))
         }
         return spec

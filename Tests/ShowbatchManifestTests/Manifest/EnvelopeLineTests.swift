@@ -21,6 +21,25 @@ import TestSupport
         #expect(trailer.render(rows: 3, date: date, seq: 42, sums: ["amount": "-1.50"]) == "TRL|3|-1.50|-1.50")
     }
 
+    /// What the environment brings in is text: never a line break, a C1 control or a line
+    /// separator, and never a stand-in for a reference.
+    @Test(arguments: ["a\nb", "a\u{85}b", "a\u{2028}b", "a\u{9B}b", "\u{F0000}"])
+    func anEnvironmentValueCannotBreakOrForgeTheLine(value: String) {
+        let errors = manifestErrors("output: {path: out/c.csv, header: \"H,${SB_X},${run.rows}\"}\n" + Self.base, environment: ["SB_X": value])
+        let message = value == "\u{F0000}"
+            ? "output.header: an environment value holds a character of the private use area (U+F0000 to U+F0FFF), which showbatch cannot take here"
+            : "output.header must be one line: it holds a line break or a control character"
+        #expect(errors == "m.yaml:1:35: error: \(message)\n  output: {path: out/c.csv, header: \"H,${SB_X},${run.rows}\"}\n                                    ^")
+    }
+
+    /// gpg-agent reads a passphrase up to its first line break: one with a line break is refused,
+    /// never printed.
+    @Test func aSigningPassphraseIsOneLine() {
+        let text = "output:\n  path: out/c.csv.pgp\n  encrypt:\n    recipients: [k.asc]\n    sign: {key_file: s.asc, passphrase: \"${SB_PW}\"}\n" + Self.base
+        let errors = manifestErrors(text, environment: ["SB_PW": "sk_right\nwrong"], recipients: { _ in [] })
+        #expect(errors == "m.yaml:5:41: error: output.encrypt.sign.passphrase must be one line: gpg-agent reads a passphrase only up to its first line break\n      sign: {key_file: s.asc, passphrase: <redacted>}\n                                          ^")
+    }
+
     @Test(arguments: [
         ("output: {path: out/c.json, trailer: \"T,${run.rows}\"}\n",
          "m.yaml:1:37: error: output.trailer is for CSV and JSON Lines outputs: a JSON file is one array, and a line outside it would make it invalid JSON\n  output: {path: out/c.json, trailer: \"T,${run.rows}\"}\n                                      ^"),
