@@ -66,12 +66,10 @@ struct FileEnvelope {
             while try rows.next(into: &row) {
                 for (index, column) in summed.enumerated() {
                     guard let cell = Self.cell(column, of: row, layout: layout), !cell.isEmpty else { continue }
-                    guard let value = ExactDecimal(cell[...]), let sum = sums[index].adding(value) else {
-                        throw RunError.runtime(ExactDecimal(cell[...]) == nil
-                            ? "cannot total the rows of \(path): row \(rows.rows)'s column \(column.name) is not a decimal number (did the file change?)"
-                            : "cannot total the rows of \(path): the sum of column \(column.name) is too large to be written exactly")
+                    guard let value = ExactDecimal(cell[...]) else {
+                        throw RunError.runtime("cannot total the rows of \(path): row \(rows.rows)'s column \(column.name) is not a decimal number (did the file change?)")
                     }
-                    sums[index] = sum
+                    sums[index] = sums[index].adding(value)
                 }
                 row.removeAll(keepingCapacity: true)
             }
