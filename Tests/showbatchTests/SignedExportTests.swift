@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 import TestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A night encrypted to Alice and signed by our key (`encrypt.sign`), its passphrase from the
 /// environment; `sign` replaces the signing section.
@@ -73,6 +76,39 @@ private let passphrase = ["SIGN_PASSPHRASE": GPGFixture.signerPassphrase]
         #expect(run.status == 2)
         #expect(run.stderr == "showbatch: error: cannot encrypt out/cards.csv.pgp: \(file)\(message)\nRun 'showbatch help run' for usage.\n")
         #expect(!run.stderr.contains("not the words") && !work.exists("out/cards.csv.pgp"))
+    }
+
+    /// A run killed (SIGKILL) while it holds our signing key leaves its home and gpg-agent: the
+    /// next run removes that home at once (not an hour later, as a public-keys-only one) and
+    /// stops its agent, which cached no passphrase meanwhile.
+    @Test func aKilledSigningRunsKeyIsRemovedByTheNextRun() async throws {
+        let data = "id,alias\n" + (0..<400).map { "\($0),tok_\($0 % 2)" }.joined(separator: "\n") + "\n"
+        let work = Workspace(["m.yaml": signedManifest().replacingOccurrences(of: "emulator: {", with: "emulator: {latency: 20ms, "), "d.csv": data])
+        defer { work.remove() }
+        let temporary = work.path + "/tmp"
+        try FileManager.default.createDirectory(atPath: temporary, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        var environment = ProcessInfo.processInfo.environment.merging(passphrase) { $1 }
+        environment["TMPDIR"] = temporary
+        let process = try launch(["run", "m.yaml", "--emulate", "--quiet"], in: work.path, environment: environment)
+        func homes() -> [String] {
+            ((try? FileManager.default.contentsOfDirectory(atPath: temporary)) ?? []).filter { $0.hasPrefix("showbatch-gnupg-") }
+        }
+        var home: String?
+        for _ in 0..<1000 {
+            if let found = homes().first, !((try? FileManager.default.contentsOfDirectory(atPath: temporary + "/" + found + "/private-keys-v1.d")) ?? []).isEmpty {
+                home = temporary + "/" + found
+                break
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        let killed = try #require(home, "no private home with the signing key appeared")
+        kill(process.processIdentifier, SIGKILL)
+        await exited(process)
+        #expect(processMentions(killed), "the killed run's gpg-agent is not running: nothing to clean up")
+        let next = try await showbatch(["run", "m.yaml", "--emulate", "--quiet", "--output", "other/cards.csv.pgp"], in: work.path, environment: environment)
+        #expect(next.status == 0, "\(next.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: killed) && homes().isEmpty)
+        #expect(!processMentions(killed))
     }
 
     /// A signing key that expires soon is a warning on every run.

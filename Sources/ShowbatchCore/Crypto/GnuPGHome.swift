@@ -64,7 +64,12 @@ final class GnuPGHome {
             try Self.writeNew(fd, "gpg.conf", Self.confText(agent: agent), in: path)
             // A fixed S2K count spares the agent its calibration (a second and more on a slow
             // machine) when it first stores the imported key: in this home only, removed with it.
-            if agent { try Self.writeNew(fd, "gpg-agent.conf", "allow-loopback-pinentry\nno-allow-external-cache\ns2k-count 65536\n", in: path) }
+            // No passphrase is cached: a run killed before it could stop the agent leaves no
+            // key unlocked in it.
+            if agent {
+                try Self.writeNew(fd, "gpg-agent.conf", "allow-loopback-pinentry\nno-allow-external-cache\ns2k-count 65536\ndefault-cache-ttl 0\nmax-cache-ttl 0\n",
+                                  in: path)
+            }
             try Self.writeNew(fd, Self.ownerFile, "\(getpid())\n", in: path)
             var written = stat()
             guard fstatat(fd, "gpg.conf", &written, AT_SYMLINK_NOFOLLOW) == 0 else {
@@ -137,12 +142,14 @@ final class GnuPGHome {
         for name in names where name.hasPrefix("showbatch-gnupg-") {
             let home = base + "/" + name
             var info = stat()
+            // One that holds our signing key goes as soon as its run is gone, with its agent.
+            let secret = !((try? FileManager.default.contentsOfDirectory(atPath: home + "/private-keys-v1.d")) ?? []).isEmpty
             guard lstat(home, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_uid == geteuid(),
-                  time(nil) - info.st_mtim.tv_sec > 3600,
+                  secret || time(nil) - info.st_mtim.tv_sec > 3600,
                   let text = PrivateFile.readText(home + "/" + ownerFile, limit: 32),
                   let pid = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)), pid > 0,
                   kill(pid, 0) == -1 && errno == ESRCH else { continue }
-            remove(home)
+            remove(home, stoppingAgent: secret)
         }
     }
 

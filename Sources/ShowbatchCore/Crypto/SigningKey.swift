@@ -18,10 +18,10 @@ final class SigningKey {
     /// Read by GPGME's passphrase callback for as long as the context lives.
     private let passphrase: Passphrase
 
-    /// The passphrase the callback gives gpg-agent; asked a second time (a wrong one), it says no.
+    /// The passphrase the callback gives gpg-agent (which caches none: it asks at each
+    /// signature); asked again after a wrong one, it says no.
     final class Passphrase {
         let secret: SecretBytes?
-        var asked = 0
         init(_ secret: SecretBytes?) { self.secret = secret }
     }
 
@@ -34,9 +34,8 @@ final class SigningKey {
         gpgme_set_pinentry_mode(context, GPGME_PINENTRY_MODE_LOOPBACK)
         gpgme_set_passphrase_cb(context, { hook, _, _, previousWasBad, fd in
             let box = Unmanaged<Passphrase>.fromOpaque(hook!).takeUnretainedValue()
-            box.asked += 1
             // No second try with the same words, and nothing to give for a key without one.
-            guard previousWasBad == 0, box.asked == 1, let secret = box.secret else { return gpgme_error_t(GPG_ERR_CANCELED.rawValue) }
+            guard previousWasBad == 0, let secret = box.secret else { return gpgme_error_t(GPG_ERR_CANCELED.rawValue) }
             let written = secret.withBytes { bytes in gpgme_io_writen(fd, bytes.baseAddress, bytes.count) }
             return written == 0 && gpgme_io_writen(fd, "\n", 1) == 0 ? 0 : gpgme_error_t(GPG_ERR_CANCELED.rawValue)
         }, Unmanaged.passUnretained(passphrase).toOpaque())
@@ -71,7 +70,6 @@ final class SigningKey {
         var status = gpgme_data_new_from_mem(&plain, "showbatch", 9, 1)
         if status == 0 { status = gpgme_data_new(&signature) }
         if status == 0 { status = gpgme_op_sign(context, plain, signature, GPGME_SIG_MODE_DETACH) }
-        defer { passphrase.asked = 0 }
         guard status == 0 else {
             switch gpgme_err_code(status) {
             case GPG_ERR_CANCELED, GPG_ERR_NO_PASSPHRASE, GPG_ERR_BAD_PASSPHRASE:
