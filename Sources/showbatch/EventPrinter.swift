@@ -179,6 +179,13 @@ final class EventPrinter: Sendable {
 
     /// The run's summary; `--quiet` prints it too when the run did not exit 0. `retry` is the
     /// command that sends the failed rows again, said when rows failed.
+    /// Every failed row failed for its data row (it cannot be sent, or a summed cell is no
+    /// number): `--retry-failed` would only fail them again.
+    static func failedForTheData(_ summary: RunSummary) -> Bool {
+        let data: Set<ErrorCode> = [.invalidRow, .notANumber]
+        return !summary.tally.byErrorCode.isEmpty && summary.tally.byErrorCode.keys.allSatisfy(data.contains) && summary.partial == 0
+    }
+
     func summary(_ summary: RunSummary, retry: String? = nil, deliver: String? = nil) {
         if quiet && summary.exitCode == .ok { return }
         let next = summary.failed > 0 && !summary.interrupted && summary.stopReason == nil && summary.outputs != ["-"] ? retry : nil
@@ -244,7 +251,11 @@ final class EventPrinter: Sendable {
             let message = summary.tally.firstMessage[code].map { ", the first: \($0)" } ?? ""
             lines.append("showbatch: \(code.rawValue) \(code.kind): \(count) row\(count == 1 ? "" : "s")\(message)")
         }
-        if let next {
+        if let next, Self.failedForTheData(summary) {
+            // Sending them again gets the same answer: the data file is what to fix.
+            let rerun = next.replacingOccurrences(of: " --retry-failed", with: "")
+            lines.append("showbatch: next: the failed rows are the data file's to fix (\(summary.tally.byErrorCode.keys.map { String($0.rawValue) }.sorted().joined(separator: ", "))): correct them, then run the night again (\(rerun))")
+        } else if let next {
             lines.append("showbatch: next: \(next) sends the \(summary.failed) failed row\(summary.failed == 1 ? "" : "s") again")
         }
         lines += Self.deliveryLines(summary.deliveries, deliver: deliver)

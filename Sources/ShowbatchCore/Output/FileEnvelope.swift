@@ -127,7 +127,7 @@ struct FileEnvelope {
             }
             row.status = .failed
             row.errors.append(RowError(code: .notANumber, label: label,
-                                       message: "column \(column.name): the value is not a decimal number, and the file's header or trailer sums it"))
+                                       message: "column \(column.name) of request \(row.request): the value is not a decimal number, and the file's header or trailer sums it"))
         }
         return row
     }
