@@ -186,7 +186,7 @@ private let batch = ["BATCH": "B7"]
 
     /// What cannot be written is a positioned error before anything is sent.
     @Test(arguments: [
-        ("header: \"H,${run.sum.amont}\"", "m.yaml:5:11: error: ${run.sum.amont} names no column of the output out/n.csv; its columns are request, card, status"),
+        ("header: \"H,${run.sum.amont}\"", "m.yaml:5:11: error: ${run.sum.amont} names no column of this output; its columns are request, card, status"),
         ("header: \"H,${run.sum.request}\"", "m.yaml:5:11: error: ${run.sum.request} cannot sum the column request: it holds no number"),
     ])
     func aTotalOfNoNumberIsRefused(line: String, message: String) async throws {

@@ -431,7 +431,7 @@ struct OutputPlanner {
         for line in lines {
             for name in line.sums where !target.summed.contains(where: { $0.name == name }) {
                 guard let column = layout.names.firstIndex(of: name) else {
-                    throw RunError.manifest(manifest.diagnostic(at: line.mark, "${run.sum.\(name)} names no column of the output \(spec.path); its columns are \(layout.names.joined(separator: ", "))"))
+                    throw RunError.manifest(manifest.diagnostic(at: line.mark, "${run.sum.\(name)} names no column of this output; its columns are \(layout.names.joined(separator: ", "))"))
                 }
                 if case .fixed(let fixed) = layout.sources[column], fixed != .attempts && fixed != .httpStatus {
                     throw RunError.manifest(manifest.diagnostic(at: line.mark, "${run.sum.\(name)} cannot sum the column \(name): it holds no number"))

@@ -487,14 +487,35 @@ extension ManifestDecoder {
             }
             warnOfUnwrittenLabels(spec, labels: labels)
         }
+        func checkSums(_ spec: OutputSpec, labels: [String]) {
+            let columns: [(name: String, fixed: ResultColumn?)] = spec.columns.map { columns in
+                columns.map { column in
+                    if case .fixed(let fixed, _) = column { return (column.name, fixed) }
+                    return (column.name, nil)
+                }
+            } ?? ResultColumn.allCases.map { ($0.rawValue, $0) } + labels.map { ($0, nil) }
+            for line in [spec.header, spec.trailer].compactMap({ $0 }) {
+                for name in line.sums {
+                    guard let column = columns.first(where: { $0.name == name }) else {
+                        problem(line.mark, "${run.sum.\(name)} names no column of this output; its columns are \(columns.map(\.name).joined(separator: ", "))")
+                        continue
+                    }
+                    if let fixed = column.fixed, fixed != .attempts && fixed != .httpStatus {
+                        problem(line.mark, "${run.sum.\(name)} cannot sum the column \(name): it holds no number")
+                    }
+                }
+            }
+        }
         if var output = manifest.output {
             check(&output, "output.columns", labels: labels(writingTo: false, request: nil))
+            checkSums(output, labels: labels(writingTo: false, request: nil))
             warnOfBlankFailedRows(output)
             manifest.output = output
         }
         for index in manifest.requests.indices {
             guard var output = manifest.requests[index].output else { continue }
             check(&output, "requests[\(index)].output.columns", labels: labels(writingTo: true, request: index))
+            checkSums(output, labels: labels(writingTo: true, request: index))
             warnOfBlankFailedRows(output)
             manifest.requests[index].output = output
         }

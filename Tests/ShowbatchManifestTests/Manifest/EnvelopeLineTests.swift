@@ -9,7 +9,7 @@ import TestSupport
     private static let base = "vault: tnt1\nrequests: [{name: a, path: /p}]\n"
 
     @Test func aLineKeepsItsReferencesAndResolvesTheEnvironment() throws {
-        let manifest = try loadManifest("output:\n  path: \"out/c-${run.seq:4}.csv\"\n  header: \"HDR|${SB_TEAM}|${run.date}|${run.seq:6}|$${run.rows}\"\n  trailer: \"TRL|${run.rows}|${run.sum.amount}|${run.sum.amount}\"\n" + Self.base,
+        let manifest = try loadManifest("output:\n  path: \"out/c-${run.seq:4}.csv\"\n  columns: [request, {amount: {text: \"1.50\"}}]\n  header: \"HDR|${SB_TEAM}|${run.date}|${run.seq:6}|$${run.rows}\"\n  trailer: \"TRL|${run.rows}|${run.sum.amount}|${run.sum.amount}\"\n" + Self.base,
                                         environment: ["SB_TEAM": "blue"])
         let header = try #require(manifest.output?.header)
         #expect(header.parts == [.text("HDR|blue|"), .night(.date), .text("|"), .night(.seq(width: 6)), .text("|${run.rows}")])
@@ -51,6 +51,10 @@ import TestSupport
          "m.yaml:1:36: error: output.trailer: ${run.sum.} names no column; write ${run.sum.NAME} with the name of an output column\n  output: {path: out/c.csv, trailer: \"T,${run.sum.}\"}\n                                     ^"),
         ("output: {path: out/c.csv, trailer: \"T\\n${run.rows}\"}\n",
          "m.yaml:1:36: error: output.trailer must be one line: it holds a line break or a control character\n  output: {path: out/c.csv, trailer: \"T\\n${run.rows}\"}\n                                     ^"),
+        ("output: {path: out/c.csv, columns: [request, status], trailer: \"T,${run.sum.amount}\"}\n",
+         "m.yaml:1:64: error: ${run.sum.amount} names no column of this output; its columns are request, status\n  output: {path: out/c.csv, columns: [request, status], trailer: \"T,${run.sum.amount}\"}\n                                                                 ^"),
+        ("output: {path: out/c.csv, trailer: \"T,${run.sum.error}\"}\n",
+         "m.yaml:1:36: error: ${run.sum.error} cannot sum the column error: it holds no number\n  output: {path: out/c.csv, trailer: \"T,${run.sum.error}\"}\n                                     ^"),
         ("output: {path: out/c.csv, header: \"\"}\n",
          "m.yaml:1:35: error: output.header is empty; give the line to write, or leave it out\n  output: {path: out/c.csv, header: \"\"}\n                                    ^"),
     ])
