@@ -71,12 +71,21 @@ private func outFiles(_ work: Workspace) -> [String] {
         #expect(fourth.status == 0 && work.read("out/cards-20261205-0004.csv") == expectedRows([7]))
     }
 
-    @Test func aRepeatedNightIsRefusedBeforeAnythingIsSent() async throws {
+    /// The next night's data file is yesterday's: as it was, exported again with other line
+    /// endings, with a blank line more, or with a field quoted that was not.
+    @Test(arguments: ["same", "crlf", "blank line", "quoted"])
+    func aRepeatedNightIsRefusedBeforeAnythingIsSent(export: String) async throws {
         let work = workspace()
         defer { work.remove() }
         work.write("in/customers.csv", data([1, 2, 3]))
         let first = try await showbatch(["run", "m.yaml", "--emulate", "--date", "2026-12-01", "--quiet"], in: work.path)
         #expect(first.status == 0)
+        switch export {
+        case "crlf": work.write("in/customers.csv", data([1, 2, 3]).replacingOccurrences(of: "\n", with: "\r\n"))
+        case "blank line": work.write("in/customers.csv", data([1, 2, 3]) + "\n")
+        case "quoted": work.write("in/customers.csv", data([1, 2, 3]).replacingOccurrences(of: "tok_a", with: "\"tok_a\""))
+        default: break
+        }
         // The upstream export did not run: the next night's data file is yesterday's.
         let repeated = try await showbatch(["run", "m.yaml", "--emulate", "--date", "2026-12-02", "--verbose"], in: work.path)
         #expect(repeated.status == 2)

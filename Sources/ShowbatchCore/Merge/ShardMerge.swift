@@ -166,7 +166,7 @@ package enum ShardMerge {
         // Every output is complete: only now does any of them replace a file.
         try putInPlace(plan)
         judge(&summary, plan.nightCounts, allowance: options.maxFailed ?? manifest.maxFailed)
-        try NightRecords.record(plan.outputs.filter { !$0.unchanged }.map(\.target), data: manifest.requests.contains { $0.each != nil } ? String(try manifest.dataHash(), radix: 16) : "",
+        try NightRecords.record(plan.outputs.filter { !$0.unchanged }.map(\.target), data: manifest.requests.contains { $0.each != nil } ? String(try manifest.rowsHash(), radix: 16) : "",
                                 complete: summary.complete)
         guard summary.complete else {
             // As a run's: the night waits for its failed rows, sent again shard by shard from

@@ -72,6 +72,38 @@ extension Manifest {
     }
 }
 
+extension Manifest {
+    /// The rows of the data files as a run reads them, not their bytes: what says a night's data
+    /// is another night's again whatever its line endings, blank lines or quoting (a re-export
+    /// of yesterday's file is yesterday's night). A row that cannot be read counts by its fields.
+    package func rowsHash() throws(RunError) -> UInt64 {
+        var hasher = IdentityHasher()
+        for (index, spec) in requests.enumerated() {
+            guard let each = spec.each else { continue }
+            var reader: DataRowReader
+            do {
+                reader = try DataRowReader(kind: each.kind, path: each.path, name: each.name)
+            } catch {
+                throw RunError.runtime("cannot read the data file \(each.name): \(error)")
+            }
+            hasher.add("request", String(index))
+            while let next = reader.next() {
+                let row: DataRow?
+                switch next {
+                case .success(let read): row = read
+                case .failure(let failure):
+                    hasher.add("unreadable")
+                    row = failure.row
+                }
+                for (column, value) in (row?.values ?? [:]).sorted(by: { $0.key < $1.key }) { hasher.add(column, value.compactText) }
+                hasher.add("row")
+                if Task.isCancelled { return hasher.value }
+            }
+        }
+        return hasher.value
+    }
+}
+
 /// FNV-1a over a sequence of fields, each ended by a separator so that fields cannot run into
 /// each other.
 private struct IdentityHasher {

@@ -15,7 +15,7 @@ struct NightLedger: Equatable {
     struct Night: Equatable {
         var date: NightDate
         var seq: Int
-        /// The FNV-1a of the run's data files, in hex: a night sent again is seen by it.
+        /// The hash of the run's data rows (`Manifest.rowsHash`), in hex: a night sent again is seen by it.
         var data: String
         /// The file's name that night.
         var file: String

@@ -52,14 +52,13 @@ package struct Runner: Sendable {
 
     private func runUnredacted() async throws(RunError) -> RunSummary {
         let start = ContinuousClock.now
-        guard let (nights, earlyDataHash) = try takeNight() else { return RunSummary(interruptedBeforeStart: ()) }
+        guard let (nights, earlyDataHash, nightData) = try takeNight() else { return RunSummary(interruptedBeforeStart: ()) }
         var plan = try OutputPlanner(manifest: manifest, output: options.output, format: options.format, shard: options.shard,
                                      limit: options.limit, nights: nights)
         if (options.resume || options.retryFailed) && plan.writesStandardOutput {
             throw RunError.usage("\(options.resume ? "--resume" : "--retry-failed") needs file outputs; standard output is not resumable")
         }
         try plan.check(sideFiles: options.sideFiles)
-        let nightData = earlyDataHash.map { String($0, radix: 16) } ?? ""
         for warning in try NightRecords.markFinished(&plan.targets, nights: nights, mode: options.mode, data: nightData) {
             events(.warning(warning))
         }
@@ -146,12 +145,14 @@ package struct Runner: Sendable {
     /// anything is sent, by its data files' hash, and refused unless `--allow-repeat`; then a run
     /// that writes the night (not a canary, not `--output`) takes its numbers. Also returns the
     /// data files' hash when it was taken; nil when interrupted meanwhile.
-    private func takeNight() throws(RunError) -> (Nights, UInt64?)? {
+    private func takeNight() throws(RunError) -> (Nights, UInt64?, String)? {
         var nights = try Nights(manifest: manifest, date: options.date ?? NightDate.today())
-        guard !nights.isEmpty else { return (nights, nil) }
+        guard !nights.isEmpty else { return (nights, nil, "") }
         let hash: UInt64? = manifest.requests.contains(where: { $0.each != nil }) ? try manifest.dataHash() : nil
+        // The night's data by its rows, not its bytes: a re-export of yesterday's file is yesterday's.
+        let rows = hash == nil ? "" : String(try manifest.rowsHash(), radix: 16)
         if Task.isCancelled { return nil }
-        if let hash, !options.allowRepeat, let (_, night) = nights.repeated(data: String(hash, radix: 16)) {
+        if hash != nil, !options.allowRepeat, let (_, night) = nights.repeated(data: rows) {
             throw RunError.usage("the data files of the night of \(nights.date) are the same as those of the night of \(night.date) (\(night.file.isEmpty ? "begun, not finished" : night.file), sequence \(night.seq)): the export upstream may not have run since; nothing was sent (--allow-repeat sends them again)")
         }
         if let (_, latest) = nights.earlierThanLatest() {
@@ -159,9 +160,9 @@ package struct Runner: Sendable {
         }
         if options.limit == nil && options.output == nil {
             let delivered = Set(([manifest.output] + manifest.requests.map(\.output)).compactMap { $0 }.filter { $0.deliver != nil }.map(\.path))
-            try nights.reserve(data: hash.map { String($0, radix: 16) } ?? "", delivered: delivered, isCancelled: { Task.isCancelled })
+            try nights.reserve(data: rows, delivered: delivered, isCancelled: { Task.isCancelled })
         }
-        return (nights, hash)
+        return (nights, hash, rows)
     }
 
     /// Delivers each output the run wrote for its night (or found finished) where its manifest
