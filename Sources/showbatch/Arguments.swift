@@ -55,6 +55,14 @@ struct MergeArguments: Equatable {
     var keepShards = false
     /// `--max-failed`, as the shards were run with it.
     var maxFailed: FailureAllowance?
+    /// `--metrics`, `--report` and `--metrics-push`, as a run has them.
+    var metrics: String?
+    var report: String?
+    var metricsPush: String?
+    /// `--log-format`: text, or one JSON object per line.
+    var logFormat = LogFormat.text
+    /// `--verbose`: notes too.
+    var verbose = false
 }
 
 /// Arguments of `deliver`.
@@ -184,6 +192,16 @@ enum ArgumentParser {
             arguments.date = try FlagValue.date(text, "--date", command: "merge")
         },
         Flag("--keep-shards", "keep the shards' files and state once merged (and delivered)") { $0.keepShards = true },
+        Flag("--log-format", "text|json", "how log lines and the summary are written") { (arguments, text) throws(UsageError) in
+            arguments.logFormat = try FlagValue.choice(text, "--log-format", command: "merge")
+        },
+        Flag("--metrics", "PATH", "write a Prometheus text file (node_exporter textfile) when the merge ends") { $0.metrics = $1 },
+        Flag("--report", "PATH", "write the merge's summary as one JSON document when it ends") { $0.report = $1 },
+        Flag("--metrics-push", "URL", "push the metrics to a Prometheus Pushgateway when the merge ends (the job's group)") { (arguments, text) throws(UsageError) in
+            if let problem = MetricsPush.problem(with: text) { throw UsageError(message: problem, command: "merge") }
+            arguments.metricsPush = text
+        },
+        Flag("--verbose", "print notes too") { $0.verbose = true },
         Flag("--max-failed", "N|P%", "the --max-failed the shards were run with: rows not ok the night may have and still exit 0") { (arguments, text) throws(UsageError) in
             guard let allowance = FailureAllowance.parse(text) else {
                 throw UsageError(message: "--max-failed must be a number of rows (25) or a percentage of the night's rows (0.1%); got \"\(text)\"", command: "merge")
@@ -290,6 +308,9 @@ enum ArgumentParser {
             merge.manifest = try single(scanned.positionals, command: "merge")
             guard merge.shards != nil else {
                 throw UsageError(message: "merge needs --shards N, the number of shards the manifest was run in", command: "merge")
+            }
+            if merge.quiet && merge.verbose {
+                throw UsageError(message: "--quiet and --verbose cannot be used together", command: "merge")
             }
             if merge.output == "-" {
                 throw UsageError(message: "merge writes files: --output - (standard output) cannot be merged into; give the --output the shards were run with", command: "merge")

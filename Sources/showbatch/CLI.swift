@@ -128,50 +128,14 @@ enum CLI {
         return failed ? .undelivered : .ok
     }
 
-    /// `showbatch merge`: the library writes the unsharded outputs; this prints and maps the exit code.
+    /// `showbatch merge`: see `MergeCommand`.
     static func merge(_ arguments: MergeArguments) -> ExitCode {
-        let manifest: Manifest
-        switch loadSendingNothing(arguments.manifest) {
-        case .success(let loaded): manifest = loaded
-        case .failure(let failure): return failure.code
-        }
-        // From here a signal stops the merge, which then removes what it had written.
-        Signals.listen {}
-        defer { Signals.listen(nil) }
-        let shards = arguments.shards ?? 1
-        let summary: MergeSummary
-        do {
-            summary = try ShardMerge.merge(manifest: manifest, options: MergeOptions(shards: shards, output: arguments.output, format: arguments.format, date: arguments.date,
-                                                                                            keepShards: arguments.keepShards, maxFailed: arguments.maxFailed),
-                                           note: { Console.err("showbatch: warning: \(TerminalText.escaped($0))\n") },
-                                           isCancelled: { Signals.fired })
-        } catch {
-            printError(error)
-            return error.exitCode
-        }
-        if summary.interrupted {
-            Console.err("showbatch: interrupted: nothing was written\n")
-            return .interrupted
-        }
-        // A delivered night is not merged again: the delivery lines say so.
-        let deliveredBefore = !summary.deliveries.isEmpty && summary.deliveries.allSatisfy { if case .already = $0.result { return true } else { return false } }
-            && summary.outputs.allSatisfy(\.unchanged)
-        if !arguments.quiet && !deliveredBefore {
-            let outputs = summary.outputs.map { output in
-                "\(output.path) (\(output.rows) row\(output.rows == 1 ? "" : "s")\(output.unchanged ? ", already whole: its one shard is this file" : ""))"
-            }
-            Console.err(TerminalText.escaped("showbatch: merged \(shards) shard\(shards == 1 ? "" : "s") into \(outputs.joined(separator: ", "))") + "\n")
-        }
-        // The night's rows not ok, judged as a run judges its own.
-        if summary.notOk > 0, let rows = summary.rows, !summary.complete || !arguments.quiet {
-            let allowance = summary.allowance.map { "max_failed (\($0.text))" } ?? "max_failed (0: none set)"
-            Console.err("showbatch: the night has \(summary.notOk) row\(summary.notOk == 1 ? "" : "s") not ok of \(rows), \(summary.complete ? "within" : "beyond") \(allowance)\n")
-        }
-        let failed = summary.deliveries.contains { if case .failed = $0.result { return true } else { return false } }
-        let deliver = arguments.date.map { "showbatch deliver \(arguments.manifest) --date \($0)" } ?? "showbatch deliver \(arguments.manifest) --date \(NightDate.today())"
-        let lines = EventPrinter.deliveryLines(summary.deliveries, deliver: deliver).filter { !arguments.quiet || $0.hasPrefix("showbatch: error:") }
-        if !lines.isEmpty { Console.err(lines.map(TerminalText.escaped).joined(separator: "\n") + "\n") }
-        if !summary.complete { return .rowsFailed }
-        return failed ? .undelivered : .ok
+        MergeCommand(arguments).execute()
     }
+
+    /// The manifest of a command that sends nothing, for `MergeCommand`.
+    static func manifestSendingNothing(_ path: String) -> Result<Manifest, ExitCodeError> { loadSendingNothing(path) }
+
+    /// A library error, for `MergeCommand`.
+    static func print(_ error: RunError) { printError(error) }
 }

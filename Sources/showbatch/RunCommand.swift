@@ -66,6 +66,8 @@ private final class RunSession: Sendable {
     /// Prints until the run's own printer (with its progress line) takes over.
     let printer: EventPrinter
     let records: RunRecords
+    /// The job the metrics are grouped by, once the manifest is read (before, its file name).
+    let job = Mutex<String?>(nil)
 
     init(_ arguments: RunArguments) {
         self.arguments = arguments
@@ -96,6 +98,7 @@ private final class RunSession: Sendable {
             return finish(error.exitCode, error: "the manifest has \(count) problem\(count == 1 ? "" : "s")")
         }
         for warning in manifest.warnings { printer.handle(.warning(warning.line)) }
+        job.withLock { $0 = manifest.job }
         var options = arguments.options
         options.runID = runID
         for (flag, path) in sideFiles { options.sideFiles[flag] = path }
@@ -212,7 +215,8 @@ private final class RunSession: Sendable {
         // same, and only a signal after these gives it up.
         let heard = Signals.received
         let report = RunReport(runID: runID, manifest: arguments.manifest, shard: shard.map { "\($0.index)/\($0.count)" },
-                               started: started, ended: Date(), exitCode: code, summary: summary, error: error)
+                               started: started, ended: Date(), exitCode: code, summary: summary, error: error,
+                               job: job.withLock { $0 })
         return records.record(report, files: files, beforePush: { [self] result in
             phase.withLock { $0 = .pushing(result) }
             // A signal that came after the run had heard its own ends this too.

@@ -172,17 +172,16 @@ import Testing
         #expect(!message.contains("sk_"))
     }
 
-    /// The group's address: job, then the manifest and shard labels, each plain when it is URL-safe
+    /// The group's address: the job, and the shard for a shard, each plain when it is URL-safe
     /// and in the Pushgateway's base64 form when not.
     @Test(arguments: [
-        ("http://gw:9091", "m.yaml", nil, "http://gw:9091/metrics/job/showbatch/manifest/m.yaml/shard@base64/="),
-        ("http://gw:9091//", "/config/manifest.yaml", "0/4",
-         "http://gw:9091/metrics/job/showbatch/manifest@base64/L2NvbmZpZy9tYW5pZmVzdC55YW1s/shard@base64/MC80"),
-        ("https://h/prefix/", "..", "1/2", "https://h/prefix/metrics/job/showbatch/manifest@base64/Li4/shard@base64/MS8y"),
-        ("http://gw", "nächtlich.yaml", nil, "http://gw/metrics/job/showbatch/manifest@base64/bsOkY2h0bGljaC55YW1s/shard@base64/="),
-        ("http://gw", "a?b>", nil, "http://gw/metrics/job/showbatch/manifest@base64/YT9iPg/shard@base64/="),
+        ("http://gw:9091", "m.yaml", nil, "http://gw:9091/metrics/job/m.yaml"),
+        ("http://gw:9091//", "nightly cards", "0/4", "http://gw:9091/metrics/job@base64/bmlnaHRseSBjYXJkcw/shard@base64/MC80"),
+        ("https://h/prefix/", "..", "1/2", "https://h/prefix/metrics/job@base64/Li4/shard@base64/MS8y"),
+        ("http://gw", "nächtlich.yaml", nil, "http://gw/metrics/job@base64/bsOkY2h0bGljaC55YW1s"),
+        ("http://gw", "a?b>", nil, "http://gw/metrics/job@base64/YT9iPg"),
     ] as [(String, String, String?, String)])
-    func groupURLs(base: String, manifest: String, shard: String?, expected: String) {
-        #expect(MetricsPush.groupURL(base: base, manifest: manifest, shard: shard) == expected)
+    func groupURLs(base: String, job: String, shard: String?, expected: String) {
+        #expect(MetricsPush.groupURL(base: base, job: job, shard: shard) == expected)
     }
 }

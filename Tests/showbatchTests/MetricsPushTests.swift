@@ -53,7 +53,7 @@ private final class Pushgateway: @unchecked Sendable {
 
     /// The samples of `metric` in `group`, as `labels value` lines with the grouping labels left out.
     static func samples(_ metric: String, in group: [String: Any]?) -> [String] {
-        let grouping: Set<String> = ["job", "manifest", "shard", "instance"]
+        let grouping: Set<String> = ["job", "shard", "instance"]
         let metrics = (group?[metric] as? [String: Any])?["metrics"] as? [[String: Any]] ?? []
         return metrics.map { sample in
             let labels = (sample["labels"] as? [String: String] ?? [:]).filter { !grouping.contains($0.key) }
@@ -87,8 +87,9 @@ requests:
   - {name: "r${row.id}", each: {csv: d.csv}, path: /p, payload: {c: "${row.alias}"}, labels: {c: {path: json.c, expect: {pattern: '\\d+'}}}}
 """
 
-/// `--metrics-push` against a real Pushgateway: the run's metrics arrive under job `showbatch`,
-/// grouped by manifest and shard, however the run ends (issue 20, item 10).
+/// `--metrics-push` against a real Pushgateway: the run's metrics arrive in the job's group (the
+/// manifest's file name, or its `name` or `metrics.job`), a shard's in the job's and shard's,
+/// however the run ends.
 @Suite(.serialized) struct MetricsPushTests {
     init() throws {
         guard FileManager.default.isExecutableFile(atPath: Pushgateway.binary) else {
@@ -107,8 +108,8 @@ requests:
         let flags = ["--emulate", "--quiet", "--shard", "1/2", "--metrics-push", gateway.url + "/"]
         let ok = try await showbatch(["run", "jobs/nightly.yaml"] + flags, in: work.path)
         #expect(ok.status == 0 && ok.stderr == "")
-        // The manifest's path has a `/` and the shard too: both go in the Pushgateway's base64 form.
-        let labels = ["job": "showbatch", "manifest": "jobs/nightly.yaml", "shard": "1/2"]
+        // The job is the manifest's file name; the shard has a `/`, which goes in the Pushgateway's base64 form.
+        let labels = ["job": "nightly.yaml", "shard": "1/2"]
         let first = try gateway.group(labels)
         let held = try gateway.groups().map { $0["labels"] ?? "?" }
         #expect(first != nil, "groups: \(held)")
@@ -150,11 +151,11 @@ requests:
         }
         #expect(result.status == 130, "\(result.stderr)")
         #expect(!result.stderr.contains("not pushed"), "\(result.stderr)")
-        let group = try gateway.group(["job": "showbatch", "manifest": "m.yaml", "shard": ""])
+        let group = try gateway.group(["job": "m.yaml"])
         #expect(Pushgateway.samples("showbatch_run_exit_code", in: group) == ["{} 130"])
     }
 
-    /// An invalid manifest (exit 2) is pushed too, to the unsharded group of its path.
+    /// An invalid manifest (exit 2) is pushed too, to the group of its file name.
     @Test func anInvalidManifestIsPushed() async throws {
         let gateway = try Pushgateway()
         defer { gateway.stop() }
@@ -162,10 +163,59 @@ requests:
         defer { work.remove() }
         let result = try await showbatch(["run", "bad.yaml", "--emulate", "--metrics-push", gateway.url], in: work.path)
         #expect(result.status == 2)
-        let group = try gateway.group(["job": "showbatch", "manifest": "bad.yaml", "shard": ""])
+        let group = try gateway.group(["job": "bad.yaml"])
         #expect(Pushgateway.samples("showbatch_run_exit_code", in: group) == ["{} 2"])
         #expect(Pushgateway.samples("showbatch_rows", in: group) == ["{status=failed} 0", "{status=ok} 0", "{status=partial} 0"])
         #expect(Pushgateway.samples("showbatch_last_success_timestamp_seconds", in: group) == [])
+    }
+
+    /// Three spellings of one manifest's path are one job: a run by hand refreshes the group the
+    /// scheduled run pushes, and `name:` names the job instead of the file.
+    @Test func onePathSpelledThreeWaysIsOneGroup() async throws {
+        let gateway = try Pushgateway()
+        defer { gateway.stop() }
+        let work = Workspace(["jobs/m.yaml": okManifest, "jobs/d.csv": rows(2)])
+        defer { work.remove() }
+        for path in ["jobs/m.yaml", "./jobs/m.yaml", work.path + "/jobs/m.yaml"] {
+            let run = try await showbatch(["run", path, "--emulate", "--quiet", "--metrics-push", gateway.url], in: work.path)
+            #expect(run.status == 0, "\(run.stderr)")
+        }
+        #expect(try gateway.groups().compactMap { $0["labels"] as? [String: String] } == [["job": "m.yaml"]])
+        work.write("jobs/m.yaml", "name: nightly-cards\n" + okManifest)
+        let named = try await showbatch(["run", "jobs/m.yaml", "--emulate", "--quiet", "--metrics-push", gateway.url], in: work.path)
+        #expect(named.status == 0)
+        #expect(try gateway.group(["job": "nightly-cards"]) != nil)
+    }
+
+    /// The merge pushes to the job's group, as an unsharded run does: a merge that fails is seen
+    /// failing there, while the shards' groups say they succeeded; its last success is kept.
+    @Test func aMergeIsPushedToTheJobsGroup() async throws {
+        let gateway = try Pushgateway()
+        defer { gateway.stop() }
+        let work = Workspace(["m.yaml": okManifest, "d.csv": rows(4)])
+        defer { work.remove() }
+        for shard in 0..<2 {
+            let run = try await showbatch(["run", "m.yaml", "--emulate", "--quiet", "--shard", "\(shard)/2", "--metrics-push", gateway.url], in: work.path)
+            #expect(run.status == 0)
+        }
+        let merge = try await showbatch(["merge", "m.yaml", "--shards", "2", "--quiet", "--metrics-push", gateway.url, "--keep-shards"], in: work.path)
+        #expect(merge.status == 0, "\(merge.stderr)")
+        let merged = try gateway.group(["job": "m.yaml"])
+        #expect(Pushgateway.samples("showbatch_run_exit_code", in: merged) == ["{} 0"])
+        #expect(Pushgateway.samples("showbatch_rows", in: merged) == ["{status=failed} 0", "{status=ok} 4", "{status=partial} 0"])
+        let success = Pushgateway.samples("showbatch_last_success_timestamp_seconds", in: merged)
+        #expect(success.count == 1)
+        // The data file changed after the shards ran: the merge refuses (exit 2), and says so there.
+        work.write("d.csv", rows(5))
+        let failed = try await showbatch(["merge", "m.yaml", "--shards", "2", "--metrics-push", gateway.url, "--report", "merge.json"], in: work.path)
+        #expect(failed.status == 2)
+        let after = try gateway.group(["job": "m.yaml"])
+        #expect(Pushgateway.samples("showbatch_run_exit_code", in: after) == ["{} 2"])
+        #expect(Pushgateway.samples("showbatch_last_success_timestamp_seconds", in: after) == success)
+        #expect(work.read("merge.json")?.contains("\"exit_code\":2") == true)
+        for shard in ["0/2", "1/2"] {
+            #expect(Pushgateway.samples("showbatch_run_exit_code", in: try gateway.group(["job": "m.yaml", "shard": shard])) == ["{} 0"])
+        }
     }
 
     /// A push that cannot be made is a warning and the run's own code stands (a Job that saw 3

@@ -60,6 +60,24 @@ package struct MergeSummary: Sendable, Equatable {
     package var allowance: FailureAllowance?
     /// The night's rows are all ok, or within `max_failed`: it is delivered, and exit 0.
     package var complete = true
+    /// The night's rows by status.
+    package var ok = 0
+    package var partial = 0
+    package var failed = 0
+
+    /// What a run's summary would say of the night, for the merge's `--report` and metrics.
+    package func runSummary(night: NightDate?, elapsed: Duration) -> RunSummary {
+        var summary = RunSummary()
+        summary.rows = rows ?? 0
+        (summary.ok, summary.partial, summary.failed) = (ok, partial, failed)
+        summary.outputs = outputs.map(\.path)
+        summary.deliveries = deliveries
+        summary.allowance = allowance
+        summary.interrupted = interrupted
+        summary.night = night
+        summary.elapsed = elapsed
+        return summary
+    }
 }
 
 /// `showbatch merge`: writes the unsharded outputs of a manifest from the files of its N shards,
@@ -190,6 +208,7 @@ package enum ShardMerge {
         summary.allowance = allowance
         guard let counts else { return }
         summary.rows = counts.rows
+        (summary.ok, summary.partial, summary.failed) = (counts.ok, counts.partial, counts.failed)
         summary.notOk = counts.rows - counts.ok
         summary.complete = summary.notOk == 0 || allowance.map { summary.notOk <= $0.rows(of: counts.rows) } == true
     }

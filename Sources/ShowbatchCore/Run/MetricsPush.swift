@@ -5,12 +5,12 @@ import ShowbatchManifest
 /// `--metrics-push URL`: the `--metrics` text, pushed to a Prometheus Pushgateway when the run ends,
 /// where a batch job's metrics go when no node_exporter reads a file for it.
 ///
-/// The group is `job="showbatch"` with the metrics' own `manifest` and `shard` labels (an unsharded
-/// run's shard is empty, which Prometheus reads as no label), so the pushed series are the
-/// `--metrics` series, and the shards of one Indexed Job do not replace each other's.
+/// The group is the job's (`job` from `metrics.job`, `name` or the manifest's file name, never the
+/// path as typed), with `shard` for a shard, so a run by hand refreshes the scheduled run's
+/// series and the shards of one Indexed Job do not replace each other's; merge pushes the job's
+/// own group, as an unsharded run does. No `instance` label: the Pushgateway keeps every group
+/// it was given.
 package enum MetricsPush {
-    /// The `job` label of every push.
-    package static let job = "showbatch"
     /// How long one request may take, and how many are made before the push is given up.
     static let timeout: Duration = .seconds(3)
     static let attempts = 3
@@ -47,9 +47,9 @@ package enum MetricsPush {
         return nil
     }
 
-    /// The address of the run's group: `URL/metrics/job/showbatch/manifest/M/shard/S`.
-    package static func groupURL(base: String, manifest: String, shard: String?) -> String {
-        trimmed(base) + "/metrics/" + segment("job", job) + "/" + segment("manifest", manifest) + "/" + segment("shard", shard ?? "")
+    /// The address of the run's group: `URL/metrics/job/J`, and `/shard/S` for a shard.
+    package static func groupURL(base: String, job: String, shard: String?) -> String {
+        trimmed(base) + "/metrics/" + segment("job", job) + (shard.map { "/" + segment("shard", $0) } ?? "")
     }
 
     /// `name/value`, or the Pushgateway's `name@base64/VALUE` (URL-safe alphabet, unpadded; `=`
@@ -86,7 +86,7 @@ package enum MetricsPush {
 
     /// The last success time the Pushgateway holds for the group, from its API's JSON (`GET
     /// /api/v1/metrics`), as the `--metrics` file keeps it from the file it replaces.
-    package static func lastSuccess(inAPIAnswer body: [UInt8], manifest: String, shard: String?) -> String? {
+    package static func lastSuccess(inAPIAnswer body: [UInt8], job: String, shard: String?) -> String? {
         guard let answer = try? JSONParser.parse(body), case .array(let groups)? = answer["data"] else { return nil }
         for group in groups {
             guard case .object(let labels)? = group["labels"] else { continue }
@@ -94,7 +94,7 @@ package enum MetricsPush {
                 if case .string(let value)? = labels.first(where: { $0.key == name })?.value { return value }
                 return ""
             }
-            guard label("job") == job, label("manifest") == manifest, label("shard") == (shard ?? "") else { continue }
+            guard label("job") == job, label("shard") == (shard ?? "") else { continue }
             guard case .array(let samples)? = group["showbatch_last_success_timestamp_seconds"]?["metrics"],
                   case .string(let text)? = samples.first?["value"], let seconds = Double(text), seconds.isFinite else { return nil }
             return String(format: "%.3f", seconds)
@@ -109,16 +109,16 @@ extension RunReport {
     /// Pushgateway first. Each request has a few seconds and the push is tried up to three times;
     /// the error names the cause, never a value (nothing secret is sent: the metrics hold none).
     package func pushMetrics(to url: String) throws(RunError) {
-        let groupURL = MetricsPush.groupURL(base: url, manifest: manifest, shard: shard)
+        let groupURL = MetricsPush.groupURL(base: url, job: job, shard: shard)
         var previous: String?
         if exitCode != .ok {
             if case .success(let answer) = PushClient.send(method: "GET", url: MetricsPush.trimmed(url) + "/api/v1/metrics", body: nil, timeout: MetricsPush.timeout),
                (200..<300).contains(answer.status),
-               let seconds = MetricsPush.lastSuccess(inAPIAnswer: answer.body, manifest: manifest, shard: shard) {
+               let seconds = MetricsPush.lastSuccess(inAPIAnswer: answer.body, job: job, shard: shard) {
                 previous = "showbatch_last_success_timestamp_seconds{} \(seconds)\n"
             }
         }
-        let body = Array(prometheus(previous: previous).utf8)
+        let body = Array(prometheus(previous: previous, forPush: true).utf8)
         var reason = ""
         tries: for attempt in 1...MetricsPush.attempts {
             switch PushClient.send(method: "PUT", url: groupURL, body: body, timeout: MetricsPush.timeout) {

@@ -9,6 +9,8 @@ package struct RunReport: Sendable {
     package var runID: String
     /// The manifest's path.
     package var manifest: String
+    /// The job its metrics are grouped by (`Manifest.job`): one name however the path is typed.
+    package var job: String
     /// `I/N` when sharded.
     package var shard: String?
     /// When the run started and ended.
@@ -24,9 +26,10 @@ package struct RunReport: Sendable {
 
     /// A report of a run.
     package init(runID: String, manifest: String, shard: String?, started: Date, ended: Date, exitCode: ExitCode,
-                summary: RunSummary?, error: String?) {
+                summary: RunSummary?, error: String?, job: String? = nil) {
         self.runID = runID
         self.manifest = manifest
+        self.job = job ?? (manifest as NSString).lastPathComponent
         self.shard = shard
         self.started = started
         self.ended = ended
@@ -131,15 +134,19 @@ package struct RunReport: Sendable {
     /// The metrics in the Prometheus text format, for node_exporter's textfile collector
     /// (`--metrics`). `previous` is the file this replaces: its last success time is kept when
     /// this run did not succeed.
-    package func prometheus(previous: String?) -> String {
+    /// For a push (`forPush`), the series carry no job or shard label: the group's key gives them.
+    package func prometheus(previous: String?, forPush: Bool = false) -> String {
         let summary = summary ?? RunSummary()
-        var labels = "manifest=\"\(Self.escapeLabel(manifest))\""
-        if let shard { labels += ",shard=\"\(Self.escapeLabel(shard))\"" }
+        var labels: [String] = []
+        if !forPush {
+            labels.append("showbatch_job=\"\(Self.escapeLabel(job))\"")
+            if let shard { labels.append("shard=\"\(Self.escapeLabel(shard))\"") }
+        }
         var text = ""
         func metric(_ name: String, _ help: String, _ samples: [(extra: String, value: String)]) {
             text += "# HELP \(name) \(help)\n# TYPE \(name) gauge\n"
             for sample in samples {
-                text += "\(name){\(labels)\(sample.extra.isEmpty ? "" : "," + sample.extra)} \(sample.value)\n"
+                text += "\(name){\((labels + (sample.extra.isEmpty ? [] : [sample.extra])).joined(separator: ","))} \(sample.value)\n"
             }
         }
         metric("showbatch_rows", "Rows the last run wrote (from the journal included), by status.", [

@@ -4,6 +4,16 @@ import ShowbatchYAML
 
 // Run settings and the retry and emulator sections.
 extension ManifestDecoder {
+    /// A job's name (`name`, `metrics.job`): printable, one line, at most 128 characters.
+    private mutating func jobName(_ node: Node, _ what: String) -> String? {
+        guard let value = text(node, what) else { return nil }
+        guard !value.isEmpty, value.count <= 128, !value.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) else {
+            problem(node.mark, "\(what) must be a name of 1 to 128 characters on one line")
+            return nil
+        }
+        return value
+    }
+
     /// How the run goes: concurrency, rate limit, timeout and transport.
     mutating func settings(_ top: KnownKeys, into manifest: inout Manifest) {
         if let node = top["concurrency"], let value = integer(node, "concurrency", 1...1024) {
@@ -31,6 +41,11 @@ extension ManifestDecoder {
         if let node = top["circuit"] { manifest.circuit = circuit(node) }
         if let node = top["hostname_fallback"], let value = bool(node, "hostname_fallback") { manifest.hostnameFallback = value }
         if let node = top["resume_max_age"], let value = duration(node, "resume_max_age") { manifest.resumeMaxAge = value }
+        if let node = top["name"], let value = jobName(node, "name") { manifest.name = value }
+        if let node = top["metrics"], let map = fields(node, "metrics", known: ManifestReference.keys(under: "metrics")),
+           let jobNode = map["job"], let value = jobName(jobNode, "metrics.job") {
+            manifest.metricsJob = value
+        }
         if let node = top["max_failed"] {
             if let text = node.scalar.flatMap({ _ in scalarText(node, "max_failed") }) {
                 if let allowance = FailureAllowance.parse(text) {

@@ -57,6 +57,14 @@ package struct Manifest: Sendable {
     package var maxFailed: FailureAllowance?
     /// How old a journal may be for `--resume=auto` to go on from it (`resume_max_age`).
     package var resumeMaxAge: Duration = .seconds(12 * 3600)
+    /// The job's name (`name:`), when given.
+    package var name: String?
+    /// The metrics' job (`metrics.job`), when given.
+    package var metricsJob: String?
+
+    /// The job the metrics are grouped by, whatever path the manifest was given by: `metrics.job`,
+    /// else `name`, else the manifest's file name without its folder.
+    package var job: String { metricsJob ?? name ?? (file as NSString).lastPathComponent }
     /// Where rows go when neither `--output` nor the request says.
     package var output: OutputSpec?
     /// Aliases for `run --emulate`.

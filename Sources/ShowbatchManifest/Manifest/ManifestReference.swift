@@ -18,6 +18,7 @@ package enum ManifestReference {
     /// The entries in document order.
     package static let entries: [Entry] = [
         Entry(path: "version", type: "integer", defaultValue: "1", meaning: "Manifest format version; a higher version is an error."),
+        Entry(path: "name", type: "string", defaultValue: "—", meaning: "The job's name: what its metrics are grouped by on a Pushgateway (`metrics.job` says it for the metrics alone). Without it, the manifest's file name without its folder, so `m.yaml`, `./m.yaml` and `/etc/showbatch/m.yaml` are one job."),
         Entry(path: "vault", type: "string", defaultValue: "required", meaning: "Vault id: letters and digits."),
         Entry(path: "environment", type: "string", defaultValue: "sandbox", meaning: "`sandbox` or `live`, optionally with `-region` parts (`live-eu-1`), any case."),
         Entry(path: "data_region", type: "string", defaultValue: "—", meaning: "Data region such as `eu-1`; not allowed when `environment` already names one."),
@@ -30,6 +31,8 @@ package enum ManifestReference {
         Entry(path: "concurrency", type: "integer", defaultValue: "8", meaning: "Requests in flight, 1…1024 (`--concurrency`)."),
         Entry(path: "rate_limit", type: "string", defaultValue: "—", meaning: "`N/s` or `N/m` across the whole run, retries included (`--rate`)."),
         Entry(path: "max_failed", type: "integer or percentage", defaultValue: "0", meaning: "Rows that are not ok (failed or partial) a run may end with and still exit 0, as a count (`25`) or a share of its rows (`0.1%`); they are written and counted all the same (`--max-failed`)."),
+        Entry(path: "metrics", type: "mapping", defaultValue: "—", meaning: "How the run's metrics (`--metrics`, `--metrics-push`) are named."),
+        Entry(path: "metrics.job", type: "string", defaultValue: "—", meaning: "Default: `name`, else the manifest's file name. The Pushgateway group's `job` (and the metrics file's `showbatch_job` label); a shard adds `shard`. One name for the job however its manifest path is typed, so a run by hand refreshes the scheduled run's series."),
         Entry(path: "resume_max_age", type: "duration", defaultValue: "12h", meaning: "`--resume=auto` goes on from a journal written within this long (by the time it records and by its file's time); an older one is another night's, and one from the future (more than 5 minutes ahead) has no age: either is started afresh."),
         Entry(path: "timeout", type: "duration", defaultValue: "60s", meaning: "Per attempt: `500ms`, `30s`, `2m` or a number of seconds (`--timeout`)."),
         Entry(path: "transport", type: "string", defaultValue: "curl", meaning: "`curl` (libcurl's multi interface, one event loop), the only transport; the key is kept for manifests that name it (`--transport`)."),

@@ -68,7 +68,7 @@ final class PiecesSource: PlaintextSource {
         var summary = RunSummary()
         summary.keyExpiries = encryptor.expiries
         let metrics = RunReport(runID: "r", manifest: "m.yaml", shard: nil, started: Date(), ended: Date(), exitCode: .ok, summary: summary, error: nil).prometheus(previous: nil)
-        #expect(metrics.contains("# TYPE showbatch_key_expiry_timestamp_seconds gauge\nshowbatch_key_expiry_timestamp_seconds{manifest=\"m.yaml\",fingerprint=\"\(keys.expiringSoon.fingerprint)\"} \(expires)\n"))
+        #expect(metrics.contains("# TYPE showbatch_key_expiry_timestamp_seconds gauge\nshowbatch_key_expiry_timestamp_seconds{showbatch_job=\"m.yaml\",fingerprint=\"\(keys.expiringSoon.fingerprint)\"} \(expires)\n"))
     }
 
     @Test func aMultiMegabyteStreamDecryptsToExactlyItsBytes() throws {

@@ -1,0 +1,98 @@
+import Foundation
+import ShowbatchBasics
+import ShowbatchManifest
+import ShowbatchCore
+
+/// `showbatch merge`: the library writes the unsharded outputs; this prints (as text or JSON
+/// lines), maps the exit code, and records the merge as a run records itself (`--metrics`,
+/// `--report`, `--metrics-push` to the job's group), however it ends: a merge that fails is seen
+/// failed where the shards were seen succeeding.
+struct MergeCommand {
+    let arguments: MergeArguments
+    let runID = RunOptions.newRunID()
+    let started = Date()
+    let printer: EventPrinter
+
+    init(_ arguments: MergeArguments) {
+        self.arguments = arguments
+        printer = EventPrinter(format: arguments.logFormat, progress: false, quiet: arguments.quiet, verbose: arguments.verbose, runID: runID)
+    }
+
+    private var json: Bool { arguments.logFormat == .json }
+
+    func execute() -> ExitCode {
+        let sideFiles = [("--metrics", arguments.metrics), ("--report", arguments.report)].compactMap { flag, path in path.map { (flag: flag, path: $0) } }
+        if let problem = RunReport.sideFileProblem(sideFiles, manifest: arguments.manifest) {
+            printer.invalid(UsageError(message: problem, command: "merge").description)
+            return record(.usage, error: problem, job: nil, files: false)
+        }
+        let manifest: Manifest
+        switch CLI.manifestSendingNothing(arguments.manifest) {
+        case .success(let loaded): manifest = loaded
+        case .failure(let failure): return record(failure.code, error: "the manifest cannot be merged", job: nil)
+        }
+        // From here a signal stops the merge, which then removes what it had written.
+        Signals.listen {}
+        defer { Signals.listen(nil) }
+        let shards = arguments.shards ?? 1
+        let summary: MergeSummary
+        do {
+            let options = MergeOptions(shards: shards, output: arguments.output, format: arguments.format, date: arguments.date,
+                                       keepShards: arguments.keepShards, maxFailed: arguments.maxFailed)
+            summary = try ShardMerge.merge(manifest: manifest, options: options, note: { [printer] in printer.handle(.warning($0)) },
+                                           isCancelled: { Signals.fired })
+        } catch {
+            if json { printer.error(error.description) } else { CLI.print(error) }
+            return record(error.exitCode, error: error.description, job: manifest.job)
+        }
+        if summary.interrupted {
+            if json { printer.error("interrupted: nothing was written") } else { Console.err("showbatch: interrupted: nothing was written\n") }
+            return record(.interrupted, summary: summary, error: "interrupted: nothing was written", job: manifest.job)
+        }
+        let code: ExitCode = !summary.complete ? .rowsFailed
+            : summary.deliveries.contains { if case .failed = $0.result { return true } else { return false } } ? .undelivered : .ok
+        report(summary, shards: shards)
+        return record(code, summary: summary, job: manifest.job)
+    }
+
+    /// What the merge did, in text lines or JSON events.
+    private func report(_ summary: MergeSummary, shards: Int) {
+        // A delivered night is not merged again: the delivery lines say so.
+        let deliveredBefore = !summary.deliveries.isEmpty && summary.deliveries.allSatisfy { if case .already = $0.result { return true } else { return false } }
+            && summary.outputs.allSatisfy(\.unchanged)
+        var lines: [String] = []
+        if !arguments.quiet && !deliveredBefore {
+            let outputs = summary.outputs.map { output in
+                "\(output.path) (\(output.rows) row\(output.rows == 1 ? "" : "s")\(output.unchanged ? ", already whole: its one shard is this file" : ""))"
+            }
+            lines.append("showbatch: merged \(shards) shard\(shards == 1 ? "" : "s") into \(outputs.joined(separator: ", "))")
+        }
+        // The night's rows not ok, judged as a run judges its own.
+        if summary.notOk > 0, let rows = summary.rows, !summary.complete || !arguments.quiet {
+            let allowance = summary.allowance.map { "max_failed (\($0.text))" } ?? "max_failed (0: none set)"
+            lines.append("showbatch: the night has \(summary.notOk) row\(summary.notOk == 1 ? "" : "s") not ok of \(rows), \(summary.complete ? "within" : "beyond") \(allowance)")
+        }
+        let deliver = "showbatch deliver \(arguments.manifest) --date \(arguments.date ?? NightDate.today())"
+        lines += EventPrinter.deliveryLines(summary.deliveries, deliver: deliver).filter { !arguments.quiet || $0.hasPrefix("showbatch: error:") }
+        guard !json else {
+            printer.summary(summary.runSummary(night: arguments.date ?? NightDate.today(), elapsed: .seconds(Date().timeIntervalSince(started))))
+            return
+        }
+        if !lines.isEmpty { Console.err(lines.map(TerminalText.escaped).joined(separator: "\n") + "\n") }
+    }
+
+    /// Writes and pushes the merge's records, as a run's; the command's exit code.
+    private func record(_ code: ExitCode, summary: MergeSummary? = nil, error: String? = nil, job: String?, files: Bool = true) -> ExitCode {
+        let records = RunRecords(metrics: arguments.metrics, report: arguments.report, push: arguments.metricsPush)
+        guard !records.isEmpty else { return code }
+        let night = arguments.date ?? NightDate.today()
+        let report = RunReport(runID: runID, manifest: arguments.manifest, shard: nil, started: started, ended: Date(), exitCode: code,
+                               summary: summary?.runSummary(night: night, elapsed: .seconds(Date().timeIntervalSince(started))), error: error, job: job)
+        return records.record(report, files: files, problem: { problem in
+            switch problem {
+            case .error(let text): printer.error(text)
+            case .warning(let text): printer.unquietWarning(text)
+            }
+        })
+    }
+}
