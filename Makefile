@@ -33,6 +33,15 @@ test-deps: deps
 			$(SUDO) invoke-rc.d prometheus-pushgateway stop >/dev/null 2>&1 || true; \
 			$(SUDO) update-rc.d prometheus-pushgateway disable >/dev/null 2>&1 || true; \
 		fi; }
+	@[ -x /usr/bin/promtool ] || { \
+		echo "installing prometheus (for promtool: the monitoring sample's rules are checked and unit-tested with it)"; \
+		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends prometheus && \
+		if [ -d /run/systemd/system ]; then \
+			$(SUDO) systemctl disable --now prometheus.service >/dev/null 2>&1 || true; \
+		else \
+			$(SUDO) invoke-rc.d prometheus stop >/dev/null 2>&1 || true; \
+			$(SUDO) update-rc.d prometheus disable >/dev/null 2>&1 || true; \
+		fi; }
 	@[ -x /usr/sbin/sshd ] || { \
 		echo "installing openssh-server (the SFTP delivery tests start their own sshd on a loopback port)"; \
 		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends openssh-server && \

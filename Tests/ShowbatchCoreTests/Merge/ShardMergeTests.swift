@@ -54,6 +54,7 @@ import TestSupport
         let summary = try ShardMerge.merge(manifest: loaded, options: MergeOptions(shards: 2))
         var expected = MergeSummary(outputs: [MergedOutput(path: path + "/out/r.csv", rows: 3, unchanged: false)])
         expected.rows = 4
+        expected.ok = 4
         #expect(summary == expected)
         let merged = try String(contentsOfFile: path + "/out/r.csv", encoding: .utf8)
         #expect(merged == header + "a,ok,200,1,,1\nb,ok,200,1,,\"x\r\ny\"\r\nc,failed,,3,1502 timeout: no answer,\n")
