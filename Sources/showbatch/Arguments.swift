@@ -63,6 +63,8 @@ struct MergeArguments: Equatable {
     var logFormat = LogFormat.text
     /// `--verbose`: notes too.
     var verbose = false
+    /// `--audit PATH`.
+    var audit: String?
 }
 
 /// Arguments of `deliver`.
@@ -96,6 +98,8 @@ enum Invocation: Equatable {
     case merge(MergeArguments)
     case deliver(DeliverArguments)
     case emulate(EmulateArguments)
+    /// `audit verify FILE`.
+    case auditVerify(String)
     case help(String?)
     case version
 }
@@ -162,6 +166,7 @@ enum ArgumentParser {
             if let problem = MetricsPush.problem(with: text) { throw UsageError(message: problem, command: "run") }
             arguments.metricsPush = text
         },
+        Flag("--audit", "PATH", "append the run's audit entries to this file (beats the manifest's audit.path)") { $0.options.audit = $1 },
         Flag("--quiet", "print only errors") { $0.options.quiet = true },
         Flag("--verbose", "print a line per attempt: method, URL, status, duration") { $0.options.verbose = true },
         Flag("--transport", "curl", "HTTP client: curl, the only one (kept for scripts that name it)") { (_, text) throws(UsageError) in
@@ -202,6 +207,7 @@ enum ArgumentParser {
             arguments.metricsPush = text
         },
         Flag("--verbose", "print notes too") { $0.verbose = true },
+        Flag("--audit", "PATH", "append the merge's audit entries to this file (beats the manifest's audit.path)") { $0.audit = $1 },
         Flag("--max-failed", "N|P%", "the --max-failed the shards were run with: rows not ok the night may have and still exit 0") { (arguments, text) throws(UsageError) in
             guard let allowance = FailureAllowance.parse(text) else {
                 throw UsageError(message: "--max-failed must be a number of rows (25) or a percentage of the night's rows (0.1%); got \"\(text)\"", command: "merge")
@@ -322,6 +328,12 @@ enum ArgumentParser {
             if scanned.help { return .help("deliver") }
             deliver.manifest = try single(scanned.positionals, command: "deliver")
             return .deliver(deliver)
+        case .audit:
+            if rest.first == "--help" || rest.first == "-h" { return .help("audit") }
+            guard rest.count == 2, rest[0] == "verify" else {
+                throw UsageError(message: "audit takes verify FILE", command: "audit")
+            }
+            return .auditVerify(rest[1])
         case .emulate:
             var emulate = EmulateArguments()
             let scanned = try scan(rest, emulateFlags, into: &emulate, command: "emulate")

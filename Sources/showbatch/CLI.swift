@@ -37,6 +37,8 @@ enum CLI {
             return await self.deliver(deliver)
         case .emulate(let emulate):
             return await EmulateCommand.execute(emulate)
+        case .auditVerify(let file):
+            return auditVerify(file)
         }
     }
 
@@ -126,6 +128,22 @@ enum CLI {
         }
         if Signals.fired { return .interrupted }
         return failed ? .undelivered : .ok
+    }
+
+    /// `showbatch audit verify FILE`: 0 when the chain holds, 1 where it breaks, 3 unreadable.
+    static func auditVerify(_ file: String) -> ExitCode {
+        guard let data = FileManager.default.contents(atPath: file) else {
+            Console.err("showbatch: error: cannot read the audit trail \(TerminalText.escaped(file))\n")
+            return .runtime
+        }
+        switch AuditTrail.verify(Array(data)) {
+        case .success(let lines):
+            Console.out("\(TerminalText.escaped(file)): \(lines) entr\(lines == 1 ? "y" : "ies"); the chain holds\n")
+            return .ok
+        case .failure(let broken):
+            Console.err("\(TerminalText.escaped(file)):\(broken.line): error: the chain breaks: \(broken.reason)\n")
+            return .rowsFailed
+        }
     }
 
     /// `showbatch merge`: see `MergeCommand`.

@@ -5,7 +5,7 @@ import ShowbatchCore
 /// The commands of showbatch, named once: the parser takes a command by this list, the dispatch
 /// switches over it (exhaustively), and the help is made from it.
 enum Command: String, CaseIterable {
-    case run, validate, plan, merge, deliver, emulate, help
+    case run, validate, plan, merge, deliver, emulate, audit, help
 
     /// The command's line in the overview.
     var overviewLine: String {
@@ -16,6 +16,7 @@ enum Command: String, CaseIterable {
         case .merge: return "showbatch merge MANIFEST --shards N    write the unsharded outputs from the files of N shards"
         case .deliver: return "showbatch deliver MANIFEST [--date D]   upload a finished night's files (output.deliver), send nothing"
         case .emulate: return "showbatch emulate [options]            serve a local reveal-proxy emulator on 127.0.0.1"
+        case .audit: return "showbatch audit verify FILE           check an audit trail's hash chain"
         case .help: return "showbatch --help | --version | help COMMAND"
         }
     }
@@ -57,6 +58,12 @@ enum Command: String, CaseIterable {
             Serves a loopback stand-in for the VGS reveal proxy in front of an echo upstream, on
             127.0.0.1 only, until SIGINT or SIGTERM.
             """, ArgumentParser.emulateFlags)
+        case .audit:
+            return Help.page("showbatch audit verify FILE", """
+            Checks the hash chain of the audit trail FILE (audit.path, --audit): each line's prev is the
+            SHA-256 of the line before it, none on the first. Exit 0 when it holds, 1 where it breaks (an
+            edited, removed or inserted line), 3 when FILE cannot be read.
+            """, [Flag<[String]>]())
         case .help:
             return "usage: showbatch help COMMAND\n\nShows the help of a command (\(Command.allCases.map(\.rawValue).joined(separator: ", "))).\n"
         }

@@ -37,8 +37,10 @@ struct MergeCommand {
         let shards = arguments.shards ?? 1
         let summary: MergeSummary
         do {
-            let options = MergeOptions(shards: shards, output: arguments.output, format: arguments.format, date: arguments.date,
+            var options = MergeOptions(shards: shards, output: arguments.output, format: arguments.format, date: arguments.date,
                                        keepShards: arguments.keepShards, maxFailed: arguments.maxFailed)
+            options.audit = arguments.audit
+            options.runID = runID
             summary = try ShardMerge.merge(manifest: manifest, options: options, note: { [printer] in printer.handle(.warning($0)) },
                                            isCancelled: { Signals.fired })
         } catch {

@@ -294,7 +294,7 @@ package enum PrivateFile {
         return got > 0 && groups.prefix(Int(got)).contains(gid)
     }
 
-    private static func makeParent(of path: String, for output: String) throws(RunError) {
+    package static func makeParent(of path: String, for output: String) throws(RunError) {
         let parent = (path as NSString).deletingLastPathComponent
         guard !parent.isEmpty else { return }
         if let code = makeFolders(parent) {

@@ -57,6 +57,13 @@ struct FileDigest: Equatable, Sendable {
         }
     }
 
+    /// The SHA-256 of `bytes`, in lowercase hex.
+    static func sha256(_ bytes: [UInt8]) -> String {
+        let stream = Stream()
+        bytes.withUnsafeBytes { stream.update($0.baseAddress!, $0.count) }
+        return stream.finish().sha256
+    }
+
     static func hex(_ bytes: [UInt8]) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var out: [UInt8] = []

@@ -20,6 +20,9 @@ package struct MergeOptions: Sendable, Equatable {
     package var keepShards = false
     /// `--max-failed`, as the shards were run with it; else the manifest's `max_failed`.
     package var maxFailed: FailureAllowance?
+    /// `--audit PATH`, else the manifest's `audit.path`; and the merge's id in it.
+    package var audit: String?
+    package var runID = ""
 
     /// Options for a manifest run in `shards` shards.
     package init(shards: Int, output: String? = nil, format: OutputFormat? = nil, date: NightDate? = nil, keepShards: Bool = false,
@@ -98,6 +101,38 @@ package enum ShardMerge {
     /// true, the merge stops and writes nothing.
     package static func merge(manifest: Manifest, options: MergeOptions, note: (String) -> Void = { _ in },
                              isCancelled: @escaping @Sendable () -> Bool = { false }) throws(RunError) -> MergeSummary {
+        guard let path = options.audit ?? manifest.auditPath else {
+            return try mergeUnaudited(manifest: manifest, options: options, note: note, isCancelled: isCancelled)
+        }
+        let trail = AuditTrail(path: path, runID: options.runID, manifest: manifest)
+        let night = JSONMember("night", .string((options.date ?? NightDate.today()).description))
+        try trail.append("merge_started", outcome: "started", extra: [JSONMember("shards", .number(String(options.shards))), night])
+        func entry(_ write: () throws(RunError) -> Void) {
+            do { try write() } catch { note(error.description) }
+        }
+        do {
+            let summary = try mergeUnaudited(manifest: manifest, options: options, note: note, isCancelled: isCancelled)
+            if summary.interrupted {
+                entry { () throws(RunError) in try trail.append("stopped", outcome: "interrupted", extra: [night]) }
+                return summary
+            }
+            let written = summary.outputs.filter { !$0.unchanged }
+            if !written.isEmpty {
+                entry { () throws(RunError) in
+                    try trail.append("merged", outcome: summary.complete ? "ok" : "rows_failed",
+                                     outputs: written.map { AuditTrail.Output(path: $0.path, rows: $0.rows) }, extra: [night])
+                }
+            }
+            for delivery in summary.deliveries { entry { () throws(RunError) in try trail.append(delivery) } }
+            return summary
+        } catch {
+            entry { () throws(RunError) in try trail.append("stopped", outcome: "error", extra: [night, JSONMember("error", .string(error.description))]) }
+            throw error
+        }
+    }
+
+    private static func mergeUnaudited(manifest: Manifest, options: MergeOptions, note: (String) -> Void,
+                                       isCancelled: @escaping @Sendable () -> Bool) throws(RunError) -> MergeSummary {
         var plan = try MergePlan(manifest: manifest, options: options)
         if let delivered = try deliveredAlready(plan) {
             if !options.keepShards { removeShards(plan) }

@@ -5,6 +5,8 @@ import ShowbatchManifest
 package struct RunOptions: Sendable, Equatable {
     /// `--output PATH` (relative to the current folder), or `-` for standard output.
     package var output: String?
+    /// `--audit PATH`: the audit trail, instead of the manifest's `audit.path`.
+    package var audit: String?
     /// `--format`.
     package var format: OutputFormat?
     /// `--concurrency`.

@@ -25,6 +25,10 @@ package struct RunSummary: Sendable {
     package var outputs: [String] = []
     /// Of `outputs`, the files of a finished night the run left as they were (it sent nothing for them).
     package var leftAsTheyWere: [String] = []
+    /// The rows in each file the run put in place (an output's or its rejects file's), and the
+    /// keys each encrypted output is for: what its audit entries say.
+    package var writtenRows: [String: Int] = [:]
+    package var recipients: [String: [String]] = [:]
     /// Each rejects file written, with the rows it holds.
     package var rejects: [RejectsFile] = []
     /// True when SIGINT/SIGTERM stopped the run: outputs were not renamed into place.

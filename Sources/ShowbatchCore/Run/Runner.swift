@@ -38,16 +38,50 @@ package struct Runner: Sendable {
     /// Runs to the end (or to an interrupt), writing every output. What it says (events, a stop
     /// reason, an error) holds none of the run's secrets.
     package func run() async throws(RunError) -> RunSummary {
+        let trail = (options.audit ?? manifest.auditPath).map { AuditTrail(path: $0, runID: options.runID ?? "", manifest: manifest) }
+        // The trail's first entry is written before anything is sent: a run that cannot be
+        // audited does not run.
+        try trail?.append("run_started", outcome: "started", extra: [
+            JSONMember("mode", .string(options.mode == .retryFailed ? "retry_failed" : options.mode == .resume ? "resume" : "fresh")),
+            JSONMember("shard", options.shard.map { .string("\($0.index)/\($0.count)") } ?? .null),
+            JSONMember("night", .string((options.date ?? NightDate.today()).description)),
+        ])
         do {
             var summary = try await runUnredacted()
             summary.stopReason = summary.stopReason.map(redactor.redact)
             summary.tally.firstMessage = summary.tally.firstMessage.mapValues(redactor.redact)
             summary.allowance = settings.failureAllowance
             summary.nightRows = nightRows
+            if let trail { audit(summary, in: trail) }
             return summary
         } catch {
-            throw redactor.redact(error)
+            let redacted = redactor.redact(error)
+            if let trail { audit { () throws(RunError) in try trail.append("stopped", outcome: "error", extra: [JSONMember("error", .string(redacted.description))]) } }
+            throw redacted
         }
+    }
+
+    /// The run's end in its audit trail: each file it put in place, each delivery, or why it stopped.
+    private func audit(_ summary: RunSummary, in trail: AuditTrail) {
+        if summary.interrupted || summary.stopReason != nil {
+            audit { () throws(RunError) in
+                try trail.append("stopped", outcome: summary.interrupted ? "interrupted" : "stopped",
+                                 extra: summary.stopReason.map { [JSONMember("reason", .string($0))] } ?? [])
+            }
+            return
+        }
+        let written = summary.outputs.filter { summary.writtenRows[$0] != nil }
+        if !written.isEmpty {
+            let outcome = summary.exitCode == .rowsFailed ? "rows_failed" : "ok"
+            let outputs = written.map { AuditTrail.Output(path: $0, rows: summary.writtenRows[$0], recipients: summary.recipients[$0]) }
+            audit { () throws(RunError) in try trail.append("output_finished", outcome: outcome, outputs: outputs) }
+        }
+        for delivery in summary.deliveries { audit { () throws(RunError) in try trail.append(delivery) } }
+    }
+
+    /// An audit entry that could not be written, as a warning: the run has done its work.
+    private func audit(_ write: () throws(RunError) -> Void) {
+        do { try write() } catch { events(.warning(error.description)) }
     }
 
     private func runUnredacted() async throws(RunError) -> RunSummary {
@@ -230,6 +264,12 @@ package struct Runner: Sendable {
                 do {
                     // gpg makes encrypted outputs' messages here, and every output is synced.
                     try await Blocking.run("showbatch-commit") { () throws(RunError) in try outputs.commit() }
+                    for (target, file) in zip(plan.targets, outputs.files) {
+                        guard let file else { continue }
+                        summary.writtenRows[target.path] = file.ownRows
+                        if let rejects = target.rejects { summary.writtenRows[rejects.path] = file.checkpoint.rejects?.rows ?? 0 }
+                        if let recipients = target.recipients { summary.recipients[target.path] = recipients }
+                    }
                 } catch where Task.isCancelled {
                     // Interrupted while an encrypted output was being made: its sealed file and
                     // journal are kept, and --resume finishes it.

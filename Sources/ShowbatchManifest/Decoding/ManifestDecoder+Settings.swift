@@ -42,6 +42,13 @@ extension ManifestDecoder {
         if let node = top["hostname_fallback"], let value = bool(node, "hostname_fallback") { manifest.hostnameFallback = value }
         if let node = top["resume_max_age"], let value = duration(node, "resume_max_age") { manifest.resumeMaxAge = value }
         if let node = top["name"], let value = jobName(node, "name") { manifest.name = value }
+        if let node = top["audit"], let map = fields(node, "audit", known: ManifestReference.keys(under: "audit")) {
+            if let pathNode = map["path"], let path = text(pathNode, "audit.path"), !path.isEmpty {
+                manifest.auditPath = resolve(path)
+            } else {
+                problem(node.mark, "audit needs path: the file its entries are appended to")
+            }
+        }
         if let node = top["metrics"], let map = fields(node, "metrics", known: ManifestReference.keys(under: "metrics")),
            let jobNode = map["job"], let value = jobName(jobNode, "metrics.job") {
             manifest.metricsJob = value

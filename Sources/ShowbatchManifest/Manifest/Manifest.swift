@@ -61,6 +61,8 @@ package struct Manifest: Sendable {
     package var name: String?
     /// The metrics' job (`metrics.job`), when given.
     package var metricsJob: String?
+    /// The audit trail (`audit.path`, resolved against the manifest's folder), when given.
+    package var auditPath: String?
 
     /// The job the metrics are grouped by, whatever path the manifest was given by: `metrics.job`,
     /// else `name`, else the manifest's file name without its folder.
