@@ -94,7 +94,7 @@ private let manifest = okManifest + "\n  - {name: last, path: /p, payload: {c: t
         #expect(lines.map(\.event) == ["invalid", "invalid"])
         #expect(lines.map { "\($0["file"] ?? "-"):\($0["line"] ?? "-"):\($0["column"] ?? "-") \($0["message"] ?? "-")" } == [
             "m.yaml:2:10 timeout must be a positive duration such as 500ms, 30s or 2m; found \"forever\"",
-            "m.yaml:4:1 unknown key \"bogus\" in the manifest; expected version, name, vault, environment, data_region, route_id, hostname, hostname_check, hostname_fallback, satellite_port, headers, concurrency, rate_limit, max_failed, metrics, resume_max_age, timeout, transport, connections, tls, auth, circuit, retry, output, emulator or requests",
+            "m.yaml:4:1 unknown key \"bogus\" in the manifest; expected version, name, vault, environment, data_region, route_id, hostname, hostname_check, hostname_fallback, satellite_port, headers, concurrency, rate_limit, max_failed, audit, metrics, resume_max_age, timeout, transport, connections, tls, auth, circuit, retry, output, emulator or requests",
         ])
         #expect(lines.allSatisfy { $0.level == "error" && ($0["run_id"] as? String)?.count == 16 })
         #expect(!result.stderr.contains("sk_secret_1"))

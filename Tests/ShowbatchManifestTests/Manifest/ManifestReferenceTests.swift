@@ -8,7 +8,7 @@ import ShowbatchYAML
 @Suite struct ManifestReferenceTests {
     @Test(arguments: [
         ("", ["version", "name", "vault", "environment", "data_region", "route_id", "hostname", "hostname_check", "hostname_fallback",
-              "satellite_port", "headers", "concurrency", "rate_limit", "max_failed", "metrics", "resume_max_age", "timeout", "transport", "connections", "tls", "auth", "circuit",
+              "satellite_port", "headers", "concurrency", "rate_limit", "max_failed", "audit", "metrics", "resume_max_age", "timeout", "transport", "connections", "tls", "auth", "circuit",
               "retry", "output", "emulator", "requests"]),
         ("requests", ["name", "path", "method", "headers", "payload", "labels", "each", "output"]),
         ("retry", ["attempts", "backoff", "max_backoff", "on"]),
