@@ -74,6 +74,8 @@ struct DeliverArguments: Equatable {
     var date: NightDate?
     /// `--quiet`: print only errors.
     var quiet = false
+    /// `--audit PATH`.
+    var audit: String?
 }
 
 /// Arguments of `emulate`.
@@ -221,6 +223,7 @@ enum ArgumentParser {
         Flag("--date", "YYYY-MM-DD", "the night to deliver (the --date it was run with; default: today in TZ)") { (arguments, text) throws(UsageError) in
             arguments.date = try FlagValue.date(text, "--date", command: "deliver")
         },
+        Flag("--audit", "PATH", "append the deliveries' audit entries to this file (beats the manifest's audit.path)") { $0.audit = $1 },
         Flag("--quiet", "print only errors") { $0.quiet = true },
     ]
 

@@ -115,7 +115,8 @@ enum CLI {
         let date = arguments.date ?? NightDate.today()
         let outcomes: [DeliveryOutcome]
         do {
-            outcomes = try await NightDelivery.deliver(manifest: manifest, date: date, note: { Console.err("showbatch: warning: \(TerminalText.escaped($0))\n") },
+            outcomes = try await NightDelivery.deliver(manifest: manifest, date: date, audit: arguments.audit,
+                                                       note: { Console.err("showbatch: warning: \(TerminalText.escaped($0))\n") },
                                                        isCancelled: { Signals.fired })
         } catch {
             printError(error)

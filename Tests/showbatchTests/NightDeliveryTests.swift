@@ -178,9 +178,13 @@ private let rows = "id,card\n1,4111111111111111\n2,5555555555554444\n"
         let never = try await showbatch(["deliver", "m.yaml", "--date", "2026-12-02"], in: work.path, environment: environment(server))
         #expect(never.status == 2)
         #expect(never.stderr == "showbatch: error: out/cards-20261202-0002.csv was never finished for the night of 2026-12-02: run it first (showbatch run m.yaml --date 2026-12-02)\n")
-        let deliver = try await showbatch(["deliver", "m.yaml", "--date", night], in: work.path, environment: environment(server))
+        let deliver = try await showbatch(["deliver", "m.yaml", "--date", night, "--audit", "audit.jsonl"], in: work.path, environment: environment(server))
         #expect(deliver.status == 0)
         #expect(deliver.stderr == "showbatch: delivered out/\(file) to \(server.url)\(file) (\(rows.utf8.count) bytes)\n")
+        // The delivery is in the audit trail: where it went, never the user's key.
+        let trail = work.read("audit.jsonl") ?? ""
+        #expect(trail.contains("\"event\":\"delivered\",\"outcome\":\"delivered\"") && trail.contains("\"to\":\"\(server.url)\(file)\""), "\(trail)")
+        #expect(!trail.contains(server.clientKey))
         #expect(server.uploaded == [file, file + ".done"] && uploaded(server, file) == rows)
         let again = try await showbatch(["deliver", "m.yaml", "--date", night, "--quiet"], in: work.path, environment: environment(server))
         #expect(again.status == 0 && again.stderr == "")

@@ -7,8 +7,21 @@ package enum NightDelivery {
     /// Delivers each output of `manifest` with `output.deliver`, as the night of `date` wrote it.
     /// Refused (exit 2) when no output delivers, or the night was never finished; a file changed
     /// since its night was finished is refused too (exit 3), as it is not what the run wrote.
-    package static func deliver(manifest: Manifest, date: NightDate, note: @escaping @Sendable (String) -> Void = { _ in },
+    /// Each delivery goes to the audit trail (`audit`, else the manifest's `audit.path`).
+    package static func deliver(manifest: Manifest, date: NightDate, audit: String? = nil, note: @escaping @Sendable (String) -> Void = { _ in },
                                 isCancelled: @escaping @Sendable () -> Bool = { false }) async throws(RunError) -> [DeliveryOutcome] {
+        let outcomes = try await deliverUnaudited(manifest: manifest, date: date, note: note, isCancelled: isCancelled)
+        if let path = audit ?? manifest.auditPath {
+            let trail = AuditTrail(path: path, runID: RunOptions.newRunID(), manifest: manifest)
+            for outcome in outcomes {
+                do { try trail.append(outcome) } catch { note(error.description) }
+            }
+        }
+        return outcomes
+    }
+
+    private static func deliverUnaudited(manifest: Manifest, date: NightDate, note: @escaping @Sendable (String) -> Void,
+                                         isCancelled: @escaping @Sendable () -> Bool) async throws(RunError) -> [DeliveryOutcome] {
         let nights = try Nights(manifest: manifest, date: date)
         let plan = try OutputPlanner(manifest: manifest, output: nil, format: nil, shard: nil, nights: nights)
         let targets = plan.targets.filter { $0.deliver != nil && $0.night != nil }
