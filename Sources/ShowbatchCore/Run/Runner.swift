@@ -155,24 +155,29 @@ package struct Runner: Sendable {
                 guard let path = target.rejects?.path, let rows else { return nil }
                 return RejectsFile(path: path, rows: rows)
             }
-            summary.allowance = settings.failureAllowance
-            summary.nightRows = nightRows
-            try NightRecords.record(targets, data: nightData, complete: summary.exitCode == .ok)
-            // A night within max_failed goes to the processor; one over it waits for --retry-failed.
-            if summary.exitCode == .ok {
-                summary.deliveries = await deliver(targets)
-                // A signal while a delivery waits or uploads ends the run as any signal does (130):
-                // the night is finished and recorded, and the next run delivers it.
-                if Task.isCancelled && summary.deliveries.contains(where: { if case .failed = $0.result { true } else { false } }) {
-                    summary.interrupted = true
-                }
-            } else {
-                for target in targets where target.deliver != nil && target.night?.records == true {
-                    events(.warning("\(target.path) is not delivered: its rows not ok are beyond max_failed; --retry-failed --date \(nights.date) sends them again, and then delivers it"))
-                }
-            }
+            try await handOver(&summary, targets: targets, night: nights.date, data: nightData)
         }
         return summary
+    }
+
+    /// A night that ended: recorded in its outputs' sequence states and, within max_failed,
+    /// delivered; over it, it waits for `--retry-failed`.
+    private func handOver(_ summary: inout RunSummary, targets: [OutputTarget], night: NightDate, data: String) async throws(RunError) {
+        summary.allowance = settings.failureAllowance
+        summary.nightRows = nightRows
+        try NightRecords.record(targets, data: data, complete: summary.exitCode == .ok)
+        guard summary.exitCode == .ok else {
+            for target in targets where target.deliver != nil && target.night?.records == true {
+                events(.warning("\(target.path) is not delivered: its rows not ok are beyond max_failed; --retry-failed --date \(night) sends them again, and then delivers it"))
+            }
+            return
+        }
+        summary.deliveries = await deliver(targets)
+        // A signal while a delivery waits or uploads ends the run as any signal does (130): the
+        // night is finished and recorded, and the next run delivers it.
+        if Task.isCancelled && summary.deliveries.contains(where: { if case .failed = $0.result { true } else { false } }) {
+            summary.interrupted = true
+        }
     }
 
     /// The night this run writes (`--date`, else today): a night sent again is seen before
