@@ -58,7 +58,7 @@ private func decrypts(_ file: String, to expected: [UInt8]?, gunzip: Bool = fals
 }
 
 /// `gzip -dc` of `bytes`; `partly`: what it gives before an error (a stream cut short).
-private func gunzipped(_ bytes: [UInt8], partly: Bool = false) -> [UInt8]? {
+func gunzipped(_ bytes: [UInt8], partly: Bool = false) -> [UInt8]? {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/bin/gzip")
     process.arguments = ["-dc"]

@@ -174,14 +174,14 @@ private let batch = ["BATCH": "B7"]
         let plain = try await showbatch(["run", "m.yaml", "--emulate", "--quiet", "--date", "2026-12-01"], in: work.path, environment: batch)
         #expect(plain.status == 0)
         let compressed = try #require(FileManager.default.contents(atPath: work.path + "/out/n-20261201-001.jsonl.gz"))
-        let expected = try #require(gunzip(compressed))
+        let expected = try #require(gunzipped(Array(compressed)))
         #expect(String(decoding: expected, as: UTF8.self).hasPrefix("H,20261201,001,B7\n{\"request\":\"r0\",\"card\":\"4000000000000000\",\"amount\":\"0\",\"attempts\":1}\n"))
         try FileManager.default.removeItem(atPath: work.path + "/out")
         work.write("m.yaml", envelopeManifest(output: "path: \"out/n-${run.date}-${run.seq:3}.jsonl.gz.pgp\"\n  encrypt: {recipients: [\"\(GPGFixture.shared.alice.file)\"]}"))
         let run = try await showbatch(["run", "m.yaml", "--emulate", "--quiet", "--date", "2026-12-01"], in: work.path, environment: batch)
         #expect(run.status == 0, "\(run.stderr)")
         let message = try #require(GPGFixture.shared.decrypt(work.path + "/out/n-20261201-001.jsonl.gz.pgp"))
-        #expect(gunzip(Data(message)) == expected)
+        #expect(gunzipped(message) == expected)
     }
 
     /// What cannot be written is a positioned error before anything is sent.
@@ -205,23 +205,4 @@ private let batch = ["BATCH": "B7"]
         #expect(run.stderr == message + "\n    \(line)\n            ^\n")
         #expect(!work.exists("out"))
     }
-}
-
-/// The bytes gzip decompresses `data` to (every member); nil when it cannot.
-private func gunzip(_ data: Data) -> [UInt8]? {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/bin/gzip")
-    process.arguments = ["-dc"]
-    let input = Pipe(), output = Pipe()
-    process.standardInput = input
-    process.standardOutput = output
-    guard (try? process.run()) != nil else { return nil }
-    let writer = Thread {
-        try? input.fileHandleForWriting.write(contentsOf: data)
-        try? input.fileHandleForWriting.close()
-    }
-    writer.start()
-    let out = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return process.terminationStatus == 0 ? Array(out) : nil
 }

@@ -301,6 +301,12 @@ private let encryptedManifest = deliveredManifest
     .replacingOccurrences(of: "\"out/rejects-${run.date}.csv\"", with: "\"out/rejects-${run.date}.csv.pgp\"")
     .replacingOccurrences(of: "  deliver:\n", with: "  encrypt: {recipients: [keys/processor.asc], state_key: \"${SB_STATE_KEY}\"}\n  deliver:\n")
 
+/// What the shards and the merge of a sealed night are given: the server, its host key, the state key.
+private func sealedNightEnvironment(_ server: SFTPServer) -> [String: String] {
+    ["SB_SFTP_URL": server.url, "SB_SFTP_USER": server.user, "SB_SFTP_KEY": server.clientKey,
+     "SB_KNOWN_HOSTS": server.knownHosts, "SB_STATE_KEY": Data(repeating: 7, count: 32).base64EncodedString()]
+}
+
 @Suite(.serialized) struct MergedNightDeliveryTests {
     @Test func threeShardsMergedIntoOneMessageAreDeliveredOnce() async throws {
         let manifest = encryptedManifest
@@ -309,8 +315,7 @@ private let encryptedManifest = deliveredManifest
         work.write("keys/processor.asc", try String(contentsOfFile: GPGFixture.shared.alice.file, encoding: .utf8))
         let server = try SFTPServer()
         defer { work.remove(); server.remove() }
-        let environment = ["SB_SFTP_URL": server.url, "SB_SFTP_USER": server.user, "SB_SFTP_KEY": server.clientKey,
-                           "SB_KNOWN_HOSTS": server.knownHosts, "SB_STATE_KEY": Data(repeating: 7, count: 32).base64EncodedString()]
+        let environment = sealedNightEnvironment(server)
         for shard in 0..<3 {
             let run = try await showbatch(["run", "m.yaml", "--emulate", "--date", night, "--shard", "\(shard)/3", "--quiet"], in: work.path, environment: environment)
             #expect(run.status == 0 && run.stderr == "")
@@ -340,8 +345,7 @@ private let encryptedManifest = deliveredManifest
         work.write("keys/processor.asc", try String(contentsOfFile: GPGFixture.shared.alice.file, encoding: .utf8))
         let server = try SFTPServer()
         defer { work.remove(); server.remove() }
-        let environment = ["SB_SFTP_URL": server.url, "SB_SFTP_USER": server.user, "SB_SFTP_KEY": server.clientKey,
-                           "SB_KNOWN_HOSTS": server.knownHosts, "SB_STATE_KEY": Data(repeating: 7, count: 32).base64EncodedString()]
+        let environment = sealedNightEnvironment(server)
         for shard in 0..<2 {
             let run = try await showbatch(["run", "m.yaml", "--emulate", "--date", night, "--shard", "\(shard)/2", "--quiet"], in: work.path, environment: environment)
             #expect(run.status == 0)
@@ -373,8 +377,7 @@ private let encryptedManifest = deliveredManifest
         work.write("keys/processor.asc", try String(contentsOfFile: GPGFixture.shared.alice.file, encoding: .utf8))
         let server = try SFTPServer()
         defer { work.remove(); server.remove() }
-        let environment = ["SB_SFTP_URL": server.url, "SB_SFTP_USER": server.user, "SB_SFTP_KEY": server.clientKey,
-                           "SB_KNOWN_HOSTS": server.knownHosts, "SB_STATE_KEY": Data(repeating: 7, count: 32).base64EncodedString()]
+        let environment = sealedNightEnvironment(server)
         for shard in 0..<3 {
             let run = try await showbatch(["run", "m.yaml", "--emulate", "--date", night, "--shard", "\(shard)/3", "--quiet"], in: work.path, environment: environment)
             #expect(run.status == 0, "shard \(shard): \(run.stderr)")
@@ -408,10 +411,7 @@ private let encryptedManifest = deliveredManifest
         let server = try SFTPServer()
         defer { work.remove(); server.remove() }
         // The server's port is new each time it starts.
-        var environment: [String: String] {
-            ["SB_SFTP_URL": server.url, "SB_SFTP_USER": server.user, "SB_SFTP_KEY": server.clientKey,
-             "SB_KNOWN_HOSTS": server.knownHosts, "SB_STATE_KEY": Data(repeating: 7, count: 32).base64EncodedString()]
-        }
+        var environment: [String: String] { sealedNightEnvironment(server) }
         for shard in 0..<2 {
             let run = try await showbatch(["run", "m.yaml", "--emulate", "--date", night, "--shard", "\(shard)/2", "--quiet"], in: work.path, environment: environment)
             #expect(run.status == 0)
@@ -446,8 +446,7 @@ private let encryptedManifest = deliveredManifest
         work.write("keys/processor.asc", try String(contentsOfFile: GPGFixture.shared.alice.file, encoding: .utf8))
         let server = try SFTPServer()
         defer { work.remove(); server.remove() }
-        let environment = ["SB_SFTP_URL": server.url, "SB_SFTP_USER": server.user, "SB_SFTP_KEY": server.clientKey,
-                           "SB_KNOWN_HOSTS": server.knownHosts, "SB_STATE_KEY": Data(repeating: 7, count: 32).base64EncodedString()]
+        let environment = sealedNightEnvironment(server)
         for shard in 0..<2 {
             let run = try await showbatch(["run", "m.yaml", "--emulate", "--date", night, "--shard", "\(shard)/2", "--quiet"], in: work.path, environment: environment)
             #expect(run.status == 0)

@@ -39,21 +39,7 @@ private func encrypted(_ output: String) -> String {
 private func rows(_ path: String) -> [UInt8]? {
     var bytes = path.hasSuffix(".pgp") ? GPGFixture.shared.decrypt(path) : FileManager.default.contents(atPath: path).map { Array($0) }
     if path.replacingOccurrences(of: ".pgp", with: "").hasSuffix(".gz"), let compressed = bytes {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/gzip")
-        process.arguments = ["-dc"]
-        let input = Pipe(), output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        guard (try? process.run()) != nil else { return nil }
-        let writer = Thread {
-            try? input.fileHandleForWriting.write(contentsOf: Data(compressed))
-            try? input.fileHandleForWriting.close()
-        }
-        writer.start()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        bytes = process.terminationStatus == 0 ? Array(data) : nil
+        bytes = gunzipped(compressed)
     }
     return bytes
 }

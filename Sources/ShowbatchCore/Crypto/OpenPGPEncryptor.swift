@@ -195,13 +195,14 @@ package final class OpenPGPEncryptor {
     /// Releases the keys and the context and removes the private GnuPG home (stopping any
     /// gpg-agent that runs for it). Idempotent.
     /// When `key` can no longer be encrypted to, or nil when it never expires.
-    private static func expiry(_ key: _gpgme_key) -> Int? {
+    /// With `signing`, when it can no longer sign (its signing subkeys count instead).
+    static func expiry(_ key: _gpgme_key, signing: Bool = false) -> Int? {
         let primary = key.subkeys.map { Int($0.pointee.expires) } ?? 0
         var last: Int? = 0
         var subkey = key.subkeys
         while let current = subkey {
             let sub = current.pointee
-            if sub.can_encrypt != 0 && sub.revoked == 0 && sub.expired == 0 && sub.disabled == 0 && sub.invalid == 0 {
+            if (signing ? sub.can_sign : sub.can_encrypt) != 0 && sub.revoked == 0 && sub.expired == 0 && sub.disabled == 0 && sub.invalid == 0 {
                 // One that never expires keeps the key usable.
                 last = sub.expires == 0 ? nil : last.map { max($0, Int(sub.expires)) }
             }

@@ -51,7 +51,7 @@ final class SigningKey {
         }
         self.fingerprint = fingerprint
         key = found
-        expiry = Self.expiry(found.pointee)
+        expiry = OpenPGPEncryptor.expiry(found.pointee, signing: true)
         gpgme_signers_clear(context)
         gpgme_signers_add(context, found)
         try testSign(context, name: name)
@@ -95,21 +95,6 @@ final class SigningKey {
             subkey = sub.next
         }
         return "\(what) cannot sign: it has no valid signing key whose secret part is in the file"
-    }
-
-    /// When `key` can no longer sign: the primary key's expiry or its last signing subkey's.
-    private static func expiry(_ key: _gpgme_key) -> Int? {
-        let primary = key.subkeys.map { Int($0.pointee.expires) } ?? 0
-        var last: Int? = 0
-        var subkey = key.subkeys
-        while let current = subkey {
-            let sub = current.pointee
-            if sub.can_sign != 0 && sub.revoked == 0 && sub.expired == 0 {
-                last = sub.expires == 0 ? nil : last.map { max($0, Int(sub.expires)) }
-            }
-            subkey = sub.next
-        }
-        return [primary > 0 ? primary : nil, last.flatMap { $0 > 0 ? $0 : nil }].compactMap { $0 }.min()
     }
 }
 
