@@ -22,6 +22,8 @@ struct RunArguments: Equatable {
     /// `--shard` as written; `auto/N` needs the environment, read when the run starts.
     var shard: String?
     var emulate = false
+    /// `--base-url URL`: every request goes there instead of the vault's URL (testing only).
+    var baseURL: String?
     /// `--metrics PATH`: a Prometheus text file written when the run ends.
     var metrics: String?
     /// `--report PATH`: the summary as one JSON document, written when the run ends.
@@ -152,6 +154,12 @@ enum ArgumentParser {
         Flag("--allow-repeat", "send a night whose data files are those of another night of the output") { $0.options.allowRepeat = true },
         Flag("--shard", "I/N|auto/N", "take work items whose ordinal mod N is I (auto: JOB_COMPLETION_INDEX)") { $0.shard = $1 },
         Flag("--emulate", "run against the built-in emulator on a free loopback port") { $0.emulate = true },
+        Flag("--base-url", "URL", "send every request here instead of the vault (testing: http:// for loopback only)") { (arguments, text) throws(UsageError) in
+            switch BaseURLOverride.check(text) {
+            case .success(let url): arguments.baseURL = url
+            case .failure(let problem): throw UsageError(message: problem.message, command: "run")
+            }
+        },
         Flag("--strict-hostname", "exit 3 when the custom hostname is not activated") { $0.options.strictHostname = true },
         Flag("--progress", "auto|always|never", "live progress on stderr (auto: when it is a terminal)") { (arguments, text) throws(UsageError) in
             arguments.options.progress = try FlagValue.choice(text, "--progress", command: "run")
@@ -292,6 +300,9 @@ enum ArgumentParser {
             run.manifest = try single(scanned.positionals, command: "run")
             if run.options.quiet && run.options.verbose {
                 throw UsageError(message: "--quiet and --verbose cannot be used together", command: "run")
+            }
+            if run.emulate && run.baseURL != nil {
+                throw UsageError(message: "--emulate and --base-url cannot be used together: each says where the requests go", command: "run")
             }
             if run.options.resume && run.options.retryFailed {
                 throw UsageError(message: "--resume and --retry-failed cannot be used together: finish an interrupted run with --resume first", command: "run")

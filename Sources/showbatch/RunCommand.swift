@@ -21,6 +21,7 @@ enum RunCommand {
         if let shard { words += ["--shard", "\(shard.index)/\(shard.count)"] }
         if let limit = arguments.options.limit { words += ["--limit", String(limit)] }
         if arguments.emulate { words.append("--emulate") }
+        if let base = arguments.baseURL { words += ["--base-url", base] }
         return words.map(shellWord).joined(separator: " ")
     }
 
@@ -115,6 +116,10 @@ private final class RunSession: Sendable {
                 printer.invalid(usage.description)
                 return finish(usage.exitCode, error: error.message)
             }
+        }
+        if let base = arguments.baseURL {
+            options.baseURLOverride = base
+            printer.handle(.warning("every request goes to \(MetricsPush.address(of: base)) (--base-url), not to the vault: for testing only"))
         }
         var emulator: Emulator?
         if arguments.emulate {
