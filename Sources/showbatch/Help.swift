@@ -36,7 +36,9 @@ enum Command: String, CaseIterable {
         case .plan:
             return Help.page("showbatch plan MANIFEST [options]", """
             Prints base_url and one METHOD URL name line per request (data-driven requests: the first
-            rows and a count). Header values print as <redacted>. Sends nothing.
+            rows and a count), every header sent (a credential or a value from the environment as
+            <secret>), each data file's rows, and each output with its columns and rejects file.
+            Sends nothing.
             """, ArgumentParser.planFlags)
         case .merge:
             return Help.page("showbatch merge MANIFEST --shards N [options]", """

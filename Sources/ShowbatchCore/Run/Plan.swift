@@ -13,6 +13,9 @@ package struct Plan: Sendable {
         package var url: String
         /// Header names (values are never shown).
         package var headerNames: [String]
+        /// Each header as sent: its value, or `<secret>` for a credential or a value from the
+        /// environment (which the run takes for a secret).
+        package var headers: [(name: String, value: String)] = []
         /// Why the work item cannot be sent, if it cannot.
         package var problem: String?
     }
@@ -40,6 +43,8 @@ package struct Plan: Sendable {
     package var data: [DataSummary] = []
     /// Output files.
     package var outputs: [String] = []
+    /// Each output's columns and rejects file, as a run lays them out.
+    package var layouts: [(path: String, columns: [String], rejects: String?)] = []
 
     /// Builds the plan of `manifest` without any network call.
     package init(manifest: Manifest) {
@@ -67,8 +72,10 @@ package struct Plan: Sendable {
             }
             switch preparer.prepare(item) {
             case .success(let request):
-                entries.append(Entry(name: request.name, method: request.method.rawValue, url: request.url,
-                                     headerNames: request.headers.map(\.name), problem: nil))
+                var entry = Entry(name: request.name, method: request.method.rawValue, url: request.url,
+                                  headerNames: request.headers.map(\.name), problem: nil)
+                entry.headers = request.headers.map { ($0.name, $0.value) }
+                entries.append(entry)
             case .failure(let failure):
                 entries.append(Entry(name: failure.name, method: spec.method.rawValue, url: "", headerNames: [],
                                      problem: failure.error.text))
@@ -83,7 +90,13 @@ package struct Plan: Sendable {
         let redactor = Redactor(manifest: manifest)
         baseURL = redactor.redact(baseURL)
         hostnameNote = hostnameNote.map(redactor.redact)
+        if let planner = try? OutputPlanner(manifest: manifest, output: nil, format: nil, shard: nil) {
+            layouts = planner.targets.map { ($0.path, $0.layout.names, $0.rejects?.path) }
+        }
         for index in entries.indices {
+            entries[index].headers = entries[index].headers.map { header in
+                (header.name, Redactor.carriesCredential(header.name) || redactor.redact(header.value) != header.value ? "<secret>" : header.value)
+            }
             entries[index].url = redactor.redact(entries[index].url)
             entries[index].name = redactor.redact(entries[index].name)
             entries[index].problem = entries[index].problem.map(redactor.redact)
@@ -104,10 +117,17 @@ package struct Plan: Sendable {
             lines.append("... request \(summary.request): \(summary.rows) rows from \(summary.file) (first \(Plan.rowsShown) shown)")
         }
         if let hostnameNote { lines.append("note: \(hostnameNote)") }
-        if let header = entries.first(where: { $0.problem == nil })?.headerNames, !header.isEmpty {
-            lines.append("headers: " + header.map { "\($0): <redacted>" }.joined(separator: ", "))
+        if let headers = entries.first(where: { $0.problem == nil })?.headers, !headers.isEmpty {
+            lines.append("headers: " + headers.map { "\($0.name): \($0.value)" }.joined(separator: ", "))
         }
-        for output in outputs { lines.append("output: \(output)") }
+        for summary in data { lines.append("data: \(summary.file): \(summary.rows) row\(summary.rows == 1 ? "" : "s") (request \(summary.request))") }
+        for output in outputs {
+            guard let layout = layouts.first(where: { $0.path == output || PrivateFile.canonical($0.path) == PrivateFile.canonical(output) }) else {
+                lines.append("output: \(output)")
+                continue
+            }
+            lines.append("output: \(output) (columns: \(layout.columns.joined(separator: ", "))\(layout.rejects.map { "; rejects: \($0)" } ?? ""))")
+        }
         // Names and URLs come from data rows: no line break or escape sequence in them reaches the terminal.
         return lines.map(TerminalText.escaped).joined(separator: "\n") + "\n"
     }
@@ -119,7 +139,7 @@ package struct Plan: Sendable {
         members.append(JSONMember("requests", .array(entries.map { entry in
             var fields = [JSONMember("name", .string(entry.name)), JSONMember("method", .string(entry.method)),
                           JSONMember("url", entry.problem == nil ? .string(entry.url) : .null),
-                          JSONMember("headers", .object(entry.headerNames.map { JSONMember($0, .string("<redacted>")) }))]
+                          JSONMember("headers", .object(entry.headers.map { JSONMember($0.name, .string($0.value)) }))]
             if let problem = entry.problem { fields.append(JSONMember("error", .string(problem))) }
             return .object(fields)
         })))
@@ -128,6 +148,10 @@ package struct Plan: Sendable {
                      JSONMember("rows", .number(String($0.rows)))])
         })))
         members.append(JSONMember("outputs", .array(outputs.map { .string($0) })))
+        members.append(JSONMember("layouts", .array(layouts.map { layout in
+            .object([JSONMember("path", .string(layout.path)), JSONMember("columns", .array(layout.columns.map { .string($0) })),
+                     JSONMember("rejects", layout.rejects.map { .string($0) } ?? .null)])
+        })))
         return JSONValue.object(members).compactText + "\n"
     }
 }
