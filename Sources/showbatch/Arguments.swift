@@ -80,6 +80,15 @@ struct DeliverArguments: Equatable {
     var audit: String?
 }
 
+/// Arguments of `validate`.
+struct ValidateArguments: Equatable {
+    var manifests: [String] = []
+    /// `--no-env`: an unset `${NAME}` is a placeholder, not a problem (CI without the secrets).
+    var noEnvironment = false
+    /// `--format json`: the problems as one JSON document, for CI annotations.
+    var json = false
+}
+
 /// Arguments of `emulate`.
 struct EmulateArguments: Equatable {
     var port = 8080
@@ -97,7 +106,7 @@ struct EmulateArguments: Equatable {
 /// What the command line asks for.
 enum Invocation: Equatable {
     case run(RunArguments)
-    case validate([String])
+    case validate(ValidateArguments)
     case plan(manifest: String, json: Bool)
     case merge(MergeArguments)
     case deliver(DeliverArguments)
@@ -193,7 +202,15 @@ enum ArgumentParser {
         },
     ]
 
-    static let validateFlags: [Flag<[String]>] = []
+    static let validateFlags: [Flag<ValidateArguments>] = [
+        Flag("--no-env", "take an unset ${NAME} as a placeholder: check a manifest without its secrets") { $0.noEnvironment = true },
+        Flag("--format", "text|json", "text (default), or the problems as one JSON document") { (arguments, text) throws(UsageError) in
+            guard text == "text" || text == "json" else {
+                throw UsageError(message: "--format for validate must be text or json; got \"\(text)\"", command: "validate")
+            }
+            arguments.json = text == "json"
+        },
+    ]
 
     static let mergeFlags: [Flag<MergeArguments>] = [
         Flag("--shards", "N", "the number of shards the manifest was run in (the N of --shard I/N); required") { (arguments, text) throws(UsageError) in
@@ -309,13 +326,14 @@ enum ArgumentParser {
             }
             return .run(run)
         case .validate:
-            var unused: [String] = []
-            let scanned = try scan(rest, validateFlags, into: &unused, command: "validate")
+            var validate = ValidateArguments()
+            let scanned = try scan(rest, validateFlags, into: &validate, command: "validate")
             if scanned.help { return .help("validate") }
             guard !scanned.positionals.isEmpty else {
                 throw UsageError(message: "validate needs at least one MANIFEST", command: "validate")
             }
-            return .validate(scanned.positionals)
+            validate.manifests = scanned.positionals
+            return .validate(validate)
         case .plan:
             var plan = PlanArguments()
             let scanned = try scan(rest, planFlags, into: &plan, command: "plan")

@@ -25,8 +25,8 @@ enum CLI {
         case .version:
             Console.out("showbatch \(showbatchVersion)\n")
             return .ok
-        case .validate(let manifests):
-            return validate(manifests)
+        case .validate(let arguments):
+            return validate(arguments)
         case .plan(let manifest, let json):
             return plan(manifest, json: json)
         case .run(let run):
@@ -42,12 +42,17 @@ enum CLI {
         }
     }
 
-    static func validate(_ paths: [String]) -> ExitCode {
+    static func validate(_ arguments: ValidateArguments) -> ExitCode {
         var failed = false
-        for path in paths {
+        var problems: [JSONValue] = []
+        for path in arguments.manifests {
             do {
-                let manifest = try ManifestLoader.load(path: path)
+                let manifest = try ManifestLoader.load(path: path, use: arguments.noEnvironment ? .check : .reveal)
                 keptUntilExit.append(manifest)
+                if arguments.json {
+                    problems += manifest.warnings.map { Self.problem($0.line, file: path, severity: "warning") }
+                    continue
+                }
                 // Warnings are not problems: the manifest is valid and the exit code stays 0.
                 for warning in manifest.warnings { Console.err(TerminalText.escapedLines(warning.description) + "\n") }
                 let count = manifest.requests.count, warned = manifest.warnings.count
@@ -55,15 +60,33 @@ enum CLI {
                 // A data-driven request is one per row: say the rows, which is what a run sends.
                 let dataRows = manifest.requests.compactMap { $0.each?.rows }.reduce(0, +)
                 let rows = manifest.requests.contains { $0.each != nil } ? ", \(dataRows) data row\(dataRows == 1 ? "" : "s")" : ""
-                Console.out("\(TerminalText.escaped(path)): ok (\(count) request\(count == 1 ? "" : "s")\(rows)\(warnings))\n")
+                let placeholders = manifest.placeholders.isEmpty ? "" : "; unset, taken as placeholders: \(manifest.placeholders.joined(separator: ", "))"
+                Console.out("\(TerminalText.escaped(path)): ok (\(count) request\(count == 1 ? "" : "s")\(rows)\(warnings))\(placeholders)\n")
             } catch {
                 failed = true
+                if arguments.json {
+                    problems += error.diagnostics.map { diagnostic in
+                        // Where, how bad, what: the message names no value.
+                        .object([JSONMember("file", .string(diagnostic.file)), JSONMember("line", diagnostic.mark.map { .number(String($0.line)) } ?? .null),
+                                 JSONMember("column", diagnostic.mark.map { .number(String($0.column)) } ?? .null),
+                                 JSONMember("severity", .string("error")), JSONMember("message", .string(diagnostic.message))])
+                    }
+                    continue
+                }
                 Console.err(TerminalText.escapedLines(error.description) + "\n")
                 let count = error.diagnostics.count
                 Console.err("\(TerminalText.escaped(path)): \(count) problem\(count == 1 ? "" : "s")\n")
             }
         }
+        if arguments.json {
+            Console.out(JSONValue.object([JSONMember("valid", .bool(!failed)), JSONMember("problems", .array(problems))]).compactText + "\n")
+        }
         return failed ? .usage : .ok
+    }
+
+    /// A warning for CI annotations.
+    private static func problem(_ line: String, file: String, severity: String) -> JSONValue {
+        .object([JSONMember("file", .string(file)), JSONMember("severity", .string(severity)), JSONMember("message", .string(line))])
     }
 
     static func plan(_ path: String, json: Bool) -> ExitCode {

@@ -47,7 +47,8 @@ import Testing
         (["run", "--help"], .help("run")),
         (["plan", "-h"], .help("plan")),
         (["--version"], .version),
-        (["validate", "a.yaml", "b.yaml"], .validate(["a.yaml", "b.yaml"])),
+        (["validate", "a.yaml", "b.yaml"], .validate(ValidateArguments(manifests: ["a.yaml", "b.yaml"]))),
+        (["validate", "--no-env", "--format", "json", "a.yaml"], .validate(ValidateArguments(manifests: ["a.yaml"], noEnvironment: true, json: true))),
         (["plan", "m.yaml", "--format=json"], .plan(manifest: "m.yaml", json: true)),
         (["plan", "m.yaml"], .plan(manifest: "m.yaml", json: false)),
     ])
@@ -90,7 +91,7 @@ import Testing
         (["run", "a.yaml", "b.yaml"], "showbatch: error: run takes one MANIFEST; got 2 arguments\nRun 'showbatch help run' for usage."),
         (["run", "m.yaml", "--quiet", "--verbose"], "showbatch: error: --quiet and --verbose cannot be used together\nRun 'showbatch help run' for usage."),
         (["validate"], "showbatch: error: validate needs at least one MANIFEST\nRun 'showbatch help validate' for usage."),
-        (["validate", "m.yaml", "--format", "x"], "showbatch: error: unknown flag --format for validate; it takes no flags\nRun 'showbatch help validate' for usage."),
+        (["validate", "m.yaml", "--format", "x"], "showbatch: error: --format for validate must be text or json; got \"x\"\nRun 'showbatch help validate' for usage."),
         (["plan", "m.yaml", "--format", "yaml"], "showbatch: error: --format for plan must be text or json; got \"yaml\"\nRun 'showbatch help plan' for usage."),
         (["emulate", "--port", "99999"], "showbatch: error: --port must be an integer from 0 to 65535; got \"99999\"\nRun 'showbatch help emulate' for usage."),
         (["emulate", "--cname", "a.io"], "showbatch: error: --cname must be HOST=VAULT, such as reveal.example.com=tntaq8uft80; got \"a.io\"\nRun 'showbatch help emulate' for usage."),

@@ -49,7 +49,7 @@ extension ManifestDecoder {
         var environment = self.environment
         environment.removeValue(forKey: "request")
         let unset = template.resolveEnvironment(environment).filter { $0 != "request" }
-        for name in unset { problem(node.mark, environmentProblem(name, what())) }
+        for name in unset { unsetVariable(name, at: node.mark, what()) }
         guard unset.isEmpty else { return nil }
         let file = FileTemplate(source: template)
         let problems = file.problems

@@ -457,7 +457,7 @@ extension ManifestDecoder {
                 parts.append(.literal(environment[name].flatMap { $0.isEmpty ? nil : $0 } ?? fallback))
             }
         }
-        for name in missing { problem(node.mark, environmentProblem(name, what)) }
+        for name in missing { unsetVariable(name, at: node.mark, what) }
         return missing.isEmpty ? parts : nil
     }
 

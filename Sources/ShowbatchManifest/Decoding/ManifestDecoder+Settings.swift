@@ -34,7 +34,7 @@ extension ManifestDecoder {
         if let node = top["connections"], let value = integer(node, "connections", 1...1024) {
             manifest.connections = value
         }
-        optionalEnvironment = use == .merge
+        optionalEnvironment = use == .merge || use == .check
         if let node = top["tls"] { manifest.tls = tls(node) }
         if let node = top["auth"] { manifest.auth = auth(node) }
         optionalEnvironment = false
@@ -150,7 +150,7 @@ extension ManifestDecoder {
             guard let node = map[key], let path = text(node, "tls.\(key)") else { return nil }
             let resolved = resolve(path)
             // A merge sends nothing: the files may be mounted only where the shards run.
-            if use == .merge { return resolved }
+            if use == .merge || use == .check { return resolved }
             if let reason = FileDescriptor.unreadable(resolved, folder: folder) {
                 problem(node.mark, "tls.\(key) \"\(path)\" cannot be read: \(reason)")
                 return nil
@@ -221,7 +221,7 @@ extension ManifestDecoder {
                 spec.aliases = .inline(table)
             } else if case .string = aliases.scalar?.value, let path = scalarText(aliases, "emulator.aliases") {
                 let resolved = resolve(path)
-                if use != .merge, let reason = FileDescriptor.unreadable(resolved) {
+                if use != .merge && use != .check, let reason = FileDescriptor.unreadable(resolved) {
                     // Not named: the path sits where aliases and their values go, which are never shown.
                     problem(aliases.mark, "emulator.aliases file cannot be read: \(reason)")
                 }

@@ -17,7 +17,7 @@ extension ManifestDecoder {
         let unset = template.resolveEnvironment(environment)
         // Header and payload values only go out with requests, which a merge never sends.
         for name in unset where !(sensitive && use == .merge) {
-            problem(node.mark, environmentProblem(name, what()))
+            unsetVariable(name, at: node.mark, what())
         }
         if !allowRow {
             for column in template.rowColumns {
@@ -69,6 +69,16 @@ extension ManifestDecoder {
     }
 
     /// Why `${name}` cannot be used: unset, or set to nothing (a secret sent empty fails every row).
+    /// A variable a value names is unset: a problem, except for `validate --no-env`, where it is a
+    /// placeholder (the value is taken as absent, and the name listed).
+    mutating func unsetVariable(_ name: String, at mark: Mark, _ what: String) {
+        if use == .check {
+            placeholders.insert(name)
+        } else {
+            problem(mark, environmentProblem(name, what))
+        }
+    }
+
     func environmentProblem(_ name: String, _ what: String) -> String {
         if environment[name]?.isEmpty == true {
             return "environment variable \(name) is set but empty (used in \(what)); write ${\(name):-} where empty text is meant"

@@ -14,6 +14,8 @@ struct ManifestDecoder {
     /// Set while decoding what only sending needs (auth, tls): in a merge an unset variable
     /// there leaves the value out instead of failing.
     var optionalEnvironment = false
+    /// The variables `validate --no-env` took as placeholders.
+    var placeholders: Set<String> = []
     /// Problems found, rendered only at the end: most manifests have none, and rendering needs
     /// the spans of every secret, which a valid manifest never has to find.
     var problems: [(mark: Mark, message: String)] = []
@@ -120,8 +122,11 @@ struct ManifestDecoder {
         guard raw.utf8.contains(UInt8(ascii: "$")) else { return raw }
         guard var template = parseTemplate(raw, at: node, what()) else { return nil }
         let unset = template.resolveEnvironment(environment)
-        if optionalEnvironment && !unset.isEmpty { return nil }
-        for name in unset { problem(node.mark, environmentProblem(name, what())) }
+        if (optionalEnvironment || use == .check) && !unset.isEmpty {
+            for name in unset where use == .check { unsetVariable(name, at: node.mark, what()) }
+            return nil
+        }
+        for name in unset { unsetVariable(name, at: node.mark, what()) }
         if template.needsRow {
             problem(node.mark, "\(what()) cannot use ${row.…} or ${index}; only request names, paths, headers and payloads can")
             return nil
@@ -211,6 +216,7 @@ struct ManifestDecoder {
                 problem(mark, "this alias repeats a secret (a header, payload or emulator alias value) where values are printed; write the value out here")
             }
         }
+        manifest.placeholders = placeholders.sorted()
         return manifest
     }
 

@@ -81,6 +81,8 @@ package struct Manifest: Sendable {
     /// What is valid but likely not meant, positioned like errors; `validate` prints them and
     /// `run` logs them before sending.
     package var warnings: [ManifestWarning] = []
+    /// `validate --no-env`: the variables the manifest names that were unset, taken as placeholders.
+    package var placeholders: [String] = []
 
     /// Whether the run asks VGS if the custom hostname is activated: `hostname_check`, and only
     /// for https's own port, since the activation VGS records is for a CNAME on 443; a hostname

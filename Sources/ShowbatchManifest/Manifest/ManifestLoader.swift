@@ -12,6 +12,9 @@ package enum ManifestUse: Sendable {
     /// Merging shards' files: nothing is sent, so the values only sending uses (header, payload
     /// and auth secrets, TLS and emulator files) may be absent where the merge runs.
     case merge
+    /// `validate --no-env`: a manifest checked without its environment (in CI): an unset
+    /// `${NAME}` is a placeholder, not a problem; nothing is read that only a run reads.
+    case check
 }
 
 /// Reads and validates manifests, collecting every problem it finds.
