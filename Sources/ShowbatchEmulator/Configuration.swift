@@ -8,6 +8,8 @@ package struct EmulatorConfiguration: Sendable {
     package var port = 0
     /// Alias → revealed value.
     package var aliases: [String: String] = [:]
+    /// The answer's shape (`emulator.response`); nil: the echo.
+    package var response: JSONValue?
     /// Custom hostname → vault, answered by the hostname check endpoint.
     package var cnames: [String: String] = [:]
     /// The faults it injects.
@@ -47,6 +49,7 @@ package struct EmulatorConfiguration: Sendable {
         }
         faults = spec.faults
         auth = spec.auth
+        response = spec.response
     }
 }
 

@@ -292,7 +292,7 @@ package final class Emulator: Sendable {
             malformedCount.add(1, ordering: .relaxed)
             return HTTPResponse(status: 200, contentType: "application/json", body: Array("{\"json\": {\"trunc".utf8), close: close)
         }
-        let echo: JSONValue = .object([
+        let echo: JSONValue = configuration.response.map { Self.fill($0, body: body) } ?? .object([
             JSONMember("json", body),
             JSONMember("method", .string(request.method)),
             JSONMember("path", .string(request.path)),
@@ -414,6 +414,57 @@ package final class Emulator: Sendable {
                                  drop: drop < faults.dropRate, fail: fail < faults.failRate,
                                  malformed: malformed < faults.malformedRate, throttled: limited)
         }
+    }
+
+    /// `template` with each `${body.PATH}` filled in from `body`: a string that is only the
+    /// reference takes the value as it is (any JSON; null when there is none), one inside a longer
+    /// string its text.
+    static func fill(_ template: JSONValue, body: JSONValue) -> JSONValue {
+        switch template {
+        case .object(let members): return .object(members.map { JSONMember($0.key, fill($0.value, body: body)) })
+        case .array(let items): return .array(items.map { fill($0, body: body) })
+        case .string(let text) where text.contains("${body."):
+            let references = bodyReferences(in: text)
+            if references.count == 1, references[0].range == text.startIndex..<text.endIndex {
+                return value(at: references[0].path, in: body) ?? .null
+            }
+            var out = ""
+            var last = text.startIndex
+            for reference in references {
+                out += text[last..<reference.range.lowerBound]
+                switch value(at: reference.path, in: body) {
+                case .string(let string)?: out += string
+                case let other?: out += other.compactText
+                case nil: break
+                }
+                last = reference.range.upperBound
+            }
+            return .string(out + text[last...])
+        default: return template
+        }
+    }
+
+    private static func bodyReferences(in text: String) -> [(range: Range<String.Index>, path: Substring)] {
+        var found: [(Range<String.Index>, Substring)] = []
+        var rest = text.startIndex
+        while let start = text.range(of: "${body.", range: rest..<text.endIndex), let close = text[start.upperBound...].firstIndex(of: "}") {
+            found.append((start.lowerBound..<text.index(after: close), text[start.upperBound..<close]))
+            rest = text.index(after: close)
+        }
+        return found
+    }
+
+    /// The value at a dotted path (array indexes as numbers).
+    private static func value(at path: Substring, in body: JSONValue) -> JSONValue? {
+        var current: JSONValue? = body
+        for key in path.split(separator: ".") {
+            switch current {
+            case .object?: current = current?[String(key)]
+            case .array(let items)?: current = Int(key).flatMap { $0 >= 0 && $0 < items.count ? items[$0] : nil }
+            default: return nil
+            }
+        }
+        return current
     }
 
     /// Every string that is a known alias, at any depth, replaced by its value.

@@ -205,6 +205,18 @@ extension ManifestDecoder {
     static let maskKeys = ManifestReference.keys(under: "requests[].labels.<name>.mask")
     static let expectKeys = ManifestReference.keys(under: "requests[].labels.<name>.expect")
 
+    /// A YAML value as JSON (strings kept as written: `${body.…}` is the emulator's to fill in).
+    private func jsonValue(_ node: Node) -> JSONValue {
+        if let pairs = node.mapping { return .object(pairs.map { JSONMember($0.key.text, jsonValue($0.value)) }) }
+        if let items = node.sequence { return .array(items.map(jsonValue)) }
+        switch node.scalar?.value {
+        case .bool(let flag)?: return .bool(flag)
+        case .int?, .bigInt?, .float?: return .number(node.text)
+        case .string(let text)?: return .string(text)
+        default: return .null
+        }
+    }
+
     mutating func emulator(_ node: Node) -> EmulatorSpec? {
         guard let map = fields(node, "emulator", known: Self.emulatorKeys) else { return nil }
         var spec = EmulatorSpec()
@@ -228,6 +240,13 @@ extension ManifestDecoder {
                 spec.aliases = .file(resolved)
             } else {
                 problem(aliases.mark, "emulator.aliases must be a mapping of alias to value or a file path; found \(aliases.typeName)")
+            }
+        }
+        if let response = map["response"] {
+            if response.mapping == nil {
+                problem(response.mark, "emulator.response must be a mapping: the JSON object the emulator answers, such as {data: {card: \"${body.card}\"}}")
+            } else {
+                spec.response = jsonValue(response)
             }
         }
         if let latency = map["latency"] {

@@ -13,6 +13,10 @@ package struct EmulatorSpec: Sendable, Equatable {
     package var faults = EmulatorFaults()
     /// Whether it demands tokens (and hands them out), as an OAuth 2.0 server.
     package var auth: EmulatorAuth?
+    /// The answer's shape (`emulator.response`): JSON whose strings may hold `${body.PATH}`, a
+    /// value of the request's JSON body (its aliases revealed); nil: the echo
+    /// `{"json": body, "method", "path", "headers"}`.
+    package var response: JSONValue?
 
     /// No aliases, no faults.
     package init() {}

@@ -101,6 +101,7 @@ package enum ManifestReference {
         Entry(path: "emulator.throttle", type: "string", defaultValue: "—", meaning: "`N/s` or `N/m`; past it, 429 with `Retry-After: 1`."),
         Entry(path: "emulator.drop_rate", type: "number", defaultValue: "0", meaning: "Fraction of requests whose connection is closed without an answer."),
         Entry(path: "emulator.malformed_rate", type: "number", defaultValue: "0", meaning: "Fraction of requests answered 200 with a body that is not JSON."),
+        Entry(path: "emulator.response", type: "mapping", defaultValue: "—", meaning: "The JSON object the emulator answers, in your route's own shape; a string `${body.PATH}` (dotted keys, array indexes as numbers) is the value at PATH in the request's JSON body, aliases revealed, and `${body.PATH}` inside a longer string is its text. Without it: the echo `{\"json\": body, \"method\", \"path\", \"headers\"}`."),
         Entry(path: "emulator.seed", type: "integer", defaultValue: "1", meaning: "Seed of the fault choices: the same seed gives the same faults."),
         Entry(path: "emulator.outage", type: "mapping", defaultValue: "—", meaning: "An outage: every request answered 503 for a while."),
         Entry(path: "emulator.outage.after", type: "integer", defaultValue: "—", meaning: "Requests answered before the outage starts."),
