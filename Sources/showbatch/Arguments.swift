@@ -123,13 +123,13 @@ enum ArgumentParser {
     static var commands: [String] { Command.allCases.map(\.rawValue) }
 
     static let runFlags: [Flag<RunArguments>] = [
-        Flag("--output", "PATH", "write rows here (- for standard output); beats the manifest") { $0.options.output = $1 },
+        Flag("--output", "PATH", "write rows here (- for standard output); beats the manifest") { $0.options.output = $1 }.short("-o"),
         Flag("--format", "csv|json|jsonl", "output format (default: from the extension)") { (arguments, text) throws(UsageError) in
             arguments.options.format = try FlagValue.choice(text, "--format", command: "run")
         },
         Flag("--concurrency", "N", "requests in flight, 1...1024 (default: manifest, else 8)") { (arguments, text) throws(UsageError) in
             arguments.options.concurrency = try FlagValue.integer(text, "--concurrency", 1...1024, command: "run")
-        },
+        }.short("-c"),
         Flag("--connections", "N", "most connections per host, 1...1024 (default: manifest, else concurrency)") { (arguments, text) throws(UsageError) in
             arguments.options.connections = try FlagValue.integer(text, "--connections", 1...1024, command: "run")
         },
@@ -186,8 +186,8 @@ enum ArgumentParser {
             arguments.metricsPush = text
         },
         Flag("--audit", "PATH", "append the run's audit entries to this file (beats the manifest's audit.path)") { $0.options.audit = $1 },
-        Flag("--quiet", "print only errors") { $0.options.quiet = true },
-        Flag("--verbose", "print a line per attempt: method, URL, status, duration") { $0.options.verbose = true },
+        Flag("--quiet", "print only errors") { $0.options.quiet = true }.short("-q"),
+        Flag("--verbose", "print a line per attempt: method, URL, status, duration") { $0.options.verbose = true }.short("-v"),
         Flag("--transport", "curl", "HTTP client: curl, the only one (kept for scripts that name it)") { (_, text) throws(UsageError) in
             let _: TransportKind = try FlagValue.choice(text, "--transport", command: "run")
         },
@@ -233,7 +233,7 @@ enum ArgumentParser {
             if let problem = MetricsPush.problem(with: text) { throw UsageError(message: problem, command: "merge") }
             arguments.metricsPush = text
         },
-        Flag("--verbose", "print notes too") { $0.verbose = true },
+        Flag("--verbose", "print notes too") { $0.verbose = true }.short("-v"),
         Flag("--audit", "PATH", "append the merge's audit entries to this file (beats the manifest's audit.path)") { $0.audit = $1 },
         Flag("--max-failed", "N|P%", "the --max-failed the shards were run with: rows not ok the night may have and still exit 0") { (arguments, text) throws(UsageError) in
             guard let allowance = FailureAllowance.parse(text) else {
@@ -241,7 +241,7 @@ enum ArgumentParser {
             }
             arguments.maxFailed = allowance
         },
-        Flag("--quiet", "print only errors") { $0.quiet = true },
+        Flag("--quiet", "print only errors") { $0.quiet = true }.short("-q"),
     ]
 
     static let deliverFlags: [Flag<DeliverArguments>] = [
@@ -249,7 +249,7 @@ enum ArgumentParser {
             arguments.date = try FlagValue.date(text, "--date", command: "deliver")
         },
         Flag("--audit", "PATH", "append the deliveries' audit entries to this file (beats the manifest's audit.path)") { $0.audit = $1 },
-        Flag("--quiet", "print only errors") { $0.quiet = true },
+        Flag("--quiet", "print only errors") { $0.quiet = true }.short("-q"),
     ]
 
     static let emulateFlags: [Flag<EmulateArguments>] = [
@@ -410,7 +410,7 @@ enum ArgumentParser {
                 name = String(argument[..<equals])
                 inlineValue = String(argument[argument.index(after: equals)...])
             }
-            guard let flag = flags.first(where: { $0.name == name }) else {
+            guard let flag = flags.first(where: { $0.named(name) }) else {
                 let names = flags.map(\.name)
                 var message = "unknown flag \(name) for \(command)"
                 if let suggestion = closest(name, in: names) { message += "; did you mean \(suggestion)?" }

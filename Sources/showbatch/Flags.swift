@@ -18,6 +18,18 @@ struct Flag<Arguments>: Sendable {
     let name: String
     let action: Action
     let help: String
+    /// The one-letter spelling (`-o`), for the common flags.
+    private(set) var short: String?
+
+    /// The flag, also spelled `letter` (`-o`).
+    func short(_ letter: String) -> Flag {
+        var flag = self
+        flag.short = letter
+        return flag
+    }
+
+    /// Whether `spelling` names this flag.
+    func named(_ spelling: String) -> Bool { spelling == name || spelling == short }
 
     init(_ name: String, _ placeholder: String, _ help: String, _ apply: @escaping @Sendable (inout Arguments, String) throws(UsageError) -> Void) {
         self.name = name
@@ -40,10 +52,11 @@ struct Flag<Arguments>: Sendable {
 
     /// The flag as the help lists it: `--output PATH`.
     var synopsis: String {
+        let names = short.map { "\($0), \(name)" } ?? name
         switch action {
-        case .value(let placeholder, _): return "\(name) \(placeholder)"
-        case .toggle: return name
-        case .toggleOrValue(let placeholder, _): return "\(name)[=\(placeholder)]"
+        case .value(let placeholder, _): return "\(names) \(placeholder)"
+        case .toggle: return names
+        case .toggleOrValue(let placeholder, _): return "\(names)[=\(placeholder)]"
         }
     }
 

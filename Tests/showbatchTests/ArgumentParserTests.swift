@@ -5,6 +5,18 @@ import Testing
 @testable import showbatch
 
 @Suite struct ArgumentParserTests {
+    /// The common flags have one-letter spellings, declared in the flag table (and so in the help).
+    @Test func shortFlags() throws {
+        guard case .run(let run) = try ArgumentParser.parse(["run", "m.yaml", "-o", "x.csv", "-q", "-c", "4"]) else {
+            Issue.record("not a run")
+            return
+        }
+        #expect(run.options.output == "x.csv" && run.options.quiet && run.options.concurrency == 4)
+        guard case .run(let verbose) = try ArgumentParser.parse(["run", "m.yaml", "-v"]) else { return }
+        #expect(verbose.options.verbose)
+        #expect(Help.text("run").contains("  -o, --output PATH "))
+    }
+
     @Test func runFlagsInBothSpellings() throws {
         let invocation = try ArgumentParser.parse(["run", "m.yaml", "--output=out.csv", "--format", "jsonl", "--concurrency=32",
                                                    "--rate", "50/s", "--timeout=500ms", "--fail-fast", "--resume", "--shard", "auto/4",
