@@ -113,6 +113,8 @@ enum Invocation: Equatable {
     case emulate(EmulateArguments)
     /// `audit verify FILE`.
     case auditVerify(String)
+    /// `completions SHELL`.
+    case completions(String)
     case help(String?)
     case version
 }
@@ -360,6 +362,12 @@ enum ArgumentParser {
             if scanned.help { return .help("deliver") }
             deliver.manifest = try single(scanned.positionals, command: "deliver")
             return .deliver(deliver)
+        case .completions:
+            if rest.first == "--help" || rest.first == "-h" { return .help("completions") }
+            guard rest.count == 1, Completions.shells.contains(rest[0]) else {
+                throw UsageError(message: "completions takes one of \(choices(Completions.shells))", command: "completions")
+            }
+            return .completions(rest[0])
         case .audit:
             if rest.first == "--help" || rest.first == "-h" { return .help("audit") }
             guard rest.count == 2, rest[0] == "verify" else {

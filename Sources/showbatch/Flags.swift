@@ -28,6 +28,9 @@ struct Flag<Arguments>: Sendable {
         return flag
     }
 
+    /// The one-letter spelling, if the flag has one.
+    var shortName: String? { short }
+
     /// Whether `spelling` names this flag.
     func named(_ spelling: String) -> Bool { spelling == name || spelling == short }
 

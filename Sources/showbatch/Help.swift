@@ -5,7 +5,7 @@ import ShowbatchCore
 /// The commands of showbatch, named once: the parser takes a command by this list, the dispatch
 /// switches over it (exhaustively), and the help is made from it.
 enum Command: String, CaseIterable {
-    case run, validate, plan, merge, deliver, emulate, audit, help
+    case run, validate, plan, merge, deliver, emulate, audit, completions, help
 
     /// The command's line in the overview.
     var overviewLine: String {
@@ -17,6 +17,7 @@ enum Command: String, CaseIterable {
         case .deliver: return "showbatch deliver MANIFEST [--date D]   upload a finished night's files (output.deliver), send nothing"
         case .emulate: return "showbatch emulate [options]            serve a local reveal-proxy emulator on 127.0.0.1"
         case .audit: return "showbatch audit verify FILE           check an audit trail's hash chain"
+        case .completions: return "showbatch completions bash|zsh|fish   print a shell completion script"
         case .help: return "showbatch --help | --version | help COMMAND"
         }
     }
@@ -65,6 +66,13 @@ enum Command: String, CaseIterable {
             Checks the hash chain of the audit trail FILE (audit.path, --audit): each line's prev is the
             SHA-256 of the line before it, none on the first. Exit 0 when it holds, 1 where it breaks (an
             edited, removed or inserted line), 3 when FILE cannot be read.
+            """, [Flag<[String]>]())
+        case .completions:
+            return Help.page("showbatch completions bash|zsh|fish", """
+            Prints a completion script for the shell, made from the commands' flag tables:
+              bash: source <(showbatch completions bash)   (or save it in /etc/bash_completion.d/showbatch)
+              zsh:  showbatch completions zsh > "${fpath[1]}/_showbatch"
+              fish: showbatch completions fish > ~/.config/fish/completions/showbatch.fish
             """, [Flag<[String]>]())
         case .help:
             return "usage: showbatch help COMMAND\n\nShows the help of a command (\(Command.allCases.map(\.rawValue).joined(separator: ", "))).\n"
