@@ -115,6 +115,8 @@ enum Invocation: Equatable {
     case auditVerify(String)
     /// `completions SHELL`.
     case completions(String)
+    /// `schema`.
+    case schema
     case help(String?)
     case version
 }
@@ -362,6 +364,10 @@ enum ArgumentParser {
             if scanned.help { return .help("deliver") }
             deliver.manifest = try single(scanned.positionals, command: "deliver")
             return .deliver(deliver)
+        case .schema:
+            if rest.first == "--help" || rest.first == "-h" { return .help("schema") }
+            guard rest.isEmpty else { throw UsageError(message: "schema takes no arguments", command: "schema") }
+            return .schema
         case .completions:
             if rest.first == "--help" || rest.first == "-h" { return .help("completions") }
             guard rest.count == 1, Completions.shells.contains(rest[0]) else {

@@ -39,6 +39,9 @@ enum CLI {
             return await EmulateCommand.execute(emulate)
         case .auditVerify(let file):
             return auditVerify(file)
+        case .schema:
+            Console.out(ManifestSchema.json.compactText + "\n")
+            return .ok
         case .completions(let shell):
             Console.out(Completions.script(shell) ?? "")
             return .ok

@@ -29,7 +29,7 @@ extension Command {
         case .merge: return ArgumentParser.mergeFlags.map(FlagSummary.init)
         case .deliver: return ArgumentParser.deliverFlags.map(FlagSummary.init)
         case .emulate: return ArgumentParser.emulateFlags.map(FlagSummary.init)
-        case .audit, .help, .completions: return []
+        case .audit, .help, .completions, .schema: return []
         }
     }
 

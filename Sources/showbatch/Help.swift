@@ -5,7 +5,7 @@ import ShowbatchCore
 /// The commands of showbatch, named once: the parser takes a command by this list, the dispatch
 /// switches over it (exhaustively), and the help is made from it.
 enum Command: String, CaseIterable {
-    case run, validate, plan, merge, deliver, emulate, audit, completions, help
+    case run, validate, plan, merge, deliver, emulate, audit, completions, schema, help
 
     /// The command's line in the overview.
     var overviewLine: String {
@@ -18,6 +18,7 @@ enum Command: String, CaseIterable {
         case .emulate: return "showbatch emulate [options]            serve a local reveal-proxy emulator on 127.0.0.1"
         case .audit: return "showbatch audit verify FILE           check an audit trail's hash chain"
         case .completions: return "showbatch completions bash|zsh|fish   print a shell completion script"
+        case .schema: return "showbatch schema                      print the manifest's JSON Schema, for an editor"
         case .help: return "showbatch --help | --version | help COMMAND"
         }
     }
@@ -73,6 +74,12 @@ enum Command: String, CaseIterable {
               bash: source <(showbatch completions bash)   (or save it in /etc/bash_completion.d/showbatch)
               zsh:  showbatch completions zsh > "${fpath[1]}/_showbatch"
               fish: showbatch completions fish > ~/.config/fish/completions/showbatch.fish
+            """, [Flag<[String]>]())
+        case .schema:
+            return Help.page("showbatch schema", """
+            Prints a JSON Schema (draft 2020-12) of the manifest, made from the same declarations as the
+            README's reference: save it and point the YAML language server at it with a first line
+            `# yaml-language-server: $schema=./showbatch.schema.json` in the manifest.
             """, [Flag<[String]>]())
         case .help:
             return "usage: showbatch help COMMAND\n\nShows the help of a command (\(Command.allCases.map(\.rawValue).joined(separator: ", "))).\n"

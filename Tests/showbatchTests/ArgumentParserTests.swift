@@ -88,9 +88,9 @@ import Testing
     }
 
     @Test(arguments: [
-        (["frobnicate"], "showbatch: error: unknown command \"frobnicate\"; expected run, validate, plan, merge, deliver, emulate, audit, completions or help\nRun 'showbatch help' for usage."),
+        (["frobnicate"], "showbatch: error: unknown command \"frobnicate\"; expected run, validate, plan, merge, deliver, emulate, audit, completions, schema or help\nRun 'showbatch help' for usage."),
         (["rnu"], "showbatch: error: unknown command \"rnu\"; did you mean \"run\"?\nRun 'showbatch help' for usage."),
-        (["--bogus"], "showbatch: error: unknown option --bogus; expected a command (run, validate, plan, merge, deliver, emulate, audit, completions or help), --help or --version\nRun 'showbatch help' for usage."),
+        (["--bogus"], "showbatch: error: unknown option --bogus; expected a command (run, validate, plan, merge, deliver, emulate, audit, completions, schema or help), --help or --version\nRun 'showbatch help' for usage."),
         (["run", "m.yaml", "--outptu", "x"], "showbatch: error: unknown flag --outptu for run; did you mean --output?\nRun 'showbatch help run' for usage."),
         (["run", "m.yaml", "--format", "xml"], "showbatch: error: --format must be csv, json or jsonl; got \"xml\"\nRun 'showbatch help run' for usage."),
         (["run", "m.yaml", "--concurrency", "0"], "showbatch: error: --concurrency must be an integer from 1 to 1024; got \"0\"\nRun 'showbatch help run' for usage."),
@@ -108,7 +108,7 @@ import Testing
         (["emulate", "--port", "99999"], "showbatch: error: --port must be an integer from 0 to 65535; got \"99999\"\nRun 'showbatch help emulate' for usage."),
         (["emulate", "--cname", "a.io"], "showbatch: error: --cname must be HOST=VAULT, such as reveal.example.com=tntaq8uft80; got \"a.io\"\nRun 'showbatch help emulate' for usage."),
         (["emulate", "--fail-rate", "2"], "showbatch: error: --fail-rate must be a probability from 0 to 1, such as 0.05; got \"2\"\nRun 'showbatch help emulate' for usage."),
-        (["help", "nope"], "showbatch: error: no help for \"nope\"; commands are run, validate, plan, merge, deliver, emulate, audit, completions or help\nRun 'showbatch help' for usage."),
+        (["help", "nope"], "showbatch: error: no help for \"nope\"; commands are run, validate, plan, merge, deliver, emulate, audit, completions, schema or help\nRun 'showbatch help' for usage."),
         (["merge", "m.yaml"], "showbatch: error: merge needs --shards N, the number of shards the manifest was run in\nRun 'showbatch help merge' for usage."),
         (["merge", "--shards", "2"], "showbatch: error: merge needs a MANIFEST\nRun 'showbatch help merge' for usage."),
         (["merge", "m.yaml", "--shards", "two"], "showbatch: error: --shards must be an integer from 1 to 10000; got \"two\"\nRun 'showbatch help merge' for usage."),
