@@ -78,7 +78,7 @@ enum Command: String, CaseIterable {
         case .schema:
             return Help.page("showbatch schema", """
             Prints a JSON Schema (draft 2020-12) of the manifest, made from the same declarations as the
-            README's reference: save it and point the YAML language server at it with a first line
+            manifest reference (docs/manifest.md): save it and point the YAML language server at it with a first line
             `# yaml-language-server: $schema=./showbatch.schema.json` in the manifest.
             """, [Flag<[String]>]())
         case .help:

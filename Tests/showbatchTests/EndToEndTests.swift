@@ -149,15 +149,20 @@ requests:
         #expect(result.stdout.split(separator: "\n").count == 4)
     }
 
+    /// The README's quick-start manifest validates, and runs locally as it says.
     @Test func theReadmeExampleValidates() async throws {
         let readme = try String(contentsOfFile: repository + "/README.md", encoding: .utf8)
         let start = try #require(readme.range(of: "```yaml\n"))
         let end = try #require(readme.range(of: "```\n", range: start.upperBound..<readme.endIndex))
-        let work = Workspace(["m.yaml": String(readme[start.upperBound..<end.lowerBound]), "data/aliases.csv": "id,card_alias\n1,tok\n"])
+        let work = Workspace(["m.yaml": String(readme[start.upperBound..<end.lowerBound]),
+                              "data/customers.csv": "id,card_alias,exp_alias\n1,tok_card_1,tok_exp_1\n"])
         defer { work.remove() }
         let result = try await showbatch(["validate", "m.yaml"], in: work.path, environment: ["REVEAL_TOKEN": "t"])
         #expect(result.stderr == "")
-        #expect(result.stdout == "m.yaml: ok (2 requests, 1 data row)\n")
+        #expect(result.stdout == "m.yaml: ok (1 request, 1 data row)\n")
+        let run = try await showbatch(["run", "m.yaml", "--emulate", "--date", "2026-12-04"], in: work.path, environment: ["REVEAL_TOKEN": "t"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(work.read("out/cards-20261204.csv") == "customer,card_number,exp_date\n1,4111111111111111,12/2030\n")
     }
 
     @Test func validateReportsAllProblemsOfAllFiles() async throws {

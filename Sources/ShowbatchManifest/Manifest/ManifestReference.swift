@@ -1,6 +1,6 @@
 import ShowbatchBasics
 /// Every manifest key with its type, default and meaning: the one list that both the decoder
-/// (known keys, suggestions) and the README's reference table come from, so they cannot drift.
+/// (known keys, suggestions), the reference table in docs/manifest.md and the JSON Schema come from, so they cannot drift.
 package enum ManifestReference {
     /// One documented key. `path` uses `.` for nesting, `[]` for list items and `<name>` for
     /// user-chosen keys.

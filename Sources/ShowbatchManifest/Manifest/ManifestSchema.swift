@@ -1,7 +1,7 @@
 import ShowbatchBasics
 
 /// `showbatch schema`: a JSON Schema (draft 2020-12) of the manifest, made from the reference's
-/// entries (the same declarations as the README's table and the decoder's known keys), for an
+/// entries (the same declarations as the reference table in docs/manifest.md and the decoder's known keys), for an
 /// editor's YAML language server. A mapping whose keys the reference lists refuses others; a
 /// value that may use `${NAME}` (any scalar) is not held to its type beyond being a scalar.
 package enum ManifestSchema {

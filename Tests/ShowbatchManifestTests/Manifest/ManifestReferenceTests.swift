@@ -93,17 +93,17 @@ import ShowbatchYAML
     }
 
     @Test func readmeHoldsTheGeneratedReference() throws {
-        let readme = try String(contentsOfFile: FileManager.default.currentDirectoryPath + "/README.md", encoding: .utf8)
+        let readme = try String(contentsOfFile: FileManager.default.currentDirectoryPath + "/docs/manifest.md", encoding: .utf8)
         let begin = "<!-- manifest-reference:begin (generated from ManifestReference.swift; a test checks it) -->\n"
         let end = "<!-- manifest-reference:end -->"
-        let start = try #require(readme.range(of: begin), "README.md lacks the reference begin marker")
-        let stop = try #require(readme.range(of: end), "README.md lacks the reference end marker")
+        let start = try #require(readme.range(of: begin), "docs/manifest.md lacks the reference begin marker")
+        let stop = try #require(readme.range(of: end), "docs/manifest.md lacks the reference end marker")
         let table = String(readme[start.upperBound..<stop.lowerBound])
         if table != ManifestReference.markdown {
             // Leave the regenerated README next to the build for a person to copy over.
             let regenerated = String(readme[..<start.upperBound]) + ManifestReference.markdown + String(readme[stop.lowerBound...])
-            try Data(regenerated.utf8).write(to: URL(fileURLWithPath: FileManager.default.currentDirectoryPath + "/.build/README.generated.md"))
-            Issue.record("the README's manifest reference is out of date; copy .build/README.generated.md over README.md")
+            try Data(regenerated.utf8).write(to: URL(fileURLWithPath: FileManager.default.currentDirectoryPath + "/.build/manifest.generated.md"))
+            Issue.record("the manifest reference in docs/manifest.md is out of date; copy .build/manifest.generated.md over docs/manifest.md")
         }
     }
 }
