@@ -38,6 +38,8 @@ struct RunArguments: Equatable {
 struct PlanArguments: Equatable {
     var manifest = ""
     var json = false
+    /// `--no-env`: an unset `${NAME}` is a placeholder, as for `validate --no-env`.
+    var noEnvironment = false
 }
 
 /// Arguments of `merge`.
@@ -92,6 +94,8 @@ struct ValidateArguments: Equatable {
 /// Arguments of `emulate`.
 struct EmulateArguments: Equatable {
     var port = 8080
+    /// `--manifest PATH`: the manifest's `emulator:` section (aliases, response, faults).
+    var manifest: String?
     var aliases: String?
     var cnames: [String] = []
     var latency: String?
@@ -107,7 +111,7 @@ struct EmulateArguments: Equatable {
 enum Invocation: Equatable {
     case run(RunArguments)
     case validate(ValidateArguments)
-    case plan(manifest: String, json: Bool)
+    case plan(manifest: String, json: Bool, noEnvironment: Bool = false)
     case merge(MergeArguments)
     case deliver(DeliverArguments)
     case emulate(EmulateArguments)
@@ -198,6 +202,7 @@ enum ArgumentParser {
     ]
 
     static let planFlags: [Flag<PlanArguments>] = [
+        Flag("--no-env", "take an unset ${NAME} as a placeholder, as validate --no-env does") { $0.noEnvironment = true },
         Flag("--format", "text|json", "text (default) or one JSON object") { (arguments, text) throws(UsageError) in
             guard text == "text" || text == "json" else {
                 throw UsageError(message: "--format for plan must be text or json; got \"\(text)\"", command: "plan")
@@ -257,6 +262,7 @@ enum ArgumentParser {
     ]
 
     static let emulateFlags: [Flag<EmulateArguments>] = [
+        Flag("--manifest", "PATH", "answer as the manifest's emulator section says (aliases, response, faults)") { $0.manifest = $1 },
         Flag("--port", "N", "port to listen on (default 8080; 0 picks a free one)") { (arguments, text) throws(UsageError) in
             arguments.port = try FlagValue.integer(text, "--port", 0...65535, command: "emulate")
         },
@@ -342,7 +348,7 @@ enum ArgumentParser {
             var plan = PlanArguments()
             let scanned = try scan(rest, planFlags, into: &plan, command: "plan")
             if scanned.help { return .help("plan") }
-            return .plan(manifest: try single(scanned.positionals, command: "plan"), json: plan.json)
+            return .plan(manifest: try single(scanned.positionals, command: "plan"), json: plan.json, noEnvironment: plan.noEnvironment)
         case .merge:
             var merge = MergeArguments()
             let scanned = try scan(rest, mergeFlags, into: &merge, command: "merge")
@@ -386,6 +392,13 @@ enum ArgumentParser {
             if scanned.help { return .help("emulate") }
             if let extra = scanned.positionals.first {
                 throw UsageError(message: "emulate takes no arguments; got \"\(extra)\"", command: "emulate")
+            }
+            if emulate.manifest != nil {
+                var plain = EmulateArguments()
+                (plain.port, plain.manifest, plain.cnames) = (emulate.port, emulate.manifest, emulate.cnames)
+                guard plain == emulate else {
+                    throw UsageError(message: "--manifest gives the aliases, the response and the faults: only --port and --cname go with it", command: "emulate")
+                }
             }
             return .emulate(emulate)
         }

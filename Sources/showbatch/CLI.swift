@@ -27,8 +27,8 @@ enum CLI {
             return .ok
         case .validate(let arguments):
             return validate(arguments)
-        case .plan(let manifest, let json):
-            return plan(manifest, json: json)
+        case .plan(let manifest, let json, let noEnvironment):
+            return plan(manifest, json: json, noEnvironment: noEnvironment)
         case .run(let run):
             return await RunCommand.execute(run)
         case .merge(let merge):
@@ -95,9 +95,9 @@ enum CLI {
         .object([JSONMember("file", .string(file)), JSONMember("severity", .string(severity)), JSONMember("message", .string(line))])
     }
 
-    static func plan(_ path: String, json: Bool) -> ExitCode {
+    static func plan(_ path: String, json: Bool, noEnvironment: Bool = false) -> ExitCode {
         do {
-            let manifest = try ManifestLoader.load(path: path)
+            let manifest = try ManifestLoader.load(path: path, use: noEnvironment ? .check : .reveal)
             keptUntilExit.append(manifest)
             let plan = Plan(manifest: manifest)
             Console.out(json ? plan.json : plan.text)

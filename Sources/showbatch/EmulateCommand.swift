@@ -8,6 +8,27 @@ import Synchronization
 /// `showbatch emulate`: serve the emulator in the foreground until SIGINT or SIGTERM.
 enum EmulateCommand {
     static func configuration(_ arguments: EmulateArguments) throws(UsageError) -> EmulatorConfiguration {
+        if let path = arguments.manifest {
+            // Read as validate --no-env reads it: the emulator needs none of the run's secrets.
+            let manifest: Manifest
+            do {
+                manifest = try ManifestLoader.load(path: path, use: .check)
+            } catch {
+                throw UsageError(message: "--manifest \(path) cannot be read:\n\(error.description)", command: "emulate")
+            }
+            var configuration: EmulatorConfiguration
+            do {
+                configuration = try EmulatorConfiguration(spec: manifest.emulator)
+            } catch {
+                throw UsageError(message: "--manifest \(path): \(error.message)", command: "emulate")
+            }
+            configuration.port = arguments.port
+            for cname in arguments.cnames {
+                let parts = cname.split(separator: "=", maxSplits: 1)
+                configuration.cnames[String(parts[0]).lowercased()] = String(parts[1])
+            }
+            return configuration
+        }
         var configuration = EmulatorConfiguration()
         configuration.port = arguments.port
         if let path = arguments.aliases {

@@ -49,4 +49,25 @@ import ShowbatchEmulator
         #expect(run.stderr.hasPrefix("showbatch: warning: every request goes to \(server.baseURL) (--base-url), not to the vault: for testing only\n"))
         #expect(work.read("out/r.csv") == "request,card,status\na,4111111111111111,ok\n")
     }
+
+    /// `emulate --manifest`: the manifest's emulator section (its aliases and its answer's shape),
+    /// for a run with --base-url; the fault flags do not go with it.
+    @Test func theEmulatorAnswersAsAManifestSays() throws {
+        let work = Workspace(["m.yaml": """
+        vault: t
+        headers: {Authorization: "Bearer ${SB_UNSET_IN_THIS_TEST}"}
+        emulator: {aliases: {tok_p: "4111111111111111"}, response: {result: {pan: "${body.pan}"}}}
+        requests: [{name: a, path: /p}]
+        """])
+        defer { work.remove() }
+        guard case .emulate(let arguments) = try ArgumentParser.parse(["emulate", "--manifest", work.path + "/m.yaml", "--port", "0"]) else {
+            Issue.record("not emulate")
+            return
+        }
+        let configuration = try EmulateCommand.configuration(arguments)
+        #expect(configuration.aliases == ["tok_p": "4111111111111111"] && configuration.response != nil)
+        #expect(throws: UsageError(message: "--manifest gives the aliases, the response and the faults: only --port and --cname go with it", command: "emulate")) {
+            _ = try ArgumentParser.parse(["emulate", "--manifest", "m.yaml", "--fail-rate", "0.1"])
+        }
+    }
 }
