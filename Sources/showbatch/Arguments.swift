@@ -157,10 +157,7 @@ enum ArgumentParser {
         },
         Flag("--retry-failed", "send the failed rows of a finished run again, keeping the rest") { $0.options.retryFailed = true },
         Flag("--max-failed", "N|P%", "rows not ok (failed or partial) the run may end with and still exit 0") { (arguments, text) throws(UsageError) in
-            guard let allowance = FailureAllowance.parse(text) else {
-                throw UsageError(message: "--max-failed must be a number of rows (25) or a percentage of the run's rows (0.1%); got \"\(text)\"", command: "run")
-            }
-            arguments.options.maxFailed = allowance
+            arguments.options.maxFailed = try FlagValue.allowance(text, of: "run", command: "run")
         },
         Flag("--limit", "N", "send only the first N work items (of this shard): a canary run, written in a canary folder beside each output unless --output is given") { (arguments, text) throws(UsageError) in
             arguments.options.limit = try FlagValue.integer(text, "--limit", 1...Int.max, command: "run")
@@ -245,10 +242,7 @@ enum ArgumentParser {
         Flag("--verbose", "print notes too") { $0.verbose = true }.short("-v"),
         Flag("--audit", "PATH", "append the merge's audit entries to this file (beats the manifest's audit.path)") { $0.audit = $1 },
         Flag("--max-failed", "N|P%", "the --max-failed the shards were run with: rows not ok the night may have and still exit 0") { (arguments, text) throws(UsageError) in
-            guard let allowance = FailureAllowance.parse(text) else {
-                throw UsageError(message: "--max-failed must be a number of rows (25) or a percentage of the night's rows (0.1%); got \"\(text)\"", command: "merge")
-            }
-            arguments.maxFailed = allowance
+            arguments.maxFailed = try FlagValue.allowance(text, of: "night", command: "merge")
         },
         Flag("--quiet", "print only errors") { $0.quiet = true }.short("-q"),
     ]

@@ -97,6 +97,14 @@ enum FlagValue {
         throw UsageError(message: "\(flag) must be \(choices(T.allCases.map(\.rawValue))); got \"\(text)\"", command: command)
     }
 
+    /// `--max-failed`: a number of rows, or a percentage of the `whole`'s rows.
+    static func allowance(_ text: String, of whole: String, command: String) throws(UsageError) -> FailureAllowance {
+        guard let allowance = FailureAllowance.parse(text) else {
+            throw UsageError(message: "--max-failed must be a number of rows (25) or a percentage of the \(whole)'s rows (0.1%); got \"\(text)\"", command: command)
+        }
+        return allowance
+    }
+
     /// A calendar date, `YYYY-MM-DD`.
     static func date(_ text: String, _ flag: String, command: String) throws(UsageError) -> NightDate {
         guard let date = NightDate(parsing: text) else {
