@@ -173,6 +173,11 @@ private final class RunSession: Sendable {
             let delivered = summary.deliveries.contains { if case .failed = $0.result { return false } else { return true } }
             live.summary(summary, retry: delivered ? nil : RunCommand.retryCommand(arguments, shard: options.shard, night: summary.night),
                          deliver: summary.night.map { RunCommand.deliverCommand(arguments.manifest, night: $0) })
+            // Labels not found under the emulator's echo are its shape's, not the route's.
+            if arguments.emulate, manifest.emulator?.response == nil, summary.tally.byErrorCode[.fieldNotFound] != nil,
+               manifest.requests.flatMap(\.labels).contains(where: { !$0.path.text.hasPrefix("json.") }) {
+                live.unquietWarning("the emulator answers {\"json\": <the request's body, revealed>, …}: a label whose path is not under json. is not found; give emulator.response your route's answer, such as {data: {card: \"${body.card}\"}}")
+            }
             return finish(summary.exitCode, summary: summary, shard: options.shard)
         case .failure(let error):
             live.endProgress()

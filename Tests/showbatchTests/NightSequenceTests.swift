@@ -91,6 +91,9 @@ private func outFiles(_ work: Workspace) -> [String] {
         #expect(repeated.status == 2)
         #expect(repeated.stderr == "showbatch: error: the data files of the night of 2026-12-02 are the same as those of the night of 2026-12-01 (cards-20261201-0001.csv, sequence 1): the export upstream may not have run since; nothing was sent (--allow-repeat sends them again)\nRun 'showbatch help run' for usage.\n")
         #expect(outFiles(work) == [".cards-{date}-{seq:4}.csv.sequence", ".cards-{date}-{seq:4}.csv.sequence.lock", "cards-20261201-0001.csv"])
+        // A test run to another file goes to no processor: yesterday's data is fine there.
+        let test = try await showbatch(["run", "m.yaml", "--emulate", "--date", "2026-12-02", "--output", "test/cards.csv", "--quiet"], in: work.path)
+        #expect(test.status == 0 && work.exists("test/cards.csv"), "\(test.stderr)")
         let allowed = try await showbatch(["run", "m.yaml", "--emulate", "--date", "2026-12-02", "--allow-repeat", "--quiet"], in: work.path)
         #expect(allowed.status == 0)
         #expect(work.read("out/cards-20261202-0002.csv") == expectedRows([1, 2, 3]))
