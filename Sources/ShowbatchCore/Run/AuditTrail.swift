@@ -32,18 +32,8 @@ package struct AuditTrail: Sendable {
         }
         let digest = (try? FileDigest.of(manifest.file))?.sha256 ?? ""
         var routes: [String] = []
-        for request in manifest.requests {
-            // As written: a row's value or an environment value is never in the trail.
-            let route = request.path.parts.map { part -> String in
-                switch part {
-                case .literal(let text): return text
-                case .environment(let name), .environmentOr(let name, _): return "${\(name)}"
-                case .row(let column): return "${row.\(column)}"
-                case .index: return "${index}"
-                }
-            }.joined()
-            if !routes.contains(route) { routes.append(route) }
-        }
+        // As written: a row's value or an environment value is never in the trail.
+        for route in manifest.requests.map(\.path.asWritten) where !routes.contains(route) { routes.append(route) }
         common = [JSONMember("user", .object(user)), JSONMember("host", .object(host)), JSONMember("run_id", .string(runID)),
                   JSONMember("manifest", .string(manifest.file)), JSONMember("manifest_sha256", .string(digest)),
                   JSONMember("vault", .string(manifest.vault)), JSONMember("environment", .string(manifest.environment)),

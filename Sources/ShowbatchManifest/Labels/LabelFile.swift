@@ -52,16 +52,7 @@ package struct FileTemplate: Sendable {
     package init(source: Template) { self.source = source }
 
     /// The template as a path pattern, its references as written (`pdf/${row.id}.pdf`).
-    package var pattern: String {
-        source.parts.map { part -> String in
-            switch part {
-            case .literal(let text): return text
-            case .environment(let name), .environmentOr(let name, _): return "${\(name)}"
-            case .row(let column): return "${row.\(column)}"
-            case .index: return "${index}"
-            }
-        }.joined()
-    }
+    package var pattern: String { source.asWritten }
 
     /// What is wrong with the template as written, whatever the data rows hold: an absolute
     /// path, a `..`, `.` or empty segment, a name too long, a `%` or a control character.

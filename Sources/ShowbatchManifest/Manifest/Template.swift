@@ -245,6 +245,21 @@ package struct Template: Sendable, Equatable {
 }
 
 /// A template that does not parse.
+extension Template {
+    /// The template with its references as written (`pdf/${row.id}.pdf`): what a message or a
+    /// record may show, never a row's or the environment's value.
+    package var asWritten: String {
+        parts.map { part -> String in
+            switch part {
+            case .literal(let text): return text
+            case .environment(let name), .environmentOr(let name, _): return "${\(name)}"
+            case .row(let column): return "${row.\(column)}"
+            case .index: return "${index}"
+            }
+        }.joined()
+    }
+}
+
 package struct TemplateSyntaxError: Error, Sendable {
     /// What is wrong.
     package let message: String
