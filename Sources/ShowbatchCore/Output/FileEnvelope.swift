@@ -64,8 +64,10 @@ struct FileEnvelope {
             var row: [UInt8] = []
             defer { row.withUnsafeMutableBytes { wipe($0) } }
             while try rows.next(into: &row) {
+                // A JSON Lines row is parsed once, whatever the columns summed.
+                let object = layout.format == .csv ? nil : try? JSONParser.parse(row)
                 for (index, column) in summed.enumerated() {
-                    guard let cell = Self.cell(column, of: row, layout: layout), !cell.isEmpty else { continue }
+                    guard let cell = Self.cell(column, of: row, object: object, layout: layout), !cell.isEmpty else { continue }
                     guard let value = ExactDecimal(cell[...]) else {
                         throw RunError.runtime("cannot total the rows of \(path): row \(rows.rows)'s column \(column.name) is not a decimal number (did the file change?)")
                     }
@@ -86,9 +88,9 @@ struct FileEnvelope {
     }
 
     /// A summed column's text in one written row (CSV quoting undone), empty when it has none.
-    private static func cell(_ column: SummedColumn, of row: [UInt8], layout: OutputLayout) -> String? {
+    private static func cell(_ column: SummedColumn, of row: [UInt8], object: JSONValue?, layout: OutputLayout) -> String? {
         guard layout.format == .csv else {
-            guard let object = try? JSONParser.parse(row), case .object = object else { return nil }
+            guard let object, case .object = object else { return nil }
             let value: JSONValue?
             switch column.source {
             case .label(let name) where !layout.custom: value = object["labels"]?[name]
@@ -153,20 +155,18 @@ struct FileEnvelope {
 
     /// Copies every byte of `path` to `out`; what went wrong, if anything.
     private static func copy(_ path: String, to out: Int32) -> String? {
-        let source: Int32?
-        do { source = try PrivateFile.openForReading(path) } catch { return error.description }
-        guard let source else { return PrivateFile.readingProblem(path) }
+        let opened: Int32?
+        do { opened = try PrivateFile.openForReading(path) } catch { return error.description }
+        guard let opened else { return PrivateFile.readingProblem(path) }
+        let source = FileDescriptor(borrowing: opened, path: path)
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         defer {
-            close(source)
+            close(opened)
             buffer.withUnsafeMutableBytes { wipe($0) }
         }
         while true {
-            let count = buffer.withUnsafeMutableBytes { read(source, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                return describeErrno(errno)
-            }
+            let count: Int
+            do { count = try source.read(into: &buffer) } catch { return error.reason }
             if count == 0 { return nil }
             if let reason = buffer.withUnsafeBytes({ PrivateFile.writeAll(out, UnsafeRawBufferPointer(rebasing: $0[0..<count])) }) {
                 return describeErrno(reason)

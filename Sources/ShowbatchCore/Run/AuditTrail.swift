@@ -82,7 +82,7 @@ package struct AuditTrail: Sendable {
     /// Appends the event `event` with `outcome` and what it touched; the failure in words.
     package func append(_ event: String, outcome: String, outputs: [Output] = [], extra: [JSONMember] = []) throws(RunError) {
         try PrivateFile.makeParent(of: path, for: path)
-        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        let fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw RunError.runtime("cannot write the audit trail \(path): \(describeErrno(errno))") }
         defer { close(fd) }
         var info = stat()
@@ -90,11 +90,15 @@ package struct AuditTrail: Sendable {
             throw RunError.runtime("the audit trail \(path) is not a private file of this user's (mode 0600, one link): it is not written to")
         }
         guard flock(fd, LOCK_EX) == 0 else { throw RunError.runtime("cannot lock the audit trail \(path): \(describeErrno(errno))") }
+        // Its size under the lock: another run may have added a line meanwhile.
+        guard fstat(fd, &info) == 0 else { throw RunError.runtime("cannot read the audit trail \(path): \(describeErrno(errno))") }
         var members = [JSONMember("ts", .string(Timestamp.rfc3339())), JSONMember("event", .string(event)), JSONMember("outcome", .string(outcome))]
         members += common
         if !outputs.isEmpty { members.append(JSONMember("outputs", .array(outputs.map(\.json)))) }
         members += extra
-        if let previous = Self.lastLine(of: path) { members.append(JSONMember("prev", .string(FileDigest.sha256(previous)))) }
+        if let previous = Self.lastLine(of: FileDescriptor(borrowing: fd, path: path), size: Int(info.st_size)) {
+            members.append(JSONMember("prev", .string(FileDigest.sha256(previous))))
+        }
         var line = Array(JSONValue.object(members).compactText.utf8)
         line.append(0x0A)
         if let code = line.withUnsafeBytes({ PrivateFile.writeAll(fd, $0) }) {
@@ -103,13 +107,25 @@ package struct AuditTrail: Sendable {
         guard fsync(fd) == 0 else { throw RunError.runtime("cannot write the audit trail \(path): \(describeErrno(errno))") }
     }
 
-    /// The last line of the file at `path`, without its line break; nil when it has none.
-    static func lastLine(of path: String) -> [UInt8]? {
-        guard let bytes = FileManager.default.contents(atPath: path), !bytes.isEmpty else { return nil }
-        var end = bytes.endIndex
-        if bytes[end - 1] == 0x0A { end -= 1 }
-        let start = bytes[..<end].lastIndex(of: 0x0A).map { $0 + 1 } ?? bytes.startIndex
-        return Array(bytes[start..<end])
+    /// The last line of the trail open at `file` (`size` bytes, read under its lock), without its
+    /// line break; nil when it has none. Read from the end: a trail of many nights is not read whole.
+    static func lastLine(of file: FileDescriptor, size: Int) -> [UInt8]? {
+        guard size > 0 else { return nil }
+        var tail: [UInt8] = []
+        var start = size
+        while start > 0 {
+            let step = min(start, 1 << 16)
+            start -= step
+            var chunk = [UInt8](repeating: 0, count: step)
+            guard let read = try? file.read(into: &chunk, at: start), read == step else { return nil }
+            tail = chunk + tail
+            // The line break before the last line (the one the file ends with does not count).
+            if tail.dropLast().contains(0x0A) { break }
+        }
+        var end = tail.endIndex
+        if tail.last == 0x0A { end -= 1 }
+        let lineStart = tail[..<end].lastIndex(of: 0x0A).map { $0 + 1 } ?? tail.startIndex
+        return Array(tail[lineStart..<end])
     }
 
     /// Where a chain breaks: the line (from 1) and why.
