@@ -52,7 +52,7 @@ struct MergeArguments: Equatable {
     /// `--format`, as the shards were run with it.
     var format: OutputFormat?
     /// `--date`, as the shards were run with it.
-    var date: NightDate?
+    var night: NightChoice?
     /// `--quiet`: print only errors.
     var quiet = false
     /// `--keep-shards`: the shards' files stay once merged.
@@ -75,7 +75,7 @@ struct MergeArguments: Equatable {
 struct DeliverArguments: Equatable {
     var manifest = ""
     /// `--date`: the night; nil: today in `TZ`.
-    var date: NightDate?
+    var night: NightChoice?
     /// `--quiet`: print only errors.
     var quiet = false
     /// `--audit PATH`.
@@ -162,9 +162,10 @@ enum ArgumentParser {
         Flag("--limit", "N", "send only the first N work items (of this shard): a canary run, written in a canary folder beside each output unless --output is given") { (arguments, text) throws(UsageError) in
             arguments.options.limit = try FlagValue.integer(text, "--limit", 1...Int.max, command: "run")
         },
-        Flag("--date", "YYYY-MM-DD", "the night ${run.date} and ${run.seq} name (default: today in TZ)") { (arguments, text) throws(UsageError) in
-            arguments.options.date = try FlagValue.date(text, "--date", command: "run")
+        Flag("--date", "YYYY-MM-DD|yesterday|today", "the night ${run.date} and ${run.seq} name (default: today in TZ)") { (arguments, text) throws(UsageError) in
+            arguments.options.night = try FlagValue.night(text, "--date", command: "run")
         },
+        Flag("--allow-future", "take a --date more than a day after today (refused by default: a mistyped year)") { $0.options.allowFuture = true },
         Flag("--allow-repeat", "send a night whose data files are those of another night of the output") { $0.options.allowRepeat = true },
         Flag("--shard", "I/N|auto/N", "take work items whose ordinal mod N is I (auto: JOB_COMPLETION_INDEX)") { $0.shard = $1 },
         Flag("--emulate", "run against the built-in emulator on a free loopback port") { $0.emulate = true },
@@ -226,8 +227,8 @@ enum ArgumentParser {
         Flag("--format", "csv|json|jsonl", "the --format the shards were run with, if any") { (arguments, text) throws(UsageError) in
             arguments.format = try FlagValue.choice(text, "--format", command: "merge")
         },
-        Flag("--date", "YYYY-MM-DD", "the night the shards were run for (--date of run; default: today in TZ)") { (arguments, text) throws(UsageError) in
-            arguments.date = try FlagValue.date(text, "--date", command: "merge")
+        Flag("--date", "YYYY-MM-DD|yesterday|today", "the night the shards were run for (--date of run; default: today in TZ)") { (arguments, text) throws(UsageError) in
+            arguments.night = try FlagValue.night(text, "--date", command: "merge")
         },
         Flag("--keep-shards", "keep the shards' files and state once merged (and delivered)") { $0.keepShards = true },
         Flag("--log-format", "text|json", "how log lines and the summary are written") { (arguments, text) throws(UsageError) in
@@ -248,8 +249,8 @@ enum ArgumentParser {
     ]
 
     static let deliverFlags: [Flag<DeliverArguments>] = [
-        Flag("--date", "YYYY-MM-DD", "the night to deliver (the --date it was run with; default: today in TZ)") { (arguments, text) throws(UsageError) in
-            arguments.date = try FlagValue.date(text, "--date", command: "deliver")
+        Flag("--date", "YYYY-MM-DD|yesterday|today", "the night to deliver (the --date it was run with; default: today in TZ)") { (arguments, text) throws(UsageError) in
+            arguments.night = try FlagValue.night(text, "--date", command: "deliver")
         },
         Flag("--audit", "PATH", "append the deliveries' audit entries to this file (beats the manifest's audit.path)") { $0.audit = $1 },
         Flag("--quiet", "print only errors") { $0.quiet = true }.short("-q"),

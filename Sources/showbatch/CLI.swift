@@ -141,10 +141,9 @@ enum CLI {
         }
         Signals.listen {}
         defer { Signals.listen(nil) }
-        let date = arguments.date ?? NightDate.today()
         let outcomes: [DeliveryOutcome]
         do {
-            outcomes = try await NightDelivery.deliver(manifest: manifest, date: date, audit: arguments.audit,
+            outcomes = try await NightDelivery.deliver(manifest: manifest, night: arguments.night, audit: arguments.audit,
                                                        note: { Console.err("showbatch: warning: \(TerminalText.escaped($0))\n") },
                                                        isCancelled: { Signals.fired })
         } catch {

@@ -251,15 +251,48 @@ final class EventPrinter: Sendable {
             let message = summary.tally.firstMessage[code].map { ", the first: \($0)" } ?? ""
             lines.append("showbatch: \(code.rawValue) \(code.kind): \(count) row\(count == 1 ? "" : "s")\(message)")
         }
-        if let next, Self.failedForTheData(summary) {
-            // Sending them again gets the same answer: the data file is what to fix.
-            let rerun = next.replacingOccurrences(of: " --retry-failed", with: "")
-            lines.append("showbatch: next: the failed rows are the data file's to fix (\(summary.tally.byErrorCode.keys.map { String($0.rawValue) }.sorted().joined(separator: ", "))): correct them, then run the night again (\(rerun))")
-        } else if let next {
-            lines.append("showbatch: next: \(next) sends the \(summary.failed) failed row\(summary.failed == 1 ? "" : "s") again")
+        // A night judged on the whole of it, whatever this run sent.
+        for night in summary.nights {
+            switch night.state {
+            case .whole, .deliveredOtherData: continue
+            case .beyondMaxFailed(let allowed):
+                lines.append("showbatch: the night of \(night.date) in \(night.path) (sequence \(night.seq)) has \(night.notOk) row\(night.notOk == 1 ? "" : "s") not ok of \(night.rows), beyond max_failed (\(allowed)): it is not finished for the processor")
+            case .doesNotAddUp(let counted):
+                lines.append("showbatch: error: the night of \(night.date) in \(night.path) does not add up: its files hold \(counted) row\(counted == 1 ? "" : "s"), its data files \(night.rows); it is not recorded as finished")
+            }
         }
+        lines += Self.nextLines(summary, next: next, retry: retry)
         lines += Self.deliveryLines(summary.deliveries, deliver: deliver)
         Console.err(lines.map(TerminalText.escaped).joined(separator: "\n") + "\n")
+    }
+
+    /// What to run next when rows failed or a night is not whole: the failed rows sent again,
+    /// or, when a retry would get the same answer (the data's rows, partial rows, a night whose
+    /// failed rows were not kept), the night run again once that is fixed.
+    static func nextLines(_ summary: RunSummary, next: String?, retry: String?) -> [String] {
+        let codes = summary.tally.byErrorCode.keys.map { String($0.rawValue) }.sorted().joined(separator: ", ")
+        let notWhole = summary.nights.filter { !$0.isWhole && $0.state != .deliveredOtherData }
+        if let next, failedForTheData(summary) {
+            // Sending them again gets the same answer: the data file is what to fix.
+            let rerun = next.replacingOccurrences(of: " --retry-failed", with: "")
+            return ["showbatch: next: the failed rows are the data file's to fix (\(codes)): correct them, then run the night again (\(rerun))"]
+        }
+        if let next, notWhole.allSatisfy({ $0.retryable && $0.notOk == $0.failed }) {
+            return ["showbatch: next: \(next) sends the \(summary.failed) failed row\(summary.failed == 1 ? "" : "s") again"]
+        }
+        guard let night = notWhole.first, let retry, !summary.interrupted, summary.stopReason == nil else { return [] }
+        let rerun = retry.replacingOccurrences(of: " --retry-failed", with: "")
+        switch night.state {
+        case .doesNotAddUp:
+            return ["showbatch: next: run the night again (\(rerun)): its files are written anew under its number"]
+        case .beyondMaxFailed where night.retryable && night.notOk == night.failed:
+            return ["showbatch: next: \(retry) sends the \(night.failed) failed row\(night.failed == 1 ? "" : "s") again"]
+        case .beyondMaxFailed where night.notOk > night.failed:
+            let partial = night.notOk - night.failed
+            return ["showbatch: next: \(partial) of the night's rows not ok \(partial == 1 ? "is" : "are") partial (\(codes.isEmpty ? "a label not found" : codes)), which a retry answers the same: fix the manifest's labels or the data, then run the night again (\(rerun))"]
+        default:
+            return ["showbatch: next: the night's failed rows were not kept to be sent again: run the night again (\(rerun))"]
+        }
     }
 
     /// What each delivery did, a line each; a failed one says what delivers it later.

@@ -106,11 +106,11 @@ enum FlagValue {
     }
 
     /// A calendar date, `YYYY-MM-DD`.
-    static func date(_ text: String, _ flag: String, command: String) throws(UsageError) -> NightDate {
-        guard let date = NightDate(parsing: text) else {
-            throw UsageError(message: "\(flag) must be a date YYYY-MM-DD, such as 2026-12-01; got \"\(text)\"", command: command)
+    static func night(_ text: String, _ flag: String, command: String) throws(UsageError) -> NightChoice {
+        guard let night = NightChoice(parsing: text) else {
+            throw UsageError(message: "\(flag) must be a date YYYY-MM-DD (such as 2026-12-01), yesterday or today; got \"\(text)\"", command: command)
         }
-        return date
+        return night
     }
 
     /// A positive duration.

@@ -37,7 +37,7 @@ struct MergeCommand {
         let shards = arguments.shards ?? 1
         let summary: MergeSummary
         do {
-            var options = MergeOptions(shards: shards, output: arguments.output, format: arguments.format, date: arguments.date,
+            var options = MergeOptions(shards: shards, output: arguments.output, format: arguments.format, night: arguments.night,
                                        keepShards: arguments.keepShards, maxFailed: arguments.maxFailed)
             options.audit = arguments.audit
             options.runID = runID
@@ -74,10 +74,10 @@ struct MergeCommand {
             let allowance = summary.allowance.map { "max_failed (\($0.text))" } ?? "max_failed (0: none set)"
             lines.append("showbatch: the night has \(summary.notOk) row\(summary.notOk == 1 ? "" : "s") not ok of \(rows), \(summary.complete ? "within" : "beyond") \(allowance)")
         }
-        let deliver = "showbatch deliver \(arguments.manifest) --date \(arguments.date ?? NightDate.today())"
+        let deliver = summary.night.map { RunCommand.deliverCommand(arguments.manifest, night: $0) }
         lines += EventPrinter.deliveryLines(summary.deliveries, deliver: deliver).filter { !arguments.quiet || $0.hasPrefix("showbatch: error:") }
         guard !json else {
-            printer.summary(summary.runSummary(night: arguments.date ?? NightDate.today(), elapsed: .seconds(Date().timeIntervalSince(started))))
+            printer.summary(summary.runSummary(elapsed: .seconds(Date().timeIntervalSince(started))))
             return
         }
         if !lines.isEmpty { Console.err(lines.map(TerminalText.escaped).joined(separator: "\n") + "\n") }
@@ -87,9 +87,8 @@ struct MergeCommand {
     private func record(_ code: ExitCode, summary: MergeSummary? = nil, error: String? = nil, job: String?, files: Bool = true) -> ExitCode {
         let records = RunRecords(metrics: arguments.metrics, report: arguments.report, push: arguments.metricsPush)
         guard !records.isEmpty else { return code }
-        let night = arguments.date ?? NightDate.today()
         let report = RunReport(runID: runID, manifest: arguments.manifest, shard: nil, started: started, ended: Date(), exitCode: code,
-                               summary: summary?.runSummary(night: night, elapsed: .seconds(Date().timeIntervalSince(started))), error: error, job: job)
+                               summary: summary?.runSummary(elapsed: .seconds(Date().timeIntervalSince(started))), error: error, job: job)
         return records.record(report, files: files, problem: { problem in
             switch problem {
             case .error(let text): printer.error(text)

@@ -65,7 +65,7 @@ private let batch = ["BATCH": "B7"]
         defer { work.remove() }
         let run = try await showbatch(["run", "m.yaml", "--emulate", "--date", "2026-12-01"], in: work.path, environment: batch)
         #expect(run.status == 1)
-        #expect(run.stderr.contains("\nshowbatch: 1410 not_a_number: 1 row, the first: column amount of request r5: the value is not a decimal number, and the file's header or trailer sums it\nshowbatch: next: the failed rows are the data file's to fix (1410): correct them, then run the night again (showbatch run m.yaml --date 2026-12-01 --emulate)\n"),
+        #expect(run.stderr.contains("\nshowbatch: 1410 not_a_number: 1 row, the first: column amount of request r5: the value is not a decimal number, and the file's header or trailer sums it\nshowbatch: the night of 2026-12-01 in out/night-20261201-001.csv (sequence 1) has 1 row not ok of 12, beyond max_failed (0): it is not finished for the processor\nshowbatch: next: the failed rows are the data file's to fix (1410): correct them, then run the night again (showbatch run m.yaml --date 2026-12-01 --emulate)\n"),
                 "\(run.stderr)")
         let cards = ["4000000000000000", "4111111111111111"]
         let rows = (0..<12).map { id in "r\(id),\(cards[id % 2]),\(id == 5 ? "" : amount(id).text),1\n" }.joined()

@@ -159,7 +159,7 @@ private let rows = "id,card\n1,4111111111111111\n2,5555555555554444\n"
         work.write("in/customers.csv", "id,alias\n1,tok_a\n2,tok_unknown\n")
         let first = try await run(work, server)
         #expect(first.status == 1)
-        #expect(first.stderr.contains("showbatch: warning: out/\(file) is not delivered: its rows not ok are beyond max_failed"))
+        #expect(first.stderr.contains("showbatch: warning: out/\(file) is not delivered: the night has 1 row not ok of 2, beyond max_failed\n"))
         work.write("in/customers.csv", "id,alias\n3,tok_b\n")
         let next = try await showbatch(["run", "m.yaml", "--emulate", "--date", "2026-12-02"], in: work.path, environment: environment(server))
         #expect(next.status == 5)
@@ -221,11 +221,13 @@ private let rows = "id,card\n1,4111111111111111\n2,5555555555554444\n"
         let (work, server) = try setUp()
         defer { work.remove(); server.remove() }
         #expect(try await run(work, server).status == 0)
-        // Killed after the rename, before the record was written (nor the night marked delivered).
+        // Killed after the rename, before its answer was recorded: the ledger says the rename was
+        // asked for, not that it was done, and no record is beside the file.
         unlink(work.path + "/out/\(file).delivered")
         let state = "out/.cards-{date}-{seq:4}.csv.sequence"
         let marked = try #require(work.read(state))
-        let unmarked = marked.replacingOccurrences(of: #""delivered":"[^"]*""#, with: #""delivered":"""#, options: .regularExpression)
+        let unmarked = marked.replacingOccurrences(of: #""delivered":\{"to":("[^"]*"),[^}]*\}"#, with: #""handing":{"to":$1,"at":"2026-12-01T02:20:00.000Z"}"#,
+                                                   options: .regularExpression)
         #expect(unmarked != marked)
         work.write(state, unmarked)
         chmod(work.path + "/" + state, 0o600)
@@ -265,10 +267,11 @@ private let rows = "id,card\n1,4111111111111111\n2,5555555555554444\n"
         work.write("in/customers.csv", "id,alias\n1,tok_a\n2,tok_unknown\n")
         let run = try await run(work, server)
         #expect(run.status == 1 && server.uploaded.isEmpty)
-        #expect(run.stderr.contains("showbatch: warning: out/\(file) is not delivered: its rows not ok are beyond max_failed; --retry-failed --date \(night) sends them again, and then delivers it\n"))
+        #expect(run.stderr.contains("showbatch: warning: out/\(file) is not delivered: the night has 1 row not ok of 2, beyond max_failed\n"))
+        #expect(run.stderr.contains("showbatch: the night of \(night) in out/\(file) (sequence 1) has 1 row not ok of 2, beyond max_failed (0): it is not finished for the processor\nshowbatch: next: showbatch run m.yaml --retry-failed --date \(night) --emulate sends the 1 failed row again\n"))
         let deliver = try await showbatch(["deliver", "m.yaml", "--date", night], in: work.path, environment: environment(server))
         #expect(deliver.status == 2)
-        #expect(deliver.stderr == "showbatch: error: out/\(file) was finished with rows not ok beyond max_failed, so it is not delivered: send them again first (showbatch run m.yaml --retry-failed --date \(night))\n")
+        #expect(deliver.stderr == "showbatch: error: out/\(file) was finished with rows not ok beyond max_failed, so it is not delivered: send its failed rows again first (showbatch run m.yaml --date \(night) --retry-failed)\n")
         #expect(server.uploaded.isEmpty)
     }
 
@@ -284,10 +287,10 @@ private let rows = "id,card\n1,4111111111111111\n2,5555555555554444\n"
         #expect(rerun.stderr.hasPrefix("showbatch: warning: out/\(file): it was delivered to \(server.url)\(file) at "))
         #expect(rerun.stderr.contains("showbatch: 0 rows: 0 ok"))
         #expect(!work.exists("out/\(file)") && server.uploaded == [file, file + ".done"])
-        // With other data: still not sent, and said loudly.
+        // With other data: still not sent, and said loudly: exit 1, rows were left unsent.
         work.write("in/customers.csv", "id,alias\n7,tok_a\n")
         let changed = try await run(work, server)
-        #expect(changed.status == 0)
+        #expect(changed.status == 1)
         #expect(changed.stderr.contains("showbatch: warning: out/\(file): the data files changed since the night of \(night) was delivered: their rows are NOT sent (a delivered night is the processor's; send them as another night, with its own --date)\n"))
         #expect(changed.stderr.contains("showbatch: 0 rows: 0 ok"))
     }

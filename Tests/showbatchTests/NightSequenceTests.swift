@@ -104,21 +104,21 @@ private func outFiles(_ work: Workspace) -> [String] {
         defer { work.remove() }
         work.write("in/customers.csv", data(Array(1...7)))
         for shard in 0..<3 {
-            let run = try await showbatch(["run", "m.yaml", "--emulate", "--date", "2026-12-09", "--shard", "\(shard)/3", "--quiet"], in: work.path)
+            let run = try await showbatch(["run", "m.yaml", "--emulate", "--date", "2026-11-19", "--shard", "\(shard)/3", "--quiet"], in: work.path)
             #expect(run.status == 0 && run.stderr == "")
         }
         // The shards took the night's number as they began; the merge records the night finished.
-        #expect(work.read("out/.cards-{date}-{seq:4}.csv.sequence")?.contains("\"date\":\"20261209\",\"seq\":1,\"data\":") == true)
+        #expect(work.read("out/.cards-{date}-{seq:4}.csv.sequence")?.contains("\"date\":\"20261119\",\"seq\":1,\"data\":") == true)
         #expect(work.read("out/.cards-{date}-{seq:4}.csv.sequence")?.contains("\"finished\":\"\"") == true)
         // A merge for a night no shard ran (the merge pod's "today" after midnight) is refused.
-        let wrongNight = try await showbatch(["merge", "m.yaml", "--shards", "3", "--date", "2026-12-10"], in: work.path)
+        let wrongNight = try await showbatch(["merge", "m.yaml", "--shards", "3", "--date", "2026-11-20"], in: work.path)
         #expect(wrongNight.status == 2)
-        #expect(wrongNight.stderr == "showbatch: error: no run of the night of 2026-12-10 began for out/cards-${run.date}-${run.seq:4}.csv (its sequence state out/.cards-{date}-{seq:4}.csv.sequence has no such night): give merge the --date the shards were run with\n")
-        #expect(work.exists("out/cards-20261209-0001-shard-2.csv"))
-        let merge = try await showbatch(["merge", "m.yaml", "--shards", "3", "--date", "2026-12-09"], in: work.path)
-        #expect(merge.status == 0 && merge.stderr == "showbatch: merged 3 shards into out/cards-20261209-0001.csv (7 rows)\n")
-        #expect(work.read("out/cards-20261209-0001.csv") == expectedRows(Array(1...7)))
-        #expect(work.read("out/.cards-{date}-{seq:4}.csv.sequence")?.contains("\"date\":\"20261209\",\"seq\":1,") == true)
+        #expect(wrongNight.stderr == "showbatch: error: no run of the night of 2026-11-20 began for out/cards-${run.date}-${run.seq:4}.csv (its sequence state out/.cards-{date}-{seq:4}.csv.sequence has no such night): give merge the --date the shards were run with\n")
+        #expect(work.exists("out/cards-20261119-0001-shard-2.csv"))
+        let merge = try await showbatch(["merge", "m.yaml", "--shards", "3", "--date", "2026-11-19"], in: work.path)
+        #expect(merge.status == 0 && merge.stderr == "showbatch: merged 3 shards into out/cards-20261119-0001.csv (7 rows)\n")
+        #expect(work.read("out/cards-20261119-0001.csv") == expectedRows(Array(1...7)))
+        #expect(work.read("out/.cards-{date}-{seq:4}.csv.sequence")?.contains("\"date\":\"20261119\",\"seq\":1,") == true)
     }
 
     /// Two nights run at once each take a number of their own, under the state's lock.

@@ -70,8 +70,10 @@ package enum PrivateFile {
 
     /// Replaces the file at `path` with `bytes` at once (a reader sees the old file or the new
     /// one, never a part): written to a hidden file beside it, synced, renamed over it. Never
-    /// through a link; a folder or device at `path` is refused.
-    package static func replaceAtomically(_ path: String, with bytes: [UInt8], mode: mode_t) throws(RunError) {
+    /// through a link; a folder or device at `path` is refused. `syncingFolder`: the folder is
+    /// synced after the rename too, so that the new file is there after a power loss (a record
+    /// that decides what is sent next).
+    package static func replaceAtomically(_ path: String, with bytes: [UInt8], mode: mode_t, syncingFolder: Bool = false) throws(RunError) {
         if let refusal = refusal(path) { throw RunError.runtime(refusal + ": cannot write it") }
         try makeParent(of: path, for: path)
         let slash = path.lastIndex(of: "/")
@@ -92,6 +94,14 @@ package enum PrivateFile {
         if let code {
             unlink(temporary)
             throw RunError.runtime("cannot write \(path): \(describeErrno(code))")
+        }
+        if syncingFolder {
+            let directory = open(folder.isEmpty ? "/" : folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            guard directory >= 0 else { return }
+            defer { close(directory) }
+            if fsync(directory) != 0 && errno != EINVAL {
+                throw RunError.runtime("cannot write \(path): syncing its folder: \(describeErrno(errno))")
+            }
         }
     }
 

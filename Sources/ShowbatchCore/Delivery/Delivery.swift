@@ -16,6 +16,9 @@ struct DeliveryRecord: Equatable {
     var sha256: String
     /// When it was put in place on the server (RFC 3339).
     var delivered: String
+    /// The generation of the night's ledger that recorded it: a ledger older than that was
+    /// rolled back.
+    var generation = 0
 
     /// The record beside `output`: nil when there is none.
     static func read(beside output: String) throws(RunError) -> DeliveryRecord? {
@@ -32,7 +35,9 @@ struct DeliveryRecord: Equatable {
               let sha = text("sha256"), let when = text("delivered") else {
             throw RunError.runtime("\(path) is not a whole delivery record")
         }
-        return DeliveryRecord(file: name, to: to, size: size, sha256: sha, delivered: when)
+        var generation = 0
+        if case .number(let text)? = value["generation"], let number = Int(text) { generation = number }
+        return DeliveryRecord(file: name, to: to, size: size, sha256: sha, delivered: when, generation: generation)
     }
 
     /// Writes it beside `output` at once, mode 0600, never through a link.
@@ -46,6 +51,7 @@ struct DeliveryRecord: Equatable {
                 writer.key("size"); writer.integer(size)
                 writer.key("sha256"); writer.string(sha256)
                 writer.key("delivered"); writer.string(delivered)
+                writer.key("generation"); writer.integer(generation)
             }
         }
         bytes.append(0x0A)
@@ -89,13 +95,12 @@ enum Deliverer {
         do throws(RunError) {
             let digest = try FileDigest.of(path)
             outcome.size = digest.size
-            if let record = try DeliveryRecord.read(beside: path) {
-                if record.sha256 == digest.sha256 && record.file == name && record.to == spec.destination.description {
-                    outcome.result = .already(record.delivered)
-                    // A run killed between the record and the state: the state says it too now.
-                    try NightLedger.markDelivered(night.date, at: record.delivered, template: night.template)
+            // The night's ledger says whether it was delivered, whatever side file is there or not.
+            if let recorded = try NightLedger.read(template: night.template).night(on: night.date), let delivery = recorded.delivery {
+                if delivery.sha256 == digest.sha256 {
+                    outcome.result = .already(delivery.at)
                 } else {
-                    outcome.result = .failed("\(path) was delivered to \(record.to)\(record.file) at \(record.delivered) and has changed since (or is to go elsewhere now); a processor takes a night's file once, so it is not sent again: remove \(SideFile.delivered.of(path)) to send this file as a new delivery")
+                    outcome.result = .failed("\(path) was delivered\(recorded.deliveredWhere) at \(delivery.at) and has changed since; a processor takes a night's file once, so it is not sent again")
                 }
                 return outcome
             }
@@ -123,12 +128,12 @@ enum Deliverer {
                     attempt += 1
                 }
             }
-            let when = Timestamp.rfc3339()
-            try DeliveryRecord(file: name, to: spec.destination.description, size: digest.size, sha256: digest.sha256,
-                               delivered: when).write(beside: path)
-            // The night's state keeps it too: a night delivered is never written again, even
-            // once its file and record are gone from here.
-            try NightLedger.markDelivered(night.date, at: when, template: night.template)
+            let delivery = NightRecord.Delivery(to: spec.destination.description, file: name, size: digest.size, sha256: digest.sha256,
+                                                at: Timestamp.rfc3339())
+            // The night's ledger is the one record of it; the record beside the file is a copy.
+            let generation = try NightLedger.markDelivered(night.date, delivery, template: night.template)
+            try DeliveryRecord(file: name, to: delivery.to, size: delivery.size, sha256: delivery.sha256, delivered: delivery.at,
+                               generation: generation).write(beside: path)
             return outcome
         } catch {
             outcome.result = .failed(error.description)
@@ -192,7 +197,7 @@ extension Deliverer {
                                timeout: Duration, note: (String) -> Void, isCancelled: () -> Bool = { false }) -> [DeliveryOutcome] {
         let name = (path as NSString).lastPathComponent
         var outcomes: [DeliveryOutcome] = []
-        func heldBack(_ earlier: NightLedger.Night, _ reason: String) -> [DeliveryOutcome] {
+        func heldBack(_ earlier: NightRecord, _ reason: String) -> [DeliveryOutcome] {
             outcomes + [DeliveryOutcome(path: path, destination: spec.destination.url(of: name), size: 0, result: .failed(
                 "the night of \(earlier.date) (sequence \(earlier.seq)) comes before it and \(reason); a processor rejects a gap in the sequence, so this night is delivered after it"))]
         }

@@ -23,6 +23,14 @@ struct MergePlan {
         var keys: [DataKey?]
         /// Each shard's rows by status, from its identity (nil from an older showbatch's).
         var counts: [RowCounts?] = []
+
+        /// The output's rows by status over its shards; nil when a shard's identity does not say.
+        var nightCounts: RowCounts? {
+            guard counts.count == shards.count else { return nil }
+            var total = RowCounts()
+            for case let shard? in counts { total.add(shard) }
+            return counts.contains { $0 == nil } ? nil : total
+        }
     }
 
     /// The night's rows by status, over every output and shard: what `max_failed` is applied
@@ -51,17 +59,17 @@ struct MergePlan {
     /// The unsharded plan, which says what a shard's journal and identity must be.
     let planner: OutputPlanner
 
-    /// Plans the outputs as `run` does, unsharded and for each shard.
-    init(manifest: Manifest, options: MergeOptions) throws(RunError) {
+    /// Plans the outputs as `run` does, unsharded and for each shard, for `night`.
+    init(manifest: Manifest, options: MergeOptions, night: Night) throws(RunError) {
         guard options.shards >= 1 else { throw RunError.usage("--shards must be at least 1") }
         if options.output == "-" {
             throw RunError.usage("merge writes files, not standard output: give --output the path the shards were run with")
         }
         // The shards' files and the merged one are named for one night.
-        let nights = try Nights(manifest: manifest, date: options.date ?? NightDate.today())
+        let nights = try NightBook(manifest: manifest, night: night)
         // The shards took the night's number as they began: a merge for a night no shard ran
         // (a merge pod's "today" after midnight) is refused, never numbered anew.
-        for template in nights.ledgers.keys.sorted() where options.output == nil && nights.night(of: template) == nil {
+        for template in nights.templates where options.output == nil && nights.record(of: template) == nil {
             throw RunError.usage("no run of the night of \(nights.date) began for \(template) (its sequence state \(NightLedger.statePath(of: template)) has no such night): give merge the --date the shards were run with")
         }
         func planned(_ shard: Shard?) throws(RunError) -> OutputPlanner {

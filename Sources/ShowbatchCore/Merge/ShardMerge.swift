@@ -14,8 +14,9 @@ package struct MergeOptions: Sendable, Equatable {
     package var output: String?
     /// `--format`, when the shards were run with it.
     package var format: OutputFormat?
-    /// `--date`: the night the shards were run for (`${run.date}`, `${run.seq}`); nil: today in `TZ`.
-    package var date: NightDate?
+    /// `--date`: the night the shards were run for (`${run.date}`, `${run.seq}`); nil: today in
+    /// `TZ`, read once when the merge begins.
+    package var night: NightChoice?
     /// `--keep-shards`: the shards' files stay once merged (and delivered).
     package var keepShards = false
     /// `--max-failed`, as the shards were run with it; else the manifest's `max_failed`.
@@ -25,12 +26,12 @@ package struct MergeOptions: Sendable, Equatable {
     package var runID = ""
 
     /// Options for a manifest run in `shards` shards.
-    package init(shards: Int, output: String? = nil, format: OutputFormat? = nil, date: NightDate? = nil, keepShards: Bool = false,
+    package init(shards: Int, output: String? = nil, format: OutputFormat? = nil, night: NightChoice? = nil, keepShards: Bool = false,
                  maxFailed: FailureAllowance? = nil) {
         self.shards = shards
         self.output = output
         self.format = format
-        self.date = date
+        self.night = night
         self.keepShards = keepShards
         self.maxFailed = maxFailed
     }
@@ -67,9 +68,14 @@ package struct MergeSummary: Sendable, Equatable {
     package var ok = 0
     package var partial = 0
     package var failed = 0
+    /// The night the merge was of, decided once as it began: what its hints, report and metrics name.
+    package var night: NightDate?
+    /// The merged files whose rows did not add up to the night's data rows: never recorded
+    /// finished, never delivered.
+    package var notAddingUp: [String] = []
 
     /// What a run's summary would say of the night, for the merge's `--report` and metrics.
-    package func runSummary(night: NightDate?, elapsed: Duration) -> RunSummary {
+    package func runSummary(elapsed: Duration) -> RunSummary {
         var summary = RunSummary()
         summary.rows = rows ?? 0
         (summary.ok, summary.partial, summary.failed) = (ok, partial, failed)
@@ -79,6 +85,10 @@ package struct MergeSummary: Sendable, Equatable {
         summary.interrupted = interrupted
         summary.night = night
         summary.elapsed = elapsed
+        summary.nights = notAddingUp.map { path in
+            NightOutcome(path: path, date: night ?? NightDate(year: 1970, month: 1, day: 1)!, seq: 0, rows: rows ?? 0, notOk: notOk,
+                         failed: failed, retryable: false, state: .doesNotAddUp(counted: 0))
+        }
         return summary
     }
 }
@@ -99,19 +109,22 @@ package struct MergeSummary: Sendable, Equatable {
 package enum ShardMerge {
     /// Merges the shard outputs of `manifest`. `isCancelled` is asked now and then; when it says
     /// true, the merge stops and writes nothing.
-    package static func merge(manifest: Manifest, options: MergeOptions, note: (String) -> Void = { _ in },
+    package static func merge(manifest: Manifest, options: MergeOptions, clock: NightClock = .system, note: (String) -> Void = { _ in },
                              isCancelled: @escaping @Sendable () -> Bool = { false }) throws(RunError) -> MergeSummary {
+        // The night is decided once, as the merge begins: one that runs past midnight merges,
+        // reports and hints the night it began with.
+        let decided = try Night.decide(options.night, clock: clock, beginning: false)
         guard let path = options.audit ?? manifest.auditPath else {
-            return try mergeUnaudited(manifest: manifest, options: options, note: note, isCancelled: isCancelled)
+            return try mergeUnaudited(manifest: manifest, options: options, night: decided, note: note, isCancelled: isCancelled)
         }
         let trail = AuditTrail(path: path, runID: options.runID, manifest: manifest)
-        let night = JSONMember("night", .string((options.date ?? NightDate.today()).description))
+        let night = JSONMember("night", .string(decided.date.description))
         try trail.append("merge_started", outcome: "started", extra: [JSONMember("shards", .number(String(options.shards))), night])
         func entry(_ write: () throws(RunError) -> Void) {
             do { try write() } catch { note(error.description) }
         }
         do {
-            let summary = try mergeUnaudited(manifest: manifest, options: options, note: note, isCancelled: isCancelled)
+            let summary = try mergeUnaudited(manifest: manifest, options: options, night: decided, note: note, isCancelled: isCancelled)
             if summary.interrupted {
                 entry { () throws(RunError) in try trail.append("stopped", outcome: "interrupted", extra: [night]) }
                 return summary
@@ -131,11 +144,12 @@ package enum ShardMerge {
         }
     }
 
-    private static func mergeUnaudited(manifest: Manifest, options: MergeOptions, note: (String) -> Void,
+    private static func mergeUnaudited(manifest: Manifest, options: MergeOptions, night: Night, note: (String) -> Void,
                                        isCancelled: @escaping @Sendable () -> Bool) throws(RunError) -> MergeSummary {
-        var plan = try MergePlan(manifest: manifest, options: options)
-        if let delivered = try deliveredAlready(plan) {
+        var plan = try MergePlan(manifest: manifest, options: options, night: night)
+        if var delivered = try deliveredAlready(plan) {
             if !options.keepShards { removeShards(plan) }
+            delivered.night = night.date
             return delivered
         }
         // Nothing another user could have planted is merged or written into.
@@ -155,6 +169,9 @@ package enum ShardMerge {
         // An output and its rejects file are merged together: a file of each shard for each.
         try raiseOpenFileLimit(plan.shards * (plan.outputs.contains { $0.target.rejects != nil } ? 2 : 1) + 16)
         var summary = MergeSummary()
+        summary.night = night.date
+        // The rows of each merged file, read back from it before it is put in place, by output.
+        var counted: [Int: NightFileRows] = [:]
         var partials: [(fd: Int32, path: String)] = []
         func discard() {
             for partial in partials where partial.fd >= 0 { close(partial.fd) }
@@ -184,6 +201,13 @@ package enum ShardMerge {
                     guard fdatasync(fd) == 0 else {
                         throw RunError.runtime("cannot write \(SideFile.partial.of(path)): \(describeErrno(errno))")
                     }
+                    // What the night's rows add up to is counted from the merged file itself.
+                    let isOutput = path == output.target.path
+                    let rowsHere = try NightCount.rows(of: SideFile.partial.of(path), layout: isOutput ? output.target.layout : output.target.rejects!.layout,
+                                                       key: encryptor == nil ? nil : mergeKey)
+                    var count = counted[output.index] ?? NightFileRows(output: 0, rejects: nil, counts: output.nightCounts ?? RowCounts())
+                    if isOutput { count.output = rowsHere } else { count.rejects = rowsHere }
+                    counted[output.index] = count
                     // The night's header and trailer go around the merged rows, totalled from them.
                     let envelope = path == output.target.path ? output.target.envelope : nil
                     if let envelope, encryptor == nil {
@@ -218,14 +242,14 @@ package enum ShardMerge {
         }
         // Every output is complete: only now does any of them replace a file.
         try putInPlace(plan)
-        judge(&summary, plan.nightCounts, allowance: options.maxFailed ?? manifest.maxFailed)
-        try NightRecords.record(plan.outputs.filter { !$0.unchanged }.map(\.target), data: manifest.requests.contains { $0.each != nil } ? String(try manifest.rowsHash(), radix: 16) : "",
-                                complete: summary.complete)
+        let allowance = options.maxFailed ?? manifest.maxFailed
+        judge(&summary, plan.nightCounts, allowance: allowance)
+        try record(plan, counted: counted, allowance: allowance, summary: &summary, note: note)
         guard summary.complete else {
             // As a run's: the night waits for its failed rows, sent again shard by shard from
             // the shards' journals (kept), then merged again.
-            for output in plan.outputs where output.target.deliver != nil && output.target.night?.records == true {
-                note("\(output.target.path) is not delivered: the night's rows not ok (\(summary.notOk) of \(summary.rows ?? 0)) are beyond max_failed; send them again shard by shard (showbatch run \(manifest.file) --shard I/\(plan.shards) --retry-failed --date \(output.target.night!.date)), then merge again")
+            for output in plan.outputs where output.target.deliver != nil && output.target.night?.records == true && summary.notAddingUp.isEmpty {
+                note("\(output.target.path) is not delivered: the night's rows not ok (\(summary.notOk) of \(summary.rows ?? 0)) are beyond max_failed; send them again shard by shard (showbatch run \(manifest.file) --shard I/\(plan.shards) --retry-failed --date \(night.date)), then merge again")
             }
             return summary
         }
@@ -246,6 +270,35 @@ package enum ShardMerge {
         (summary.ok, summary.partial, summary.failed) = (counts.ok, counts.partial, counts.failed)
         summary.notOk = counts.rows - counts.ok
         summary.complete = summary.notOk == 0 || allowance.map { summary.notOk <= $0.rows(of: counts.rows) } == true
+    }
+
+    /// Records each merged night in its output's ledger once its files' rows add up to the
+    /// night's data rows: complete when the night's rows not ok are within `allowance`. A file
+    /// that does not add up is never recorded finished: the merge exits 1 and says so.
+    private static func record(_ plan: MergePlan, counted: [Int: NightFileRows], allowance: FailureAllowance?,
+                               summary: inout MergeSummary, note: (String) -> Void) throws(RunError) {
+        let manifest = plan.manifest
+        let data = manifest.requests.contains { $0.each != nil } ? (try manifest.nightRowsHash() ?? "") : ""
+        for output in plan.outputs where !output.unchanged {
+            guard let night = output.target.night, night.records, let files = counted[output.index] else { continue }
+            let expected = NightCount.expected(manifest, output: output.index, byRequest: plan.byRequest, selection: WorkSelection(shard: nil))
+            let counts = output.nightCounts ?? RowCounts()
+            let rows = NightRecord.NightRows(data: expected, output: files.output, rejects: files.rejects ?? 0,
+                                             ok: counts.ok, partial: counts.partial, failed: counts.failed)
+            let finish = NightDecision.finish(rows, allowed: allowance?.rows(of: expected) ?? 0)
+            if case .doesNotAddUp(let count, _) = finish {
+                summary.complete = false
+                summary.notAddingUp.append(output.target.path)
+                note("the night of \(night.date) does not add up in \(output.target.path): its files hold \(count) row\(count == 1 ? "" : "s") (the output's and its rejects file's), its data files \(expected); it is not recorded as finished, and not delivered")
+                continue
+            }
+            let digest = try FileDigest.of(output.target.path)
+            try NightLedger.finish(NightRecord(date: night.date, seq: night.seq, data: data, manifest: String(manifest.rowIdentity, radix: 16),
+                                               file: (output.target.path as NSString).lastPathComponent, size: digest.size,
+                                               sha256: digest.sha256, finished: Timestamp.rfc3339(), rows: rows,
+                                               complete: summary.complete && finish == .whole, deliver: output.target.deliver != nil),
+                                   template: night.template)
+        }
     }
 
     /// Removes every file of the shards merged into a file of their own (their rows, sealed or
@@ -283,19 +336,13 @@ package enum ShardMerge {
             let path = output.target.path
             guard let spec = output.target.deliver else { continue }
             let name = (path as NSString).lastPathComponent
-            if let record = try DeliveryRecord.read(beside: path), case .regular = PrivateFile.inspect(path),
-               let digest = try? FileDigest.of(path), digest.sha256 == record.sha256 {
+            // The night's ledger says it was delivered, whether or not its file is still here.
+            if let night = output.target.night, let recorded = try NightLedger.read(template: night.template).night(on: night.date),
+               let delivery = recorded.delivery {
                 delivered.append(path)
                 summary.outputs.append(MergedOutput(path: path, rows: 0, unchanged: true))
-                summary.deliveries.append(DeliveryOutcome(path: path, destination: spec.destination.url(of: record.file), size: digest.size,
-                                                          result: .already(record.delivered)))
-            } else if let night = output.target.night, let recorded = try NightLedger.read(template: night.template).night(on: night.date),
-                      !recorded.delivered.isEmpty {
-                // Its file and record may be gone from here: the sequence state says it was delivered.
-                delivered.append(path)
-                summary.outputs.append(MergedOutput(path: path, rows: 0, unchanged: true))
-                summary.deliveries.append(DeliveryOutcome(path: path, destination: spec.destination.url(of: name), size: recorded.size,
-                                                          result: .already(recorded.delivered)))
+                summary.deliveries.append(DeliveryOutcome(path: path, destination: spec.destination.url(of: delivery.file.isEmpty ? name : delivery.file),
+                                                          size: delivery.size, result: .already(delivery.at)))
             }
         }
         guard !delivered.isEmpty else { return nil }

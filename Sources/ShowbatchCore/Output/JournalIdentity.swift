@@ -73,11 +73,19 @@ extension Manifest {
 }
 
 extension Manifest {
-    /// The rows of the data files as a run reads them, not their bytes: what says a night's data
-    /// is another night's again whatever its line endings, blank lines or quoting (a re-export
-    /// of yesterday's file is yesterday's night). A row that cannot be read counts by its fields.
-    package func rowsHash() throws(RunError) -> UInt64 {
-        var hasher = IdentityHasher()
+    /// What begins a multiset rows hash (`nightRowsHash`); an earlier showbatch's ordered hash
+    /// has no prefix.
+    static let rowsHashPrefix = "m1:"
+
+    /// The rows of the data files as a run reads them, as a multiset: what says a night's data is
+    /// another night's again whatever the order of its rows, its line endings, blank lines,
+    /// quoting or byte order mark (a re-export of yesterday's file, sorted otherwise, is
+    /// yesterday's night). Each row is hashed on its own (its columns in name order) and the
+    /// rows' hashes added up, so no order counts; a row that cannot be read counts by its fields.
+    /// Nil when interrupted while reading.
+    package func nightRowsHash() throws(RunError) -> String? {
+        var sum: (UInt64, UInt64) = (0, 0)
+        var count: UInt64 = 0
         for (index, spec) in requests.enumerated() {
             guard let each = spec.each else { continue }
             var reader: DataRowReader
@@ -86,8 +94,9 @@ extension Manifest {
             } catch {
                 throw RunError.runtime("cannot read the data file \(each.name): \(error)")
             }
-            hasher.add("request", String(index))
             while let next = reader.next() {
+                var hasher = IdentityHasher()
+                hasher.add("request", String(index))
                 let row: DataRow?
                 switch next {
                 case .success(let read): row = read
@@ -96,12 +105,28 @@ extension Manifest {
                     row = failure.row
                 }
                 for (column, value) in (row?.values ?? [:]).sorted(by: { $0.key < $1.key }) { hasher.add(column, value.compactText) }
-                hasher.add("row")
-                if Task.isCancelled { return hasher.value }
+                // Two mixes of the row's hash, added up: an order-free sum that two different
+                // nights do not share by chance.
+                sum.0 &+= mix(hasher.value)
+                sum.1 &+= mix(hasher.value ^ 0x9E37_79B9_7F4A_7C15)
+                count += 1
+                if count & 1023 == 0 && Task.isCancelled { return nil }
             }
         }
-        return hasher.value
+        func hex(_ value: UInt64) -> String {
+            let text = String(value, radix: 16)
+            return String(repeating: "0", count: 16 - text.count) + text
+        }
+        return Manifest.rowsHashPrefix + hex(sum.0) + hex(sum.1) + hex(count)
     }
+}
+
+/// SplitMix64's finalizer: spreads a row's hash over every bit before it is added up.
+private func mix(_ value: UInt64) -> UInt64 {
+    var z = value &+ 0x9E37_79B9_7F4A_7C15
+    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+    return z ^ (z >> 31)
 }
 
 /// FNV-1a over a sequence of fields, each ended by a separator so that fields cannot run into

@@ -365,6 +365,24 @@ final class OutputFile {
         try sync()
     }
 
+    /// The rows the finished content holds, read back from its `.partial` (and its rejects
+    /// file's), not from what the writer counted: what says the night adds up before it is put
+    /// in place. A sealed file gets its last chunk first. Nil for standard output.
+    func countRows() throws(RunError) -> (output: Int, rejects: Int?)? {
+        guard let partialPath, !closed else { return nil }
+        let rejected = try rejects?.countRows()?.output
+        if let sealer, !sealer.isFinished {
+            do {
+                try sealer.finish()
+            } catch {
+                throw RunError.runtime("\(error.message); the journal \(journalPath) is kept, so the run can go on with --resume once that is fixed")
+            }
+            guard fdatasync(fd) == 0 else { throw writeError(errno) }
+        }
+        let own = try NightCount.rows(of: partialPath, layout: layout, key: sealing?.key)
+        return (own, rejected)
+    }
+
     /// Closes the file and puts it in place: renamed or, encrypted, made into an OpenPGP message.
     /// With `keepingSealed`, an OpenPGP message's sealed rows are kept beside it (`.sealed`) for
     /// `--retry-failed`, once every message of the output (its rejects file's too) is in place.

@@ -24,7 +24,7 @@ struct OutputPlanner {
     /// Plans the outputs of `manifest` as a run with these flags writes them. A canary (`limit`
     /// without `output`) writes every file of an output in a `canary` folder beside it.
     /// `nights` fills in `${run.date}` and `${run.seq}`; without it they stay as written.
-    init(manifest: Manifest, output: String?, format: OutputFormat?, shard: Shard?, limit: Int? = nil, nights: Nights? = nil) throws(RunError) {
+    init(manifest: Manifest, output: String?, format: OutputFormat?, shard: Shard?, limit: Int? = nil, nights: NightBook? = nil) throws(RunError) {
         self.manifest = manifest
         var inputs = [RunInput(what: "the manifest", path: manifest.file)]
         for request in manifest.requests {
@@ -115,7 +115,7 @@ struct OutputPlanner {
     }
 
     private static func plan(_ manifest: Manifest, output: String?, format explicitFormat: OutputFormat?, shard: Shard?,
-                             canary: Bool, nights: Nights?) throws(RunError) -> (targets: [OutputTarget], byRequest: [Int], extras: [[[ColumnPart]]]) {
+                             canary: Bool, nights: NightBook?) throws(RunError) -> (targets: [OutputTarget], byRequest: [Int], extras: [[[ColumnPart]]]) {
         let naming = PathNaming(shard: shard, canary: canary, nights: nights)
         var (targets, specs, byRequest) = if let output {
             try overrideTarget(manifest, path: output, format: explicitFormat, naming: naming)
@@ -135,7 +135,7 @@ struct OutputPlanner {
     private struct PathNaming {
         let shard: Shard?
         let canary: Bool
-        let nights: Nights?
+        let nights: NightBook?
 
         /// The night of the output named by `template`, when its name holds one.
         func night(of template: String, override: Bool) -> NightTarget? {
@@ -316,9 +316,10 @@ struct OutputPlanner {
             }
         }
         // A shard's file is rows for merge, which writes the night's envelope; standard output is rows to look at.
-        guard naming.shard == nil, !target.isStandardOutput else { return }
-        target.envelope = FileEnvelope(header: spec.header, trailer: spec.trailer, date: naming.nights?.date ?? NightDate.today(),
-                                       seq: target.night?.seq ?? naming.nights?.number(of: manifest.output?.path ?? spec.path) ?? 1,
+        // Without a night (`plan`), nothing is written: the lines wait for one.
+        guard naming.shard == nil, !target.isStandardOutput, let nights = naming.nights else { return }
+        target.envelope = FileEnvelope(header: spec.header, trailer: spec.trailer, date: nights.date,
+                                       seq: target.night?.seq ?? nights.number(of: manifest.output?.path ?? spec.path),
                                        summed: target.summed)
     }
 

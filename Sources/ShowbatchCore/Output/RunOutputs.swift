@@ -64,6 +64,10 @@ final class RunOutputs {
     let carriedTally: RowTally
     /// Outputs an earlier run finished already: this run sends nothing for them.
     let finishedBefore: [FinishedOutput]
+    /// The rows each output's files hold once committed, read back from them (or, for one an
+    /// earlier run finished, from its journal, which its files were checked against): what says
+    /// the night adds up. Nil for standard output and an output left as it is.
+    private(set) var counted: [NightFileRows?]
     private var closed = false
 
     /// Opens every target's journal, then its output. Journals come first: taking a journal's
@@ -131,6 +135,12 @@ final class RunOutputs {
         modes = opened.modes
         carriedTally = opened.carriedTally
         finishedBefore = opened.finishedBefore
+        counted = Array(repeating: nil, count: files.count)
+        for (index, journal) in journals.enumerated() where files[index] == nil && journal?.ended != nil && mode != .fresh {
+            guard let checkpoint = journal?.lastCheckpoint else { continue }
+            counted[index] = NightFileRows(output: checkpoint.ownRows ?? checkpoint.counts.rows, rejects: checkpoint.rejects?.rows,
+                                           counts: checkpoint.counts)
+        }
     }
 
     /// The output of `target` as an interrupted run left it, cut back to `checkpoint` and checked
@@ -306,6 +316,9 @@ final class RunOutputs {
                     try file.finishContent()
                 }
                 let checkpoint = file.checkpoint
+                if let rows = try file.countRows() {
+                    counted[index] = NightFileRows(output: rows.output, rejects: rows.rejects, counts: checkpoint.counts)
+                }
                 let keep = journal.map { keepsJournal(index, checkpoint, $0) } ?? false
                 let aside = targets[index].keepsRowsAside
                 switch mode {
@@ -377,6 +390,14 @@ final class RunOutputs {
         }
         return failures
     }
+}
+
+/// The rows an output's files hold, counted from them, and their statuses as the journal counts them.
+struct NightFileRows: Equatable, Sendable {
+    var output: Int
+    /// Nil when the output has no rejects file.
+    var rejects: Int?
+    var counts: RowCounts
 }
 
 extension RowCounts {

@@ -32,8 +32,11 @@ package struct RunOptions: Sendable, Equatable {
     package var maxFailed: FailureAllowance?
     /// `--limit N`: send only the first N work items (of this shard): a canary.
     package var limit: Int?
-    /// `--date YYYY-MM-DD`: the night `${run.date}` and `${run.seq}` name; nil: today in `TZ`.
-    package var date: NightDate?
+    /// `--date`: the night `${run.date}` and `${run.seq}` name (a day, `today` or `yesterday`);
+    /// nil: today in `TZ`. `Night.decide` reads it once.
+    package var night: NightChoice?
+    /// `--allow-future`: a night more than a day after today is taken.
+    package var allowFuture = false
     /// `--allow-repeat`: send a night whose data files are those of another night of the output.
     package var allowRepeat = false
     /// `--strict-hostname`: a failed hostname check is exit 3.

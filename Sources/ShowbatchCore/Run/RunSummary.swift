@@ -60,6 +60,9 @@ package struct RunSummary: Sendable {
 
     /// The night the outputs' names hold (`${run.date}`, `${run.seq}`), when one does.
     package var night: NightDate?
+    /// How each night-named output's night ended (a run that writes its night, not a test run):
+    /// a night that is not whole makes the run exit 1, whatever this run's own rows were.
+    package var nights: [NightOutcome] = []
 
     /// A run interrupted before anything was opened or sent.
     package init(interruptedBeforeStart: Void) { interrupted = true }
@@ -82,6 +85,34 @@ package struct RunSummary: Sendable {
 
     /// Requests per second over the run: the rows this run sent, not those taken from a journal.
     package var rate: Double { elapsed.seconds > 0 ? Double(max(0, rows - replayed)) / elapsed.seconds : 0 }
+}
+
+/// How the night of one output ended, judged on the whole night (its files' rows, whatever this
+/// run sent): whole (added up, within `max_failed`), or why not.
+package struct NightOutcome: Sendable, Equatable {
+    package var path: String
+    package var date: NightDate
+    package var seq: Int
+    /// The night's data rows, and of them not ok (partial or failed) and failed.
+    package var rows: Int
+    package var notOk: Int
+    package var failed: Int
+    /// Failed rows a `--retry-failed` can send again: the night's journal keeps them.
+    package var retryable: Bool
+    package var state: State
+
+    package enum State: Sendable, Equatable {
+        /// Added up, all ok or within `max_failed`.
+        case whole
+        /// Added up, with rows not ok beyond `max_failed` (`allowed` of them were allowed).
+        case beyondMaxFailed(allowed: Int)
+        /// Its files hold `counted` rows, not its data's: never recorded finished.
+        case doesNotAddUp(counted: Int)
+        /// Delivered before, and tonight's data files hold other rows, which are not sent.
+        case deliveredOtherData
+    }
+
+    package var isWhole: Bool { state == .whole }
 }
 
 /// A rejects file a run wrote, and the rows it holds.
@@ -114,7 +145,8 @@ extension RunSummary {
     package var exitCode: ExitCode {
         if interrupted { return .interrupted }
         if stopReason != nil { return .stopped }
-        let rowsCode: ExitCode = (ok == rows && whole) || withinAllowance ? .ok : .rowsFailed
+        let nightsWhole = nights.allSatisfy(\.isWhole)
+        let rowsCode: ExitCode = ((ok == rows && whole) || withinAllowance) && nightsWhole ? .ok : .rowsFailed
         if rowsCode == .ok && deliveries.contains(where: { if case .failed = $0.result { return true } else { return false } }) {
             return .undelivered
         }

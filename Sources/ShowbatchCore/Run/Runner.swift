@@ -15,6 +15,8 @@ package struct Runner: Sendable {
     let environment: [String: String]
     /// Clears every runtime message of the run's secrets.
     let redactor: Redactor
+    /// Where the night's date is read from, once (a test sets it).
+    var clock = NightClock.system
     /// Called with the number of workers waiting for room in the window each time one parks
     /// (tests wait on it instead of sleeping).
     var onPark: (@Sendable (Int) -> Void)?
@@ -38,16 +40,24 @@ package struct Runner: Sendable {
     /// Runs to the end (or to an interrupt), writing every output. What it says (events, a stop
     /// reason, an error) holds none of the run's secrets.
     package func run() async throws(RunError) -> RunSummary {
+        // The night is decided once, before anything: every later use of its date is this one.
+        let night: Night
+        do {
+            night = try Night.decide(options.night, clock: clock, allowFuture: options.allowFuture,
+                                     testRun: options.limit != nil || options.output != nil)
+        } catch {
+            throw redactor.redact(error)
+        }
         let trail = (options.audit ?? manifest.auditPath).map { AuditTrail(path: $0, runID: options.runID ?? "", manifest: manifest) }
         // The trail's first entry is written before anything is sent: a run that cannot be
         // audited does not run.
         try trail?.append("run_started", outcome: "started", extra: [
             JSONMember("mode", .string(options.mode == .retryFailed ? "retry_failed" : options.mode == .resume ? "resume" : "fresh")),
             JSONMember("shard", options.shard.map { .string("\($0.index)/\($0.count)") } ?? .null),
-            JSONMember("night", .string((options.date ?? NightDate.today()).description)),
+            JSONMember("night", .string(night.date.description)),
         ])
         do {
-            var summary = try await runUnredacted()
+            var summary = try await runUnredacted(night: night)
             summary.stopReason = summary.stopReason.map(redactor.redact)
             summary.tally.firstMessage = summary.tally.firstMessage.mapValues(redactor.redact)
             summary.allowance = settings.failureAllowance
@@ -84,21 +94,15 @@ package struct Runner: Sendable {
         do { try write() } catch { events(.warning(error.description)) }
     }
 
-    private func runUnredacted() async throws(RunError) -> RunSummary {
+    private func runUnredacted(night: Night) async throws(RunError) -> RunSummary {
         let start = ContinuousClock.now
-        guard let (nights, earlyDataHash, nightData) = try takeNight() else { return RunSummary(interruptedBeforeStart: ()) }
-        var plan = try OutputPlanner(manifest: manifest, output: options.output, format: options.format, shard: options.shard,
-                                     limit: options.limit, nights: nights)
-        if (options.resume || options.retryFailed) && plan.writesStandardOutput {
-            throw RunError.usage("\(options.resume ? "--resume" : "--retry-failed") needs file outputs; standard output is not resumable")
+        guard var runNight = try RunNight.decide(manifest: manifest, night: night, options: options) else {
+            return RunSummary(interruptedBeforeStart: ())
         }
-        try plan.check(sideFiles: options.sideFiles)
-        for warning in try NightRecords.markFinished(&plan.targets, nights: nights, mode: options.mode, data: nightData) {
-            events(.warning(warning))
-        }
+        var plan = try planOutputs(runNight)
+        // Every key is checked (a signing key signs a few bytes) before the night takes a number:
+        // a key that cannot sign is the manifest's to fix, and leaves no night begun behind it.
         let encryptors = try makeEncryptors(plan.targets)
-        for (index, encryptor) in encryptors { plan.targets[index].recipients = encryptor.fingerprints }
-        let targets = plan.targets
         var summary = RunSummary()
         let baseURL: String
         switch try await resolveBaseURL() {
@@ -107,34 +111,36 @@ package struct Runner: Sendable {
             summary.stopReason = reason
             return summary
         }
-        summary.outputs = targets.map(\.path)
         // An interrupt during the hostname check: nothing was opened, nothing is left behind.
-        if Task.isCancelled {
-            summary.interrupted = true
-            summary.outputs = []
-            return summary
-        }
+        if Task.isCancelled { return RunSummary(interruptedBeforeStart: ()) }
         // The token is fetched before anything is opened or sent: refused credentials stop here.
         let credentials = makeCredentials()
         if let credentials, case .failure(let stop) = await credentials.current() {
-            summary.outputs = []
             if Task.isCancelled || stop.byInterrupt { summary.interrupted = true } else { summary.stopReason = stop.reason }
             return summary
         }
-        let dataHash: UInt64
-        if let earlyDataHash { dataHash = earlyDataHash } else { dataHash = targets.contains { $0.path != "-" } ? try manifest.dataHash() : 0 }
+        let dataHash = plan.targets.contains { $0.path != "-" } ? try manifest.dataHash() : 0
         // Hashing big data files takes a while: an interrupt then leaves nothing behind.
-        if Task.isCancelled {
-            summary.interrupted = true
-            summary.outputs = []
-            return summary
+        if Task.isCancelled { return RunSummary(interruptedBeforeStart: ()) }
+        // The night takes its numbers last, once nothing but sending is left to do.
+        if runNight.begins {
+            let renumbered = try runNight.begin(manifest: manifest, isCancelled: { Task.isCancelled })
+            if renumbered { plan = try planOutputs(runNight) }
         }
+        for (index, encryptor) in encryptors {
+            plan.targets[index].recipients = encryptor.fingerprints
+            // Said in the log: a recipient's key file swapped for another shows here.
+            events(.note("\(plan.targets[index].path) is encrypted to \(encryptor.fingerprints.joined(separator: ", "))\(plan.targets[index].sealedShard ? " (its shard file stays sealed until merge)" : "")"))
+            for warning in encryptor.expiryWarnings(within: plan.targets[index].encrypt?.warnExpiryDays ?? 30, for: plan.targets[index].path) {
+                events(.warning(warning))
+            }
+        }
+        let targets = plan.targets
+        summary.outputs = targets.map(\.path)
         warnWhereNothingResumes(targets)
         guard let outputs = try await openOutputs(plan: plan, dataHash: dataHash, encryptors: encryptors) else {
             // Interrupted while waiting for a journal's lock: nothing was opened or sent.
-            summary.interrupted = true
-            summary.outputs = []
-            return summary
+            return RunSummary(interruptedBeforeStart: ())
         }
         for target in targets {
             if let finished = target.finishedNight { events(.warning("\(target.path): \(finished): nothing is sent for it")) }
@@ -146,64 +152,64 @@ package struct Runner: Sendable {
         summary = try await sendAndCommit(outputs: outputs, plan: plan, baseURL: baseURL, start: start, credentials: credentials,
                                           encryptors: encryptors)
         summary.outputs = plan.writtenFiles
-        summary.leftAsTheyWere = targets.filter { $0.finishedNight != nil }.flatMap(\.paths)
-        summary.night = nights.isEmpty ? nil : nights.date
+        // Left as it was: a finished night's, and one `--retry-failed` found no failed row in.
+        summary.leftAsTheyWere = targets.indices.filter { index in
+            targets[index].finishedNight != nil || (options.mode == .retryFailed && outputs.files[index] == nil && !targets[index].isStandardOutput)
+        }.flatMap { targets[$0].paths }
+        summary.night = runNight.book.isEmpty ? nil : night.date
         summary.keyExpiries = encryptors.values.reduce(into: [:]) { all, encryptor in all.merge(encryptor.expiries) { first, _ in first } }
         summary.tally = outputs.carriedTally.adding(summary.tally)
         if !summary.interrupted && summary.stopReason == nil {
             summary.rejects = zip(targets, outputs.rejectsRows(targets)).compactMap { target, rows in
-                guard let path = target.rejects?.path, let rows else { return nil }
+                guard let path = target.rejects?.path, let rows, !summary.leftAsTheyWere.contains(path) else { return nil }
                 return RejectsFile(path: path, rows: rows)
             }
-            try await handOver(&summary, targets: targets, night: nights.date, data: nightData)
+            try await handOver(&summary, night: runNight, plan: plan, outputs: outputs)
         }
         return summary
     }
 
-    /// A night that ended: recorded in its outputs' sequence states and, within max_failed,
-    /// delivered; over it, it waits for `--retry-failed`.
-    private func handOver(_ summary: inout RunSummary, targets: [OutputTarget], night: NightDate, data: String) async throws(RunError) {
+    /// The run's outputs, named for its night as decided (and, once begun, numbered), checked
+    /// before anything is opened, each marked with its night's verdict.
+    private func planOutputs(_ night: RunNight) throws(RunError) -> OutputPlanner {
+        var plan = try OutputPlanner(manifest: manifest, output: options.output, format: options.format, shard: options.shard,
+                                     limit: options.limit, nights: night.book)
+        if (options.resume || options.retryFailed) && plan.writesStandardOutput {
+            throw RunError.usage("\(options.resume ? "--resume" : "--retry-failed") needs file outputs; standard output is not resumable")
+        }
+        try plan.check(sideFiles: options.sideFiles)
+        for warning in night.apply(to: &plan.targets) { events(.warning(warning)) }
+        return plan
+    }
+
+    /// A night whose files are in place: judged on the whole night, from its files' rows,
+    /// recorded in its outputs' ledgers when they add up, and, when every night is whole,
+    /// delivered; a night not whole waits for a person (the summary says what to run).
+    private func handOver(_ summary: inout RunSummary, night: RunNight, plan: OutputPlanner, outputs: RunOutputs) async throws(RunError) {
         summary.allowance = settings.failureAllowance
         summary.nightRows = nightRows
-        try NightRecords.record(targets, data: data, complete: summary.exitCode == .ok)
-        guard summary.exitCode == .ok else {
-            for target in targets where target.deliver != nil && target.night?.records == true {
-                events(.warning("\(target.path) is not delivered: its rows not ok are beyond max_failed; --retry-failed --date \(night) sends them again, and then delivers it"))
+        let targets = plan.targets
+        summary.nights = try night.handOver(targets, counted: outputs.counted, manifest: manifest, byRequest: plan.byRequest,
+                                            selection: selection, allowance: settings.failureAllowance,
+                                            retryable: { index in PrivateFile.inspect(SideFile.journal.of(targets[index].path)) != .none })
+        for outcome in summary.nights {
+            switch outcome.state {
+            case .whole, .deliveredOtherData: break
+            case .beyondMaxFailed:
+                if targets.contains(where: { $0.path == outcome.path && $0.deliver != nil }) {
+                    events(.warning("\(outcome.path) is not delivered: the night has \(outcome.notOk) row\(outcome.notOk == 1 ? "" : "s") not ok of \(outcome.rows), beyond max_failed"))
+                }
+            case .doesNotAddUp(let counted):
+                events(.warning("the night of \(outcome.date) does not add up in \(outcome.path): its files hold \(counted) row\(counted == 1 ? "" : "s") (the output's and its rejects file's), its data files \(outcome.rows); it is not recorded as finished, and not delivered"))
             }
-            return
         }
+        guard summary.exitCode == .ok else { return }
         summary.deliveries = await deliver(targets)
         // A signal while a delivery waits or uploads ends the run as any signal does (130): the
         // night is finished and recorded, and the next run delivers it.
         if Task.isCancelled && summary.deliveries.contains(where: { if case .failed = $0.result { true } else { false } }) {
             summary.interrupted = true
         }
-    }
-
-    /// The night this run writes (`--date`, else today): a night sent again is seen before
-    /// anything is sent, by its data files' hash, and refused unless `--allow-repeat`; then a run
-    /// that writes the night (not a canary, not `--output`) takes its numbers. Also returns the
-    /// data files' hash when it was taken; nil when interrupted meanwhile.
-    private func takeNight() throws(RunError) -> (Nights, UInt64?, String)? {
-        var nights = try Nights(manifest: manifest, date: options.date ?? NightDate.today())
-        guard !nights.isEmpty else { return (nights, nil, "") }
-        let hash: UInt64? = manifest.requests.contains(where: { $0.each != nil }) ? try manifest.dataHash() : nil
-        // The night's data by its rows, not its bytes: a re-export of yesterday's file is yesterday's.
-        let rows = hash == nil ? "" : String(try manifest.rowsHash(), radix: 16)
-        if Task.isCancelled { return nil }
-        // A test run (`--output`, a canary) goes nowhere a processor reads: yesterday's data is fine there.
-        let testRun = options.limit != nil || options.output != nil
-        if hash != nil, !options.allowRepeat, !testRun, let (_, night) = nights.repeated(data: rows) {
-            throw RunError.usage("the data files of the night of \(nights.date) are the same as those of the night of \(night.date) (\(night.file.isEmpty ? "begun, not finished" : night.file), sequence \(night.seq)): the export upstream may not have run since; nothing was sent (--allow-repeat sends them again)")
-        }
-        if let (_, latest) = nights.earlierThanLatest() {
-            throw Nights.outOfOrder(nights.date, latest)
-        }
-        if options.limit == nil && options.output == nil {
-            let delivered = Set(([manifest.output] + manifest.requests.map(\.output)).compactMap { $0 }.filter { $0.deliver != nil }.map(\.path))
-            try nights.reserve(data: rows, delivered: delivered, isCancelled: { Task.isCancelled })
-        }
-        return (nights, hash, rows)
     }
 
     /// Delivers each output the run wrote for its night (or found finished) where its manifest
@@ -309,11 +315,7 @@ package struct Runner: Sendable {
                 throw RunError.manifest(manifest.diagnostic(at: spec.mark, "an encrypted output run in shards needs encrypt.state_key: merge reads the shards' sealed files with it"))
             }
             do {
-                let encryptor = try OpenPGPEncryptor(recipients: spec.recipients, armor: spec.armor, sign: spec.sign)
-                encryptors[index] = encryptor
-                // Said in the log: a recipient's key file swapped for another shows here.
-                events(.note("\(target.path) is encrypted to \(encryptor.fingerprints.joined(separator: ", "))\(target.sealedShard ? " (its shard file stays sealed until merge)" : "")"))
-                for warning in encryptor.expiryWarnings(within: spec.warnExpiryDays, for: target.path) { events(.warning(warning)) }
+                encryptors[index] = try OpenPGPEncryptor(recipients: spec.recipients, armor: spec.armor, sign: spec.sign)
             } catch {
                 // This machine, not the manifest: GnuPG cannot run, or its home cannot be made.
                 if error.isThisMachine {

@@ -1,10 +1,8 @@
 import Foundation
 import ShowbatchBasics
-#if canImport(Glibc)
-import Glibc
-#endif
 
-/// The date of the night a run writes (`--date YYYY-MM-DD`; today in `TZ` by default).
+/// The date of a night (`--date YYYY-MM-DD`; which one a command works on is decided once, by
+/// `Night`).
 package struct NightDate: Sendable, Hashable, Comparable, CustomStringConvertible {
     package let year: Int
     package let month: Int
@@ -35,12 +33,36 @@ package struct NightDate: Sendable, Hashable, Comparable, CustomStringConvertibl
         self.init(parsing: String(digits[0..<4]) + "-" + String(digits[4..<6]) + "-" + String(digits[6..<8]))
     }
 
-    /// Today in the local time zone (`TZ`, else the system's).
-    package static func today() -> NightDate {
-        var now = time(nil)
-        var parts = tm()
-        localtime_r(&now, &parts)
-        return NightDate(year: Int(parts.tm_year) + 1900, month: Int(parts.tm_mon) + 1, day: Int(parts.tm_mday))!
+    /// The day `days` after this one (before it, when negative).
+    package func adding(days: Int) -> NightDate {
+        let shifted = NightDate.civil(fromDays: daysSinceEpoch + days)
+        return NightDate(year: shifted.year, month: shifted.month, day: shifted.day) ?? self
+    }
+
+    /// Days from this one to `other` (negative when `other` is earlier).
+    package func days(to other: NightDate) -> Int { other.daysSinceEpoch - daysSinceEpoch }
+
+    /// Days since 1970-01-01 (Howard Hinnant's `days_from_civil`).
+    private var daysSinceEpoch: Int {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+
+    /// The date `days` after 1970-01-01 (`civil_from_days`).
+    private static func civil(fromDays days: Int) -> (year: Int, month: Int, day: Int) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let mp = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
     }
 
     /// `YYYYMMDD`: what `${run.date}` writes.

@@ -51,10 +51,12 @@ import TestSupport
         defer { try? FileManager.default.removeItem(atPath: path) }
         try identify(path, shards: 2)
         let loaded = try ManifestLoader.load(path: path + "/m.yaml")
-        let summary = try ShardMerge.merge(manifest: loaded, options: MergeOptions(shards: 2))
+        // Noon on 2026-12-01, whatever the time zone: the merge's night is that day.
+        let summary = try ShardMerge.merge(manifest: loaded, options: MergeOptions(shards: 2), clock: NightClock { 1_796_126_400 })
         var expected = MergeSummary(outputs: [MergedOutput(path: path + "/out/r.csv", rows: 3, unchanged: false)])
         expected.rows = 4
         expected.ok = 4
+        expected.night = NightDate(parsing: "2026-12-01")
         #expect(summary == expected)
         let merged = try String(contentsOfFile: path + "/out/r.csv", encoding: .utf8)
         #expect(merged == header + "a,ok,200,1,,1\nb,ok,200,1,,\"x\r\ny\"\r\nc,failed,,3,1502 timeout: no answer,\n")

@@ -8,9 +8,11 @@ package enum NightDelivery {
     /// Refused (exit 2) when no output delivers, or the night was never finished; a file changed
     /// since its night was finished is refused too (exit 3), as it is not what the run wrote.
     /// Each delivery goes to the audit trail (`audit`, else the manifest's `audit.path`).
-    package static func deliver(manifest: Manifest, date: NightDate, audit: String? = nil, note: @escaping @Sendable (String) -> Void = { _ in },
+    package static func deliver(manifest: Manifest, night choice: NightChoice?, clock: NightClock = .system, audit: String? = nil,
+                                note: @escaping @Sendable (String) -> Void = { _ in },
                                 isCancelled: @escaping @Sendable () -> Bool = { false }) async throws(RunError) -> [DeliveryOutcome] {
-        let outcomes = try await deliverUnaudited(manifest: manifest, date: date, note: note, isCancelled: isCancelled)
+        let night = try Night.decide(choice, clock: clock, beginning: false)
+        let outcomes = try await deliverUnaudited(manifest: manifest, night: night, note: note, isCancelled: isCancelled)
         if let path = audit ?? manifest.auditPath {
             let trail = AuditTrail(path: path, runID: RunOptions.newRunID(), manifest: manifest)
             for outcome in outcomes {
@@ -20,9 +22,10 @@ package enum NightDelivery {
         return outcomes
     }
 
-    private static func deliverUnaudited(manifest: Manifest, date: NightDate, note: @escaping @Sendable (String) -> Void,
+    private static func deliverUnaudited(manifest: Manifest, night: Night, note: @escaping @Sendable (String) -> Void,
                                          isCancelled: @escaping @Sendable () -> Bool) async throws(RunError) -> [DeliveryOutcome] {
-        let nights = try Nights(manifest: manifest, date: date)
+        let date = night.date
+        let nights = try NightBook(manifest: manifest, night: night)
         let plan = try OutputPlanner(manifest: manifest, output: nil, format: nil, shard: nil, nights: nights)
         let targets = plan.targets.filter { $0.deliver != nil && $0.night != nil }
         guard !targets.isEmpty else { throw RunError.usage("no output of \(manifest.file) has output.deliver: there is nothing to deliver") }
@@ -30,11 +33,11 @@ package enum NightDelivery {
         for target in targets {
             let night = target.night!
             let name = (target.path as NSString).lastPathComponent
-            guard let recorded = try NightLedger.read(template: night.template).night(on: date), recorded.isFinished, recorded.file == name else {
+            guard let recorded = nights.record(of: night.template), recorded.isFinished, recorded.file == name else {
                 throw RunError.usage("\(target.path) was never finished for the night of \(date): run it first (showbatch run \(manifest.file) --date \(date))")
             }
             guard recorded.complete else {
-                throw RunError.usage("\(target.path) was finished with rows not ok beyond max_failed, so it is not delivered: send them again first (showbatch run \(manifest.file) --retry-failed --date \(date))")
+                throw RunError.usage("\(target.path) was finished with rows not ok beyond max_failed, so it is not delivered: \(NightRecord.fix(recorded, manifest: manifest.file))")
             }
             guard case .regular = PrivateFile.inspect(target.path) else {
                 throw RunError.runtime("\(target.path), finished at \(recorded.finished), is not there any more: run the night again to write it")
