@@ -40,6 +40,8 @@ struct PlanArguments: Equatable {
     var json = false
     /// `--no-env`: an unset `${NAME}` is a placeholder, as for `validate --no-env`.
     var noEnvironment = false
+    /// `--date`: the night whose file names and numbers are shown; nil: today in `TZ`.
+    var night: NightChoice?
 }
 
 /// Arguments of `merge`.
@@ -111,7 +113,7 @@ struct EmulateArguments: Equatable {
 enum Invocation: Equatable {
     case run(RunArguments)
     case validate(ValidateArguments)
-    case plan(manifest: String, json: Bool, noEnvironment: Bool = false)
+    case plan(PlanArguments)
     case merge(MergeArguments)
     case deliver(DeliverArguments)
     case emulate(EmulateArguments)
@@ -201,6 +203,9 @@ enum ArgumentParser {
 
     static let planFlags: [Flag<PlanArguments>] = [
         Flag("--no-env", "take an unset ${NAME} as a placeholder, as validate --no-env does") { $0.noEnvironment = true },
+        Flag("--date", "YYYY-MM-DD|yesterday|today", "the night whose file names and numbers are shown (default: today in TZ)") { (arguments, text) throws(UsageError) in
+            arguments.night = try FlagValue.night(text, "--date", command: "plan")
+        },
         Flag("--format", "text|json", "text (default) or one JSON object") { (arguments, text) throws(UsageError) in
             guard text == "text" || text == "json" else {
                 throw UsageError(message: "--format for plan must be text or json; got \"\(text)\"", command: "plan")
@@ -343,7 +348,8 @@ enum ArgumentParser {
             var plan = PlanArguments()
             let scanned = try scan(rest, planFlags, into: &plan, command: "plan")
             if scanned.help { return .help("plan") }
-            return .plan(manifest: try single(scanned.positionals, command: "plan"), json: plan.json, noEnvironment: plan.noEnvironment)
+            plan.manifest = try single(scanned.positionals, command: "plan")
+            return .plan(plan)
         case .merge:
             var merge = MergeArguments()
             let scanned = try scan(rest, mergeFlags, into: &merge, command: "merge")

@@ -27,8 +27,8 @@ enum CLI {
             return .ok
         case .validate(let arguments):
             return validate(arguments)
-        case .plan(let manifest, let json, let noEnvironment):
-            return plan(manifest, json: json, noEnvironment: noEnvironment)
+        case .plan(let arguments):
+            return plan(arguments)
         case .run(let run):
             return await RunCommand.execute(run)
         case .merge(let merge):
@@ -95,12 +95,13 @@ enum CLI {
         .object([JSONMember("file", .string(file)), JSONMember("severity", .string(severity)), JSONMember("message", .string(line))])
     }
 
-    static func plan(_ path: String, json: Bool, noEnvironment: Bool = false) -> ExitCode {
+    static func plan(_ arguments: PlanArguments) -> ExitCode {
         do {
-            let manifest = try ManifestLoader.load(path: path, use: noEnvironment ? .check : .reveal)
+            let manifest = try ManifestLoader.load(path: arguments.manifest, use: arguments.noEnvironment ? .check : .reveal)
             keptUntilExit.append(manifest)
-            let plan = Plan(manifest: manifest)
-            Console.out(json ? plan.json : plan.text)
+            // Deciding a night that is only shown refuses nothing (beginning: false).
+            let plan = Plan(manifest: manifest, night: try? Night.decide(arguments.night, beginning: false))
+            Console.out(arguments.json ? plan.json : plan.text)
             return .ok
         } catch {
             Console.err(TerminalText.escapedLines(error.description) + "\n")

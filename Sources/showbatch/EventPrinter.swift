@@ -259,6 +259,8 @@ final class EventPrinter: Sendable {
                 lines.append("showbatch: the night of \(night.date) in \(night.path) (sequence \(night.seq)) has \(night.notOk) row\(night.notOk == 1 ? "" : "s") not ok of \(night.rows), beyond max_failed (\(allowed)): it is not finished for the processor")
             case .doesNotAddUp(let counted):
                 lines.append("showbatch: error: the night of \(night.date) in \(night.path) does not add up: its files hold \(counted) row\(counted == 1 ? "" : "s"), its data files \(night.rows); it is not recorded as finished")
+            case .dataChanged:
+                continue
             }
         }
         lines += Self.nextLines(summary, next: next, retry: retry)
@@ -283,7 +285,7 @@ final class EventPrinter: Sendable {
         guard let night = notWhole.first, let retry, !summary.interrupted, summary.stopReason == nil else { return [] }
         let rerun = retry.replacingOccurrences(of: " --retry-failed", with: "")
         switch night.state {
-        case .doesNotAddUp:
+        case .doesNotAddUp, .dataChanged:
             return ["showbatch: next: run the night again (\(rerun)): its files are written anew under its number"]
         case .beyondMaxFailed where night.retryable && night.notOk == night.failed:
             return ["showbatch: next: \(retry) sends the \(night.failed) failed row\(night.failed == 1 ? "" : "s") again"]

@@ -61,8 +61,9 @@ import Testing
         (["--version"], .version),
         (["validate", "a.yaml", "b.yaml"], .validate(ValidateArguments(manifests: ["a.yaml", "b.yaml"]))),
         (["validate", "--no-env", "--format", "json", "a.yaml"], .validate(ValidateArguments(manifests: ["a.yaml"], noEnvironment: true, json: true))),
-        (["plan", "m.yaml", "--format=json"], .plan(manifest: "m.yaml", json: true)),
-        (["plan", "m.yaml"], .plan(manifest: "m.yaml", json: false)),
+        (["plan", "m.yaml", "--format=json"], .plan(PlanArguments(manifest: "m.yaml", json: true))),
+        (["plan", "m.yaml"], .plan(PlanArguments(manifest: "m.yaml"))),
+        (["plan", "m.yaml", "--date", "yesterday"], .plan(PlanArguments(manifest: "m.yaml", night: .yesterday))),
     ])
     func invocations(arguments: [String], expected: Invocation) throws {
         #expect(try ArgumentParser.parse(arguments) == expected)

@@ -72,8 +72,9 @@ private func outFiles(_ work: Workspace) -> [String] {
     }
 
     /// The next night's data file is yesterday's: as it was, exported again with other line
-    /// endings, with a blank line more, or with a field quoted that was not.
-    @Test(arguments: ["same", "crlf", "blank line", "quoted"])
+    /// endings, with a blank line more, with a field quoted that was not, with a byte order mark,
+    /// or its rows in another order.
+    @Test(arguments: ["same", "crlf", "blank line", "quoted", "bom", "reversed"])
     func aRepeatedNightIsRefusedBeforeAnythingIsSent(export: String) async throws {
         let work = workspace()
         defer { work.remove() }
@@ -84,6 +85,8 @@ private func outFiles(_ work: Workspace) -> [String] {
         case "crlf": work.write("in/customers.csv", data([1, 2, 3]).replacingOccurrences(of: "\n", with: "\r\n"))
         case "blank line": work.write("in/customers.csv", data([1, 2, 3]) + "\n")
         case "quoted": work.write("in/customers.csv", data([1, 2, 3]).replacingOccurrences(of: "tok_a", with: "\"tok_a\""))
+        case "bom": work.write("in/customers.csv", "\u{FEFF}" + data([1, 2, 3]))
+        case "reversed": work.write("in/customers.csv", data([3, 2, 1]))
         default: break
         }
         // The upstream export did not run: the next night's data file is yesterday's.
@@ -96,7 +99,20 @@ private func outFiles(_ work: Workspace) -> [String] {
         #expect(test.status == 0 && work.exists("test/cards.csv"), "\(test.stderr)")
         let allowed = try await showbatch(["run", "m.yaml", "--emulate", "--date", "2026-12-02", "--allow-repeat", "--quiet"], in: work.path)
         #expect(allowed.status == 0)
-        #expect(work.read("out/cards-20261202-0002.csv") == expectedRows([1, 2, 3]))
+        #expect(work.read("out/cards-20261202-0002.csv") == expectedRows(export == "reversed" ? [3, 2, 1] : [1, 2, 3]))
+    }
+
+    /// One row more, or one less, is another night.
+    @Test(arguments: [[1, 2, 3, 4], [1, 2], [1, 2, 2, 3]])
+    func otherRowsAreAnotherNight(ids: [Int]) async throws {
+        let work = workspace()
+        defer { work.remove() }
+        work.write("in/customers.csv", data([1, 2, 3]))
+        #expect(try await showbatch(["run", "m.yaml", "--emulate", "--date", "2026-12-01", "--quiet"], in: work.path).status == 0)
+        work.write("in/customers.csv", data(ids))
+        let next = try await showbatch(["run", "m.yaml", "--emulate", "--date", "2026-12-02", "--quiet"], in: work.path)
+        #expect(next.status == 0, "\(next.stderr)")
+        #expect(work.read("out/cards-20261202-0002.csv") == expectedRows(ids))
     }
 
     @Test func shardsAndTheirMergeAreNamedForOneNightAndTheMergeRecordsIt() async throws {

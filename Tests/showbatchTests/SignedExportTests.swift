@@ -73,9 +73,35 @@ private let passphrase = ["SIGN_PASSPHRASE": GPGFixture.signerPassphrase]
         defer { work.remove() }
         let run = try await showbatch(["run", "m.yaml", "--emulate"], in: work.path, environment: environment)
         let file = sign == nil || sign!.contains("SIGNER") ? keys.signerSecret : keys.alice.file
+        let lines = try #require(work.read("m.yaml")?.split(separator: "\n", omittingEmptySubsequences: false))
+        let number = try #require(lines.firstIndex { $0.contains("sign:") })
+        // Positioned at the sign section, by the run and by validate alike; the passphrase is
+        // never quoted, not even as the reference to it.
+        let quoted = lines[number].replacingOccurrences(of: "\"${SIGN_PASSPHRASE}\"", with: "<redacted>")
+        let expected = "m.yaml:\(number + 1):11: error: output.encrypt.sign: \(file)\(message)\n  \(quoted)\n            ^\n"
         #expect(run.status == 2)
-        #expect(run.stderr == "showbatch: error: cannot encrypt out/cards.csv.pgp: \(file)\(message)\nRun 'showbatch help run' for usage.\n")
+        #expect(run.stderr == expected)
         #expect(!run.stderr.contains("not the words") && !work.exists("out/cards.csv.pgp"))
+        let validate = try await showbatch(["validate", "m.yaml"], in: work.path, environment: environment)
+        #expect(validate.status == 2)
+        #expect(validate.stderr == expected + "m.yaml: 1 problem\n")
+        // Without the environment it cannot be tried: validate --no-env says nothing of it.
+        #expect(try await showbatch(["validate", "--no-env", "m.yaml"], in: work.path).status == 0)
+    }
+
+    /// A key that cannot sign is found before the night takes its number: the night is not left
+    /// begun, holding the next one back.
+    @Test func aKeyThatCannotSignTakesNoNumber() async throws {
+        let manifest = signedManifest().replacingOccurrences(of: "path: out/cards.csv.pgp", with: "path: \"out/cards-${run.date}-${run.seq:2}.csv.pgp\"")
+        let work = Workspace(["m.yaml": manifest, "d.csv": rows])
+        defer { work.remove() }
+        let run = try await showbatch(["run", "m.yaml", "--emulate", "--date", "2026-12-01"], in: work.path,
+                                      environment: ["SIGN_PASSPHRASE": "not the words"])
+        #expect(run.status == 2)
+        #expect(!work.exists("out/.cards-{date}-{seq:2}.csv.pgp.sequence"))
+        let fixed = try await showbatch(["run", "m.yaml", "--emulate", "--date", "2026-12-01", "--quiet"], in: work.path, environment: passphrase)
+        #expect(fixed.status == 1)  // tok_9 is unknown
+        #expect(work.exists("out/cards-20261201-01.csv.pgp"))
     }
 
     /// A run killed (SIGKILL) while it holds our signing key leaves its home and gpg-agent: the

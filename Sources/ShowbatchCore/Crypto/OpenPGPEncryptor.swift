@@ -80,6 +80,21 @@ package final class OpenPGPEncryptor {
 
     deinit { close() }
 
+    /// Why the signing key of `spec` cannot sign (its file, passphrase, expiry), tried as a run
+    /// tries it: a few bytes signed in a private GnuPG home; nil when it signs.
+    package static func checkSigning(_ spec: SignSpec) -> String? {
+        let session: KeySession
+        do { session = try KeySession(agent: true) } catch { return error.message }
+        defer { session.close() }
+        guard let context = session.context else { return "GnuPG cannot run" }
+        do {
+            _ = try SigningKey(spec, context: context, session: session)
+            return nil
+        } catch {
+            return error.message
+        }
+    }
+
     /// Checks `recipients` as `init` does, without encrypting: every problem, in order (none when
     /// all can be encrypted to). For `validate`.
     package static func validate(_ recipients: [RecipientFile]) -> [RecipientProblem] {

@@ -115,13 +115,15 @@ enum NightDecision {
             if flags.mode != .retryFailed && facts.fileAsRecorded && sameData && sameManifest { return .leave(.merged) }
             return .write(again: nil)
         }
-        // Files a run left (a journal of failed rows, an unfinished rewrite): the mode decides.
-        if flags.mode == .retryFailed || facts.leftovers { return .write(again: nil) }
+        if flags.mode == .retryFailed { return .write(again: nil) }
+        let reason: NightRewrite? = !sameData ? .dataChanged : !sameManifest ? .manifestChanged
+            : !record.complete ? .notWhole(notOk: record.rows?.notOk ?? 0, rows: record.rows?.data ?? 0) : nil
+        // Files a run left (a journal of failed rows, an unfinished rewrite): the mode decides,
+        // and a fresh run says why it writes a finished night again.
+        if facts.leftovers { return .write(again: flags.mode == .fresh ? reason : nil) }
         // Gone or changed since: written again under its number.
         guard facts.fileAsRecorded else { return .write(again: nil) }
-        if !sameData { return .write(again: .dataChanged) }
-        if !sameManifest { return .write(again: .manifestChanged) }
-        if !record.complete { return .write(again: .notWhole(notOk: record.rows?.notOk ?? 0, rows: record.rows?.data ?? 0)) }
+        if let reason { return .write(again: reason) }
         return .leave(.finished)
     }
 

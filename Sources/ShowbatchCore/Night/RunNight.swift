@@ -97,8 +97,10 @@ struct RunNight {
     /// whole night, from its files' rows (`counted`) or, when it was left as it is, its ledger's
     /// record; a night whose rows add up is recorded finished (complete when within `allowance`).
     /// Returns each night's outcome.
+    /// `dataChanged`: a data file changed while the run read it, so no night it wrote is recorded.
     func handOver(_ targets: [OutputTarget], counted: [NightFileRows?], manifest: Manifest, byRequest: [Int],
-                  selection: WorkSelection, allowance: FailureAllowance?, retryable: (Int) -> Bool) throws(RunError) -> [NightOutcome] {
+                  selection: WorkSelection, allowance: FailureAllowance?, dataChanged: Bool,
+                  retryable: (Int) -> Bool) throws(RunError) -> [NightOutcome] {
         var outcomes: [NightOutcome] = []
         for (index, target) in targets.enumerated() {
             guard let night = target.night, night.records, let verdict = verdicts[night.template] else { continue }
@@ -133,6 +135,11 @@ struct RunNight {
             (outcome.rows, outcome.notOk, outcome.failed) = (rows.data, rows.notOk, rows.failed)
             outcome.retryable = rows.failed > 0 && retryable(index)
             let finish = NightDecision.finish(rows, allowed: allowed)
+            if dataChanged {
+                outcome.state = .dataChanged
+                outcomes.append(outcome)
+                continue
+            }
             switch finish {
             case .doesNotAddUp(let count, _):
                 outcome.state = .doesNotAddUp(counted: count)

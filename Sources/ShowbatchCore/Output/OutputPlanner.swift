@@ -138,10 +138,10 @@ struct OutputPlanner {
         let nights: NightBook?
 
         /// The night of the output named by `template`, when its name holds one.
-        func night(of template: String, override: Bool) -> NightTarget? {
+        func night(of template: String) -> NightTarget? {
             guard let nights, NightName.names(template) else { return nil }
             return NightTarget(template: template, date: nights.date, seq: nights.number(of: template),
-                               records: shard == nil && !canary && !override, shard: shard != nil && !canary && !override)
+                               records: shard == nil && !nights.night.testRun, shard: shard != nil && !nights.night.testRun)
         }
 
         /// The file this run writes for `path` (`-` stays standard output), numbered as the
@@ -230,7 +230,7 @@ struct OutputPlanner {
             } else {
                 specs.append(spec)
                 var target = OutputTarget(path: path, layout: .standard(format: format, labels: [], csv: spec.csv))
-                target.night = naming.night(of: spec.path, override: false)
+                target.night = naming.night(of: spec.path)
                 target.deliver = spec.deliver
                 targets.append(target)
                 byRequest.append(targets.count - 1)

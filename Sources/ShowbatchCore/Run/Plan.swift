@@ -45,9 +45,14 @@ package struct Plan: Sendable {
     package var outputs: [String] = []
     /// Each output's columns and rejects file, as a run lays them out.
     package var layouts: [(path: String, columns: [String], rejects: String?)] = []
+    /// Each night-named output's night: its file tonight and what its ledger says of it.
+    package var nights: [(output: String, file: String, seq: Int, state: String)] = []
+    /// The night shown.
+    package var night: NightDate?
 
-    /// Builds the plan of `manifest` without any network call.
-    package init(manifest: Manifest) {
+    /// Builds the plan of `manifest` without any network call; `night`: the night whose file
+    /// names, numbers and ledger records are shown.
+    package init(manifest: Manifest, night: Night? = nil) {
         if let hostname = manifest.hostname {
             baseURL = "https://\(hostname)"
             if manifest.hostnameIsChecked {
@@ -93,6 +98,13 @@ package struct Plan: Sendable {
         if let planner = try? OutputPlanner(manifest: manifest, output: nil, format: nil, shard: nil) {
             layouts = planner.targets.map { ($0.path, $0.layout.names, $0.rejects?.path) }
         }
+        if let night, let book = try? NightBook(manifest: manifest, night: night), !book.isEmpty {
+            self.night = night.date
+            for template in book.templates {
+                nights.append((template, book.expand(template, template: template), book.number(of: template),
+                               Plan.state(of: book.record(of: template))))
+            }
+        }
         for index in entries.indices {
             entries[index].headers = entries[index].headers.map { header in
                 (header.name, Redactor.carriesCredential(header.name) || redactor.redact(header.value) != header.value ? "<secret>" : header.value)
@@ -101,6 +113,16 @@ package struct Plan: Sendable {
             entries[index].name = redactor.redact(entries[index].name)
             entries[index].problem = entries[index].problem.map(redactor.redact)
         }
+    }
+
+    /// What a night's ledger says of it, in words.
+    private static func state(of record: NightRecord?) -> String {
+        guard let record else { return "a new night: it takes this number when its run begins, unless another night begins first" }
+        if let delivery = record.delivery { return "delivered\(record.deliveredWhere) at \(delivery.at)" }
+        if record.handing != nil { return "being put in place on the server since \(record.deliveredAt), its answer not recorded" }
+        guard record.isFinished else { return "begun, not finished" }
+        let rows = record.rows.map { " (\($0.data) rows, \($0.notOk) not ok)" } ?? ""
+        return "finished at \(record.finished)\(rows)\(record.complete ? "" : ", not whole: not delivered")"
     }
 
     /// The plan as text: `base_url: URL`, then `METHOD URL name` per request.
@@ -128,6 +150,9 @@ package struct Plan: Sendable {
             }
             lines.append("output: \(output) (columns: \(layout.columns.joined(separator: ", "))\(layout.rejects.map { "; rejects: \($0)" } ?? ""))")
         }
+        for night in nights {
+            lines.append("night: \(self.night.map(\.description) ?? ""): \(night.file) (sequence \(night.seq)): \(night.state)")
+        }
         // Names and URLs come from data rows: no line break or escape sequence in them reaches the terminal.
         return lines.map(TerminalText.escaped).joined(separator: "\n") + "\n"
     }
@@ -148,6 +173,11 @@ package struct Plan: Sendable {
                      JSONMember("rows", .number(String($0.rows)))])
         })))
         members.append(JSONMember("outputs", .array(outputs.map { .string($0) })))
+        members.append(JSONMember("nights", .array(nights.map { night in
+            .object([JSONMember("output", .string(night.output)), JSONMember("date", .string(self.night?.description ?? "")),
+                     JSONMember("file", .string(night.file)), JSONMember("seq", .number(String(night.seq))),
+                     JSONMember("state", .string(night.state))])
+        })))
         members.append(JSONMember("layouts", .array(layouts.map { layout in
             .object([JSONMember("path", .string(layout.path)), JSONMember("columns", .array(layout.columns.map { .string($0) })),
                      JSONMember("rejects", layout.rejects.map { .string($0) } ?? .null)])

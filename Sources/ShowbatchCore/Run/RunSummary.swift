@@ -108,6 +108,9 @@ package struct NightOutcome: Sendable, Equatable {
         case beyondMaxFailed(allowed: Int)
         /// Its files hold `counted` rows, not its data's: never recorded finished.
         case doesNotAddUp(counted: Int)
+        /// A data file changed while the night was written: its rows may be two versions' (never
+        /// recorded finished).
+        case dataChanged
         /// Delivered before, and tonight's data files hold other rows, which are not sent.
         case deliveredOtherData
     }

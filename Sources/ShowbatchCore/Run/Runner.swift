@@ -191,7 +191,7 @@ package struct Runner: Sendable {
         let targets = plan.targets
         summary.nights = try night.handOver(targets, counted: outputs.counted, manifest: manifest, byRequest: plan.byRequest,
                                             selection: selection, allowance: settings.failureAllowance,
-                                            retryable: { index in PrivateFile.inspect(SideFile.journal.of(targets[index].path)) != .none })
+                                            dataChanged: !summary.dataChanged.isEmpty, retryable: { index in PrivateFile.inspect(SideFile.journal.of(targets[index].path)) != .none })
         for outcome in summary.nights {
             switch outcome.state {
             case .whole, .deliveredOtherData: break
@@ -201,6 +201,8 @@ package struct Runner: Sendable {
                 }
             case .doesNotAddUp(let counted):
                 events(.warning("the night of \(outcome.date) does not add up in \(outcome.path): its files hold \(counted) row\(counted == 1 ? "" : "s") (the output's and its rejects file's), its data files \(outcome.rows); it is not recorded as finished, and not delivered"))
+            case .dataChanged:
+                events(.warning("the night of \(outcome.date) in \(outcome.path) is not recorded as finished, and not delivered: a data file changed while it was written"))
             }
         }
         guard summary.exitCode == .ok else { return }
@@ -326,6 +328,10 @@ package struct Runner: Sendable {
                 if let problem = OpenPGPEncryptor.validate(spec.recipients).first, problem.index < spec.recipientMarks.count {
                     throw RunError.manifest(manifest.diagnostic(at: spec.recipientMarks[problem.index],
                                                                 EncryptSpec.recipientProblem(problem, context: spec.context)))
+                }
+                // The recipients are fine: the signing key is what cannot be used.
+                if let sign = spec.sign {
+                    throw RunError.manifest(manifest.diagnostic(at: sign.mark, "\(spec.context).encrypt.sign: \(error.message)"))
                 }
                 throw RunError.usage("cannot encrypt \(target.path): \(error.message)")
             }

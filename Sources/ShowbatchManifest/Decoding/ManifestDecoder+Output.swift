@@ -237,6 +237,11 @@ extension ManifestDecoder {
             }
             spec.passphrase = SecretBytes(copying: Array(text.utf8))
         }
+        // Validating with the environment: the key is tried as a run will, so a wrong passphrase
+        // or an expired key is found before a night begins (a run tries it too, before its number).
+        if use == .reveal, problems.isEmpty, let checkSigning, let refusal = checkSigning(spec) {
+            problem(node.mark, "\(context).encrypt.sign: \(refusal)")
+        }
         return spec
     }
 

@@ -11,6 +11,8 @@ struct ManifestDecoder {
     let use: ManifestUse
     /// Checks recipients' key files (GnuPG, in the engine).
     let checkRecipients: RecipientCheck
+    /// Tries a signing key (GnuPG, in the engine), when the manifest is loaded to be validated.
+    var checkSigning: SigningCheck?
     /// Set while decoding what only sending needs (auth, tls): in a merge an unset variable
     /// there leaves the value out instead of failing.
     var optionalEnvironment = false

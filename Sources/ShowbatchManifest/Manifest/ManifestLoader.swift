@@ -23,7 +23,8 @@ package enum ManifestLoader {
     /// Reads `path` (relative to the current folder) and validates it; `recipients` checks the
     /// encrypted outputs' key files (the engine's GnuPG: this layer reads no keys).
     package static func load(path: String, environment: [String: String] = ProcessInfo.processInfo.environment,
-                             use: ManifestUse = .reveal, recipients: @escaping RecipientCheck) throws(ManifestError) -> Manifest {
+                             use: ManifestUse = .reveal, recipients: @escaping RecipientCheck,
+                             signing: SigningCheck? = nil) throws(ManifestError) -> Manifest {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
             throw ManifestError([Diagnostic(file: path, message: "no such file")])
@@ -43,7 +44,7 @@ package enum ManifestLoader {
         }
         let directory = (path as NSString).deletingLastPathComponent
         return try load(source: SourceFile(name: path, bytes: bytes), directory: directory.isEmpty ? "." : directory,
-                        environment: environment, use: use, recipients: recipients)
+                        environment: environment, use: use, recipients: recipients, signing: signing)
     }
 
     /// Manifests from this size up decode their requests on a second thread while parsing.
@@ -51,17 +52,20 @@ package enum ManifestLoader {
 
     /// Validates manifest text; relative paths are resolved against `directory`.
     package static func load(source: SourceFile, directory: String, environment: [String: String],
-                             use: ManifestUse = .reveal, recipients: @escaping RecipientCheck) throws(ManifestError) -> Manifest {
+                             use: ManifestUse = .reveal, recipients: @escaping RecipientCheck,
+                             signing: SigningCheck? = nil) throws(ManifestError) -> Manifest {
         try load(source: source, directory: directory, environment: environment, use: use,
-                 concurrentFrom: concurrentDecodingThreshold, recipients: recipients)
+                 concurrentFrom: concurrentDecodingThreshold, recipients: recipients, signing: signing)
     }
 
     /// Validates manifest text, decoding requests concurrently when the source has at least
     /// `concurrentFrom` bytes (tests force either way; the results are the same).
     package static func load(source: SourceFile, directory: String, environment: [String: String], use: ManifestUse = .reveal,
-                             concurrentFrom threshold: Int, recipients: @escaping RecipientCheck) throws(ManifestError) -> Manifest {
+                             concurrentFrom threshold: Int, recipients: @escaping RecipientCheck,
+                             signing: SigningCheck? = nil) throws(ManifestError) -> Manifest {
         var decoder = ManifestDecoder(source: source, directory: directory, environment: environment, use: use,
                                       checkRecipients: recipients)
+        decoder.checkSigning = signing
         let concurrent = source.bytes.count >= threshold ? ConcurrentRequestDecoder(decoder: decoder, bytes: source.bytes) : nil
         let root: Node
         do {

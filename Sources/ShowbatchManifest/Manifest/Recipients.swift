@@ -43,3 +43,7 @@ package struct RecipientProblem: Error, Sendable, Equatable {
 /// Checks recipients' key files as encrypting to them would, returning every problem in order.
 /// The manifest model reads no keys itself: OpenPGP lives in the engine, which passes this in.
 package typealias RecipientCheck = @Sendable ([RecipientFile]) -> [RecipientProblem]
+
+/// Tries a signing key as a run will (its passphrase unlocks it, it can sign now): why it cannot,
+/// or nil. The engine's GnuPG; this layer reads no keys.
+package typealias SigningCheck = @Sendable (SignSpec) -> String?

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
@@ -42,6 +43,39 @@ import TestSupport
                                                 hash: fnv1a(bytes))
             try ShardIdentity(run: run, checkpoint: checkpoint).write(beside: target.path)
         }
+    }
+
+    /// A merge that begins a second before midnight and ends after it merges, reports and
+    /// audits the night it began with: its clock is read once.
+    @Test func aMergeAcrossMidnightIsOfTheNightItBeganWith() throws {
+        let path = try folder(["m.yaml": manifest,
+                               "out/r-shard-0.csv": header + "a,ok,200,1,,1\nc,ok,200,1,,3\n",
+                               "out/r-shard-1.csv": header + "b,ok,200,1,,2\n"])
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try identify(path, shards: 2)
+        let loaded = try ManifestLoader.load(path: path + "/m.yaml")
+        // A second before midnight (local time, as the night is read) on 2026-12-01, then five
+        // seconds after it at every later read.
+        var parts = tm()
+        (parts.tm_year, parts.tm_mon, parts.tm_mday, parts.tm_isdst) = (126, 11, 2, -1)
+        let midnight = mktime(&parts)
+        let reads = Mutex(0)
+        let clock = NightClock {
+            reads.withLock { count in
+                count += 1
+                return count == 1 ? midnight - 1 : midnight + 5
+            }
+        }
+        var options = MergeOptions(shards: 2)
+        options.audit = path + "/audit.log"
+        options.runID = "0123456789abcdef"
+        let summary = try ShardMerge.merge(manifest: loaded, options: options, clock: clock)
+        #expect(reads.withLock { $0 } == 1)
+        #expect(summary.night == NightDate(parsing: "2026-12-01"))
+        #expect(summary.runSummary(elapsed: .seconds(1)).night == NightDate(parsing: "2026-12-01"))
+        let trail = try String(contentsOfFile: path + "/audit.log", encoding: .utf8)
+        #expect(trail.components(separatedBy: "\"night\":\"2026-12-01\"").count == 3)
+        #expect(!trail.contains("2026-12-02"))
     }
 
     @Test func rowsComeBackInWorkItemOrder() throws {

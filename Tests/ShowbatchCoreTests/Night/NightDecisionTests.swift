@@ -68,7 +68,9 @@ private func facts(_ record: NightRecord? = nil, latest: NightRecord? = nil, rep
         (facts(record(), data: otherRows), .fresh, false, .write(again: .dataChanged)),
         (facts(record(), manifest: "m2"), .fresh, false, .write(again: .manifestChanged)),
         (facts(record(complete: false, partial: 10)), .fresh, false, .write(again: .notWhole(notOk: 10, rows: 10))),
-        (facts(record(complete: false, failed: 2), leftovers: true), .fresh, false, .write(again: nil)),
+        (facts(record(complete: false, failed: 2), leftovers: true), .fresh, false, .write(again: .notWhole(notOk: 2, rows: 10))),
+        (facts(record(complete: false, failed: 2), leftovers: true), .resume, false, .write(again: nil)),
+        (facts(record(), manifest: "m2", leftovers: true), .fresh, false, .write(again: .manifestChanged)),
     ])
     func aRunsVerdict(facts: NightFacts, mode: RunMode, allowRepeat: Bool, expected: NightVerdict) {
         #expect(NightDecision.run(facts, NightFlags(mode: mode, allowRepeat: allowRepeat), path: "out/c.csv") == expected)

@@ -38,13 +38,15 @@ private final class ChangingTransport: Transport, Sendable {
         vault: tnt1
         concurrency: 8
         max_failed: 100%
-        output: {path: r.csv}
+        output: {path: "r-${run.date}.csv"}
         requests: [{name: "r${index}", each: {csv: d.csv}, path: "/p/${row.alias}"}]
         """, files: ["d.csv": "id,alias\n" + rows.joined()])
         #expect(manifest.requests[0].each?.rows == 30_000)
         let path = fixture.dir.path + "/d.csv"
         let kept = "id,alias\n" + rows.prefix(10_570).joined()
-        let (emulator, options) = try fixture.emulator(for: manifest)
+        var night = RunOptions()
+        night.night = .day(NightDate(parsing: "2026-12-01")!)
+        let (emulator, options) = try fixture.emulator(for: manifest, options: night)
         defer { emulator.stop() }
         let transport = ChangingTransport(inner: CurlTransport(maxConnections: 8)) {
             switch change {
@@ -60,17 +62,23 @@ private final class ChangingTransport: Transport, Sendable {
             }
         }
         let log = fixture.log
+        let notRecorded = "warning: the night of 2026-12-01 in \(fixture.dir.path)/r-20261201.csv is not recorded as finished, and not delivered: a data file changed while it was written"
         let summary = try await Runner(manifest: manifest, options: options, transport: transport, environment: [:]) { log.record($0) }.run()
         switch change {
         case .cut:
             #expect(summary.rows == 10_570 && summary.ok == 10_570 && summary.unfinished == 19_430)
-            #expect(log.all.filter { $0.hasPrefix("warning: ") } == ["warning: d.csv changed during the run: it had 30000 rows when the manifest was read and 10570 could be read; the 19430 rows not read are counted as unfinished"])
+            #expect(log.all.filter { $0.hasPrefix("warning: ") } == ["warning: d.csv changed during the run: it had 30000 rows when the manifest was read and 10570 could be read; the 19430 rows not read are counted as unfinished", notRecorded])
         case .replaced:
             #expect(summary.rows == 30_000 && summary.ok == 30_000 && summary.unfinished == 0)
-            #expect(log.all.filter { $0.hasPrefix("warning: ") } == ["warning: d.csv changed during the run: it had 30000 rows when the manifest was read, and as many were read, but it is not the same file version: the rows may come from two versions of it"])
+            #expect(log.all.filter { $0.hasPrefix("warning: ") } == ["warning: d.csv changed during the run: it had 30000 rows when the manifest was read, and as many were read, but it is not the same file version: the rows may come from two versions of it", notRecorded])
         }
         #expect(!summary.withinAllowance)
         #expect(summary.exitCode == .rowsFailed)
+        // Its rows may be two versions' of the file: the night is not recorded as finished, so
+        // nothing delivers it, and the next run writes it again.
+        #expect(summary.nights.map(\.state) == [.dataChanged])
+        let ledger = try #require(fixture.read(".r-{date}.csv.sequence"))
+        #expect(ledger.contains("\"seq\":1,") && ledger.contains("\"finished\":\"\""))
     }
 
     /// A data file left alone: nothing is said, nothing is unfinished.
