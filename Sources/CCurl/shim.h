@@ -31,6 +31,15 @@ static inline CURLMcode sb_multi_setopt_long(CURLM *handle, CURLMoption option, 
 static inline CURLSHcode sb_share_setopt_long(CURLSH *handle, CURLSHoption option, long value) {
     return curl_share_setopt(handle, option, value);
 }
+/* The SSH host key check: showbatch reads known_hosts itself, as OpenSSH does. */
+typedef int (*sb_sshkey_callback)(CURL *easy, const struct curl_khkey *knownkey, const struct curl_khkey *foundkey,
+                                  enum curl_khmatch match, void *context);
+static inline CURLcode sb_easy_setopt_sshkey(CURL *handle, sb_sshkey_callback value) {
+    return curl_easy_setopt(handle, CURLOPT_SSH_KEYFUNCTION, value);
+}
+static inline CURLMcode sb_multi_poll(CURLM *handle, int timeout_ms, int *ready) {
+    return curl_multi_poll(handle, NULL, 0, timeout_ms, ready);
+}
 /* CURLMsg.data is a union; Swift reads the result through this. */
 static inline CURLcode sb_message_result(CURLMsg *message) {
     return message->data.result;

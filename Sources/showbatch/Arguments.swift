@@ -59,6 +59,8 @@ struct MergeArguments: Equatable {
     var quiet = false
     /// `--keep-shards`: the shards' files stay once merged.
     var keepShards = false
+    /// `--rebuild-ledger`.
+    var rebuildLedger = false
     /// `--max-failed`, as the shards were run with it.
     var maxFailed: FailureAllowance?
     /// `--metrics`, `--report` and `--metrics-push`, as a run has them.
@@ -82,6 +84,12 @@ struct DeliverArguments: Equatable {
     var quiet = false
     /// `--audit PATH`.
     var audit: String?
+    /// `--mark-delivered` or `--send-again`, after a person checked with the processor.
+    var what = NightDelivery.Choice.deliver
+    /// The choices the flags named (one at most).
+    var marked: Set<NightDelivery.Choice> = []
+    /// `--rebuild-ledger`.
+    var rebuildLedger = false
 }
 
 /// Arguments of `validate`.
@@ -169,6 +177,7 @@ enum ArgumentParser {
         },
         Flag("--allow-future", "take a --date more than a day after today (refused by default: a mistyped year)") { $0.options.allowFuture = true },
         Flag("--allow-repeat", "send a night whose data files are those of another night of the output") { $0.options.allowRepeat = true },
+        Flag("--rebuild-ledger", "rebuild each output's ledger of nights from the files and delivery records beside it (after it was lost or rolled back)") { $0.options.rebuildLedger = true },
         Flag("--shard", "I/N|auto/N", "take work items whose ordinal mod N is I (auto: JOB_COMPLETION_INDEX)") { $0.shard = $1 },
         Flag("--emulate", "run against the built-in emulator on a free loopback port") { $0.emulate = true },
         Flag("--base-url", "URL", "send every request here instead of the vault (testing: http:// for loopback only)") { (arguments, text) throws(UsageError) in
@@ -236,6 +245,7 @@ enum ArgumentParser {
             arguments.night = try FlagValue.night(text, "--date", command: "merge")
         },
         Flag("--keep-shards", "keep the shards' files and state once merged (and delivered)") { $0.keepShards = true },
+        Flag("--rebuild-ledger", "rebuild each output's ledger of nights from the files and delivery records beside it (after it was lost or rolled back)") { $0.rebuildLedger = true },
         Flag("--log-format", "text|json", "how log lines and the summary are written") { (arguments, text) throws(UsageError) in
             arguments.logFormat = try FlagValue.choice(text, "--log-format", command: "merge")
         },
@@ -258,6 +268,9 @@ enum ArgumentParser {
             arguments.night = try FlagValue.night(text, "--date", command: "deliver")
         },
         Flag("--audit", "PATH", "append the deliveries' audit entries to this file (beats the manifest's audit.path)") { $0.audit = $1 },
+        Flag("--mark-delivered", "record the night as delivered, nothing sent: the processor told you they have it") { $0.marked.insert(.markDelivered) },
+        Flag("--rebuild-ledger", "rebuild each output's ledger of nights from the files and delivery records beside it (after it was lost or rolled back)") { $0.rebuildLedger = true },
+        Flag("--send-again", "deliver a night whose hand-over could not be known: the processor told you they do not have it") { $0.marked.insert(.sendAgain) },
         Flag("--quiet", "print only errors") { $0.quiet = true }.short("-q"),
     ]
 
@@ -370,6 +383,9 @@ enum ArgumentParser {
             let scanned = try scan(rest, deliverFlags, into: &deliver, command: "deliver")
             if scanned.help { return .help("deliver") }
             deliver.manifest = try single(scanned.positionals, command: "deliver")
+            guard deliver.marked.count <= 1 else { throw UsageError(message: "--mark-delivered and --send-again exclude each other: give the one the processor's answer asks for", command: "deliver") }
+            deliver.what = deliver.marked.first ?? .deliver
+            deliver.marked = []
             return .deliver(deliver)
         case .schema:
             if rest.first == "--help" || rest.first == "-h" { return .help("schema") }

@@ -144,19 +144,21 @@ enum CLI {
         defer { Signals.listen(nil) }
         let outcomes: [DeliveryOutcome]
         do {
-            outcomes = try await NightDelivery.deliver(manifest: manifest, night: arguments.night, audit: arguments.audit,
+            outcomes = try await NightDelivery.deliver(manifest: manifest, night: arguments.night, audit: arguments.audit, what: arguments.what,
+                                                       rebuildLedger: arguments.rebuildLedger,
                                                        note: { Console.err("showbatch: warning: \(TerminalText.escaped($0))\n") },
                                                        isCancelled: { Signals.fired })
         } catch {
             printError(error)
             return error.exitCode
         }
-        let failed = outcomes.contains { if case .failed = $0.result { return true } else { return false } }
+        let failed = outcomes.contains(where: \.result.isFailure)
         if !arguments.quiet || failed {
             let lines = EventPrinter.deliveryLines(outcomes, deliver: nil).filter { !arguments.quiet || $0.hasPrefix("showbatch: error:") }
             Console.err(lines.map(TerminalText.escaped).joined(separator: "\n") + "\n")
         }
         if Signals.fired { return .interrupted }
+        if outcomes.contains(where: { if case .refused = $0.result { return true } else { return false } }) { return .deliveryRefused }
         return failed ? .undelivered : .ok
     }
 

@@ -259,7 +259,7 @@ final class EventPrinter: Sendable {
                 lines.append("showbatch: the night of \(night.date) in \(night.path) (sequence \(night.seq)) has \(night.notOk) row\(night.notOk == 1 ? "" : "s") not ok of \(night.rows), beyond max_failed (\(allowed)): it is not finished for the processor")
             case .doesNotAddUp(let counted):
                 lines.append("showbatch: error: the night of \(night.date) in \(night.path) does not add up: its files hold \(counted) row\(counted == 1 ? "" : "s"), its data files \(night.rows); it is not recorded as finished")
-            case .dataChanged:
+            case .dataChanged, .notFinished:
                 continue
             }
         }
@@ -285,7 +285,7 @@ final class EventPrinter: Sendable {
         guard let night = notWhole.first, let retry, !summary.interrupted, summary.stopReason == nil else { return [] }
         let rerun = retry.replacingOccurrences(of: " --retry-failed", with: "")
         switch night.state {
-        case .doesNotAddUp, .dataChanged:
+        case .doesNotAddUp, .dataChanged, .notFinished:
             return ["showbatch: next: run the night again (\(rerun)): its files are written anew under its number"]
         case .beyondMaxFailed where night.retryable && night.notOk == night.failed:
             return ["showbatch: next: \(retry) sends the \(night.failed) failed row\(night.failed == 1 ? "" : "s") again"]
@@ -303,9 +303,12 @@ final class EventPrinter: Sendable {
             switch outcome.result {
             case .delivered: return "showbatch: delivered \(outcome.path) to \(outcome.destination) (\(outcome.size) bytes)"
             case .found: return "showbatch: \(outcome.path) was on the server already, whole (a run stopped after putting it there): recorded as delivered to \(outcome.destination)"
+            case .markedDelivered: return "showbatch: \(outcome.path) is recorded as delivered to \(outcome.destination), as the processor has it (nothing was sent)"
             case .already(let when): return "showbatch: \(outcome.path) was delivered to \(outcome.destination) at \(when): nothing is delivered again"
             case .failed(let why):
                 return "showbatch: error: cannot deliver \(outcome.path): \(why); the file is kept: once that is fixed, the next run\(deliver.map { " (or \($0))" } ?? "") delivers it without revealing anything again"
+            case .refused(let why):
+                return "showbatch: error: cannot deliver \(outcome.path): \(why); no retry fixes this, a person must (exit 6); the file is kept, and once that is done the next run\(deliver.map { " (or \($0))" } ?? "") delivers it without revealing anything again"
             }
         }
     }

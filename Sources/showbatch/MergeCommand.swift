@@ -40,6 +40,7 @@ struct MergeCommand {
             var options = MergeOptions(shards: shards, output: arguments.output, format: arguments.format, night: arguments.night,
                                        keepShards: arguments.keepShards, maxFailed: arguments.maxFailed)
             options.audit = arguments.audit
+            options.rebuildLedger = arguments.rebuildLedger
             options.runID = runID
             summary = try ShardMerge.merge(manifest: manifest, options: options, note: { [printer] in printer.handle(.warning($0)) },
                                            isCancelled: { Signals.fired })
@@ -52,7 +53,8 @@ struct MergeCommand {
             return record(.interrupted, summary: summary, error: "interrupted: nothing was written", job: manifest.job)
         }
         let code: ExitCode = !summary.complete ? .rowsFailed
-            : summary.deliveries.contains { if case .failed = $0.result { return true } else { return false } } ? .undelivered : .ok
+            : summary.deliveries.contains { if case .refused = $0.result { return true } else { return false } } ? .deliveryRefused
+            : summary.deliveries.contains(where: \.result.isFailure) ? .undelivered : .ok
         report(summary, shards: shards)
         return record(code, summary: summary, job: manifest.job)
     }

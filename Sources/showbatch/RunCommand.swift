@@ -170,7 +170,7 @@ private final class RunSession: Sendable {
         case .success(let summary):
             live.endProgress()
             // A delivered night is not rewritten: no --retry-failed hint for it.
-            let delivered = summary.deliveries.contains { if case .failed = $0.result { return false } else { return true } }
+            let delivered = summary.deliveries.contains { !$0.result.isFailure }
             live.summary(summary, retry: delivered ? nil : RunCommand.retryCommand(arguments, shard: options.shard, night: summary.night),
                          deliver: summary.night.map { RunCommand.deliverCommand(arguments.manifest, night: $0) })
             // Labels not found under the emulator's echo are its shape's, not the route's.

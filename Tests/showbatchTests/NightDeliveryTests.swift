@@ -91,7 +91,7 @@ private let rows = "id,card\n1,4111111111111111\n2,5555555555554444\n"
         server.stop()
         let down = try await run(work, server, ["--resume=auto"])
         #expect(down.status == 5)
-        #expect(down.stderr.contains("showbatch: error: cannot deliver out/\(file): cannot look for \(file) on the server: 127.0.0.1:\(server.port) refused the connection (curl: "))
+        #expect(down.stderr.contains("showbatch: error: cannot deliver out/\(file): cannot list the folder \(server.url): 127.0.0.1:\(server.port) refused the connection (curl: "))
         #expect(down.stderr.hasSuffix("; the file is kept: once that is fixed, the next run (or showbatch deliver m.yaml --date \(night)) delivers it without revealing anything again\n"))
         // Tried as often as requests are (3 attempts by default), with their backoff.
         #expect(down.stderr.components(separatedBy: "showbatch: warning: delivering out/\(file) failed").count == 3)
@@ -163,7 +163,7 @@ private let rows = "id,card\n1,4111111111111111\n2,5555555555554444\n"
         work.write("in/customers.csv", "id,alias\n3,tok_b\n")
         let next = try await showbatch(["run", "m.yaml", "--emulate", "--date", "2026-12-02"], in: work.path, environment: environment(server))
         #expect(next.status == 5)
-        #expect(next.stderr.contains("showbatch: error: cannot deliver out/cards-20261202-0002.csv: the night of 2026-12-01 (sequence 1) comes before it and has rows not ok beyond max_failed (showbatch run m.yaml --date 2026-12-01 --retry-failed sends them again); a processor rejects a gap in the sequence, so this night is delivered after it; the file is kept"),
+        #expect(next.stderr.contains("showbatch: error: cannot deliver out/cards-20261202-0002.csv: the night of 2026-12-01 (sequence 1) comes before it and has rows not ok beyond max_failed: send its failed rows again first (showbatch run m.yaml --date 2026-12-01 --retry-failed); a processor rejects a gap in the sequence, so this night is delivered after it; the file is kept"),
                 "\(next.stderr)")
         #expect(server.uploaded.isEmpty)
     }
@@ -194,8 +194,9 @@ private let rows = "id,card\n1,4111111111111111\n2,5555555555554444\n"
         let (work, server) = try setUp()
         defer { work.remove(); server.remove() }
         let refused = try await run(work, server, knownHosts: server.otherKnownHosts)
-        #expect(refused.status == 5)
-        #expect(refused.stderr.hasSuffix("showbatch: error: cannot deliver out/\(file): the host key of 127.0.0.1:\(server.port) is not in the known hosts file \(server.otherKnownHosts), or differs from the one there: nothing was uploaded (no key is trusted on first use; add the processor's host key, checked with them); the file is kept: once that is fixed, the next run (or showbatch deliver m.yaml --date \(night)) delivers it without revealing anything again\n"))
+        // Only a person can fix it: exit 6, which a scheduler does not retry.
+        #expect(refused.status == 6)
+        #expect(refused.stderr.hasSuffix("showbatch: error: cannot deliver out/\(file): the host key of 127.0.0.1:\(server.port) differs from the one there (line 1): it changed, or this is another server (known hosts file \(server.otherKnownHosts)): nothing was uploaded (no key is trusted on first use; check the processor's host key with them); no retry fixes this, a person must (exit 6); the file is kept, and once that is done the next run (or showbatch deliver m.yaml --date \(night)) delivers it without revealing anything again\n"))
         // Not retried: no retry makes the key known.
         #expect(!refused.stderr.contains("trying again"))
         #expect(server.uploaded.isEmpty)
@@ -226,7 +227,7 @@ private let rows = "id,card\n1,4111111111111111\n2,5555555555554444\n"
         unlink(work.path + "/out/\(file).delivered")
         let state = "out/.cards-{date}-{seq:4}.csv.sequence"
         let marked = try #require(work.read(state))
-        let unmarked = marked.replacingOccurrences(of: #""delivered":\{"to":("[^"]*"),[^}]*\}"#, with: #""handing":{"to":$1,"at":"2026-12-01T02:20:00.000Z"}"#,
+        let unmarked = marked.replacingOccurrences(of: #""delivered":\{"to":("[^"]*"),[^}]*\}"#, with: #""handing":{"to":$1,"part":".cards-20261201-0001.csv.0.part","at":"2026-12-01T02:20:00.000Z"}"#,
                                                    options: .regularExpression)
         #expect(unmarked != marked)
         work.write(state, unmarked)
@@ -248,14 +249,14 @@ private let rows = "id,card\n1,4111111111111111\n2,5555555555554444\n"
         defer { work.remove(); server.remove() }
         try Data("someone else's file\n".utf8).write(to: URL(fileURLWithPath: server.uploads + "/" + file))
         let refused = try await run(work, server)
-        #expect(refused.status == 5)
+        #expect(refused.status == 6)
         #expect(refused.stderr.contains("showbatch: error: cannot deliver out/\(file): \(server.url)\(file) is on the server already, and is not this file (20 bytes, not these \(rows.utf8.count)): it is not replaced"))
         #expect(uploaded(server, file) == "someone else's file\n" && server.uploaded == [file])
         // Of the same size, but other bytes (card files of one row count often are): not ours either.
         let sameSize = String(repeating: "x", count: rows.utf8.count)
         try Data(sameSize.utf8).write(to: URL(fileURLWithPath: server.uploads + "/" + file))
         let again = try await run(work, server)
-        #expect(again.status == 5)
+        #expect(again.status == 6)
         #expect(again.stderr.contains("is on the server already, and is not this file (\(rows.utf8.count) bytes, not these \(rows.utf8.count) of another SHA-256): it is not replaced"))
         #expect(uploaded(server, file) == sameSize && !work.exists("out/\(file).delivered"))
     }

@@ -30,7 +30,16 @@ final class SFTPServer: @unchecked Sendable {
     /// The user the tests run as, whom the server lets in with `clientKey`.
     let user: String
 
-    init() throws {
+    /// The SFTP subsystem is `Tests/Fixtures/sftp_proxy.py` in front of OpenSSH's sftp-server,
+    /// which plays what `control(_:)` asks (a processor, a stall, a dropped session).
+    let proxied: Bool
+    /// The proxy's control file, its log of requests, and where its processor puts what it takes.
+    var controlFile: String { dir + "/control.json" }
+    var logFile: String { dir + "/requests.log" }
+    var processed: String { dir + "/processed" }
+
+    init(proxied: Bool = false) throws {
+        self.proxied = proxied
         dir = FileManager.default.temporaryDirectory.path + "/showbatch-sshd-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: dir + "/uploads", withIntermediateDirectories: true)
         user = String(cString: getpwuid(getuid())!.pointee.pw_name)
@@ -39,6 +48,7 @@ final class SFTPServer: @unchecked Sendable {
             try SFTPServer.keygen(dir + "/" + name)
         }
         try FileManager.default.copyItem(atPath: dir + "/client_key.pub", toPath: dir + "/authorized_keys")
+        if proxied { control([:]) }
         // sshd refuses to start without its privilege separation folder.
         if !FileManager.default.fileExists(atPath: "/run/sshd") {
             try FileManager.default.createDirectory(atPath: "/run/sshd", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
@@ -60,7 +70,7 @@ final class SFTPServer: @unchecked Sendable {
         StrictModes no
         PidFile none
         LogLevel VERBOSE
-        Subsystem sftp internal-sftp
+        Subsystem sftp \(proxied ? "/usr/bin/python3 \(repository)/Tests/Fixtures/sftp_proxy.py \(controlFile)" : "internal-sftp")
 
         """
         try config.write(toFile: dir + "/sshd_config", atomically: true, encoding: .utf8)
@@ -114,6 +124,39 @@ final class SFTPServer: @unchecked Sendable {
     func remove() {
         stop()
         try? FileManager.default.removeItem(atPath: dir)
+    }
+
+    /// Sets what the proxy plays from now on (its log and processor folder always named).
+    func control(_ settings: [String: Any]) {
+        var settings = settings
+        settings["log"] = logFile
+        settings["processed"] = processed
+        let data = try! JSONSerialization.data(withJSONObject: settings)
+        try! data.write(to: URL(fileURLWithPath: controlFile + ".new"))
+        rename(controlFile + ".new", controlFile)
+    }
+
+    /// The requests the proxy saw, one line each (`OPEN path`, `RENAME from to`, `HOLD RENAME`, …).
+    var requests: [String] {
+        ((try? String(contentsOfFile: logFile, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+    }
+
+    /// The files the processor took, by their name when renamed in (each once per take).
+    var taken: [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: processed)) ?? []).map { name in
+            String(name[..<(name.lastIndex(of: ".") ?? name.endIndex)])
+        }.sorted()
+    }
+
+    /// Waits (at most `seconds`) until the proxy saw a request line that starts with `prefix`,
+    /// among those after the first `after`.
+    func waitForRequest(_ prefix: String, after: Int = 0, seconds: Double = 20) async throws -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if requests.dropFirst(after).contains(where: { $0.hasPrefix(prefix) }) { return true }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return false
     }
 
     /// The names in `uploads/`, sorted, dot files included.

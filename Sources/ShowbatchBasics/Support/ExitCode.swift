@@ -16,6 +16,10 @@ package enum ExitCode: Int32, Sendable, CaseIterable {
     /// The rows were written, but a delivery (`output.deliver`) failed: the output is kept, and
     /// the next run (or `showbatch deliver`) delivers it without revealing anything again.
     case undelivered = 5
+    /// The rows were written, and their delivery was refused for a reason only a person fixes (a
+    /// host key refused, a login refused, no permission or no space on the server, another file
+    /// under the name, a hand-over whose outcome cannot be known): trying again changes nothing.
+    case deliveryRefused = 6
     /// Interrupted by SIGINT or SIGTERM: outputs left `.partial`, journals kept.
     case interrupted = 130
 }

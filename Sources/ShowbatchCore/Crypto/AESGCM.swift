@@ -104,3 +104,21 @@ func hmacSHA256(key: SecretBytes, _ message: [UInt8]) -> SecretBytes {
     precondition(result != nil && length == 32, "HMAC-SHA256 failed")
     return digest
 }
+
+/// HMAC-SHA1 under `key` of `message`: how OpenSSH hashes a host name in known_hosts
+/// (`|1|salt|hash`). Public data only (a host name), so plain memory.
+func hmacSHA1(key: [UInt8], _ message: [UInt8]) -> [UInt8] {
+    var digest = [UInt8](repeating: 0, count: 20)
+    var length: UInt32 = 0
+    let result = key.withUnsafeBytes { key in
+        message.withUnsafeBytes { message in
+            digest.withUnsafeMutableBytes { out in
+                HMAC(EVP_sha1(), key.baseAddress, Int32(key.count),
+                     message.baseAddress?.assumingMemoryBound(to: UInt8.self), message.count,
+                     out.baseAddress?.assumingMemoryBound(to: UInt8.self), &length)
+            }
+        }
+    }
+    precondition(result != nil && length == 20, "HMAC-SHA1 failed")
+    return digest
+}

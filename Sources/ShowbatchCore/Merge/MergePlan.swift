@@ -66,7 +66,7 @@ struct MergePlan {
             throw RunError.usage("merge writes files, not standard output: give --output the path the shards were run with")
         }
         // The shards' files and the merged one are named for one night.
-        let nights = try NightBook(manifest: manifest, night: night)
+        let nights = try NightBook(manifest: manifest, night: night, rebuild: options.rebuildLedger)
         // The shards took the night's number as they began: a merge for a night no shard ran
         // (a merge pod's "today" after midnight) is refused, never numbered anew.
         for template in nights.templates where options.output == nil && nights.record(of: template) == nil {

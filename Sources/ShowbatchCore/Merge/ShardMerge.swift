@@ -19,6 +19,8 @@ package struct MergeOptions: Sendable, Equatable {
     package var night: NightChoice?
     /// `--keep-shards`: the shards' files stay once merged (and delivered).
     package var keepShards = false
+    /// `--rebuild-ledger`: the night's ledgers are rebuilt from the records beside them first.
+    package var rebuildLedger = false
     /// `--max-failed`, as the shards were run with it; else the manifest's `max_failed`.
     package var maxFailed: FailureAllowance?
     /// `--audit PATH`, else the manifest's `audit.path`; and the merge's id in it.
@@ -113,7 +115,7 @@ package enum ShardMerge {
                              isCancelled: @escaping @Sendable () -> Bool = { false }) throws(RunError) -> MergeSummary {
         // The night is decided once, as the merge begins: one that runs past midnight merges,
         // reports and hints the night it began with.
-        let decided = try Night.decide(options.night, clock: clock, beginning: false)
+        let decided = try Night.decide(options.night, clock: clock, testRun: options.output != nil, beginning: false)
         guard let path = options.audit ?? manifest.auditPath else {
             return try mergeUnaudited(manifest: manifest, options: options, night: decided, note: note, isCancelled: isCancelled)
         }
@@ -255,7 +257,7 @@ package enum ShardMerge {
         }
         summary.deliveries = deliver(plan, note: note, isCancelled: isCancelled)
         // A night not delivered yet is merged again from its shards by the next try.
-        if !options.keepShards && !summary.deliveries.contains(where: { if case .failed = $0.result { return true } else { return false } }) {
+        if !options.keepShards && !summary.deliveries.contains(where: \.result.isFailure) {
             removeShards(plan)
         }
         return summary
@@ -317,7 +319,7 @@ package enum ShardMerge {
     }
 
     /// The merge pod hands the night over: each merged file with `output.deliver` is delivered.
-    private static func deliver(_ plan: MergePlan, note: (String) -> Void, isCancelled: () -> Bool) -> [DeliveryOutcome] {
+    private static func deliver(_ plan: MergePlan, note: (String) -> Void, isCancelled: @escaping () -> Bool) -> [DeliveryOutcome] {
         let redactor = Redactor(manifest: plan.manifest)
         return plan.outputs.flatMap { output -> [DeliveryOutcome] in
             guard let spec = output.target.deliver, let night = output.target.night, night.records else { return [] }

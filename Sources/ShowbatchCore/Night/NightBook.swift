@@ -13,11 +13,20 @@ struct NightBook {
     /// Numbers taken by `begin`, by template.
     private var begun: [String: Int] = [:]
 
-    /// The ledgers of `manifest`'s night-named outputs.
-    init(manifest: Manifest, night: Night) throws(RunError) {
+    /// The ledgers of `manifest`'s night-named outputs, each checked against the files and
+    /// delivery records beside it (`NightWitnesses`: a ledger lost or rolled back is refused, exit
+    /// 3); with `rebuild` (`--rebuild-ledger`), rebuilt from them first.
+    init(manifest: Manifest, night: Night, rebuild: Bool = false) throws(RunError) {
         self.night = night
         for spec in manifest.nightNamedOutputs where ledgers[spec.path] == nil {
-            ledgers[spec.path] = try NightLedger.read(template: spec.path)
+            let witnesses = try NightWitnesses(template: spec.path)
+            if rebuild {
+                let (nights, generation) = try witnesses.rebuilt(over: try NightLedger.read(template: spec.path))
+                try NightLedger.rebuild(nights, generation: generation, template: spec.path)
+            }
+            let ledger = try NightLedger.read(template: spec.path)
+            try witnesses.check(ledger)
+            ledgers[spec.path] = ledger
         }
     }
 

@@ -4,15 +4,27 @@ import ShowbatchManifest
 
 /// `showbatch deliver`: delivers the files of a finished night without revealing anything.
 package enum NightDelivery {
+    /// What `deliver` is asked to do.
+    package enum Choice: Sendable, Hashable {
+        /// Deliver the night (settling a hand-over a stopped run left, where the server shows how it ended).
+        case deliver
+        /// `--mark-delivered`: a person checked with the processor, who has the file: record it delivered.
+        case markDelivered
+        /// `--send-again`: a person checked with the processor, who does not have it: forget the
+        /// hand-over whose outcome could not be known, and deliver.
+        case sendAgain
+    }
+
     /// Delivers each output of `manifest` with `output.deliver`, as the night of `date` wrote it.
     /// Refused (exit 2) when no output delivers, or the night was never finished; a file changed
     /// since its night was finished is refused too (exit 3), as it is not what the run wrote.
     /// Each delivery goes to the audit trail (`audit`, else the manifest's `audit.path`).
     package static func deliver(manifest: Manifest, night choice: NightChoice?, clock: NightClock = .system, audit: String? = nil,
-                                note: @escaping @Sendable (String) -> Void = { _ in },
+                                what: Choice = .deliver, rebuildLedger: Bool = false, note: @escaping @Sendable (String) -> Void = { _ in },
                                 isCancelled: @escaping @Sendable () -> Bool = { false }) async throws(RunError) -> [DeliveryOutcome] {
         let night = try Night.decide(choice, clock: clock, beginning: false)
-        let outcomes = try await deliverUnaudited(manifest: manifest, night: night, note: note, isCancelled: isCancelled)
+        let outcomes = try await deliverUnaudited(manifest: manifest, night: night, what: what, rebuildLedger: rebuildLedger, note: note,
+                                                  isCancelled: isCancelled)
         if let path = audit ?? manifest.auditPath {
             let trail = AuditTrail(path: path, runID: RunOptions.newRunID(), manifest: manifest)
             for outcome in outcomes {
@@ -22,19 +34,27 @@ package enum NightDelivery {
         return outcomes
     }
 
-    private static func deliverUnaudited(manifest: Manifest, night: Night, note: @escaping @Sendable (String) -> Void,
+    private static func deliverUnaudited(manifest: Manifest, night: Night, what: Choice, rebuildLedger: Bool, note: @escaping @Sendable (String) -> Void,
                                          isCancelled: @escaping @Sendable () -> Bool) async throws(RunError) -> [DeliveryOutcome] {
         let date = night.date
-        let nights = try NightBook(manifest: manifest, night: night)
+        let nights = try NightBook(manifest: manifest, night: night, rebuild: rebuildLedger)
         let plan = try OutputPlanner(manifest: manifest, output: nil, format: nil, shard: nil, nights: nights)
         let targets = plan.targets.filter { $0.deliver != nil && $0.night != nil }
         guard !targets.isEmpty else { throw RunError.usage("no output of \(manifest.file) has output.deliver: there is nothing to deliver") }
         try PrivateFile.requireTrusted(sideFilesOf: targets.map(\.path))
+        var outcomes: [DeliveryOutcome] = []
+        var pending: [OutputTarget] = []
         for target in targets {
             let night = target.night!
             let name = (target.path as NSString).lastPathComponent
             guard let recorded = nights.record(of: night.template), recorded.isFinished, recorded.file == name else {
                 throw RunError.usage("\(target.path) was never finished for the night of \(date): run it first (showbatch run \(manifest.file) --date \(date))")
+            }
+            // Delivered: the ledger says so, whether or not its file is still here.
+            if let delivery = recorded.delivery, delivery.done {
+                outcomes.append(DeliveryOutcome(path: target.path, destination: target.deliver!.destination.url(of: delivery.file.isEmpty ? name : delivery.file),
+                                                size: delivery.size, result: .already(delivery.at)))
+                continue
             }
             guard recorded.complete else {
                 throw RunError.usage("\(target.path) was finished with rows not ok beyond max_failed, so it is not delivered: \(NightRecord.fix(recorded, manifest: manifest.file))")
@@ -46,11 +66,27 @@ package enum NightDelivery {
             guard digest.sha256 == recorded.sha256 else {
                 throw RunError.runtime("\(target.path) is not the file its night wrote at \(recorded.finished) (its SHA-256 differs): it is not delivered")
             }
+            switch what {
+            case .deliver:
+                pending.append(target)
+            case .sendAgain:
+                if recorded.handing != nil { try NightLedger.markHanding(date, nil, template: night.template) }
+                pending.append(target)
+            case .markDelivered:
+                let delivery = NightRecord.Delivery(to: target.deliver!.destination.description, file: name, size: digest.size,
+                                                    sha256: digest.sha256, at: Timestamp.rfc3339(), byHand: true)
+                let generation = try NightLedger.markDelivered(date, delivery, template: night.template)
+                try DeliveryRecord(file: name, to: delivery.to, size: delivery.size, sha256: delivery.sha256, delivered: delivery.at,
+                                   generation: generation, date: date, seq: night.seq).write(beside: target.path)
+                outcomes.append(DeliveryOutcome(path: target.path, destination: target.deliver!.destination.url(of: name), size: digest.size,
+                                                result: .markedDelivered))
+            }
         }
+        let done = outcomes
         let (retry, timeout) = (manifest.retry, manifest.timeout)
         let redactor = Redactor(manifest: manifest)
         return await Blocking.run("showbatch-deliver") { () -> [DeliveryOutcome] in
-            targets.flatMap { target in
+            done + pending.flatMap { target in
                 Deliverer.deliverInOrder(target.path, spec: target.deliver!, night: target.night!, manifest: manifest.file, retry: retry,
                                          timeout: timeout, note: note, isCancelled: { Task.isCancelled || isCancelled() }).map { redactor.redacted($0) }
             }

@@ -55,6 +55,8 @@ struct NightRecord: Equatable, Sendable {
     struct Handing: Equatable, Sendable {
         /// The folder's URL (no credentials).
         var to: String
+        /// The temporary name the file was uploaded as.
+        var part: String
         var at: String
     }
 
@@ -65,6 +67,10 @@ struct NightRecord: Equatable, Sendable {
         var size: Int
         var sha256: String
         var at: String
+        /// Its trigger file (`deliver.done`) is written, or it has none.
+        var done = true
+        /// A person recorded it (`deliver --mark-delivered`) after checking with the processor.
+        var byHand = false
     }
 
     var isFinished: Bool { !finished.isEmpty }
@@ -187,16 +193,28 @@ struct NightLedger: Equatable {
         }
     }
 
-    /// Records that the night of `date` is being put in place on the server at `to`: the rename
-    /// was asked for. Returns the ledger's generation then.
-    @discardableResult
-    static func markHanding(_ date: NightDate, to: String, at when: String, template: String) throws(RunError) -> Int {
-        try update(template: template) { (ledger: inout NightLedger) throws(RunError) -> Int in
+    /// Records that the night of `date` is being put in place on the server: the rename of its
+    /// upload (`handing.part`) was asked for, or is about to be; nil clears it (the rename was
+    /// refused, its upload removed).
+    static func markHanding(_ date: NightDate, _ handing: NightRecord.Handing?, template: String) throws(RunError) {
+        _ = try update(template: template) { (ledger: inout NightLedger) throws(RunError) -> Int in
             guard let index = ledger.nights.lastIndex(where: { $0.date == date }) else {
                 throw RunError.runtime("\(ledger.path) has no night of \(date) to deliver")
             }
-            ledger.nights[index].handing = NightRecord.Handing(to: to, at: when)
-            return ledger.generation + 1
+            guard ledger.nights[index].delivery == nil else {
+                throw RunError.runtime("\(ledger.path) says the night of \(date) was delivered: it is not handed over again")
+            }
+            ledger.nights[index].handing = handing
+            return 0
+        }
+    }
+
+    /// Records that the night of `date`'s trigger file is written.
+    static func markDone(_ date: NightDate, template: String) throws(RunError) {
+        _ = try update(template: template) { (ledger: inout NightLedger) throws(RunError) -> Int in
+            guard let index = ledger.nights.lastIndex(where: { $0.date == date }) else { return 0 }
+            ledger.nights[index].delivery?.done = true
+            return 0
         }
     }
 
@@ -299,6 +317,7 @@ struct NightLedger: Equatable {
                 writer.key("handing")
                 writer.object { writer in
                     writer.key("to"); writer.string(handing.to)
+                    writer.key("part"); writer.string(handing.part)
                     writer.key("at"); writer.string(handing.at)
                 }
             }
@@ -310,6 +329,8 @@ struct NightLedger: Equatable {
                     writer.key("size"); writer.integer(delivery.size)
                     writer.key("sha256"); writer.string(delivery.sha256)
                     writer.key("at"); writer.string(delivery.at)
+                    writer.key("done"); writer.bool(delivery.done)
+                    writer.key("by_hand"); writer.bool(delivery.byHand)
                 }
             }
         }
@@ -332,13 +353,15 @@ struct NightLedger: Equatable {
             night.rows = NightRecord.NightRows(data: dataRows, output: output, rejects: rejects, ok: ok, partial: partial, failed: failed)
         }
         if let handing = item["handing"] {
-            guard let to = text(handing, "to"), let at = text(handing, "at") else { return nil }
-            night.handing = NightRecord.Handing(to: to, at: at)
+            guard let to = text(handing, "to"), let part = text(handing, "part"), let at = text(handing, "at") else { return nil }
+            night.handing = NightRecord.Handing(to: to, part: part, at: at)
         }
         if let delivered = item["delivered"] {
             guard let to = text(delivered, "to"), let name = text(delivered, "file"), let size = integer(delivered, "size"),
                   let sha = text(delivered, "sha256"), let at = text(delivered, "at") else { return nil }
             night.delivery = NightRecord.Delivery(to: to, file: name, size: size, sha256: sha, at: at)
+            if case .bool(let done)? = delivered["done"] { night.delivery?.done = done }
+            if case .bool(let byHand)? = delivered["by_hand"] { night.delivery?.byHand = byHand }
         }
         return night
     }

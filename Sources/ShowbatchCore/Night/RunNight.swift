@@ -21,7 +21,7 @@ struct RunNight {
     /// would come after a later one, a repeat of another night's rows, and a `--retry-failed` of
     /// a night delivered or never written. Nil when interrupted while the data files are read.
     static func decide(manifest: Manifest, night: Night, options: RunOptions) throws(RunError) -> RunNight? {
-        let book = try NightBook(manifest: manifest, night: night)
+        let book = try NightBook(manifest: manifest, night: night, rebuild: options.rebuildLedger)
         var data = ""
         if !book.isEmpty && manifest.requests.contains(where: { $0.each != nil }) {
             guard let rows = try manifest.nightRowsHash() else { return nil }
@@ -70,7 +70,8 @@ struct RunNight {
                 targets[index].finishedNight = target.shard
                     ? "the night of \(target.date) (sequence \(record.seq)) was delivered at \(record.deliveredAt)"
                     : "it was delivered\(record.deliveredWhere) at \(record.deliveredAt)"
-                targets[index].deliveredAt = record.deliveredAt
+                // A trigger file still to write goes to the delivery, which writes only that.
+                if record.delivery?.done != false { targets[index].deliveredAt = record.deliveredAt }
                 if dataChanged {
                     warnings.append("\(target.shard ? "" : path + ": ")the data files changed since the night of \(target.date) was delivered: their rows are NOT sent (a delivered night is the processor's; send them as another night, with its own --date)")
                 }
@@ -119,7 +120,7 @@ struct RunNight {
                 // Left as it is by this run (`--retry-failed` with no failed row to send): the
                 // night is what its record says.
                 guard let record, record.isFinished, let rows = record.rows else {
-                    outcome.state = .doesNotAddUp(counted: 0)
+                    outcome.state = .notFinished
                     outcome.rows = expected
                     outcomes.append(outcome)
                     continue

@@ -167,11 +167,15 @@ package struct AuditTrail: Sendable {
         switch delivery.result {
         case .delivered: outcome = "delivered"
         case .found: outcome = "found"
+        case .markedDelivered: outcome = "marked_delivered"
         case .already(let when):
             outcome = "already"
             extra.append(JSONMember("delivered_at", .string(when)))
         case .failed(let why):
             outcome = "failed"
+            extra.append(JSONMember("error", .string(why)))
+        case .refused(let why):
+            outcome = "refused"
             extra.append(JSONMember("error", .string(why)))
         }
         try append("delivered", outcome: outcome, outputs: [Output(path: delivery.path)], extra: extra)

@@ -39,6 +39,9 @@ package struct RunOptions: Sendable, Equatable {
     package var allowFuture = false
     /// `--allow-repeat`: send a night whose data files are those of another night of the output.
     package var allowRepeat = false
+    /// `--rebuild-ledger`: each night-named output's ledger is rebuilt from the files and
+    /// delivery records beside it before the night is decided.
+    package var rebuildLedger = false
     /// `--strict-hostname`: a failed hostname check is exit 3.
     package var strictHostname = false
     /// `--progress`.

@@ -38,7 +38,8 @@ package struct RunReport: Sendable {
         self.error = error
     }
 
-    /// ok, rows_failed, stopped, interrupted, undelivered, invalid or error: the exit code in a word.
+    /// ok, rows_failed, stopped, interrupted, undelivered, delivery_refused, invalid or error: the
+    /// exit code in a word.
     package var outcome: String {
         switch exitCode {
         case .ok: return "ok"
@@ -48,6 +49,7 @@ package struct RunReport: Sendable {
         case .stopped: return "stopped"
         case .interrupted: return "interrupted"
         case .undelivered: return "undelivered"
+        case .deliveryRefused: return "delivery_refused"
         }
     }
 
@@ -114,7 +116,7 @@ package struct RunReport: Sendable {
     }
 
     /// Each delivery: the output, where it went, its size and how it ended (`delivered`,
-    /// `already`, `found`, `failed` with the reason).
+    /// `already`, `found`, `failed` or `refused` with the reason).
     package static func deliveriesMember(_ deliveries: [DeliveryOutcome]) -> JSONMember {
         JSONMember("deliveries", .array(deliveries.map { outcome in
             var members = [JSONMember("path", .string(outcome.path)), JSONMember("to", .string(outcome.destination)),
@@ -122,10 +124,13 @@ package struct RunReport: Sendable {
             switch outcome.result {
             case .delivered: members.append(JSONMember("result", .string("delivered")))
             case .found: members.append(JSONMember("result", .string("found")))
+            case .markedDelivered: members.append(JSONMember("result", .string("marked_delivered")))
             case .already(let when):
                 members += [JSONMember("result", .string("already")), JSONMember("delivered_at", .string(when))]
             case .failed(let why):
                 members += [JSONMember("result", .string("failed")), JSONMember("error", .string(why))]
+            case .refused(let why):
+                members += [JSONMember("result", .string("refused")), JSONMember("error", .string(why))]
             }
             return .object(members)
         }))

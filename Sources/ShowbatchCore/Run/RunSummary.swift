@@ -111,6 +111,9 @@ package struct NightOutcome: Sendable, Equatable {
         /// A data file changed while the night was written: its rows may be two versions' (never
         /// recorded finished).
         case dataChanged
+        /// Begun and never recorded finished (a run stopped before it recorded its files), and
+        /// this run wrote nothing of it.
+        case notFinished
         /// Delivered before, and tonight's data files hold other rows, which are not sent.
         case deliveredOtherData
     }
@@ -150,7 +153,10 @@ extension RunSummary {
         if stopReason != nil { return .stopped }
         let nightsWhole = nights.allSatisfy(\.isWhole)
         let rowsCode: ExitCode = ((ok == rows && whole) || withinAllowance) && nightsWhole ? .ok : .rowsFailed
-        if rowsCode == .ok && deliveries.contains(where: { if case .failed = $0.result { return true } else { return false } }) {
+        if rowsCode == .ok && deliveries.contains(where: { if case .refused = $0.result { return true } else { return false } }) {
+            return .deliveryRefused
+        }
+        if rowsCode == .ok && deliveries.contains(where: \.result.isFailure) {
             return .undelivered
         }
         return rowsCode

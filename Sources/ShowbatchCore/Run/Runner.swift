@@ -203,6 +203,8 @@ package struct Runner: Sendable {
                 events(.warning("the night of \(outcome.date) does not add up in \(outcome.path): its files hold \(counted) row\(counted == 1 ? "" : "s") (the output's and its rejects file's), its data files \(outcome.rows); it is not recorded as finished, and not delivered"))
             case .dataChanged:
                 events(.warning("the night of \(outcome.date) in \(outcome.path) is not recorded as finished, and not delivered: a data file changed while it was written"))
+            case .notFinished:
+                events(.warning("the night of \(outcome.date) in \(outcome.path) was begun and never recorded as finished (a run stopped before it recorded its files): it is not delivered"))
             }
         }
         guard summary.exitCode == .ok else { return }

@@ -133,8 +133,13 @@ extension ManifestDecoder {
             spec.passphrase = SecretBytes(copying: Array(text.utf8))
         }
         if let doneNode = map["done"], let done = nightText(doneNode, "\(context).deliver.done", keeping: "${file}") {
+            // A trigger named as the file (or as its upload) would be written over it on the server.
+            let sample = "cards.csv"
+            let named = done.replacingOccurrences(of: "${file}", with: sample)
             if done.isEmpty || done.contains("/") || done == "." || done == ".." {
                 problem(doneNode.mark, "\(context).deliver.done must be a file name in the delivery folder (no /)")
+            } else if named == sample || (named.hasPrefix("." + sample + ".") && named.hasSuffix(".part")) {
+                problem(doneNode.mark, "\(context).deliver.done names the delivered file itself\(named == sample ? "" : " (its upload's temporary name)"): the empty trigger file would replace it on the server; give it a name of its own, such as \"${file}.done\"")
             } else {
                 spec.done = done
             }

@@ -19,7 +19,7 @@ private func record(_ date: NightDate = night, seq: Int = 3, data: String = rows
         record.rows = NightRecord.NightRows(data: 10, output: 10 - partial - failed, rejects: partial + failed, ok: 10 - partial - failed,
                                             partial: partial, failed: failed)
     }
-    if handing { record.handing = NightRecord.Handing(to: "sftp://p/in/", at: "2026-12-06T02:21:00.000Z") }
+    if handing { record.handing = NightRecord.Handing(to: "sftp://p/in/", part: ".c.csv.1.part", at: "2026-12-06T02:21:00.000Z") }
     if delivered {
         record.delivery = NightRecord.Delivery(to: "sftp://p/in/", file: record.file, size: 1, sha256: "ab", at: "2026-12-06T02:21:01.000Z")
     }
