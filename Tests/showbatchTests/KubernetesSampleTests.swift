@@ -151,8 +151,9 @@ private func jobSpec(_ object: KubernetesObject) -> Node? {
                 #expect(arguments.first == "merge", "\(what): runs showbatch run or showbatch merge")
                 // merge sends nothing: it never exits 4; its 1 (the night beyond max_failed) would
                 // merge the same rows again; its 5 (the merged file's delivery failed) is retried,
-                // and the retry delivers without revealing anything.
-                #expect(actions == [1: "FailJob", 2: "FailJob", 3: "Count", 5: "Count", 130: "Count"], "\(what): \(actions)")
+                // and the retry delivers without revealing anything; its 6 (a delivery only a
+                // person can fix) is not.
+                #expect(actions == [1: "FailJob", 2: "FailJob", 3: "Count", 5: "Count", 6: "FailJob", 130: "Count"], "\(what): \(actions)")
             }
             if actions.values.contains("FailIndex") {
                 #expect(job.at("backoffLimitPerIndex")?.integer != nil && job.at("completionMode")?.text == "Indexed",
