@@ -90,6 +90,12 @@ struct DeliverArguments: Equatable {
     var marked: Set<NightDelivery.Choice> = []
     /// `--rebuild-ledger`.
     var rebuildLedger = false
+    /// `--metrics`, `--report` and `--metrics-push`, as a run has them.
+    var metrics: String?
+    var report: String?
+    var metricsPush: String?
+    /// `--log-format`: text, or one JSON object per line.
+    var logFormat = LogFormat.text
 }
 
 /// Arguments of `validate`.
@@ -269,6 +275,15 @@ enum ArgumentParser {
         },
         Flag("--audit", "PATH", "append the deliveries' audit entries to this file (beats the manifest's audit.path)") { $0.audit = $1 },
         Flag("--mark-delivered", "record the night as delivered, nothing sent: the processor told you they have it") { $0.marked.insert(.markDelivered) },
+        Flag("--log-format", "text|json", "how log lines and the summary are written") { (arguments, text) throws(UsageError) in
+            arguments.logFormat = try FlagValue.choice(text, "--log-format", command: "deliver")
+        },
+        Flag("--metrics", "PATH", "write a Prometheus text file (node_exporter textfile) when the delivery ends") { $0.metrics = $1 },
+        Flag("--report", "PATH", "write the delivery's summary as one JSON document when it ends") { $0.report = $1 },
+        Flag("--metrics-push", "URL", "push the metrics to a Prometheus Pushgateway when the delivery ends (the job's group: a night delivered by hand clears its alerts)") { (arguments, text) throws(UsageError) in
+            if let problem = MetricsPush.problem(with: text) { throw UsageError(message: problem, command: "deliver") }
+            arguments.metricsPush = text
+        },
         Flag("--rebuild-ledger", "rebuild each output's ledger of nights from the files and delivery records beside it (after it was lost or rolled back)") { $0.rebuildLedger = true },
         Flag("--send-again", "deliver a night whose hand-over could not be known: the processor told you they do not have it") { $0.marked.insert(.sendAgain) },
         Flag("--quiet", "print only errors") { $0.quiet = true }.short("-q"),

@@ -133,33 +133,9 @@ enum CLI {
         }
     }
 
-    /// `showbatch deliver`: the library uploads the night's files; this prints and maps the exit code.
+    /// `showbatch deliver`: see `DeliverCommand`.
     static func deliver(_ arguments: DeliverArguments) async -> ExitCode {
-        let manifest: Manifest
-        switch loadSendingNothing(arguments.manifest) {
-        case .success(let loaded): manifest = loaded
-        case .failure(let failure): return failure.code
-        }
-        Signals.listen {}
-        defer { Signals.listen(nil) }
-        let outcomes: [DeliveryOutcome]
-        do {
-            outcomes = try await NightDelivery.deliver(manifest: manifest, night: arguments.night, audit: arguments.audit, what: arguments.what,
-                                                       rebuildLedger: arguments.rebuildLedger,
-                                                       note: { Console.err("showbatch: warning: \(TerminalText.escaped($0))\n") },
-                                                       isCancelled: { Signals.fired })
-        } catch {
-            printError(error)
-            return error.exitCode
-        }
-        let failed = outcomes.contains(where: \.result.isFailure)
-        if !arguments.quiet || failed {
-            let lines = EventPrinter.deliveryLines(outcomes, deliver: nil).filter { !arguments.quiet || $0.hasPrefix("showbatch: error:") }
-            Console.err(lines.map(TerminalText.escaped).joined(separator: "\n") + "\n")
-        }
-        if Signals.fired { return .interrupted }
-        if outcomes.contains(where: { if case .refused = $0.result { return true } else { return false } }) { return .deliveryRefused }
-        return failed ? .undelivered : .ok
+        await DeliverCommand(arguments).execute()
     }
 
     /// `showbatch audit verify FILE`: 0 when the chain holds, 1 where it breaks, 3 unreadable.

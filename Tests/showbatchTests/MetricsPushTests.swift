@@ -189,6 +189,42 @@ requests:
 
     /// The merge pushes to the job's group, as an unsharded run does: a merge that fails is seen
     /// failing there, while the shards' groups say they succeeded; its last success is kept.
+    /// A night whose delivery failed (exit 5) and that a person then delivers by hand: the
+    /// delivery pushes into the night's group, and its exit 0 and success time clear the alerts
+    /// at once; its report says what was delivered.
+    @Test func aHandDeliveryIsPushedToTheNightsGroup() async throws {
+        let gateway = try Pushgateway()
+        let server = try SFTPServer()
+        let work = Workspace(["m.yaml": """
+        vault: tnt1
+        output:
+          path: "out/c-${run.date}.csv"
+          deliver: {sftp: "${SB_SFTP_URL}", user: "${SB_SFTP_USER}", key_file: "${SB_SFTP_KEY}", known_hosts: "${SB_KNOWN_HOSTS}"}
+        emulator: {aliases: {tok_0: "4111111111111111", tok_1: "4111111111111111", tok_2: "4111111111111111", tok_3: "4111111111111111"}}
+        requests: [{name: "r${row.id}", each: {csv: d.csv}, path: /post, payload: {c: "${row.alias}"}, labels: {card: json.c}}]
+        """, "d.csv": rows(4)])
+        defer { gateway.stop(); server.remove(); work.remove() }
+        func environment() -> [String: String] {
+            ["SB_SFTP_URL": server.url, "SB_SFTP_USER": server.user, "SB_SFTP_KEY": server.clientKey, "SB_KNOWN_HOSTS": server.knownHosts]
+        }
+        server.stop()
+        let run = try await showbatch(["run", "m.yaml", "--emulate", "--quiet", "--date", "2026-11-20", "--metrics-push", gateway.url],
+                                      in: work.path, environment: environment())
+        #expect(run.status == 5)
+        #expect(Pushgateway.samples("showbatch_run_exit_code", in: try gateway.group(["job": "m.yaml"])) == ["{} 5"])
+        try server.start()
+        // Back, on a new port (as after a failover).
+        let deliver = try await showbatch(["deliver", "m.yaml", "--date", "2026-11-20", "--metrics-push", gateway.url, "--report", "deliver.json"],
+                                          in: work.path, environment: environment())
+        #expect(deliver.status == 0, "\(deliver.stderr)")
+        let group = try gateway.group(["job": "m.yaml"])
+        #expect(Pushgateway.samples("showbatch_run_exit_code", in: group) == ["{} 0"])
+        #expect(Pushgateway.samples("showbatch_rows", in: group) == ["{status=failed} 0", "{status=ok} 4", "{status=partial} 0"])
+        #expect(Pushgateway.samples("showbatch_last_success_timestamp_seconds", in: group).count == 1)
+        let report = try #require(work.read("deliver.json"))
+        #expect(report.contains("\"exit_code\":0") && report.contains("\"result\":\"delivered\""), "\(report)")
+    }
+
     @Test func aMergeIsPushedToTheJobsGroup() async throws {
         let gateway = try Pushgateway()
         defer { gateway.stop() }

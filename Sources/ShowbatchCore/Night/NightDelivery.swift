@@ -18,20 +18,35 @@ package enum NightDelivery {
     /// Delivers each output of `manifest` with `output.deliver`, as the night of `date` wrote it.
     /// Refused (exit 2) when no output delivers, or the night was never finished; a file changed
     /// since its night was finished is refused too (exit 3), as it is not what the run wrote.
-    /// Each delivery goes to the audit trail (`audit`, else the manifest's `audit.path`).
+    /// Each delivery goes to the audit trail (`audit`, else the manifest's `audit.path`). Returns
+    /// a summary as a run's, for the command's records: the deliveries, the night, and its rows
+    /// as its ledger counted them (so that metrics pushed to the job's group say the night).
     package static func deliver(manifest: Manifest, night choice: NightChoice?, clock: NightClock = .system, audit: String? = nil,
                                 what: Choice = .deliver, rebuildLedger: Bool = false, note: @escaping @Sendable (String) -> Void = { _ in },
-                                isCancelled: @escaping @Sendable () -> Bool = { false }) async throws(RunError) -> [DeliveryOutcome] {
+                                isCancelled: @escaping @Sendable () -> Bool = { false }) async throws(RunError) -> RunSummary {
         let night = try Night.decide(choice, clock: clock, beginning: false)
+        var summary = RunSummary()
+        summary.night = night.date
+        summary.allowance = manifest.maxFailed
+        for spec in manifest.nightNamedOutputs where spec.deliver != nil {
+            guard let rows = try NightLedger.read(template: spec.path).night(on: night.date)?.rows else { continue }
+            summary.rows += rows.data
+            summary.ok += rows.ok
+            summary.partial += rows.partial
+            summary.failed += rows.failed
+        }
         let outcomes = try await deliverUnaudited(manifest: manifest, night: night, what: what, rebuildLedger: rebuildLedger, note: note,
                                                   isCancelled: isCancelled)
+        summary.deliveries = outcomes
+        summary.outputs = outcomes.map(\.path)
+        summary.leftAsTheyWere = summary.outputs
         if let path = audit ?? manifest.auditPath {
             let trail = AuditTrail(path: path, runID: RunOptions.newRunID(), manifest: manifest)
             for outcome in outcomes {
                 do { try trail.append(outcome) } catch { note(error.description) }
             }
         }
-        return outcomes
+        return summary
     }
 
     private static func deliverUnaudited(manifest: Manifest, night: Night, what: Choice, rebuildLedger: Bool, note: @escaping @Sendable (String) -> Void,

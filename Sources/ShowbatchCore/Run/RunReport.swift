@@ -178,8 +178,10 @@ package struct RunReport: Sendable {
             metric("showbatch_key_expiry_timestamp_seconds", "When each recipient key the outputs are encrypted to expires (Unix time); keys that never expire are not listed.",
                    summary.keyExpiries.sorted { $0.key < $1.key }.map { ("fingerprint=\"\($0.key)\"", String($0.value)) })
         }
-        metric("showbatch_run_exit_code", "Exit code of the last run (0 ok, 1 rows failed, 2 invalid, 3 error, 4 stopped, 5 undelivered, 130 interrupted).",
+        metric("showbatch_run_exit_code", "Exit code of the last run (0 ok, 1 rows failed, 2 invalid, 3 error, 4 stopped, 5 undelivered, 6 delivery refused, 130 interrupted).",
                [("", String(exitCode.rawValue))])
+        metric("showbatch_max_failed_rows", "Rows not ok the night may have and still be whole (max_failed, of its rows): 0 means one row not ok keeps the night from the processor.",
+               [("", String(summary.allowance?.rows(of: summary.nightRows ?? summary.rows) ?? 0))])
         metric("showbatch_last_run_timestamp_seconds", "When the last run ended (Unix time).", [("", Self.seconds(ended))])
         let lastSuccess = exitCode == .ok ? Self.seconds(ended) : previous.flatMap(Self.lastSuccess)
         if let lastSuccess {
