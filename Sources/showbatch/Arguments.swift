@@ -96,6 +96,8 @@ struct DeliverArguments: Equatable {
     var metricsPush: String?
     /// `--log-format`: text, or one JSON object per line.
     var logFormat = LogFormat.text
+    /// `--check`: try each delivery target (connect, host key, login, write and remove a probe), nothing delivered.
+    var check = false
 }
 
 /// Arguments of `validate`.
@@ -275,6 +277,7 @@ enum ArgumentParser {
         },
         Flag("--audit", "PATH", "append the deliveries' audit entries to this file (beats the manifest's audit.path)") { $0.audit = $1 },
         Flag("--mark-delivered", "record the night as delivered, nothing sent: the processor told you they have it") { $0.marked.insert(.markDelivered) },
+        Flag("--check", "try each delivery target as a delivery would (connect, host key, login, write and remove a probe file), no card data; exit 0, 5 or 6") { $0.check = true },
         Flag("--log-format", "text|json", "how log lines and the summary are written") { (arguments, text) throws(UsageError) in
             arguments.logFormat = try FlagValue.choice(text, "--log-format", command: "deliver")
         },

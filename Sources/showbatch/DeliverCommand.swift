@@ -31,6 +31,7 @@ struct DeliverCommand {
         }
         Signals.listen {}
         defer { Signals.listen(nil) }
+        if arguments.check { return check(manifest) }
         var summary: RunSummary
         do {
             summary = try await NightDelivery.deliver(manifest: manifest, night: arguments.night, audit: arguments.audit, what: arguments.what,
@@ -51,6 +52,26 @@ struct DeliverCommand {
             if !lines.isEmpty { Console.err(lines.map(TerminalText.escaped).joined(separator: "\n") + "\n") }
         }
         return record(code, summary: summary, job: manifest.job)
+    }
+
+    /// `--check`: each target tried, each step said; 0, or the delivery failure's code.
+    private func check(_ manifest: Manifest) -> ExitCode {
+        let results: [DeliveryCheck.Result]
+        do {
+            results = try DeliveryCheck.run(manifest: manifest, step: { destination, step in
+                if !arguments.quiet { Console.err("showbatch: check \(TerminalText.escaped(destination)): \(TerminalText.escaped(step))\n") }
+            }, isCancelled: { Signals.fired })
+        } catch {
+            CLI.print(error)
+            return error.exitCode
+        }
+        var code = ExitCode.ok
+        for result in results {
+            guard let failure = result.failure else { continue }
+            Console.err("showbatch: error: check \(TerminalText.escaped(result.destination)): \(TerminalText.escaped(failure))\n")
+            code = result.needsPerson ? .deliveryRefused : (code == .deliveryRefused ? code : .undelivered)
+        }
+        return Signals.fired ? .interrupted : code
     }
 
     /// Writes and pushes the delivery's records, as a run's (into the job's group: the night's

@@ -190,6 +190,27 @@ private let rows = "id,card\n1,4111111111111111\n2,5555555555554444\n"
         #expect(again.status == 0 && again.stderr == "")
     }
 
+    /// `deliver --check` before the first night: each step said, a probe written and removed,
+    /// nothing else left; a host key not known is exit 6, a server down exit 5.
+    @Test func theCheckTriesTheServerAsADeliveryWould() async throws {
+        let (work, server) = try setUp()
+        defer { work.remove(); server.remove() }
+        let checked = try await showbatch(["deliver", "m.yaml", "--check"], in: work.path, environment: environment(server))
+        #expect(checked.status == 0, "\(checked.stderr)")
+        let lines = checked.stderr.split(separator: "\n").map(String.init)
+        #expect(lines.count == 4 && lines.allSatisfy { $0.hasPrefix("showbatch: check \(server.url): ") }, "\(checked.stderr)")
+        #expect(lines.first?.hasSuffix(": connected to 127.0.0.1:\(server.port), its host key is in \(server.knownHosts), logged in as \(server.user) with \(server.clientKey)") == true)
+        #expect(lines.last?.contains("a night can be delivered here") == true)
+        #expect(server.uploaded.isEmpty && !work.exists("out"))
+        let unknown = try await showbatch(["deliver", "m.yaml", "--check"], in: work.path, environment: environment(server, knownHosts: server.otherKnownHosts))
+        #expect(unknown.status == 6)
+        #expect(unknown.stderr == "showbatch: error: check \(server.url): the host key of 127.0.0.1:\(server.port) differs from the one there (line 1): it changed, or this is another server (known hosts file \(server.otherKnownHosts)): nothing was uploaded (no key is trusted on first use; check the processor's host key with them)\n")
+        server.stop()
+        let down = try await showbatch(["deliver", "m.yaml", "--check"], in: work.path, environment: environment(server))
+        #expect(down.status == 5)
+        #expect(down.stderr.contains("refused the connection"))
+    }
+
     @Test func anUnknownHostKeyIsRefusedWithNothingUploaded() async throws {
         let (work, server) = try setUp()
         defer { work.remove(); server.remove() }
