@@ -266,46 +266,49 @@ private func jobSpec(_ object: KubernetesObject) -> Node? {
             .replacingOccurrences(of: "sftp://sftp.processor.example:22/uploads/", with: server.url)
             .replacingOccurrences(of: "user: acme-merchant", with: "user: \(server.user)")
             .replacingOccurrences(of: "/secrets/sftp/id_ed25519", with: server.clientKey)
-            .replacingOccurrences(of: "/config/known_hosts", with: server.knownHosts))
+            .replacingOccurrences(of: "/config/known_hosts", with: server.knownHosts)
+            .replacingOccurrences(of: "/etc/showbatch/secrets/", with: work.path + "/secrets/"))
         work.write("keys/processor.asc", try String(contentsOfFile: GPGFixture.shared.alice.file, encoding: .utf8))
         work.write("in/customers.csv", try String(contentsOfFile: repository + "/samples/data/customers.csv", encoding: .utf8))
         // What the Secrets hold, by name and key.
         let secrets = ["showbatch-reveal/token": "not-a-real-token", "showbatch-state/state_key": Data(repeating: 7, count: 32).base64EncodedString()]
-        let environment = ["REVEAL_TOKEN": secrets["showbatch-reveal/token"]!, "SHOWBATCH_STATE_KEY": secrets["showbatch-state/state_key"]!]
+        /// Mounts, in `secrets/`, what the pod's projected `secrets` volume gives it (only that).
+        func mountSecrets(of job: Node) throws {
+            try? FileManager.default.removeItem(atPath: work.path + "/secrets")
+            let volume = try #require((job.at("template.spec.volumes")?.items ?? []).first { $0.at("name")?.text == "secrets" })
+            for source in volume.at("projected.sources")?.items ?? [] {
+                let name = try #require(source.at("secret.name")?.text)
+                for item in source.at("secret.items")?.items ?? [] {
+                    let key = "\(name)/\(item.at("key")?.text ?? "")"
+                    let value: String = try #require(secrets[key], "the pod mounts \(key), which the sample does not declare")
+                    work.write("secrets/" + (item.at("path")?.text ?? ""), value + "\n")
+                }
+            }
+        }
         func local(_ arguments: [String]) -> [String] {
             arguments.map { $0 == "/config/manifest.yaml" ? work.path + "/config/manifest.yaml" : $0 }
         }
 
         // The unsharded night, written elsewhere (--output neither numbers nor delivers it).
+        try mountSecrets(of: shardJob)
         let whole = try await showbatch(["run", work.path + "/config/manifest.yaml", "--emulate", "--quiet", "--output", work.path + "/whole/night.csv.pgp"],
-                                        in: work.path, environment: environment)
+                                        in: work.path)
         #expect(whole.status == 0, "\(whole.stderr)")
         let expected = try #require(GPGFixture.shared.decrypt(work.path + "/whole/night.csv.pgp"))
 
         let shardArguments = (shardJob.at("template.spec.containers")?.items.first?.at("args")?.items ?? []).map(\.text)
         let count = try #require(shardJob.at("completions")?.integer)
         for index in 0..<count {
-            var podEnvironment = environment
-            podEnvironment["JOB_COMPLETION_INDEX"] = String(index)
-            let pod = try await showbatch(local(shardArguments) + ["--emulate"], in: work.path, environment: podEnvironment)
+            let pod = try await showbatch(local(shardArguments) + ["--emulate"], in: work.path, environment: ["JOB_COMPLETION_INDEX": String(index)])
             #expect(pod.status == 0, "shard \(index): \(pod.stderr)")
         }
         let mergeContainer = mergeJob.at("template.spec.containers")?.items.first
         let mergeArguments = (mergeContainer?.at("args")?.items ?? []).map(\.text)
-        // The merge pod's own environment: the state key, and not the reveal token (merge sends nothing).
-        var mergeEnvironment: [String: String] = [:]
-        for variable in mergeContainer?.at("env")?.items ?? [] {
-            let name = try #require(variable.at("name")?.text)
-            if let reference = variable.at("valueFrom.secretKeyRef") {
-                let secret = "\(reference.at("name")?.text ?? "")/\(reference.at("key")?.text ?? "")"
-                let value: String = try #require(secrets[secret], "\(name) in the merge pod comes from \(secret), which the sample does not declare")
-                mergeEnvironment[name] = value
-            } else {
-                let value: String = try #require(variable.at("value")?.text, "\(name) in the merge pod comes from neither a value nor a Secret")
-                mergeEnvironment[name] = value
-            }
-        }
-        #expect(mergeEnvironment["REVEAL_TOKEN"] == nil)
+        // The merge pod's own Secrets: the state key, and not the reveal token (merge sends nothing).
+        try mountSecrets(of: mergeJob)
+        #expect(!FileManager.default.fileExists(atPath: work.path + "/secrets/token"))
+        #expect(mergeContainer?.at("env") == nil)
+        let mergeEnvironment: [String: String] = [:]
         let merged = try await showbatch(local(mergeArguments), in: work.path, environment: mergeEnvironment)
         #expect(merged.status == 0, "\(merged.stderr)")
         // The night's file, named for its date, delivered; the shards' files gone.

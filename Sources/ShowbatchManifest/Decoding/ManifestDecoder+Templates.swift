@@ -80,6 +80,10 @@ extension ManifestDecoder {
     }
 
     func environmentProblem(_ name: String, _ what: String) -> String {
+        if name.hasPrefix(fileReference) {
+            let path = String(name.dropFirst(fileReference.count))
+            return "cannot take ${\(name)} (used in \(what)): \(fileProblems[path] ?? "the file is empty")"
+        }
         if environment[name]?.isEmpty == true {
             return "environment variable \(name) is set but empty (used in \(what)); write ${\(name):-} where empty text is meant"
         }

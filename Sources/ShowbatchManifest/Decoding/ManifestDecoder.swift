@@ -27,8 +27,11 @@ struct ManifestDecoder {
     var predecoded: (list: Node, requests: [RequestSpec], items: Int, problems: [(mark: Mark, message: String)])?
     /// The hash of the manifest's bytes, when it was computed ahead.
     var contentHash: UInt64?
-    /// The values `${NAME}` references put into headers and payloads, and the state key.
+    /// The values `${NAME}` references put into headers and payloads, the state key, and every
+    /// `${file:PATH}`'s content.
     var environmentSecrets: Set<String> = []
+    /// Why a `${file:PATH}` could not be read, by PATH.
+    var fileProblems: [String: String] = [:]
     /// Names of the requests decoded so far, with their lines.
     var requestNames: [String: Int] = [:]
     /// Recipient lists checked already (by their paths), with what was found: outputs repeated
@@ -52,8 +55,41 @@ struct ManifestDecoder {
         self.checkRecipients = checkRecipients
         self.source = source
         self.directory = directory
-        self.environment = environment
         self.use = use
+        // Each `${file:PATH}` the text names is read once, and then resolved as a variable is;
+        // its content is a secret wherever it is used.
+        var environment = environment
+        for path in ManifestDecoder.fileReferences(in: source.bytes) where environment[fileReference + path] == nil {
+            switch SecretFile.read(path, directory: directory) {
+            case .success(let value):
+                environment[fileReference + path] = value
+                environmentSecrets.insert(value)
+            case .failure(let problem):
+                fileProblems[path] = problem.message
+            }
+        }
+        self.environment = environment
+    }
+
+    /// The paths of the `${file:PATH}` references in a manifest's text (a `$${` literal too,
+    /// which costs only a read).
+    static func fileReferences(in bytes: [UInt8]) -> [String] {
+        let marker = Array("${\(fileReference)".utf8)
+        var paths: [String] = []
+        var index = 0
+        while index + marker.count <= bytes.count {
+            guard bytes[index] == marker[0], Array(bytes[index..<(index + marker.count)]) == marker else {
+                index += 1
+                continue
+            }
+            let start = index + marker.count
+            guard let close = bytes[start...].firstIndex(of: UInt8(ascii: "}")) else { break }
+            var path = String(decoding: bytes[start..<close], as: UTF8.self)
+            if let fallback = path.range(of: ":-") { path = String(path[..<fallback.lowerBound]) }
+            if !path.isEmpty && !paths.contains(path) { paths.append(path) }
+            index = close
+        }
+        return paths
     }
 
     mutating func problem(_ mark: Mark, _ message: String) {

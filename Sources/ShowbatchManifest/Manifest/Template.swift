@@ -93,10 +93,15 @@ package struct Template: Sendable, Equatable {
             guard !column.isEmpty else { throw TemplateSyntaxError(message: "${row.} names no column") }
             return .row(column)
         }
+        // A secret from a file (a Kubernetes Secret's mount): resolved as a variable is.
+        if reference.hasPrefix(fileReference) {
+            guard reference.count > fileReference.count else { throw TemplateSyntaxError(message: "${file:} names no file; write ${file:PATH}") }
+            return .environment(reference)
+        }
         guard let first = reference.unicodeScalars.first,
               first == "_" || (first.isASCII && first.properties.isAlphabetic),
               reference.unicodeScalars.allSatisfy({ $0 == "_" || ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) }) else {
-            throw TemplateSyntaxError(message: "${\(reference)} is not a valid reference; expected ${ENV_VAR}, ${row.COLUMN} or ${index}")
+            throw TemplateSyntaxError(message: "${\(reference)} is not a valid reference; expected ${ENV_VAR}, ${file:PATH}, ${row.COLUMN} or ${index}")
         }
         return .environment(reference)
     }
@@ -259,6 +264,10 @@ extension Template {
         }.joined()
     }
 }
+
+/// What begins `${file:PATH}`: the content of the file at PATH (relative to the manifest's folder),
+/// a secret, one trailing line break removed.
+package let fileReference = "file:"
 
 package struct TemplateSyntaxError: Error, Sendable {
     /// What is wrong.
