@@ -190,6 +190,24 @@ private let rows = "id,card\n1,4111111111111111\n2,5555555555554444\n"
         #expect(again.status == 0 && again.stderr == "")
     }
 
+    /// `plan` says where each night goes and which host key it trusts; `validate` warns, as ssh
+    /// would refuse, of a private key others can read and a known_hosts file others can write.
+    @Test func planShowsTheTargetAndValidateWarnsOfOpenKeys() async throws {
+        let (work, server) = try setUp()
+        defer { work.remove(); server.remove() }
+        let plan = try await showbatch(["plan", "m.yaml", "--date", night], in: work.path, environment: environment(server))
+        #expect(plan.status == 0)
+        #expect(plan.stdout.contains("\ndeliver: out/cards-${run.date}-${run.seq:4}.csv to sftp://\(server.user)@127.0.0.1:\(server.port)\(server.uploads)/ (host key from \(server.knownHosts))\n"), "\(plan.stdout)")
+        #expect(plan.stdout.contains("\nnight: \(night): out/cards-20261201-0001.csv (sequence 1): a new night"))
+        #expect(try await showbatch(["validate", "m.yaml"], in: work.path, environment: environment(server)).stderr == "")
+        chmod(server.clientKey, 0o644)
+        chmod(server.knownHosts, 0o666)
+        let validate = try await showbatch(["validate", "m.yaml"], in: work.path, environment: environment(server))
+        #expect(validate.status == 0)
+        #expect(validate.stderr.contains("warning: output.deliver.key_file \(server.clientKey) can be read by others (mode 0644): ssh refuses a private key so open; make it 0600 (a Kubernetes Secret: defaultMode 0400)"), "\(validate.stderr)")
+        #expect(validate.stderr.contains("warning: output.deliver.known_hosts \(server.knownHosts) can be written by others (mode 0666): anyone who can write it can make showbatch trust another server; make it 0644 or less"))
+    }
+
     /// `deliver --check` before the first night: each step said, a probe written and removed,
     /// nothing else left; a host key not known is exit 6, a server down exit 5.
     @Test func theCheckTriesTheServerAsADeliveryWould() async throws {

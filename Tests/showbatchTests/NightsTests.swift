@@ -17,6 +17,10 @@ private func sampleManifest(_ work: Workspace, emulator: String = "") throws -> 
     let lines = block.split(separator: "\n", omittingEmptySubsequences: false).prefix { $0.hasPrefix("    ") || $0.isEmpty }
     var text = lines.map { String($0.dropFirst(min(4, $0.count))) }.joined(separator: "\n")
     text = text.replacingOccurrences(of: "/data/", with: work.path + "/").replacingOccurrences(of: "/keys/", with: work.path + "/keys/")
+        .replacingOccurrences(of: "/etc/showbatch/secrets/", with: work.path + "/secrets/")
+    // The pods' Secrets, mounted as files: the reveal token and the state key.
+    work.write("secrets/token", "not-a-real-token\n")
+    work.write("secrets/state-key", Data(repeating: 9, count: 32).base64EncodedString() + "\n")
     // One file for every night, as a manifest without ${run.date} writes (what a journal left by
     // an earlier night does to the next is what these nights try), and no delivery (the delivery
     // tests' own; the Kubernetes sample test delivers this manifest to a real sshd).
@@ -29,8 +33,8 @@ private func sampleManifest(_ work: Workspace, emulator: String = "") throws -> 
     return text + (emulator.isEmpty ? "" : "\nemulator: \(emulator)\n")
 }
 
-/// The environment of the sample's pods: the reveal token and the state key.
-private let podEnvironment = ["REVEAL_TOKEN": "not-a-real-token", "SHOWBATCH_STATE_KEY": Data(repeating: 9, count: 32).base64EncodedString()]
+/// The environment of the sample's pods: nothing secret (their Secrets are files).
+private let podEnvironment: [String: String] = [:]
 
 /// The rows of the sample's encrypted output in `work`, decrypted.
 /// A number field of a JSON log line, such as the summary's `rows` or `replayed`.

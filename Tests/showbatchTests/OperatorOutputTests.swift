@@ -142,9 +142,12 @@ private let manifest = okManifest + "\n  - {name: last, path: /p, payload: {c: t
         # HELP showbatch_run_duration_seconds Wall time of the last run.
         # TYPE showbatch_run_duration_seconds gauge
         showbatch_run_duration_seconds{showbatch_job="m.yaml"} T
-        # HELP showbatch_run_exit_code Exit code of the last run (0 ok, 1 rows failed, 2 invalid, 3 error, 4 stopped, 5 undelivered, 130 interrupted).
+        # HELP showbatch_run_exit_code Exit code of the last run (0 ok, 1 rows failed, 2 invalid, 3 error, 4 stopped, 5 undelivered, 6 delivery refused, 130 interrupted).
         # TYPE showbatch_run_exit_code gauge
         showbatch_run_exit_code{showbatch_job="m.yaml"} 0
+        # HELP showbatch_max_failed_rows Rows not ok the night may have and still be whole (max_failed, of its rows): 0 means one row not ok keeps the night from the processor.
+        # TYPE showbatch_max_failed_rows gauge
+        showbatch_max_failed_rows{showbatch_job="m.yaml"} 0
         # HELP showbatch_last_run_timestamp_seconds When the last run ended (Unix time).
         # TYPE showbatch_last_run_timestamp_seconds gauge
         showbatch_last_run_timestamp_seconds{showbatch_job="m.yaml"} T

@@ -43,6 +43,15 @@ private let passphrase = ["SIGN_PASSPHRASE": GPGFixture.signerPassphrase]
         #expect(rejects.signedBy == GPGFixture.shared.signer.fingerprint)
     }
 
+    /// `plan` names the keys a night is encrypted to and signed with, by fingerprint.
+    @Test func planShowsTheKeysByFingerprint() async throws {
+        let work = Workspace(["m.yaml": signedManifest(), "d.csv": rows])
+        defer { work.remove() }
+        let plan = try await showbatch(["plan", "m.yaml"], in: work.path, environment: passphrase)
+        #expect(plan.status == 0)
+        #expect(plan.stdout.contains("\nencrypt: out/cards.csv.pgp to \(GPGFixture.shared.alice.fingerprint), signed by \(GPGFixture.shared.signer.fingerprint)\n"), "\(plan.stdout)")
+    }
+
     /// A key without a passphrase signs too, and the shards of a night merged are signed by merge.
     @Test func mergeSignsTheMergedNight() async throws {
         let key = ["SHOWBATCH_STATE_KEY": Data((0..<32).map { UInt8($0 * 7 % 256) }).base64EncodedString()]
@@ -68,11 +77,16 @@ private let passphrase = ["SIGN_PASSPHRASE": GPGFixture.signerPassphrase]
     ] as [([String: String], String?, String)])
     func aKeyThatCannotSignStopsTheRun(environment: [String: String], sign: String?, message: String) async throws {
         let keys = GPGFixture.shared
-        let section = sign?.replacingOccurrences(of: "SIGNER", with: keys.signerSecret).replacingOccurrences(of: "ALICE", with: keys.alice.file)
-        let work = Workspace(["m.yaml": signedManifest(sign: section), "d.csv": rows])
+        let work = Workspace(["d.csv": rows])
         defer { work.remove() }
+        // A public key given as the signing key, private as a key file is (no warning of its mode).
+        let alice = work.path + "/alice.asc"
+        work.write("alice.asc", try String(contentsOfFile: keys.alice.file, encoding: .utf8))
+        chmod(alice, 0o600)
+        let section = sign?.replacingOccurrences(of: "SIGNER", with: keys.signerSecret).replacingOccurrences(of: "ALICE", with: alice)
+        work.write("m.yaml", signedManifest(sign: section))
         let run = try await showbatch(["run", "m.yaml", "--emulate"], in: work.path, environment: environment)
-        let file = sign == nil || sign!.contains("SIGNER") ? keys.signerSecret : keys.alice.file
+        let file = sign == nil || sign!.contains("SIGNER") ? keys.signerSecret : alice
         let lines = try #require(work.read("m.yaml")?.split(separator: "\n", omittingEmptySubsequences: false))
         let number = try #require(lines.firstIndex { $0.contains("sign:") })
         // Positioned at the sign section, by the run and by validate alike; the passphrase is

@@ -80,6 +80,21 @@ package final class OpenPGPEncryptor {
 
     deinit { close() }
 
+    /// The fingerprints of `recipients`' keys, in order (nil for one that cannot be read), and of
+    /// the signing key, for `plan`: what a run would encrypt to and sign with. The signing key is
+    /// imported into a private home only to be named; it is never unlocked here.
+    package static func fingerprints(of recipients: [RecipientFile], signing: SignSpec?) -> (recipients: [String?], signing: String?) {
+        guard let session = try? KeySession(agent: signing != nil) else { return (recipients.map { _ in nil }, nil) }
+        defer { session.close() }
+        let found = recipients.map { file -> String? in
+            guard case .success(let key) = session.load(file) else { return nil }
+            gpgme_key_unref(key.key)
+            return key.fingerprint
+        }
+        let signer = signing.flatMap { try? session.importSecret(RecipientFile(path: $0.keyFile, name: $0.keyFile)) }
+        return (found, signer)
+    }
+
     /// Why the signing key of `spec` cannot sign (its file, passphrase, expiry), tried as a run
     /// tries it: a few bytes signed in a private GnuPG home; nil when it signs.
     package static func checkSigning(_ spec: SignSpec) -> String? {

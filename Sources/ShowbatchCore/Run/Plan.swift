@@ -45,6 +45,10 @@ package struct Plan: Sendable {
     package var outputs: [String] = []
     /// Each output's columns and rejects file, as a run lays them out.
     package var layouts: [(path: String, columns: [String], rejects: String?)] = []
+    /// Each encrypted output's recipients' fingerprints (`?` for a key that cannot be read) and
+    /// signing key's; each delivered output's target and known hosts file.
+    package var encryption: [(output: String, recipients: [String], signing: String?)] = []
+    package var deliveries: [(output: String, target: String, knownHosts: String)] = []
     /// Each night-named output's night: its file tonight and what its ledger says of it.
     package var nights: [(output: String, file: String, seq: Int, state: String)] = []
     /// The night shown.
@@ -98,6 +102,16 @@ package struct Plan: Sendable {
         if let planner = try? OutputPlanner(manifest: manifest, output: nil, format: nil, shard: nil) {
             layouts = planner.targets.map { ($0.path, $0.layout.names, $0.rejects?.path) }
         }
+        for spec in ([manifest.output] + manifest.requests.map(\.output)).compactMap({ $0 }) {
+            if let encrypt = spec.encrypt, !encryption.contains(where: { $0.output == spec.path }) {
+                let found = OpenPGPEncryptor.fingerprints(of: encrypt.recipients, signing: encrypt.sign)
+                encryption.append((spec.path, found.recipients.map { $0 ?? "?" }, found.signing ?? encrypt.sign.map { _ in "?" }))
+            }
+            if let deliver = spec.deliver, !deliveries.contains(where: { $0.output == spec.path }) {
+                let target = deliver.destination
+                deliveries.append((spec.path, redactor.redact("sftp://\(deliver.user)@\(target.hostForURL):\(target.port)\(target.folder)"), deliver.knownHosts))
+            }
+        }
         if let night, let book = try? NightBook(manifest: manifest, night: night), !book.isEmpty {
             self.night = night.date
             for template in book.templates {
@@ -150,6 +164,12 @@ package struct Plan: Sendable {
             }
             lines.append("output: \(output) (columns: \(layout.columns.joined(separator: ", "))\(layout.rejects.map { "; rejects: \($0)" } ?? ""))")
         }
+        for entry in encryption {
+            lines.append("encrypt: \(entry.output) to \(entry.recipients.joined(separator: ", "))\(entry.signing.map { ", signed by \($0)" } ?? "")")
+        }
+        for entry in deliveries {
+            lines.append("deliver: \(entry.output) to \(entry.target) (host key from \(entry.knownHosts))")
+        }
         for night in nights {
             lines.append("night: \(self.night.map(\.description) ?? ""): \(night.file) (sequence \(night.seq)): \(night.state)")
         }
@@ -173,6 +193,14 @@ package struct Plan: Sendable {
                      JSONMember("rows", .number(String($0.rows)))])
         })))
         members.append(JSONMember("outputs", .array(outputs.map { .string($0) })))
+        members.append(JSONMember("encryption", .array(encryption.map { entry in
+            .object([JSONMember("output", .string(entry.output)), JSONMember("recipients", .array(entry.recipients.map { .string($0) })),
+                     JSONMember("signing", entry.signing.map { .string($0) } ?? .null)])
+        })))
+        members.append(JSONMember("deliveries", .array(deliveries.map { entry in
+            .object([JSONMember("output", .string(entry.output)), JSONMember("target", .string(entry.target)),
+                     JSONMember("known_hosts", .string(entry.knownHosts))])
+        })))
         members.append(JSONMember("nights", .array(nights.map { night in
             .object([JSONMember("output", .string(night.output)), JSONMember("date", .string(self.night?.description ?? "")),
                      JSONMember("file", .string(night.file)), JSONMember("seq", .number(String(night.seq))),

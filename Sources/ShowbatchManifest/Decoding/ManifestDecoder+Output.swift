@@ -128,6 +128,8 @@ extension ManifestDecoder {
             return nil
         }
         var spec = DeliverSpec(destination: destination, user: userName, keyFile: resolve(keyFile), knownHosts: resolve(knownHosts), mark: node.mark)
+        warnOfOpenPermissions(spec.keyFile, at: key.mark, "\(context).deliver.key_file", secret: true)
+        warnOfOpenPermissions(spec.knownHosts, at: hosts.mark, "\(context).deliver.known_hosts", secret: false)
         if let phrase = map["passphrase"], let text = text(phrase, "\(context).deliver.passphrase") {
             environmentSecrets.insert(text)
             spec.passphrase = SecretBytes(copying: Array(text.utf8))
@@ -234,6 +236,7 @@ extension ManifestDecoder {
         }
         guard let keyFile = text(keyNode, "\(context).encrypt.sign.key_file") else { return nil }
         var spec = SignSpec(keyFile: resolve(keyFile), mark: node.mark)
+        warnOfOpenPermissions(spec.keyFile, at: keyNode.mark, "\(context).encrypt.sign.key_file", secret: true)
         if let phrase = map["passphrase"], let text = text(phrase, "\(context).encrypt.sign.passphrase") {
             environmentSecrets.insert(text)
             // gpg-agent takes a passphrase up to its first line break: the rest would be ignored.
@@ -424,6 +427,23 @@ extension ManifestDecoder {
 
     /// A label that is revealed but in no column: the vault was asked for a value nobody gets
     /// (often a column that renames another label by mistake).
+    /// As ssh warns of them: a private key others can read or write (a key anyone on the machine
+    /// can copy), or a known_hosts file others can write (a host key anyone can replace). The file
+    /// a link leads to is what counts (a Secret's mount).
+    private mutating func warnOfOpenPermissions(_ path: String, at mark: Mark, _ what: String, secret: Bool) {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return }
+        let mode = Int(info.st_mode) & 0o777
+        let open = secret ? mode & 0o077 : mode & 0o022
+        guard open != 0 else { return }
+        let mode8 = String(mode, radix: 8)
+        if secret {
+            warnings.append((mark, "\(what) \(path) can be \(open & 0o022 != 0 ? "written" : "read") by others (mode 0\(mode8)): ssh refuses a private key so open; make it 0600 (a Kubernetes Secret: defaultMode 0400)"))
+        } else {
+            warnings.append((mark, "\(what) \(path) can be written by others (mode 0\(mode8)): anyone who can write it can make showbatch trust another server; make it 0644 or less"))
+        }
+    }
+
     private mutating func warnOfUnwrittenLabels(_ spec: OutputSpec, labels: [String]) {
         guard let columns = spec.columns, let mark = spec.columnsKeyMark else { return }
         let written = Set(columns.compactMap { column -> String? in
