@@ -134,7 +134,7 @@ enum Invocation: Equatable {
     case deliver(DeliverArguments)
     case emulate(EmulateArguments)
     /// `audit verify FILE`.
-    case auditVerify(String)
+    case auditVerify(file: String, manifest: String?)
     /// `completions SHELL`.
     case completions(String)
     /// `schema`.
@@ -417,10 +417,11 @@ enum ArgumentParser {
             return .completions(rest[0])
         case .audit:
             if rest.first == "--help" || rest.first == "-h" { return .help("audit") }
-            guard rest.count == 2, rest[0] == "verify" else {
-                throw UsageError(message: "audit takes verify FILE", command: "audit")
+            guard rest.first == "verify", rest.count == 2 || (rest.count == 4 && rest[2] == "--manifest") || (rest.count == 3 && rest[2].hasPrefix("--manifest=")) else {
+                throw UsageError(message: "audit takes verify FILE [--manifest MANIFEST]", command: "audit")
             }
-            return .auditVerify(rest[1])
+            let manifest = rest.count == 4 ? rest[3] : rest.count == 3 ? String(rest[2].dropFirst("--manifest=".count)) : nil
+            return .auditVerify(file: rest[1], manifest: manifest)
         case .emulate:
             var emulate = EmulateArguments()
             let scanned = try scan(rest, emulateFlags, into: &emulate, command: "emulate")

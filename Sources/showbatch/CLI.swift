@@ -37,8 +37,8 @@ enum CLI {
             return await self.deliver(deliver)
         case .emulate(let emulate):
             return await EmulateCommand.execute(emulate)
-        case .auditVerify(let file):
-            return auditVerify(file)
+        case .auditVerify(let file, let manifest):
+            return auditVerify(file, manifest: manifest)
         case .schema:
             Console.out(ManifestSchema.json.compactText + "\n")
             return .ok
@@ -139,14 +139,28 @@ enum CLI {
     }
 
     /// `showbatch audit verify FILE`: 0 when the chain holds, 1 where it breaks, 3 unreadable.
-    static func auditVerify(_ file: String) -> ExitCode {
+    static func auditVerify(_ file: String, manifest path: String?) -> ExitCode {
+        var key: SecretBytes?
+        var manifest: Manifest?
+        if let path {
+            switch loadSendingNothing(path) {
+            case .success(let loaded): manifest = loaded
+            case .failure(let failure): return failure.code
+            }
+            key = manifest?.auditKey
+        }
         guard let data = FileManager.default.contents(atPath: file) else {
             Console.err("showbatch: error: cannot read the audit trail \(TerminalText.escaped(file))\n")
             return .runtime
         }
-        switch AuditTrail.verify(Array(data)) {
+        switch AuditTrail.verify(Array(data), key: key) {
         case .success(let lines):
-            Console.out("\(TerminalText.escaped(file)): \(lines) entr\(lines == 1 ? "y" : "ies"); the chain holds\n")
+            // With the manifest, the trail must also reach where its ledgers recorded it.
+            if let manifest, let problem = AuditTrail.anchorProblem(of: file, bytes: Array(data), manifest: manifest) {
+                Console.err("\(TerminalText.escaped(file)): error: \(TerminalText.escaped(problem))\n")
+                return .rowsFailed
+            }
+            Console.out("\(TerminalText.escaped(file)): \(lines) entr\(lines == 1 ? "y" : "ies"); the chain holds\(key == nil ? "" : " under audit.key")\(manifest == nil ? "" : ", and reaches where the ledgers recorded it")\n")
             return .ok
         case .failure(let broken):
             Console.err("\(TerminalText.escaped(file)):\(broken.line): error: the chain breaks: \(broken.reason)\n")

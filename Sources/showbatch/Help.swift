@@ -16,7 +16,7 @@ enum Command: String, CaseIterable {
         case .merge: return "showbatch merge MANIFEST --shards N    write the unsharded outputs from the files of N shards"
         case .deliver: return "showbatch deliver MANIFEST [--date D]   upload a finished night's files (output.deliver), send nothing"
         case .emulate: return "showbatch emulate [options]            serve a local reveal-proxy emulator on 127.0.0.1"
-        case .audit: return "showbatch audit verify FILE           check an audit trail's hash chain"
+        case .audit: return "showbatch audit verify FILE [--manifest M]   check an audit trail's chain (and where its ledgers recorded it)"
         case .completions: return "showbatch completions bash|zsh|fish   print a shell completion script"
         case .schema: return "showbatch schema                      print the manifest's JSON Schema, for an editor"
         case .help: return "showbatch --help | --version | help COMMAND"
@@ -63,10 +63,13 @@ enum Command: String, CaseIterable {
             127.0.0.1 only, until SIGINT or SIGTERM.
             """, ArgumentParser.emulateFlags)
         case .audit:
-            return Help.page("showbatch audit verify FILE", """
-            Checks the hash chain of the audit trail FILE (audit.path, --audit): each line's prev is the
-            SHA-256 of the line before it, none on the first. Exit 0 when it holds, 1 where it breaks (an
-            edited, removed or inserted line), 3 when FILE cannot be read.
+            return Help.page("showbatch audit verify FILE [--manifest MANIFEST]", """
+            Checks the chain of the audit trail FILE (audit.path, --audit): each line's prev is the
+            SHA-256 of the line before it (with audit.key, its HMAC under the key), none on the first.
+            With --manifest, the manifest's audit.key checks a keyed chain, and the trail must reach
+            where the ledgers of its outputs recorded it after their last entry (lines cut from its
+            end show). Exit 0 when it holds, 1 where it breaks (an edited, removed or inserted line,
+            a cut end), 3 when FILE cannot be read.
             """, [Flag<[String]>]())
         case .completions:
             return Help.page("showbatch completions bash|zsh|fish", """

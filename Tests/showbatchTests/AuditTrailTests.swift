@@ -89,4 +89,82 @@ private let secrets = ["SB_AUDIT_TOKEN": "sk_audit_token_value"]
         #expect(run.stderr == "showbatch: error: cannot write the audit trail audit/trail.jsonl: Too many levels of symbolic links\n", "\(run.stderr)")
         #expect(work.read("elsewhere.jsonl") == "" && !work.exists("out/cards.csv"))
     }
+
+    /// A keyed trail anchored in the night's ledger: a delivered event rewritten and the chain
+    /// recomputed does not verify without the key; lines cut from its end, the trail moved away,
+    /// or a world-writable folder stop the next run (exit 3); a torn last line is cut back and
+    /// said.
+    @Test func aKeyedAnchoredTrailProvesItself() async throws {
+        let manifest = auditedManifest
+            .replacingOccurrences(of: "audit: {path: audit/trail.jsonl}", with: "audit: {path: audit/trail.jsonl, key: \"${SB_AUDIT_KEY}\"}")
+            .replacingOccurrences(of: "output: {path: out/cards.csv}", with: "output: {path: \"out/cards-${run.date}.csv\"}")
+        var environment = secrets
+        environment["SB_AUDIT_KEY"] = "a-key-of-the-audit-trail-0123456789"
+        let work = Workspace(["m.yaml": manifest, "d.csv": "id,alias\n1,tok_0\n"])
+        defer { work.remove() }
+        func run(_ date: String) async throws -> Execution {
+            try await showbatch(["run", "m.yaml", "--emulate", "--quiet", "--date", date, "--allow-repeat"], in: work.path, environment: environment)
+        }
+        #expect(try await run("2026-11-01").status == 0)
+        #expect(try await run("2026-11-02").status == 0)
+        let verified = try await showbatch(["audit", "verify", "audit/trail.jsonl", "--manifest", "m.yaml"], in: work.path, environment: environment)
+        #expect(verified.stdout == "audit/trail.jsonl: 4 entries; the chain holds under audit.key, and reaches where the ledgers recorded it\n", "\(verified.stderr)")
+        let original = try #require(work.read("audit/trail.jsonl"))
+
+        // Rewritten and chained again with plain SHA-256: the key tells.
+        var lines = original.split(separator: "\n").map(String.init)
+        lines[1] = lines[1].replacingOccurrences(of: "\"outcome\":\"ok\"", with: "\"outcome\":\"rows_failed\"")
+        for index in 1..<lines.count {
+            let digest = sha256(lines[index - 1])
+            lines[index] = lines[index].replacingOccurrences(of: #""prev":"[0-9a-f]*""#, with: "\"prev\":\"\(digest)\"", options: .regularExpression)
+        }
+        work.write("audit/trail.jsonl", lines.joined(separator: "\n") + "\n")
+        chmod(work.path + "/audit/trail.jsonl", 0o600)
+        let forged = try await showbatch(["audit", "verify", "audit/trail.jsonl", "--manifest", "m.yaml"], in: work.path, environment: environment)
+        #expect(forged.status == 1)
+        #expect(forged.stderr == "audit/trail.jsonl:2: error: the chain breaks: its prev is not the HMAC of line 1: a line was edited or removed\n")
+
+        // Its last line cut: verify and the next run both see it.
+        let cut = original.split(separator: "\n").dropLast().joined(separator: "\n") + "\n"
+        work.write("audit/trail.jsonl", cut)
+        chmod(work.path + "/audit/trail.jsonl", 0o600)
+        let short = try await showbatch(["audit", "verify", "audit/trail.jsonl", "--manifest", "m.yaml"], in: work.path, environment: environment)
+        #expect(short.status == 1)
+        #expect(short.stderr.contains("error: it has \(cut.utf8.count) bytes, and out/.cards-{date}.csv.sequence recorded \(original.utf8.count) after its last entry: lines were cut from its end"), "\(short.stderr)")
+        let refused = try await run("2026-11-03")
+        #expect(refused.status == 3)
+        #expect(refused.stderr.hasPrefix("showbatch: error: the audit trail audit/trail.jsonl has \(cut.utf8.count) bytes, and out/.cards-{date}.csv.sequence recorded \(original.utf8.count) after its last entry: it was cut short"), "\(refused.stderr)")
+        #expect(!work.exists("out/cards-20261103.csv"))
+
+        // Moved away: the same.
+        unlink(work.path + "/audit/trail.jsonl")
+        #expect(try await run("2026-11-03").status == 3)
+
+        // Back as it was, with a torn line after it (a full disk): cut back, and said.
+        work.write("audit/trail.jsonl", original + "{\"ts\":\"2026-")
+        chmod(work.path + "/audit/trail.jsonl", 0o600)
+        #expect(try await run("2026-11-03").status == 0)
+        #expect(Array(events(work).suffix(3)) == ["repaired", "run_started", "output_finished"])
+        #expect(try await showbatch(["audit", "verify", "audit/trail.jsonl", "--manifest", "m.yaml"], in: work.path, environment: environment).status == 0)
+
+        // A folder others can write: a neighbour could move the trail away; refused.
+        chmod(work.path + "/audit", 0o777)
+        let open = try await run("2026-11-04")
+        #expect(open.status == 3)
+        #expect(open.stderr == "showbatch: error: cannot use audit/trail.jsonl: the folder audit can be written by other users and has no sticky bit (mode 777), so they can replace the files in it; showbatch keeps its files only where no other user can plant or swap them: use a folder of your own (mode 0700 or 0755), or one with the sticky bit\n", "\(open.stderr)")
+    }
+
+    private func sha256(_ text: String) -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
+        let input = Pipe(), output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        try? process.run()
+        input.fileHandleForWriting.write(Data(text.utf8))
+        try? input.fileHandleForWriting.close()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(String(decoding: data, as: UTF8.self).prefix(64))
+    }
 }

@@ -100,6 +100,16 @@ struct NightLedger: Equatable {
     private(set) var nights: [NightRecord] = []
     /// There was no state file.
     private(set) var isNew = true
+    /// Where the audit trail stood when this output's last entry was added to it: no trail may
+    /// then be shorter, or end otherwise at that point.
+    private(set) var audit: AuditAnchor?
+
+    /// A point of an audit trail: its file, its size then, and the SHA-256 of its last line then.
+    struct AuditAnchor: Equatable, Sendable {
+        var path: String
+        var size: Int
+        var last: String
+    }
 
     /// The state of the output named by `template` (a path with `${run.…}`); empty when there is
     /// none yet. One that cannot be read stops the run: it holds the numbers, which are never
@@ -122,6 +132,10 @@ struct NightLedger: Equatable {
                 throw ledger.unreadable("a night in it is not whole")
             }
             ledger.nights.append(night)
+        }
+        if let anchor = value["audit"], case .string(let path)? = anchor["path"], case .number(let size)? = anchor["size"],
+           let bytes = Int(size), case .string(let last)? = anchor["last"] {
+            ledger.audit = AuditAnchor(path: path, size: bytes, last: last)
         }
         var highest = ledger.nights.map(\.seq).max() ?? 0
         if case .number(let text)? = value["highest"], let kept = Int(text), (0...maxSeq).contains(kept) { highest = max(highest, kept) }
@@ -232,6 +246,14 @@ struct NightLedger: Equatable {
         }
     }
 
+    /// Records where the audit trail stands now.
+    static func anchorAudit(_ anchor: AuditAnchor, template: String) throws(RunError) {
+        _ = try update(template: template) { (ledger: inout NightLedger) throws(RunError) -> Int in
+            ledger.audit = anchor
+            return 0
+        }
+    }
+
     /// Replaces the whole ledger (`--rebuild-ledger`, from the records beside the files).
     static func rebuild(_ nights: [NightRecord], generation: Int, template: String) throws(RunError) {
         _ = try update(template: template) { (ledger: inout NightLedger) throws(RunError) -> Int in
@@ -280,6 +302,14 @@ struct NightLedger: Equatable {
                 writer.key("showbatch_sequence"); writer.integer(2)
                 writer.key("generation"); writer.integer(generation)
                 writer.key("highest"); writer.integer(highest)
+                if let audit {
+                    writer.key("audit")
+                    writer.object { writer in
+                        writer.key("path"); writer.string(audit.path)
+                        writer.key("size"); writer.integer(audit.size)
+                        writer.key("last"); writer.string(audit.last)
+                    }
+                }
                 writer.key("nights")
                 writer.array { writer in
                     for night in nights { NightLedger.encode(night, &writer) }

@@ -13,13 +13,24 @@ import Glibc
 /// the SHA-256 of the line before it, so an edited or removed line shows.
 ///
 /// Never a revealed value, an alias, a header value or a secret: names, paths, counts and hashes
-/// only. The file is opened by path for each line (logrotate may have moved it), `O_APPEND`,
-/// never through a link, created 0600, and locked while a line is added so that shards writing
-/// one trail keep one chain.
+/// only. The file is opened by path for each line, `O_APPEND`, never through a link, created 0600
+/// in a folder no one else can write, and locked while a line is added so that shards writing one
+/// trail keep one chain.
+///
+/// It proves itself: with `audit.key` each `prev` is an HMAC under the key, so the trail cannot be
+/// rewritten and chained again without it; and where the trail stood after each of its lines
+/// (size, last line's hash) is recorded in the ledgers of the manifest's night-named outputs, and
+/// checked before the next line is added: a trail cut short, emptied, moved away or rewritten at
+/// that point stops the run (exit 3). A last line torn by a full disk is cut back to the last
+/// whole line, and an entry says so.
 package struct AuditTrail: Sendable {
     package let path: String
     /// What every line of this run holds: run id, who, where, the manifest.
     private let common: [JSONMember]
+    /// The chain's key (`audit.key`).
+    private let key: SecretBytes?
+    /// The ledgers (by output template) that anchor the trail.
+    private let anchors: [String]
 
     /// The trail at `path` for the run `runID` of `manifest`.
     package init(path: String, runID: String, manifest: Manifest, environment: [String: String] = ProcessInfo.processInfo.environment) {
@@ -38,6 +49,15 @@ package struct AuditTrail: Sendable {
                   JSONMember("manifest", .string(manifest.file)), JSONMember("manifest_sha256", .string(digest)),
                   JSONMember("vault", .string(manifest.vault)), JSONMember("environment", .string(manifest.environment)),
                   JSONMember("routes", .array(routes.map { .string($0) }))]
+        key = manifest.auditKey
+        anchors = manifest.nightNamedOutputs.map(\.path).reduce(into: []) { if !$0.contains($1) { $0.append($1) } }
+    }
+
+    /// The chain's link to `line`: its SHA-256, or with a key its HMAC-SHA256 under the key.
+    static func link(to line: [UInt8], key: SecretBytes?) -> String {
+        guard let key else { return FileDigest.sha256(line) }
+        let mac = hmacSHA256(key: key, line)
+        return mac.withBytes { bytes in bytes.map { String(format: "%02x", $0) }.joined() }
     }
 
     /// The user's login name, when the system knows it.
@@ -82,6 +102,9 @@ package struct AuditTrail: Sendable {
     /// Appends the event `event` with `outcome` and what it touched; the failure in words.
     package func append(_ event: String, outcome: String, outputs: [Output] = [], extra: [JSONMember] = []) throws(RunError) {
         try PrivateFile.makeParent(of: path, for: path)
+        // A folder others can write is one where the trail can be moved away and started anew.
+        let slash = path.lastIndex(of: "/")
+        try PrivateFile.requireTrustedFolder(slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? ".", for: path)
         let fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw RunError.runtime("cannot write the audit trail \(path): \(describeErrno(errno))") }
         defer { close(fd) }
@@ -92,19 +115,63 @@ package struct AuditTrail: Sendable {
         guard flock(fd, LOCK_EX) == 0 else { throw RunError.runtime("cannot lock the audit trail \(path): \(describeErrno(errno))") }
         // Its size under the lock: another run may have added a line meanwhile.
         guard fstat(fd, &info) == 0 else { throw RunError.runtime("cannot read the audit trail \(path): \(describeErrno(errno))") }
+        let file = FileDescriptor(borrowing: fd, path: path)
+        var size = Int(info.st_size)
+        try checkAnchors(file, size: size)
+        var lines: [[JSONMember]] = []
+        // A line a full disk tore is cut back to the last whole one, and the trail says so.
+        if size > 0, let torn = Self.tornBytes(of: file, size: size) {
+            guard ftruncate(fd, off_t(size - torn)) == 0 else { throw RunError.runtime("cannot repair the audit trail \(path): \(describeErrno(errno))") }
+            size -= torn
+            lines.append([JSONMember("ts", .string(Timestamp.rfc3339())), JSONMember("event", .string("repaired")),
+                          JSONMember("outcome", .string("torn_line_removed")), JSONMember("removed_bytes", .number(String(torn)))] + common)
+        }
         var members = [JSONMember("ts", .string(Timestamp.rfc3339())), JSONMember("event", .string(event)), JSONMember("outcome", .string(outcome))]
         members += common
         if !outputs.isEmpty { members.append(JSONMember("outputs", .array(outputs.map(\.json)))) }
         members += extra
-        if let previous = Self.lastLine(of: FileDescriptor(borrowing: fd, path: path), size: Int(info.st_size)) {
-            members.append(JSONMember("prev", .string(FileDigest.sha256(previous))))
+        lines.append(members)
+        var previous = Self.lastLine(of: file, size: size)
+        var bytes: [UInt8] = []
+        for var line in lines {
+            if key != nil { line.append(JSONMember("chain", .string("hmac-sha256"))) }
+            if let previous { line.append(JSONMember("prev", .string(Self.link(to: previous, key: key)))) }
+            let text = Array(JSONValue.object(line).compactText.utf8)
+            bytes += text + [0x0A]
+            previous = text
         }
-        var line = Array(JSONValue.object(members).compactText.utf8)
-        line.append(0x0A)
-        if let code = line.withUnsafeBytes({ PrivateFile.writeAll(fd, $0) }) {
+        if let code = bytes.withUnsafeBytes({ PrivateFile.writeAll(fd, $0) }) {
             throw RunError.runtime("cannot write the audit trail \(path): \(describeErrno(code))")
         }
         guard fsync(fd) == 0 else { throw RunError.runtime("cannot write the audit trail \(path): \(describeErrno(errno))") }
+        // Where it stands now, in each ledger, while the trail is still locked.
+        let anchor = NightLedger.AuditAnchor(path: path, size: size + bytes.count, last: FileDigest.sha256(previous ?? []))
+        for template in anchors { try NightLedger.anchorAudit(anchor, template: template) }
+    }
+
+    /// Refuses a trail that is not where a ledger recorded it: shorter than it was, or with
+    /// another line where its last one was.
+    private func checkAnchors(_ file: FileDescriptor, size: Int) throws(RunError) {
+        for template in anchors {
+            guard let anchor = try NightLedger.read(template: template).audit,
+                  PrivateFile.canonical(anchor.path) == PrivateFile.canonical(path) else { continue }
+            let ledger = NightLedger.statePath(of: template)
+            guard size >= anchor.size else {
+                throw RunError.runtime("the audit trail \(path) has \(size) bytes, and \(ledger) recorded \(anchor.size) after its last entry: it was cut short, emptied or moved away; it is not written to (showbatch audit verify \(path) --manifest … says what it holds; move it aside and give audit.path a new file to start another)")
+            }
+            guard let last = Self.lastLine(of: file, size: anchor.size), FileDigest.sha256(last) == anchor.last else {
+                throw RunError.runtime("the audit trail \(path) does not end, where \(ledger) recorded its last entry, with that entry: it was rewritten; it is not written to")
+            }
+        }
+    }
+
+    /// How many bytes at the end of the trail (`size` bytes) follow its last line break: a line
+    /// a full disk or a kill tore; nil when it ends with one.
+    static func tornBytes(of file: FileDescriptor, size: Int) -> Int? {
+        var last = [UInt8](repeating: 0, count: 1)
+        guard (try? file.read(into: &last, at: size - 1)) == 1, last[0] != 0x0A else { return nil }
+        guard let whole = lastLine(of: file, size: size) else { return size }
+        return whole.count
     }
 
     /// The last line of the trail open at `file` (`size` bytes, read under its lock), without its
@@ -135,14 +202,26 @@ package struct AuditTrail: Sendable {
     }
 
     /// Checks the chain of the trail's bytes: each line's `prev` is the SHA-256 of the line
-    /// before it (none on the first). The lines, or the first line where it breaks and why.
-    package static func verify(_ bytes: [UInt8]) -> Result<Int, Break> {
+    /// before it (none on the first); from the first line marked `chain: hmac-sha256`, the
+    /// HMAC-SHA256 under `key`, which must then be given (and without which a keyed trail does not
+    /// verify). With `key`, the trail's last line must be keyed. The lines, or the first line
+    /// where it breaks and why.
+    package static func verify(_ bytes: [UInt8], key: SecretBytes? = nil) -> Result<Int, Break> {
         var lines = bytes.split(separator: 0x0A, omittingEmptySubsequences: false)
         if lines.last?.isEmpty == true { lines.removeLast() }
         var previous: ArraySlice<UInt8>?
+        var keyed = false
         for (index, line) in lines.enumerated() {
             guard let value = try? JSONParser.parse(Array(line)), case .object = value else {
                 return .failure(Break(line: index + 1, reason: "it is not a JSON object"))
+            }
+            if case .string("hmac-sha256")? = value["chain"] {
+                guard key != nil else {
+                    return .failure(Break(line: index + 1, reason: "it is chained under audit.key, which was not given (audit verify FILE --manifest M)"))
+                }
+                keyed = true
+            } else if keyed {
+                return .failure(Break(line: index + 1, reason: "it is not chained under the key, as the lines before it are: it was added without the key"))
             }
             let prev: String? = if case .string(let text)? = value["prev"] { text } else { nil }
             switch (previous, prev) {
@@ -150,13 +229,36 @@ package struct AuditTrail: Sendable {
             case (nil, .some): return .failure(Break(line: index + 1, reason: "the first line has a prev: lines before it were removed"))
             case (.some, nil): return .failure(Break(line: index + 1, reason: "it has no prev: the chain was cut here"))
             case (.some(let before), .some(let hash)):
-                if hash != FileDigest.sha256(Array(before)) {
-                    return .failure(Break(line: index + 1, reason: "its prev is not the SHA-256 of line \(index): a line was edited or removed"))
+                if hash != link(to: Array(before), key: keyed ? key : nil) {
+                    return .failure(Break(line: index + 1, reason: "its prev is not the \(keyed ? "HMAC" : "SHA-256") of line \(index): a line was edited or removed"))
                 }
             }
             previous = line
         }
+        if key != nil && !keyed && !lines.isEmpty {
+            return .failure(Break(line: lines.count, reason: "no line is chained under audit.key: the trail is not the one its key keeps"))
+        }
         return .success(lines.count)
+    }
+
+    /// Why the trail `bytes` (at `file`) is not where the ledgers of `manifest`'s outputs recorded
+    /// it (shorter, or another line where its last one was); nil when it is, or none recorded it.
+    package static func anchorProblem(of file: String, bytes: [UInt8], manifest: Manifest) -> String? {
+        for template in manifest.nightNamedOutputs.map(\.path) {
+            guard let anchor = try? NightLedger.read(template: template).audit,
+                  PrivateFile.canonical(anchor.path) == PrivateFile.canonical(file) else { continue }
+            let ledger = NightLedger.statePath(of: template)
+            guard bytes.count >= anchor.size else {
+                return "it has \(bytes.count) bytes, and \(ledger) recorded \(anchor.size) after its last entry: lines were cut from its end"
+            }
+            var end = anchor.size
+            if end > 0 && bytes[end - 1] == 0x0A { end -= 1 }
+            let start = bytes[..<end].lastIndex(of: 0x0A).map { $0 + 1 } ?? 0
+            guard FileDigest.sha256(Array(bytes[start..<end])) == anchor.last else {
+                return "it does not end, where \(ledger) recorded its last entry, with that entry: it was rewritten"
+            }
+        }
+        return nil
     }
 
     /// A delivery's entry: the file, where it went (the folder's URL and name, no credential in

@@ -48,6 +48,14 @@ extension ManifestDecoder {
             } else {
                 problem(node.mark, "audit needs path: the file its entries are appended to")
             }
+            if let keyNode = map["key"], let key = text(keyNode, "audit.key") {
+                environmentSecrets.insert(key)
+                if key.utf8.count < 16 {
+                    problem(keyNode.mark, "audit.key must be at least 16 characters (32 random bytes in base64: openssl rand -base64 32); it keys the trail's chain")
+                } else {
+                    manifest.auditKey = SecretBytes(copying: Array(key.utf8))
+                }
+            }
         }
         if let node = top["metrics"], let map = fields(node, "metrics", known: ManifestReference.keys(under: "metrics")),
            let jobNode = map["job"], let value = jobName(jobNode, "metrics.job") {

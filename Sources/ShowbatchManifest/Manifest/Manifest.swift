@@ -63,6 +63,9 @@ package struct Manifest: Sendable {
     package var metricsJob: String?
     /// The audit trail (`audit.path`, resolved against the manifest's folder), when given.
     package var auditPath: String?
+    /// The audit trail's key (`audit.key`, a secret): its chain is then an HMAC chain, which no
+    /// one without the key can rewrite.
+    package var auditKey: SecretBytes?
 
     /// The job the metrics are grouped by, whatever path the manifest was given by: `metrics.job`,
     /// else `name`, else the manifest's file name without its folder.
