@@ -2,7 +2,8 @@ import Foundation
 import ShowbatchBasics
 import ShowbatchManifest
 
-/// Reads alias files: CSV `alias,value` with a header line, or a JSON object.
+/// Reads alias files: CSV `alias,value` lines (a first line `alias,value` is its header, any other
+/// first line an alias of its own), or a JSON object.
 package enum AliasFile {
     /// The alias table in `path`; the error names the file and line, never a value.
     package static func load(path: String) throws(EmulatorError) -> [String: String] {
@@ -27,12 +28,14 @@ package enum AliasFile {
         do {
             var reader = try CSVRecordReader(path: path, name: path)
             defer { reader.close() }
-            guard let header = try reader.next() else { return [:] }
-            guard header.fields.count == 2 else {
-                throw EmulatorError(message: "\(path):\(header.line): expected a header of two columns, alias,value")
-            }
             var table: [String: String] = [:]
+            var first = true
             while let record = try reader.next() {
+                // The header is read as one only when it says so: a file of aliases alone keeps its first.
+                if first {
+                    first = false
+                    if record.fields.map({ $0.trimmingCharacters(in: .whitespaces).lowercased() }) == ["alias", "value"] { continue }
+                }
                 guard record.fields.count == 2 else {
                     throw EmulatorError(message: "\(path):\(record.line): expected 2 fields, alias,value; found \(record.fields.count)")
                 }

@@ -183,7 +183,13 @@ private final class RunSession: Sendable {
             live.endProgress()
             let message: String
             switch error {
-            case .usage(let text), .sideFile(let text):
+            case .usage(let text):
+                // A refusal of the run, not of its command line (which the parser refused before):
+                // no pointer to the flags' help.
+                message = text
+                live.invalid("showbatch: error: \(TerminalText.escaped(text))")
+            case .sideFile(let text):
+                // A --metrics or --report path: the command line's.
                 message = text
                 live.invalid(UsageError(message: text, command: "run").description)
             case .manifest(let diagnostic):

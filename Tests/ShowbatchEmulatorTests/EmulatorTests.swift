@@ -269,6 +269,11 @@ func withEmulator(_ configure: (inout EmulatorConfiguration) -> Void = { _ in },
         #expect(try AliasFile.load(path: dir + "/a.csv") == ["tok_a": "4111,1111", "tok_b": "x"])
         #expect(try AliasFile.load(path: dir + "/a.json") == ["tok_a": "4111", "tok_n": "5"])
         #expect(throws: EmulatorError.self) { try AliasFile.load(path: dir + "/bad.csv") }
+        // Without the header line, the first line is an alias like the others, never dropped.
+        try Data("tok_a,4111\ntok_b,5555\n".utf8).write(to: URL(fileURLWithPath: dir + "/bare.csv"))
+        #expect(try AliasFile.load(path: dir + "/bare.csv") == ["tok_a": "4111", "tok_b": "5555"])
+        try Data("Alias, Value\ntok_a,4111\n".utf8).write(to: URL(fileURLWithPath: dir + "/spaced.csv"))
+        #expect(try AliasFile.load(path: dir + "/spaced.csv") == ["tok_a": "4111"])
     }
 }
 

@@ -112,7 +112,7 @@ private final class Child: @unchecked Sendable {
         defer { work.remove() }
         let result = try await showbatch(["run", "m.yaml", "--emulate"] + flags, in: work.path)
         #expect(result.status == 2)
-        #expect(result.stderr == "showbatch: error: \(flag) needs file outputs; standard output is not resumable\nRun 'showbatch help run' for usage.\n")
+        #expect(result.stderr == "showbatch: error: \(flag) needs file outputs; standard output is not resumable\n")
     }
 }
 

@@ -150,7 +150,7 @@ private let night = "2026-12-01"
         defer { work.remove() }
         let retry = try await showbatch(["run", "m.yaml", "--emulate", "--date", night, "--retry-failed"], in: work.path)
         #expect(retry.status == 2)
-        #expect(retry.stderr == "showbatch: error: out/c-20261201-1.csv was never written for the night of \(night), so it has no failed rows to send again; run without --retry-failed\nRun 'showbatch help run' for usage.\n")
+        #expect(retry.stderr == "showbatch: error: out/c-20261201-1.csv was never written for the night of \(night), so it has no failed rows to send again; run without --retry-failed\n")
         #expect(!work.exists("out/.c-{date}-{seq}.csv.sequence"))
     }
 }

@@ -64,9 +64,11 @@ package struct SFTPDestination: Sendable, Equatable, CustomStringConvertible {
 }
 
 /// A message of what is wrong, for a `Result`.
-package struct FailureText: Error, Sendable, Equatable {
+package struct FailureText: Error, Sendable, Equatable, CustomStringConvertible {
     package let message: String
     package init(_ message: String) { self.message = message }
+    /// The message: a type's name never reaches a person.
+    package var description: String { message }
 }
 
 /// `output.deliver`: the finished file is uploaded by SFTP under a temporary name, its size
