@@ -125,6 +125,10 @@ struct PauseState<Waiter>: ~Copyable {
     /// an answer to an attempt sent after that says the failure was the row's; the pause opening
     /// says it was the endpoint's.
     private(set) var undecided: [Int: Int64] = [:]
+    /// Undecided rows sent once more after an answer: an outage can end between a row's failure
+    /// and the answer that would judge it, so a row fails for its own fault only when a second
+    /// try fails too while other rows get answers.
+    private var rechecked: Set<Int> = []
 
     init(settings: PauseSettings, seed: UInt64) {
         self.settings = settings
@@ -179,8 +183,8 @@ struct PauseState<Waiter>: ~Copyable {
             suspects.remove(ordinal)
             if !undecided.isEmpty {
                 let sent = sentAt ?? now
-                for (row, failedAt) in undecided where row != ordinal && failedAt < sent {
-                    actions.decided.append((row, .failed))
+                for (row, failedAt) in undecided.sorted(by: { $0.key < $1.key }) where row != ordinal && failedAt < sent {
+                    actions.decided.append((row, rechecked.insert(row).inserted ? .recheck : .failed))
                     undecided[row] = nil
                 }
             }
@@ -254,7 +258,10 @@ struct PauseState<Waiter>: ~Copyable {
     /// Undecided rows that the dispatch failed itself (nothing was left to send that could
     /// decide them).
     mutating func forget(_ ordinals: [Int]) {
-        for ordinal in ordinals { undecided[ordinal] = nil }
+        for ordinal in ordinals {
+            undecided[ordinal] = nil
+            rechecked.remove(ordinal)
+        }
     }
 
     /// The run is cancelled: every waiter goes on, and sees it.
@@ -308,6 +315,7 @@ struct PauseState<Waiter>: ~Copyable {
         // endpoint: they go again, with fresh attempts, once it answers.
         suspects = []
         actions.decided = undecided.keys.sorted().map { ($0, .resend) }
+        rechecked.subtract(undecided.keys)
         undecided = [:]
         quiet = lastClosed[why].map { now - $0 < 60_000 } ?? false
         openedAt = now

@@ -17,6 +17,8 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
         let ordinal: Int
         let request: PreparedRequest
         let labels: [LabelBinding]
+        /// Attempts already made: a recheck is one more attempt, numbered after them.
+        var attemptsMade = 0
     }
 
     /// What a worker does next.
@@ -120,7 +122,9 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
     /// Workers waiting for room.
     var parkedCount: Int { parked.count }
 
-    var windowFull: Bool { nextSequence - nextToWrite >= window || outbox.count >= outboxLimit }
+    /// Undecided rows do not take the window's room: fresh rows sent past them are what can
+    /// tell whether they failed for the endpoint (a window held shut by them decided nothing).
+    var windowFull: Bool { nextSequence - nextToWrite >= window + min(undecided.count, window) || outbox.count >= outboxLimit }
 
     /// The next thing a worker does; rows that need no request (unpreparable ones) are
     /// queued on the way.
@@ -130,11 +134,10 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
         var queuedRows = false
         var next = take(from: source, queuedRows: &queuedRows)
         if inFlight == 0, !handingOver, !undecided.isEmpty, !stopped, next.endsOrWaits {
-            // Nothing in flight and nothing to send: no attempt is left that could tell whether
-            // the endpoint is down, so the undecided rows fail on their own.
-            actions.forget = undecided.keys.sorted()
-            for ordinal in actions.forget { decide(ordinal, .failed) }
-            moveReady()
+            // Nothing in flight and nothing to send (the feed is at its end, or the window
+            // is full twice over): no attempt is left that could tell whether the endpoint is
+            // down, so the undecided rows fail on their own.
+            failUndecided(into: &actions)
             next = take(from: source, queuedRows: &queuedRows)
             // Room was made: workers waiting for it go on.
             actions.wake = wakeable()
@@ -274,11 +277,26 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
         }
     }
 
+    /// Undecided rows that nothing in flight can decide fail; the pause forgets them (`Actions.forget`).
+    private mutating func failUndecided(into actions: inout Actions) {
+        actions.forget = undecided.keys.sorted()
+        for ordinal in actions.forget { decide(ordinal, .failed) }
+        moveReady()
+    }
+
     private mutating func decide(_ ordinal: Int, _ verdict: UndecidedVerdict) {
         guard let entry = undecided.removeValue(forKey: ordinal) else { return }
         switch verdict {
         case .failed: accept((.row(entry.row), entry.job.target), sequence: entry.job.sequence)
-        case .resend: resend.append(entry.job)
+        case .resend:
+            // Fresh attempts: the endpoint was down.
+            var job = entry.job
+            job.attemptsMade = 0
+            resend.append(job)
+        case .recheck:
+            var job = entry.job
+            job.attemptsMade = entry.row.attempts
+            resend.append(job)
         }
     }
 
@@ -333,9 +351,7 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
         if inFlight == 0, exhausted, resend.isEmpty, !undecided.isEmpty, !stopped {
             // The last job ended while this hand-over was under way, with nothing left to send:
             // no attempt is left that could decide the undecided rows (as in `next`).
-            actions.forget = undecided.keys.sorted()
-            for ordinal in actions.forget { decide(ordinal, .failed) }
-            moveReady()
+            failUndecided(into: &actions)
             forceHandOver(now: now, into: &actions)
         }
         handOverIfDue(now: now, into: &actions)
@@ -402,8 +418,11 @@ struct DispatchState<Waiter: Sendable>: ~Copyable {
 
 /// What the pause decided about a row whose last attempt failed in a way that can be the endpoint's.
 enum UndecidedVerdict: Equatable, Sendable {
-    /// Other rows got answers after it: the failure is the row's own.
+    /// Other rows got answers after it, and after its one more try: the failure is the row's own.
     case failed
+    /// Other rows got answers after it: it is tried once more (the outage may have ended
+    /// between its failure and their answers).
+    case recheck
     /// The pause opened: the endpoint was down; the row is sent again with fresh attempts.
     case resend
 }

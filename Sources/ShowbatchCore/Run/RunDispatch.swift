@@ -60,7 +60,7 @@ final class RunDispatch: Sendable {
     /// or at its end), the row probes itself.
     private func send(_ job: State.Job, _ context: AttemptContext) async {
         var held: [(job: State.Job, attempts: Int)] = []
-        var current = (job: job, attempts: 0)
+        var current = (job: job, attempts: job.attemptsMade)
         var mayStepAside = true
         while true {
             let result = await context.perform(current.job.request, ordinal: current.job.ordinal, labels: current.job.labels,

@@ -11,7 +11,8 @@ private func rows(_ count: Int) -> String {
 }
 
 /// A run of this manifest with `poisoned` paths failing has rows 7, 50, 51 and 120 failed, every
-/// time the same.
+/// time the same (with one attempt, or two when other rows were answered after them:
+/// `sameRows`).
 private func manifestText(format: String = "csv") -> String {
     """
     vault: tnt1
@@ -23,6 +24,15 @@ private func manifestText(format: String = "csv") -> String {
 }
 
 private let poisoned: Set<String> = ["/p/7", "/p/50", "/p/51", "/p/120"]
+
+/// The same CSV rows, but for how many attempts a failed row made: a row's failure is its own
+/// once it was tried once more after other rows' answers, which depends on how the rows met.
+private func sameRows(_ written: String?, _ expected: String) -> Bool {
+    func blanked(_ text: String) -> String {
+        text.replacingOccurrences(of: #",failed,503,[12],"#, with: ",failed,503,n,", options: .regularExpression)
+    }
+    return written.map(blanked) == blanked(expected)
+}
 
 /// A journal's lines as the codec reads them, and the journal re-encoded from records (with a
 /// chain that matches: a forger who knows the format).
@@ -101,7 +111,7 @@ private func encode(_ records: [JournalRecord]) -> [UInt8] {
             $0.faults.failStatus = 503
         }
         #expect(summary.rows == 200 && summary.replayed == 0 && summary.failed == 4)
-        #expect(fixture.read("out/r.csv") == failedRun)
+        #expect(sameRows(fixture.read("out/r.csv"), failedRun))
     }
 
     /// `--resume=auto` measures a journal's age from the time it records as well as from its
@@ -131,7 +141,7 @@ private func encode(_ records: [JournalRecord]) -> [UInt8] {
         }
         #expect(summary.rows == 200 && summary.failed == 4)
         #expect(summary.replayed == (goneOn ? 200 : 0))
-        #expect(fixture.read("out/r.csv") == failedRun)
+        #expect(sameRows(fixture.read("out/r.csv"), failedRun))
     }
 
     /// Why a journal is too old or from the future, in words; the clocks of two machines may be a

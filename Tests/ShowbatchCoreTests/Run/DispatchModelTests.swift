@@ -155,6 +155,8 @@ private struct DispatchModel: ~Copyable {
     var handOver: (worker: Int, rows: [Int])?
     var written: [Int] = []
     var taken: [Int] = []
+    /// Rows the pause sent to be tried once more, not yet sent.
+    var rechecks: Set<Int> = []
     var cancelled = false
     var writerFailed = false
     var stoppedByJob = false
@@ -228,8 +230,9 @@ private struct DispatchModel: ~Copyable {
                 // The pause decides a row: an attempt in flight ended.
                 let ordinal = undecided.sorted()[Int(random.next() % UInt64(undecided.count))]
                 undecided.remove(ordinal)
-                let verdict: UndecidedVerdict = random.next() % 2 == 0 ? .failed : .resend
+                let verdict: UndecidedVerdict = [.failed, .resend, .recheck][Int(random.next() % 3)]
                 if tracing { trace.append("verdict \(ordinal) \(verdict)") }
+                if verdict == .recheck { rechecks.insert(ordinal) }
                 wake(state.decided([(ordinal, verdict)]).wake)
                 continue
             }
@@ -259,7 +262,13 @@ private struct DispatchModel: ~Copyable {
             guard undecided.remove(ordinal) != nil else { return "forgot row \(ordinal), which is not undecided" }
         }
         if !actions.forget.isEmpty && !undecided.isEmpty { return "forgot some undecided rows and kept others: \(undecided)" }
-        if case .send(let job) = next { taken.append(job.ordinal) }
+        if case .send(let job) = next {
+            taken.append(job.ordinal)
+            // A row tried once more goes on from its attempts; every other row starts afresh.
+            if job.attemptsMade != (rechecks.remove(job.ordinal) != nil ? 3 : 0) {
+                return "row \(job.ordinal) sent after \(job.attemptsMade) attempts"
+            }
+        }
         if case .wait = next, state.inFlight == 0, handOver == nil, actions.handOver == nil {
             return "told to wait with nothing in flight or being handed over"
         }
@@ -305,8 +314,9 @@ private struct DispatchModel: ~Copyable {
             outcome = .undecided(failedRow(job.ordinal))
             if roll < 35 {
                 // The verdict comes before the row is handed back.
-                let verdict: UndecidedVerdict = roll % 2 == 0 ? .failed : .resend
+                let verdict: UndecidedVerdict = [.failed, .resend, .recheck][Int(roll % 3)]
                 if tracing { trace.append("early verdict \(job.ordinal) \(verdict)") }
+                if verdict == .recheck { rechecks.insert(job.ordinal) }
                 wake(state.decided([(job.ordinal, verdict)]).wake)
             } else {
                 undecided.insert(job.ordinal)

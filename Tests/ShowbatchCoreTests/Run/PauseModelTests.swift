@@ -152,7 +152,12 @@ extension PauseModelTests {
         let earlier = state.attemptEnded(ordinal: 3, signal: .answered, probe: false, now: 110, sentAt: 95)
         #expect(earlier.1.decided.isEmpty && state.undecided == [1: 100])
         let later = state.attemptEnded(ordinal: 4, signal: .answered, probe: false, now: 120, sentAt: 101)
-        #expect(later.1.decided.map(\.ordinal) == [1] && later.1.decided.map(\.verdict) == [.failed] && state.undecided.isEmpty)
+        // The first answer after it sends the row once more (the outage may have ended in
+        // between); only a second failure followed by an answer is the row's own.
+        #expect(later.1.decided.map(\.ordinal) == [1] && later.1.decided.map(\.verdict) == [.recheck] && state.undecided.isEmpty)
+        #expect(state.attemptEnded(ordinal: 1, signal: .transient, probe: false, now: 130, last: true).1.undecided)
+        let again = state.attemptEnded(ordinal: 4, signal: .answered, probe: false, now: 140, sentAt: 131)
+        #expect(again.1.decided.map(\.ordinal) == [1] && again.1.decided.map(\.verdict) == [.failed] && state.undecided.isEmpty)
 
         _ = state.attemptEnded(ordinal: 5, signal: .transient, probe: false, now: 200, last: true)
         _ = state.attemptEnded(ordinal: 6, signal: .transient, probe: false, now: 201, last: true)
@@ -258,6 +263,8 @@ private struct PauseModel: ~Copyable {
     var undecided: [Int: Int64] = [:]
     /// Undecided rows the pause sent back, to be sent again.
     var resend: [Int] = []
+    /// Undecided rows tried once more after an answer (since the last pause sent them back).
+    var rechecked: Set<Int> = []
     /// Verdicts given, for the sequences' coverage.
     var verdicts = 0
     var trace: [String] = []
@@ -408,12 +415,20 @@ private struct PauseModel: ~Copyable {
             guard let failedAt = undecided.removeValue(forKey: ordinal) else { return "a verdict on row \(ordinal), which is not undecided" }
             verdicts += 1
             switch verdict {
-            case .failed:
+            case .failed, .recheck:
                 if signal != .answered || ordinal == row || failedAt >= sentAt {
-                    return "row \(ordinal) failed without an answer to an attempt sent after its failure"
+                    return "row \(ordinal) judged (\(verdict)) without an answer to an attempt sent after its failure"
+                }
+                // A row fails for its own fault only after one more try.
+                if verdict == .recheck {
+                    if !rechecked.insert(ordinal).inserted { return "row \(ordinal) tried once more a second time" }
+                    resend.append(ordinal)
+                } else if !rechecked.contains(ordinal) {
+                    return "row \(ordinal) failed without one more try"
                 }
             case .resend:
                 if !opened { return "row \(ordinal) sent again without a pause opening" }
+                rechecked.remove(ordinal)
                 resend.append(ordinal)
             }
         }
