@@ -77,8 +77,57 @@ import TestSupport
         try holder.run()
         defer { holder.terminate() }
         for _ in 0..<200 where try sh("flock -n \(work.path)/lock/showbatch-nightly.lock true") == 0 { usleep(10_000) }
-        #expect(try sh(command) == 0)
+        #expect(try sh(command) == 75)
         let skipped = work.read("log/nightly.log") ?? ""
         #expect(skipped.hasSuffix("\"level\":\"warning\",\"event\":\"skipped\",\"message\":\"the previous run still holds \(work.path)/lock/showbatch-nightly.lock: this night was not started (exit 75)\"}\n"), "\(skipped)")
+    }
+
+    /// A `showbatch` that exits with `code` and counts its runs, for the line's own logic.
+    private func stand(in work: Workspace, exiting code: Int32, sleeping seconds: Int = 0) throws -> String {
+        let server = try SFTPServer()
+        defer { server.remove() }
+        let command = try host(work, server).replacingOccurrences(of: "sleep 600", with: "sleep 0")
+        work.write("bin/showbatch", "#!/bin/sh\necho \"$*\" >> \(work.path)/calls\nsleep \(seconds)\nexit \(code)\n")
+        return command
+    }
+
+    /// What a retry fixes is tried three times in all (a full disk, an outage, a server down, a
+    /// kill, a SIGTERM); what it cannot fix is tried once: rows failed, the manifest, and the
+    /// delivery refused for what only a person fixes (exit 6: retrying only delays its page).
+    @Test(arguments: [(0, 1), (1, 1), (2, 1), (3, 3), (4, 3), (5, 3), (6, 1), (130, 3), (137, 3)] as [(Int32, Int)])
+    func theLineRetriesOnlyWhatARetryFixes(code: Int32, tries: Int) throws {
+        let work = Workspace()
+        defer { work.remove() }
+        let command = try stand(in: work, exiting: code)
+        #expect(try sh(command) == code)
+        let calls = (work.read("calls") ?? "").split(separator: "\n")
+        #expect(calls.count == tries)
+        #expect(calls.allSatisfy { $0.hasPrefix("run \(work.path)/etc/showbatch/manifest.yaml --date yesterday --resume=auto") }, "\(calls)")
+        #expect(work.read("log/nightly.log") == String(repeating: "exit \(code)\n", count: tries))
+    }
+
+    /// A killed `flock` leaves the run it started holding the lock (the lock is the open file the
+    /// run inherited): the next night's line skips while that run goes on, and starts after it.
+    @Test func aKilledFlockLeavesTheRunHoldingTheLock() throws {
+        let work = Workspace()
+        defer { work.remove() }
+        let command = try stand(in: work, exiting: 0, sleeping: 3)
+        let night = Process()
+        night.executableURL = URL(fileURLWithPath: "/bin/sh")
+        night.arguments = ["-c", command]
+        try night.run()
+        defer { night.terminate() }
+        let lock = work.path + "/lock/showbatch-nightly.lock"
+        for _ in 0..<300 where work.read("calls") == nil { usleep(10_000) }
+        #expect(work.read("calls") != nil)
+        // The flock of the line, killed as an operator or the OOM killer would.
+        #expect(try sh("pkill -KILL -f '^flock -n -E 75 \(lock) '") == 0)
+        #expect(try sh("flock -n \(lock) true") == 1)
+        #expect(try sh(command) == 75)
+        #expect((work.read("log/nightly.log") ?? "").contains("\"event\":\"skipped\""))
+        #expect(work.read("calls")?.split(separator: "\n").count == 1)
+        night.waitUntilExit()
+        for _ in 0..<300 where try sh("flock -n \(lock) true") != 0 { usleep(10_000) }
+        #expect(try sh("flock -n \(lock) true") == 0)
     }
 }

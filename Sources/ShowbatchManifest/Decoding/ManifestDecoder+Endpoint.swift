@@ -25,7 +25,9 @@ extension ManifestDecoder {
                 problem(node.mark, "environment \"\(environment)\" is not valid; expected sandbox, live or live-<region>")
             }
         }
-        if let node = top["data_region"], let region = text(node, "data_region") {
+        // An empty data_region or hostname (as `${NAME:-}` gives when NAME is unset) means none,
+        // as the SDKs take an empty one.
+        if let node = top["data_region"], let region = text(node, "data_region"), !region.isEmpty {
             if !Endpoint.isValidRegion(region) {
                 problem(node.mark, "data_region \"\(region)\" is not valid; expected letters and digits in dash-separated parts, such as eu-1")
             } else if Endpoint.environmentHasRegion(manifest.environment) {
@@ -47,7 +49,7 @@ extension ManifestDecoder {
                 problem(node.mark, "route_id \"\(route)\" is not valid; expected letters, digits and dashes")
             }
         }
-        if let node = top["hostname"], let raw = text(node, "hostname") {
+        if let node = top["hostname"], let raw = text(node, "hostname"), !raw.isEmpty {
             do {
                 manifest.hostname = try Endpoint.normalizeHostname(raw)
             } catch {

@@ -81,8 +81,10 @@ extension ManifestDecoder {
                         problem(item.mark, "each transform of \(what()) needs regex and template")
                         continue
                     }
+                    // The template is the regex engine's replacement: read as written, so its
+                    // ${name} is a group, never an environment variable.
                     guard let pattern = text(regexNode, "\(what()) transform regex"),
-                          let template = text(templateNode, "\(what()) transform template") else { continue }
+                          let template = rawText(templateNode, "\(what()) transform template") else { continue }
                     let key = pattern + "\u{0}" + template
                     if let compiled = transforms[key] {
                         binding.transforms.append(compiled)
@@ -93,7 +95,7 @@ extension ManifestDecoder {
                         transforms[key] = compiled
                         binding.transforms.append(compiled)
                     } catch {
-                        problem(regexNode.mark, "\(what()): \(error.message)")
+                        problem(error.inTemplate ? templateNode.mark : regexNode.mark, "\(what()): \(error.message)")
                     }
                 }
             } else {

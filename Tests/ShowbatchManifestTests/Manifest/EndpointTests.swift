@@ -68,3 +68,38 @@ import TestSupport
         #expect(Endpoint.hostnameCheckURL(checkBase: "http://127.0.0.1:9/", host: "h.io", vault: "tnt") == "http://127.0.0.1:9/collect-configs/h.io__tnt.txt")
     }
 }
+
+/// What the manifest's endpoint keys decode to: an empty region or hostname is none, as the SDKs
+/// take it; the stricter rules that remain are positioned errors.
+@Suite struct EndpointKeyTests {
+    private func manifest(_ keys: String) -> String {
+        "vault: tnt1\n\(keys)\nrequests: [{name: r, path: /p, labels: {n: n}}]\n"
+    }
+
+    @Test(arguments: [
+        ("environment: live\ndata_region: ''", [String: String](), "https://tnt1.live.verygoodproxy.com", String?.none),
+        ("environment: live\ndata_region: ${REGION:-}", [:], "https://tnt1.live.verygoodproxy.com", nil),
+        ("environment: live\ndata_region: ${REGION:-}", ["REGION": "eu-1"], "https://tnt1.live-eu-1.verygoodproxy.com", nil),
+        ("environment: live-eu-1\ndata_region: ${REGION:-}", [:], "https://tnt1.live-eu-1.verygoodproxy.com", nil),
+        ("hostname: ''", [:], "https://tnt1.sandbox.verygoodproxy.com", nil),
+        ("hostname: ${REVEAL_HOST:-}", [:], "https://tnt1.sandbox.verygoodproxy.com", nil),
+        ("hostname: ${REVEAL_HOST:-}", ["REVEAL_HOST": "reveal.example.com"], "https://tnt1.sandbox.verygoodproxy.com", "reveal.example.com"),
+        ("hostname: ''\nsatellite_port: 9098", [:], "http://localhost:9098", nil),
+    ])
+    func anEmptyRegionOrHostnameIsNone(keys: String, environment: [String: String], vaultURL: String, hostname: String?) throws {
+        let decoded = try loadManifest(manifest(keys), environment: environment)
+        #expect(decoded.vaultURL == vaultURL && decoded.hostname == hostname)
+    }
+
+    /// Stricter than the SDKs, which would form a host that cannot resolve.
+    @Test(arguments: [
+        ("environment: livelive", "m.yaml:2:14: error: environment \"livelive\" is not valid; expected sandbox, live or live-<region>"),
+        ("environment: live--eu", "m.yaml:2:14: error: environment \"live--eu\" is not valid; expected sandbox, live or live-<region>"),
+        ("environment: live\ndata_region: -eu", "m.yaml:3:14: error: data_region \"-eu\" is not valid; expected letters and digits in dash-separated parts, such as eu-1"),
+        ("hostname: reveal .example.com", "m.yaml:2:11: error: hostname \"reveal .example.com\" is not a valid host name"),
+        ("hostname: ' '", "m.yaml:2:11: error: hostname \" \" is not a valid host name"),
+    ])
+    func theStricterRulesArePositioned(keys: String, message: String) {
+        #expect(manifestErrors(manifest(keys)).split(separator: "\n").first.map(String.init) == message)
+    }
+}
