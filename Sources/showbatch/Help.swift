@@ -54,8 +54,9 @@ enum Command: String, CaseIterable {
             return Help.page("showbatch deliver MANIFEST [options]", """
             Delivers the files the night of --date (default: today in TZ) wrote for each output with
             output.deliver, as a run does when it ends: once (a delivered file is not sent again).
-            Reveals nothing. Exit 0 when every file is delivered, 5 when a delivery failed, 2 when the
-            night was never finished, 3 when its file is not the one the night wrote.
+            Reveals nothing. Exit 0 when every file is delivered, 5 when a delivery failed (a retry
+            may fix it), 6 when it was refused for what only a person fixes (the server's words say
+            what), 2 when the night was never finished, 3 when its file is not the one the night wrote.
             """, ArgumentParser.deliverFlags)
         case .emulate:
             return Help.page("showbatch emulate [options]", """
