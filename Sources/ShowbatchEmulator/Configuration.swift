@@ -16,6 +16,8 @@ package struct EmulatorConfiguration: Sendable {
     package var faults = EmulatorFaults()
     /// Whether it demands bearer tokens, handing them out at `POST /oauth/token`.
     package var auth: EmulatorAuth?
+    /// The HTTP Basic credentials the Vault API v1 demands, when set.
+    package var basic: BasicCredentials?
     /// Largest request head accepted (431 past it).
     package var maxHeaderBytes = 16 * 1024
     /// Largest request body accepted (413 past it).
@@ -50,6 +52,17 @@ package struct EmulatorConfiguration: Sendable {
         faults = spec.faults
         auth = spec.auth
         response = spec.response
+    }
+}
+
+extension EmulatorConfiguration {
+    /// The configuration standing in for what `manifest` reveals from: its `emulator:` section
+    /// and its HTTP Basic credentials; `tokens`: its client credentials get tokens from the
+    /// emulator (any client), as a run with `--emulate` asks for them there.
+    package init(manifest: Manifest, tokens: Bool) throws(EmulatorError) {
+        try self.init(spec: manifest.emulator)
+        if tokens, case .clientCredentials? = manifest.auth?.source, auth == nil { auth = EmulatorAuth() }
+        basic = manifest.basicAuth
     }
 }
 

@@ -237,6 +237,9 @@ package final class Emulator: Sendable {
                 return response
             }
         }
+        if Self.isVaultAPI(request), !acceptsBasic(request) {
+            return HTTPResponse.json(status: 401, ["error": "unauthorized"], close: close)
+        }
         if inOutage() {
             failedCount.add(1, ordering: .relaxed)
             // A server that is down behind its address: the connection is reset, no answer.
@@ -254,7 +257,10 @@ package final class Emulator: Sendable {
         if configuration.faults.windowLimit != nil {
             let (allowed, remaining, reset) = windowAdmits()
             let seconds = String(Int(reset.seconds.rounded(.up)))
-            if configuration.faults.windowHeaders {
+            if Self.isVaultAPI(request) {
+                // The Vault API says what is left, never when the window resets.
+                limitHeaders = [("X-RateLimit-Remaining", String(remaining))]
+            } else if configuration.faults.windowHeaders {
                 limitHeaders = [("X-RateLimit-Remaining", String(remaining)), ("X-RateLimit-Reset", seconds)]
             }
             if !allowed {
@@ -281,6 +287,7 @@ package final class Emulator: Sendable {
             failedCount.add(1, ordering: .relaxed)
             return HTTPResponse.json(status: configuration.faults.failStatus, ["error": "injected failure"], close: close)
         }
+        if Self.isVaultAPI(request) { return vaultAPIAnswer(request, close: close, limitHeaders: limitHeaders) }
         var body: JSONValue = .null
         if !request.body.isEmpty {
             guard let parsed = try? JSONParser.parse(request.body) else {

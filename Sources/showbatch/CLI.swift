@@ -65,7 +65,8 @@ enum CLI {
                 let warnings = warned == 0 ? "" : ", \(warned) warning\(warned == 1 ? "" : "s")"
                 // A data-driven request is one per row: say the rows, which is what a run sends.
                 let dataRows = manifest.requests.compactMap { $0.each?.rows }.reduce(0, +)
-                let rows = manifest.requests.contains { $0.each != nil } ? ", \(dataRows) data row\(dataRows == 1 ? "" : "s")" : ""
+                var rows = manifest.requests.contains { $0.each != nil } ? ", \(dataRows) data row\(dataRows == 1 ? "" : "s")" : ""
+                if let calls = CallEstimate(manifest: manifest) { rows += "; \(calls.text)" }
                 let placeholders = manifest.placeholders.isEmpty ? "" : "; unset, taken as placeholders: \(manifest.placeholders.joined(separator: ", "))"
                 Console.out("\(TerminalText.escaped(path)): ok (\(count) request\(count == 1 ? "" : "s")\(rows)\(warnings))\(placeholders)\n")
             } catch {

@@ -18,7 +18,7 @@ enum EmulateCommand {
             }
             var configuration: EmulatorConfiguration
             do {
-                configuration = try EmulatorConfiguration(spec: manifest.emulator)
+                configuration = try EmulatorConfiguration(manifest: manifest, tokens: false)
             } catch {
                 throw UsageError(message: "--manifest \(path): \(error.message)", command: "emulate")
             }

@@ -200,6 +200,9 @@ final class EventPrinter: Sendable {
                 JSONMember("resent_after_401", .number(String(summary.resentAfter401))),
                 JSONMember("resent_after_429", .number(String(summary.resentAfter429))),
                 JSONMember("token_renewals", .number(String(summary.tokenRenewals))),
+                JSONMember("answered_429", .number(String(summary.answered429))),
+                JSONMember("vault_api_calls", summary.calls.map { .number(String($0)) } ?? .null),
+                JSONMember("paced_at", summary.pace.map(JSONValue.string) ?? .null),
                 JSONMember("elapsed_s", .number(String(format: "%.3f", summary.elapsed.seconds))),
                 JSONMember("requests_per_s", .number(String(format: "%.1f", summary.rate))),
                 JSONMember("interrupted", .bool(summary.interrupted)),
@@ -214,6 +217,9 @@ final class EventPrinter: Sendable {
         }
         var text = "showbatch: \(summary.rows) rows: \(summary.ok) ok, \(summary.partial) partial, \(summary.failed) failed; "
         text += "\(summary.retries) retries; \(Units.text(summary.elapsed)), \(String(format: "%.1f", summary.rate)) requests/s"
+        if let calls = summary.calls { text += "; \(calls) Vault API call\(calls == 1 ? "" : "s")" }
+        if let pace = summary.pace { text += "; paced at \(pace)" }
+        if summary.answered429 > 0 { text += "; \(summary.answered429) answered 429" }
         if summary.replayed > 0 { text += "; \(summary.replayed) from the journal" }
         if summary.skipped > 0 { text += "; \(summary.skipped) not sent\(summary.stopReason == nil ? " (--fail-fast)" : "")" }
         if !summary.dataChanged.isEmpty {

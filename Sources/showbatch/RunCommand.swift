@@ -136,9 +136,7 @@ private final class RunSession: Sendable {
     /// code when it cannot start.
     private func startEmulator(for manifest: Manifest, options: inout RunOptions) -> Result<Emulator, ExitCodeError> {
         do {
-            var configuration = try EmulatorConfiguration(spec: manifest.emulator)
-            // A manifest with client credentials gets tokens from the emulator (any client).
-            if case .clientCredentials? = manifest.auth?.source, configuration.auth == nil { configuration.auth = EmulatorAuth() }
+            let configuration = try EmulatorConfiguration(manifest: manifest, tokens: true)
             let started = try Emulator(configuration: configuration)
             started.start()
             options.baseURLOverride = started.baseURL

@@ -193,6 +193,7 @@ requests:
         base_url: https://tnt1.sandbox.verygoodproxy.com
         POST https://tnt1.sandbox.verygoodproxy.com/post one
         POST https://tnt1.sandbox.verygoodproxy.com/post?x=1 two
+        pace: 200/m (VGS's documented reveal proxy limit, sandbox; not under --emulate or --base-url)
         headers: Authorization: <secret>, Content-Type: application/json, vgs-client: source=showbatch&medium=vgs-show&content=0.1.0
         output: out/r.csv (columns: request, status, http_status, attempts, error, card, missing)
 
@@ -206,6 +207,7 @@ requests:
         GET https://reveal.example.com/reveal/3 r-3
         ... request 1: 5 rows from d.csv (first 3 shown)
         note: hostname reveal.example.com is checked at run time; if it is not activated, requests go to https://tnt1.live-eu-1.verygoodproxy.com
+        pace: 5000/m (VGS's documented reveal proxy limit, live; not under --emulate or --base-url)
         headers: vgs-client: source=showbatch&medium=vgs-show&content=0.1.0
         data: d.csv: 5 rows (request 1)
 

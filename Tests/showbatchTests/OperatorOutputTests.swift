@@ -94,7 +94,7 @@ private let manifest = okManifest + "\n  - {name: last, path: /p, payload: {c: t
         #expect(lines.map(\.event) == ["invalid", "invalid"])
         #expect(lines.map { "\($0["file"] ?? "-"):\($0["line"] ?? "-"):\($0["column"] ?? "-") \($0["message"] ?? "-")" } == [
             "m.yaml:2:10 timeout must be a positive duration such as 500ms, 30s or 2m; found \"forever\"",
-            "m.yaml:4:1 unknown key \"bogus\" in the manifest; expected version, name, vault, environment, data_region, route_id, hostname, hostname_check, hostname_fallback, satellite_port, headers, concurrency, rate_limit, max_failed, audit, metrics, resume_max_age, timeout, transport, connections, tls, auth, circuit, retry, output, emulator or requests",
+            "m.yaml:4:1 unknown key \"bogus\" in the manifest; expected version, name, vault, environment, data_region, route_id, hostname, hostname_check, hostname_fallback, satellite_port, vault_api, headers, concurrency, rate_limit, max_failed, audit, metrics, resume_max_age, timeout, transport, connections, tls, auth, circuit, retry, output, emulator or requests",
         ])
         #expect(lines.allSatisfy { $0.level == "error" && ($0["run_id"] as? String)?.count == 16 })
         #expect(!result.stderr.contains("sk_secret_1"))
@@ -139,6 +139,9 @@ private let manifest = okManifest + "\n  - {name: last, path: /p, payload: {c: t
         # HELP showbatch_token_renewals Access tokens the last run fetched again.
         # TYPE showbatch_token_renewals gauge
         showbatch_token_renewals{showbatch_job="m.yaml"} 0
+        # HELP showbatch_answers_429 Answers 429 (rate limited) the last run got, to requests or Vault API calls.
+        # TYPE showbatch_answers_429 gauge
+        showbatch_answers_429{showbatch_job="m.yaml"} 0
         # HELP showbatch_run_duration_seconds Wall time of the last run.
         # TYPE showbatch_run_duration_seconds gauge
         showbatch_run_duration_seconds{showbatch_job="m.yaml"} T

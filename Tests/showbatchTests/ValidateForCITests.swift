@@ -28,7 +28,7 @@ import TestSupport
         defer { work.remove() }
         let check = try await showbatch(["validate", "--no-env", "--format", "json", "m.yaml"], in: work.path)
         #expect(check.status == 2)
-        #expect(check.stdout == #"{"valid":false,"problems":[{"file":"m.yaml","line":5,"column":84,"severity":"error","message":"unknown key \"bogus\" in request 1; expected name, path, method, headers, payload, labels, each or output"}]}"# + "\n")
+        #expect(check.stdout == #"{"valid":false,"problems":[{"file":"m.yaml","line":5,"column":84,"severity":"error","message":"unknown key \"bogus\" in request 1; expected name, path, method, headers, payload, reveal, labels, each or output"}]}"# + "\n")
         #expect(check.stderr == "")
         work.write("m.yaml", Self.manifest)
         let ok = try await showbatch(["validate", "--no-env", "--format", "json", "m.yaml"], in: work.path)

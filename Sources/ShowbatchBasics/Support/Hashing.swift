@@ -10,3 +10,6 @@ package func fnv1a<Bytes: Sequence<UInt8>>(_ bytes: Bytes, seed: UInt64 = 0xcbf2
     }
     return hash
 }
+
+/// FNV-1a's starting value (`fnv1a`'s default seed): the hash of nothing, where a chain or a running hash begins.
+package let fnvOffsetBasis: UInt64 = 0xcbf29ce484222325

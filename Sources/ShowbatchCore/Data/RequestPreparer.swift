@@ -115,6 +115,20 @@ package struct RequestPreparer: Sendable {
         if fixed.labelFiles {
             prepared.labelFiles = fixed.spec.labels.map { $0.file?.template.expand(row: row, request: name) }
         }
+        if let reveal = fixed.spec.reveal {
+            var aliases: [String] = []
+            aliases.reserveCapacity(reveal.count)
+            for entry in reveal {
+                let alias = entry.alias.expand(row: row)
+                if let problem = RevealAlias.problem(in: alias) {
+                    return .failure(PreparationFailure(name: name, error: RowError(code: .invalidRow, label: entry.label,
+                        message: "label \(entry.label): the alias from the data row \(problem)"), extras: extras))
+                }
+                aliases.append(alias)
+            }
+            prepared.aliases = aliases
+            prepared.aliasLabels = reveal.map(\.label)
+        }
         return .success(prepared)
     }
 

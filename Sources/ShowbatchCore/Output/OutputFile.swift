@@ -497,6 +497,3 @@ final class OutputFile {
         return .runtime("cannot write \(partialPath): \(describeErrno(code)); the journal \(journalPath) is kept, so the run can go on with --resume once that is fixed")
     }
 }
-
-/// FNV-1a's starting value.
-let fnvOffsetBasis: UInt64 = 0xcbf29ce484222325

@@ -37,6 +37,13 @@ package enum Reveal {
         var sentStrings: Set<String>?
         for (index, binding) in labels.enumerated() {
             guard let value = values[index], value != .null else {
+                if binding.fromAlias {
+                    // The Vault API's answer has no value for the alias: it was not revealed.
+                    unexpected = true
+                    row.errors.append(RowError(code: .notRevealed, label: binding.name,
+                                               message: "label \(binding.name): not revealed: the Vault API's answer has no value for its alias"))
+                    continue
+                }
                 missing += 1
                 row.errors.append(RowError(code: .fieldNotFound, label: binding.name,
                                            message: "label \(binding.name): no value at \(binding.path.text)"))

@@ -55,6 +55,8 @@ struct AttemptContext: Sendable {
     var counts: AttemptCounts?
     /// Clears a failure's words (curl quoting a host that came from a secret) before the row keeps them.
     var redactor: Redactor?
+    /// The transport paces its own calls (the Vault API's): a 429 waits for its pacer, as for `pacer`.
+    var callsPaced = false
 
     /// Sends with retries; a 2xx answer comes back as `reveal` says (revealed now, or as it is for
     /// the writer). `attempts`: attempts the row made before it was held back. `mayStepAside`:
@@ -91,7 +93,7 @@ struct AttemptContext: Sendable {
             case .sent(let attempt): sent = attempt
             }
             let decision = AttemptDecision.of(sent.result, attempt: attempt, policy: policy, timeout: timeout, probe: sent.probe,
-                                              failedBefore: failedBefore, credentials: credentials != nil, paced: pacer != nil)
+                                              failedBefore: failedBefore, credentials: credentials != nil, paced: pacer != nil || callsPaced)
             if case .stop(let reason) = decision.next {
                 if sent.probe { _ = pause?.attemptEnded(ordinal: ordinal, signal: .none, probe: true) }
                 return .stop(RunStop(reason))
@@ -199,16 +201,19 @@ struct AttemptContext: Sendable {
         case .cancelled: return .ended(.cancelled)
         }
         let probe = admission == .probe
-        /// The attempt probes the endpoint's rate limit.
+        /// The pacer let the attempt go; it probes the endpoint's rate limit.
+        var paced = false
         var paceProbe = false
         /// Ends an attempt that is not sent: a probe's place goes to another row.
         func unsent(_ outcome: JobOutcome) -> Sending {
             if probe { _ = pause?.attemptEnded(ordinal: ordinal, signal: .none, probe: true) }
-            if paceProbe { pacer?.probeUnsent() }
+            if paced { pacer?.unsent(probe: paceProbe) }
             return .ended(outcome)
         }
         switch await pacer?.admit() ?? .go(probe: false) {
-        case .go(let probe): paceProbe = probe
+        case .go(let probe):
+            paced = pacer != nil
+            paceProbe = probe
         case .stop(let reason): return unsent(.stop(RunStop(reason)))
         case .cancelled: return unsent(.cancelled)
         }

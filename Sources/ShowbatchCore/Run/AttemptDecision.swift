@@ -84,6 +84,8 @@ struct AttemptDecision: Equatable {
                     next = .fail(status: nil, RowError(code: .unexpectedResponseDataFormat, label: nil, message: "response body is over \(limit >> 20) MiB"))
                 case .cancelled:
                     next = .cancelled
+                case .stopped(let reason):
+                    next = .stop(reason)
                 }
             }
         }

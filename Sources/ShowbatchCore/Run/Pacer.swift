@@ -113,6 +113,16 @@ struct PaceState {
     private(set) var headerRate: Double?
     /// The rate kept when the window last reset, before any increase.
     private var measuredRate: Double = 0
+    /// An endpoint that says `x-ratelimit-remaining` and never when its window resets (the Vault
+    /// API): the latest count, by the send time of the answer that said it; where a window was
+    /// last seen to turn (the count did not go down between two answers in send order); and the
+    /// window's length once two turns were seen.
+    private var remainingSeen: (count: Int, sentAt: Int64)?
+    private(set) var windowTurn: Int64?
+    private(set) var windowLength: Int64?
+    private var firstTurn: Int64?
+    /// When the latest request answered 429 was sent: the window had not turned then.
+    private var lastRefused: Int64 = .min
     /// Goes up with each throttle: a start reserved before it is void.
     private(set) var epoch = 0
     /// 429 answers, and the throttles they began.
@@ -129,6 +139,13 @@ struct PaceState {
     var spacing: Double {
         max(settings.capSpacing, learned.map { 1000 / $0 } ?? 0, headerRate.map { 1000 / $0 } ?? 0)
     }
+
+    /// Attempts admitted and not yet ended: with `x-ratelimit-remaining` alone, what a count
+    /// leaves is what these have not spent yet.
+    private(set) var inFlight = 0
+
+    /// An attempt admitted (`.go`) is on its way.
+    mutating func sent() { inFlight += 1 }
 
     /// Before an attempt.
     mutating func admit(now: Int64) -> PaceAdmission {
@@ -164,12 +181,15 @@ struct PaceState {
     /// Returns a line for the log, when there is one to say.
     mutating func ended(sentAt: Int64, status: Int?, signal: RateSignal, probe: Bool, now: Int64) -> RunEvent? {
         if probe { probeOut = false }
+        inFlight = max(0, inFlight - 1)
         guard let status else { return nil }
         if status == 429 {
             answered429 += 1
+            lastRefused = max(lastRefused, sentAt)
             // Already throttled, or sent before the throttle began: nothing new.
             guard sentAt > throttleBegan, throttledUntil == nil || probe else { return nil }
-            return throttle(now: now, wait: signal.retryAfter ?? signal.reset.map { .milliseconds(min($0, 600_000)) })
+            return throttle(now: now, wait: signal.retryAfter ?? signal.reset.map { .milliseconds(min($0, 600_000)) },
+                            retryAfter: signal.retryAfter != nil)
         }
         var event: RunEvent?
         if awaitingReset && sentAt > throttleBegan {
@@ -187,17 +207,84 @@ struct PaceState {
             // A reset in whole seconds is half a second early on average.
             headerRate = max(0.1, Double(remaining) * 1000 / Double(max(500, reset - 500)))
         }
-        if let remaining = signal.remaining, remaining <= 0, throttledUntil == nil, sentAt > throttleBegan {
-            // Nothing left in this window: wait for it before spending a 429.
+        var turnAt: Int64?
+        if let remaining = signal.remaining, signal.reset == nil {
+            turnAt = countLeft(remaining, sentAt: sentAt, now: now)
+        }
+        // With the count alone, the attempts on their way spend what it says is left.
+        let left = signal.remaining.map { signal.reset == nil ? $0 - inFlight : $0 }
+        if let left, left <= 0, throttledUntil == nil, sentAt > throttleBegan {
+            // Nothing left in this window: wait for it before spending a 429 (to where the window
+            // turns, when that is known: a probe then finds it).
+            if let turnAt {
+                return throttle(now: now, wait: nil, counted: false, probeAt: turnAt) ?? event
+            }
             return throttle(now: now, wait: signal.reset.map { .milliseconds(min($0, 600_000)) }, counted: false) ?? event
         }
         return event
     }
 
-    /// An attempt admitted as the probe was not sent (cancelled, or stopped first).
-    mutating func probeUnsent() { probeOut = false }
+    /// An answer said `remaining` and nothing of when the window resets: a count that did not go
+    /// down since the answer sent before it says a window turned (at about `sentAt`); what is
+    /// left is spread evenly to where this window ends. Returns where the next window begins,
+    /// once known.
+    private mutating func countLeft(_ remaining: Int, sentAt: Int64, now: Int64) -> Int64? {
+        if let seen = remainingSeen {
+            // Answers come back out of order: only one sent later says something new (one sent
+            // in the same tick of the coarse clock may have been counted first).
+            guard sentAt > seen.sentAt else {
+                if sentAt == seen.sentAt { remainingSeen = (min(remaining, seen.count), sentAt) }
+                return nextTurn(after: sentAt)
+            }
+            // A request sent later that left as much or more than the one before: a new window,
+            // which began after the last request seen in the old one (answered, or refused) and
+            // by this one: the middle of the two.
+            if remaining >= seen.count {
+                let before = max(seen.sentAt, lastRefused)
+                let turn = before < sentAt ? before + (sentAt - before) / 2 : sentAt
+                if let first = firstTurn, turn - (windowTurn ?? first) >= 200 {
+                    // The window's length: the time since the first turn over the windows between
+                    // (a window nobody spent in shows no turn of its own: the count is rounded).
+                    let windows = max(1, windowLength.map { Int64((Double(turn - first) / Double($0)).rounded()) } ?? 1)
+                    windowLength = (turn - first) / windows
+                    windowTurn = turn
+                } else if firstTurn == nil {
+                    firstTurn = turn
+                    windowTurn = turn
+                }
+            }
+        }
+        remainingSeen = (remaining, sentAt)
+        guard let next = nextTurn(after: sentAt) else { return nil }
+        if remaining > 0 {
+            // What is left, by the time left (a coarse clock and answers on their way: a little early).
+            headerRate = max(0.1, Double(remaining) * 1000 / Double(max(50, next - now)))
+        }
+        return next
+    }
 
-    private mutating func throttle(now: Int64, wait: Duration?, counted: Bool = true) -> RunEvent? {
+    /// Where the window holding `sentAt` ends: from the last turn seen, a window's length at a
+    /// time (a request sent a little after a turn foreseen, whose count has not turned, is in
+    /// the window before it: the forecast was early); nil until two turns have shown the length
+    /// (until then the count is spent as it comes, and a count of 0 is probed past).
+    private func nextTurn(after sentAt: Int64) -> Int64? {
+        guard let turn = windowTurn, let length = windowLength else { return nil }
+        let windows = max(1, (sentAt - turn - length / 4) / length + 1)
+        return turn + windows * length
+    }
+
+    /// An attempt admitted as the probe was not sent (cancelled, or stopped first).
+    mutating func unsent(probe: Bool) {
+        if probe { probeOut = false }
+        inFlight = max(0, inFlight - 1)
+    }
+
+    /// A throttle: everyone waits `wait` (the endpoint said when), or one request at a time
+    /// probes, the first at `probeAt` when given. A `Retry-After` in whole seconds (a 2 s window
+    /// that runs out 0.3 s before its end says 1) is an upper bound: a probe goes a second
+    /// before it, then every probe wait, so a short window is not overshot.
+    private mutating func throttle(now: Int64, wait: Duration?, counted: Bool = true, probeAt: Int64? = nil,
+                                   retryAfter: Bool = false) -> RunEvent? {
         epoch += 1
         throttles += counted ? 1 : 0
         throttleBegan = now
@@ -209,9 +296,15 @@ struct PaceState {
         let waited = now - (throttledSince ?? now)
         let base = waited >= settings.slowAfter ? settings.slowProbeWait : settings.probeWait
         let drawn = base / 2 + Int64(random.unit() * Double(base - base / 2))
-        // Paced: the window runs out near its end, so a probe soon after finds it reset.
-        let paced = learned.map { min(drawn, max(20, Int64(4000 / $0))) } ?? drawn
-        let milliseconds = wait.map { Int64($0.seconds * 1000) } ?? paced
+        // Paced: the window runs out near its end, so a probe soon after finds it reset (not
+        // with a count alone: its turn is foreseen, or not known yet).
+        let paced = remainingSeen == nil ? learned.map { min(drawn, max(20, Int64(4000 / $0))) } ?? drawn : drawn
+        var milliseconds = wait.map { Int64($0.seconds * 1000) } ?? paced
+        if let probeAt { milliseconds = max(1, probeAt - now) }
+        if retryAfter, let wait, wait.seconds >= 1, wait.seconds == wait.seconds.rounded() {
+            resetKnown = false
+            milliseconds = max(drawn, milliseconds - 1000)
+        }
         throttledUntil = now + max(1, milliseconds)
         // Starts reserved before the throttle are void (their sleepers see the epoch change).
         nextSlot = Double(throttledUntil!)
@@ -292,7 +385,9 @@ final class Pacer: Sendable {
     func admit() async -> Outcome {
         while true {
             switch state.withLock({ $0.admit(now: coarseMilliseconds()) }) {
-            case .go(let probe): return .go(probe: probe)
+            case .go(let probe):
+                state.withLock { $0.sent() }
+                return .go(probe: probe)
             case .stop(let reason): return .stop(reason)
             case .sendAt(let slot, let epoch):
                 // In steps of at most 100 ms: a throttle meanwhile voids the start.
@@ -303,7 +398,11 @@ final class Pacer: Sendable {
                     do { try await Task.sleep(for: .microseconds(Int64(min(wait, 100) * 1000))) } catch { return .cancelled }
                     void = state.withLock({ $0.epoch }) != epoch
                 }
-                if !void && state.withLock({ $0.epoch }) == epoch { return .go(probe: false) }
+                if !void && state.withLock({ (state: inout PaceState) -> Bool in
+                    guard state.epoch == epoch else { return false }
+                    state.sent()
+                    return true
+                }) { return .go(probe: false) }
             case .askAt(let time):
                 // Never long at once: a throttle may end sooner (a probe gets through).
                 let wait = min(100, max(1, time - coarseMilliseconds()))
@@ -319,8 +418,11 @@ final class Pacer: Sendable {
         if let event { events(event) }
     }
 
-    /// The probe admitted was not sent.
-    func probeUnsent() { state.withLock { $0.probeUnsent() } }
+    /// An attempt admitted was not sent (cancelled, or stopped first); `probe`: it was the probe.
+    func unsent(probe: Bool) { state.withLock { $0.unsent(probe: probe) } }
+
+    /// Answers 429 so far.
+    var answered429: Int { state.withLock { $0.answered429 } }
 
 
 }

@@ -53,6 +53,10 @@ package struct Plan: Sendable {
     package var nights: [(output: String, file: String, seq: Int, state: String)] = []
     /// The night shown.
     package var night: NightDate?
+    /// The Vault API's calls, when the manifest reveals through it.
+    package var calls: CallEstimate?
+    /// The rate a run keeps to, and where it comes from, when it keeps to one.
+    package var pace: String?
 
     /// Builds the plan of `manifest` without any network call; `night`: the night whose file
     /// names, numbers and ledger records are shown.
@@ -81,7 +85,9 @@ package struct Plan: Sendable {
             }
             switch preparer.prepare(item) {
             case .success(let request):
-                var entry = Entry(name: request.name, method: request.method.rawValue, url: request.url,
+                // A Vault API row shows the aliases its call asks for.
+                let url = request.aliases.map { request.url + manifest.vaultAPI!.query($0) } ?? request.url
+                var entry = Entry(name: request.name, method: request.method.rawValue, url: url,
                                   headerNames: request.headers.map(\.name), problem: nil)
                 entry.headers = request.headers.map { ($0.name, $0.value) }
                 entries.append(entry)
@@ -90,6 +96,10 @@ package struct Plan: Sendable {
                                      problem: failure.error.text))
             }
         }
+        calls = CallEstimate(manifest: manifest)
+        let settings = RunSettings(manifest: manifest, options: RunOptions())
+        let documented = manifest.rateLimit == nil
+        pace = settings.rate.map { "\(Units.rateText($0)) (\(settings.rateSource ?? "rate_limit")\(documented ? "; not under --emulate or --base-url" : ""))" }
         for (index, spec) in manifest.requests.enumerated() {
             if let each = spec.each { data.append(DataSummary(request: index + 1, file: each.name, rows: counts[index] ?? 0)) }
             if let output = spec.output?.path ?? manifest.output?.path, !outputs.contains(output) { outputs.append(output) }
@@ -153,6 +163,8 @@ package struct Plan: Sendable {
             lines.append("... request \(summary.request): \(summary.rows) rows from \(summary.file) (first \(Plan.rowsShown) shown)")
         }
         if let hostnameNote { lines.append("note: \(hostnameNote)") }
+        if let calls { lines.append("vault_api: \(calls.text)") }
+        if let pace { lines.append("pace: \(pace)") }
         if let headers = entries.first(where: { $0.problem == nil })?.headers, !headers.isEmpty {
             lines.append("headers: " + headers.map { "\($0.name): \($0.value)" }.joined(separator: ", "))
         }
@@ -188,6 +200,13 @@ package struct Plan: Sendable {
             if let problem = entry.problem { fields.append(JSONMember("error", .string(problem))) }
             return .object(fields)
         })))
+        if let pace { members.append(JSONMember("pace", .string(pace))) }
+        if let calls {
+            members.append(JSONMember("vault_api", .object([
+                JSONMember("rows", .number(String(calls.rows))), JSONMember("aliases", .number(String(calls.aliases))),
+                JSONMember("calls", .number(String(calls.calls))), JSONMember("aliases_per_call", .number(String(calls.perCall))),
+            ])))
+        }
         members.append(JSONMember("data", .array(data.map {
             .object([JSONMember("request", .number(String($0.request))), JSONMember("file", .string($0.file)),
                      JSONMember("rows", .number(String($0.rows)))])

@@ -140,6 +140,7 @@ final class Redactor: Sendable {
             if let payload = request.payload { payloadTexts(payload, into: &found) }
         }
         if case .clientCredentials(let credentials)? = manifest.auth?.source { found.append(credentials.clientSecret) }
+        if let basic = manifest.basicAuth { found += [basic.password, basic.headerValue, String(basic.headerValue.dropFirst(6))] }
         if let secret = manifest.emulator?.auth?.clientSecret { found.append(secret) }
         return Set(found.filter { $0.utf8.count >= shortest && !authSchemes.contains($0.lowercased()) })
     }

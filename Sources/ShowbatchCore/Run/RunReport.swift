@@ -75,6 +75,9 @@ package struct RunReport: Sendable {
             JSONMember("unfinished", number(summary.unfinished)),
             JSONMember("resent_after_401", number(summary.resentAfter401)),
             JSONMember("resent_after_429", number(summary.resentAfter429)),
+            JSONMember("answered_429", number(summary.answered429)),
+            JSONMember("vault_api_calls", summary.calls.map(number) ?? .null),
+            JSONMember("paced_at", summary.pace.map(JSONValue.string) ?? .null),
             JSONMember("token_renewals", number(summary.tokenRenewals)),
             JSONMember("max_failed", summary.allowance.map { .string($0.text) } ?? .null),
             JSONMember("elapsed_s", .number(String(format: "%.3f", summary.elapsed.seconds))),
@@ -173,6 +176,14 @@ package struct RunReport: Sendable {
         metric("showbatch_requests_resent_after_429", "Requests the last run sent again because the endpoint answered 429 (rate limited).",
                [("", String(summary.resentAfter429))])
         metric("showbatch_token_renewals", "Access tokens the last run fetched again.", [("", String(summary.tokenRenewals))])
+        metric("showbatch_answers_429", "Answers 429 (rate limited) the last run got, to requests or Vault API calls.", [("", String(summary.answered429))])
+        if let calls = summary.calls {
+            metric("showbatch_vault_api_calls", "Vault API calls the last run sent (each revealing the aliases of several rows).", [("", String(calls))])
+        }
+        if let rate = summary.pacePerSecond {
+            metric("showbatch_rate_limit_per_second", "The rate the last run kept to (rate_limit, --rate, or VGS's documented limit), per second.",
+                   [("", String(format: "%.3f", rate))])
+        }
         metric("showbatch_run_duration_seconds", "Wall time of the last run.", [("", String(format: "%.3f", summary.elapsed.seconds))])
         if !summary.keyExpiries.isEmpty {
             metric("showbatch_key_expiry_timestamp_seconds", "When each recipient key the outputs are encrypted to expires (Unix time); keys that never expire are not listed.",

@@ -46,6 +46,14 @@ package struct RunSummary: Sendable {
     package var resentAfter429 = 0
     /// Access tokens fetched again (renewals), the first one not counted.
     package var tokenRenewals = 0
+    /// Answers 429 (rate limited) the run got: requests', or the Vault API's calls'.
+    package var answered429 = 0
+    /// The Vault API's calls sent (each revealing the aliases of several rows); nil through the proxy.
+    package var calls: Int?
+    /// The rate the run kept to, and where it comes from (`5000/m (VGS's documented …)`); nil: none.
+    package var pace: String?
+    /// That rate, per second.
+    package var pacePerSecond: Double?
     /// Work items whose request was under way when the run stopped or was interrupted: not
     /// written, sent again by `--resume`.
     package var unfinished = 0

@@ -352,12 +352,15 @@ package struct Runner: Sendable {
                                  shard: options.shard.map { "\($0.index)/\($0.count)" }, mode: options.mode.rawValue, baseURL: baseURL,
                                  rateLimit: rate, outputModes: outputs.modes)))
 
-        let concurrency = settings.concurrency
+        // With the Vault API `concurrency` counts calls, each of several rows: one worker per row.
+        let rowsPerCall = manifest.rowsPerCall
+        let concurrency = min(settings.concurrency * rowsPerCall, 8192)
         let window = max(concurrency * 4, 64)
         let counts = AttemptCounts()
-        let pause = CircuitPause(settings: CircuitPause.settings(manifest.circuit, concurrency: concurrency), seed: pauseSeed, events: events)
+        let pause = CircuitPause(settings: CircuitPause.settings(manifest.circuit, concurrency: concurrency, rowsPerCall: rowsPerCall),
+                                 seed: pauseSeed, events: events)
         defer { pause.shutDown() }
-        let attempts = attemptContext(credentials: credentials, pause: pause, counts: counts)
+        let (attempts, pacer, calls) = attemptContext(credentials: credentials, pause: pause, counts: counts)
         let feed = RequestFeed(manifest: manifest, baseURL: baseURL, selection: selection, byRequest: plan.byRequest,
                                extras: plan.extras, skips: outputs.skips)
         let writer = RowWriter(outputs: outputs, labelFiles: plan.labelFileWriter(others: options.sideFiles.values.sorted(), encryptors: encryptors),
@@ -386,6 +389,10 @@ package struct Runner: Sendable {
         ticker.cancel()
         var summary = RunSummary(written: written, carried: outputs.carried.rows, unfinished: outcome.unfinished, counts: counts)
         summary.tokenRenewals = credentials?.renewals ?? 0
+        summary.answered429 = pacer.answered429
+        summary.calls = calls?.callsSent.load(ordering: .relaxed)
+        summary.pace = settings.rate.map { rate in settings.rateSource.map { "\(Units.rateText(rate)) (\($0))" } ?? Units.rateText(rate) }
+        summary.pacePerSecond = settings.rate.map { Double($0.count) / $0.per.seconds }
         let writeError = outcome.writeError ?? written.error
         // Rows after a gap (a cancelled request) stay unwritten: order is never broken.
         let stoppedEarly = outcome.stopped && !outcome.exhausted && !Task.isCancelled && writeError == nil
@@ -409,77 +416,5 @@ package struct Runner: Sendable {
         summary.stopReason = interruptedStop ? nil : outcome.stopReason?.reason
         summary.interrupted = summary.stopReason == nil && (Task.isCancelled || outcome.gap || interruptedStop)
         return summary
-    }
-
-    /// What every attempt of the run shares.
-    private func attemptContext(credentials: Credentials?, pause: CircuitPause, counts: AttemptCounts) -> AttemptContext {
-        let pacer = Pacer(settings: Pacer.settings(rate: settings.rate, maxPause: manifest.circuit.maxPause), seed: pauseSeed &+ 2, events: events)
-        var context = AttemptContext(transport: transport, policy: manifest.retry, timeout: settings.timeout,
-                                     pacer: pacer, events: events, verbose: options.verbose)
-        context.credentials = credentials
-        context.redactor = redactor
-        context.reveal = RevealTiming(failFast: options.failFast)
-        context.counts = counts
-        context.pause = pause
-        return context
-    }
-
-    /// Progress from the writer's counts, every 100 ms, on a clock of its own: it goes on while
-    /// sending is paused, when no row is written. Cancelled by the caller.
-    private func progressTicker(writer: RowWriter, total: Int?, carried: Int, start: ContinuousClock.Instant) -> Task<Void, Never> {
-        Task.detached { [events] in
-            while !Task.isCancelled {
-                try? await Task.sleep(for: .milliseconds(100))
-                guard !Task.isCancelled else { return }
-                let written = writer.progress
-                var progress = RunProgress(done: written.rows, total: total, failed: written.failed, elapsed: ContinuousClock.now - start,
-                                           ok: written.ok, retries: written.retries)
-                progress.carried = carried
-                events(.progress(progress))
-            }
-        }
-    }
-
-    /// A shard's whole night: every work item of every shard (a percentage `max_failed` is of
-    /// them), when the data files were counted as the manifest was read; nil otherwise.
-    private var nightRows: Int? {
-        guard options.shard != nil, manifest.requests.allSatisfy({ $0.each == nil || $0.each?.rows != nil }) else { return nil }
-        return manifest.requests.reduce(0) { $0 + ($1.each?.rows ?? 1) }
-    }
-
-    /// The work items of this run's shard (up to `--limit`), for the progress line; nil when the
-    /// run is interrupted while counting (reading a large data file takes seconds, and an
-    /// interrupt must not wait).
-    private func countWorkItems() -> Int? {
-        let selection = self.selection
-        // The data files were counted when the manifest was read: no need to read them again.
-        if manifest.requests.allSatisfy({ $0.each == nil || $0.each?.rows != nil }) {
-            return selection.count(of: manifest.requests.reduce(0) { $0 + ($1.each?.rows ?? 1) })
-        }
-        var count = 0
-        for item in WorkItemSequence(manifest: manifest) {
-            if selection.takes(item.ordinal) { count += 1 }
-            if !selection.hasRoom(after: count) { return count }
-            if item.ordinal & 1023 == 0 && Task.isCancelled { return nil }
-        }
-        return count
-    }
-
-    /// The run's credentials, when the manifest has `auth` (under `--emulate`, the emulator's
-    /// token endpoint stands in for the real one).
-    private func makeCredentials() -> Credentials? {
-        guard var spec = manifest.auth else { return nil }
-        if case .clientCredentials(var credentials) = spec.source, let override = options.tokenURLOverride {
-            credentials.tokenURL = override
-            spec.source = .clientCredentials(credentials)
-        }
-        return Credentials(spec: spec, transport: transport, timeout: settings.timeout, maxPause: manifest.circuit.maxPause,
-                           seed: pauseSeed &+ 1, redactor: redactor, events: events)
-    }
-
-    /// Seeds the jitter of the pauses' waits: drawn from the run's id, so a run's waits can be
-    /// told again from its logs.
-    private var pauseSeed: UInt64 {
-        options.runID.flatMap { UInt64($0, radix: 16) } ?? 0x5EED
     }
 }

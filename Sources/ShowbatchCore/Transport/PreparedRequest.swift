@@ -22,6 +22,11 @@ package struct PreparedRequest: Sendable {
     /// Where each binary label of the answer is written (nil for a text label); empty when the
     /// request has none.
     var labelFiles: [LabelFileTarget?] = []
+    /// The Vault API's: the row's aliases, one per label in `reveal:` order; `url` is the API's
+    /// `/aliases`, and the call that asks for them (with other rows') is made by `AliasCalls`.
+    package var aliases: [String]?
+    /// The label each of `aliases` fills.
+    package var aliasLabels: [String] = []
 
     /// Sets the credential header, replacing one of the same name (names ignore case). A
     /// credential changes with each renewal, so the headers are no longer fixed: no transport

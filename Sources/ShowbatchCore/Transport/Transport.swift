@@ -42,6 +42,8 @@ package enum TransportFailure: Error, Sendable, Equatable {
     case notHTTP(String)
     /// The run was cancelled (interrupt).
     case cancelled
+    /// The run must stop, for this reason (a call's pacer waited past `circuit.max_pause`).
+    case stopped(String)
 
     /// The failure in words, for an attempt line, a row's error or a stop (no request data).
     package var words: String {
@@ -52,6 +54,7 @@ package enum TransportFailure: Error, Sendable, Equatable {
         case .notHTTP(let detail): return detail
         case .certificate(let detail): return "TLS: \(detail)"
         case .cancelled: return "cancelled"
+        case .stopped(let reason): return reason
         }
     }
 }
@@ -77,7 +80,7 @@ extension RetryPolicy {
         switch failure {
         case .network: return network
         case .timeout: return timeout
-        case .bodyTooLarge, .certificate, .notHTTP, .cancelled: return false
+        case .bodyTooLarge, .certificate, .notHTTP, .cancelled, .stopped: return false
         }
     }
 }
@@ -99,6 +102,9 @@ extension RetryPolicy {
 extension TransportFailure {
     /// True when no retry can fix it and every row shares it (an untrusted certificate): the run stops.
     var stopsTheRun: Bool {
-        if case .certificate = self { return true } else { return false }
+        switch self {
+        case .certificate, .stopped: return true
+        default: return false
+        }
     }
 }

@@ -60,18 +60,30 @@ extension ManifestDecoder {
         }
     }
 
-    mutating func label(_ name: String, _ node: Node) -> LabelBinding? {
+    /// The binding of label `name`; `revealed`: the label of a `reveal:` alias, whose value is
+    /// found at that path of the answer made for its row (the binding has no path of its own).
+    mutating func label(_ name: String, _ node: Node, revealed: ContentPath? = nil) -> LabelBinding? {
         func what() -> String { "label \"\(name)\"" }
-        if node.kind == .scalar {
+        if node.kind == .scalar, revealed == nil {
             guard let path = contentPath(node, what()) else { return nil }
             return LabelBinding(name: name, path: path, transforms: [], mask: nil)
         }
         guard let map = fields(node, what(), known: Self.labelKeys) else { return nil }
-        guard let pathNode = map["path"] else {
-            problem(node.mark, "missing required key \"path\" in \(what())")
-            return nil
+        let path: ContentPath
+        if let revealed {
+            if let pathNode = map["path"] {
+                problem(pathNode.mark, "\(what()) is revealed from its alias (reveal), so it takes no path")
+                return nil
+            }
+            path = revealed
+        } else {
+            guard let pathNode = map["path"] else {
+                problem(node.mark, "missing required key \"path\" in \(what())")
+                return nil
+            }
+            guard let found = contentPath(pathNode, "\(what()) path") else { return nil }
+            path = found
         }
-        guard let path = contentPath(pathNode, "\(what()) path") else { return nil }
         var binding = LabelBinding(name: name, path: path, transforms: [], mask: nil)
         if let transformNode = map["transform"] {
             if let items = transformNode.sequence {

@@ -61,7 +61,16 @@ extension ManifestDecoder {
         }
         let literalName = spec.name.literalText ?? (spec.name.parts.count == 1 && !spec.name.needsRow ? spec.name.expand(row: nil) : nil)
         func label() -> String { literalName.map { "request \"\($0)\"" } ?? context() }
-        if let pathNode = map["path"] {
+        if let revealNode = map["reveal"] {
+            // The Vault API's: the aliases take the place of a path and a payload.
+            spec.reveal = reveal(revealNode, label(), dataDriven: dataDriven)
+            spec.method = .get
+            spec.path = Template(literal: "/aliases")
+            for alias in spec.reveal ?? [] where dataDriven { rowColumns.append((alias.alias.rowColumns, alias.mark)) }
+            for key in ["path", "method", "payload"] where map[key] != nil {
+                problem(map[key]!.mark, "\(label()) has reveal, which takes no \(key): the Vault API's call is made from the aliases")
+            }
+        } else if let pathNode = map["path"] {
             if let path = template(pathNode, "\(label()) path", allowRow: dataDriven) {
                 spec.path = path
                 if dataDriven { rowColumns.append((path.rowColumns, pathNode.mark)) }
@@ -69,7 +78,7 @@ extension ManifestDecoder {
         } else {
             problem(node.mark, "missing required key \"path\" in \(label())")
         }
-        if let methodNode = map["method"], let method = text(methodNode, "\(label()) method") {
+        if spec.reveal == nil, let methodNode = map["method"], let method = text(methodNode, "\(label()) method") {
             if let value = HTTPMethod(rawValue: method.uppercased()) {
                 spec.method = value
             } else {
@@ -80,7 +89,7 @@ extension ManifestDecoder {
             spec.headers = headers(headersNode, "\(label()) headers", allowRow: dataDriven)
             if dataDriven { for field in spec.headers { rowColumns.append((field.value.rowColumns, headersNode.mark)) } }
         }
-        if let payloadNode = map["payload"] {
+        if spec.reveal == nil, let payloadNode = map["payload"] {
             if payloadNode.mapping == nil {
                 problem(payloadNode.mark, "\(label()) payload must be a mapping (sent as a JSON object); found \(payloadNode.typeName)")
             } else if spec.method == .get {
@@ -90,7 +99,11 @@ extension ManifestDecoder {
                 if dataDriven { rowColumns.append((payloadColumns, payloadNode.mark)) }
             }
         }
-        if let labelsNode = map["labels"] { spec.labels = labels(labelsNode, label()) }
+        if let reveal = spec.reveal {
+            spec.labels = revealLabels(reveal, map["labels"], label())
+        } else if let labelsNode = map["labels"] {
+            spec.labels = labels(labelsNode, label())
+        }
         rowColumns += labelFileTemplates(spec.labels, dataDriven: dataDriven).map { ($0.0.rowColumns, $0.1) }
         if let outputNode = map["output"] { spec.output = output(outputNode, "\(label()) output") }
         // Without "each" a row reference is already a problem, so there are no columns to read.

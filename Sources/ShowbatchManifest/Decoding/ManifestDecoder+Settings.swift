@@ -36,7 +36,13 @@ extension ManifestDecoder {
         }
         optionalEnvironment = use == .merge || use == .check
         if let node = top["tls"] { manifest.tls = tls(node) }
-        if let node = top["auth"] { manifest.auth = auth(node) }
+        if let node = top["auth"] {
+            if node.value(forKey: "username") != nil || node.value(forKey: "password") != nil {
+                manifest.basicAuth = basicAuth(node, vaultAPI: manifest.vaultAPI)
+            } else {
+                manifest.auth = auth(node, vaultAPI: manifest.vaultAPI)
+            }
+        }
         optionalEnvironment = false
         if let node = top["circuit"] { manifest.circuit = circuit(node) }
         if let node = top["hostname_fallback"], let value = bool(node, "hostname_fallback") { manifest.hostnameFallback = value }
@@ -98,13 +104,20 @@ extension ManifestDecoder {
     }
 
     /// The `auth` section: client credentials or a token file, not both.
-    mutating func auth(_ node: Node) -> AuthSpec? {
+    mutating func auth(_ node: Node, vaultAPI: VaultAPISpec? = nil) -> AuthSpec? {
         guard let map = fields(node, "auth", known: Self.authKeys) else { return nil }
+        if vaultAPI?.version == 1 {
+            problem(node.mark, "vault_api version 1 takes HTTP Basic: auth needs username and password (the vault's access credentials)")
+            return nil
+        }
         var header = "Authorization"
         if let node = map["header"], let value = text(node, "auth.header") {
             if isToken(value) { header = value } else { problem(node.mark, "auth.header is not a valid header name; expected letters, digits and !#$%&'*+-.^_`|~") }
         }
         switch (map["token_url"], map["token_file"]) {
+        case (nil, nil) where vaultAPI?.version == 2 && map["client_id"] != nil:
+            // VGS's own token endpoint.
+            return clientCredentials(map, node, url: VaultAPISpec.tokenURL, header: header)
         case (nil, nil):
             problem(node.mark, "auth needs token_url (with client_id and client_secret) or token_file")
             return nil
@@ -126,28 +139,55 @@ extension ManifestDecoder {
             if !lower.hasPrefix("https://") && !loopback {
                 problem(urlNode.mark, "auth.token_url must be an https URL (http only on 127.0.0.1 or localhost); the client secret goes to it")
             }
-            func required(_ key: String) -> String? {
-                guard let node = map[key] else {
-                    problem(node.mark, "missing required key \"\(key)\" in auth (it goes with token_url)")
-                    return nil
-                }
-                return text(node, "auth.\(key)")
-            }
-            guard let id = required("client_id"), let secret = required("client_secret") else { return nil }
-            var credentials = AuthSpec.ClientCredentials(tokenURL: url, clientID: id, clientSecret: secret)
-            if let node = map["scope"] { credentials.scope = text(node, "auth.scope") }
-            if let node = map["audience"] { credentials.audience = text(node, "auth.audience") }
-            if let node = map["client_auth"], let value = text(node, "auth.client_auth") {
-                switch value {
-                case "basic": credentials.inBody = false
-                case "body": credentials.inBody = true
-                default: problem(node.mark, "auth.client_auth \"\(value)\" is not valid; expected basic or body")
-                }
-            }
-            var spec = AuthSpec(source: .clientCredentials(credentials))
-            spec.header = header
-            return spec
+            return clientCredentials(map, node, url: url, header: header)
         }
+    }
+
+    /// Client credentials for the token endpoint at `url`.
+    private mutating func clientCredentials(_ map: KnownKeys, _ node: Node, url: String, header: String) -> AuthSpec? {
+        func required(_ key: String) -> String? {
+            guard let node = map[key] else {
+                problem(node.mark, "missing required key \"\(key)\" in auth (it goes with token_url)")
+                return nil
+            }
+            return text(node, "auth.\(key)")
+        }
+        guard let id = required("client_id"), let secret = required("client_secret") else { return nil }
+        var credentials = AuthSpec.ClientCredentials(tokenURL: url, clientID: id, clientSecret: secret)
+        if let node = map["scope"] { credentials.scope = text(node, "auth.scope") }
+        if let node = map["audience"] { credentials.audience = text(node, "auth.audience") }
+        if let node = map["client_auth"], let value = text(node, "auth.client_auth") {
+            switch value {
+            case "basic": credentials.inBody = false
+            case "body": credentials.inBody = true
+            default: problem(node.mark, "auth.client_auth \"\(value)\" is not valid; expected basic or body")
+            }
+        }
+        var spec = AuthSpec(source: .clientCredentials(credentials))
+        spec.header = header
+        return spec
+    }
+
+    /// `auth: {username, password}`: HTTP Basic, the Vault API v1's.
+    mutating func basicAuth(_ node: Node, vaultAPI: VaultAPISpec?) -> BasicCredentials? {
+        guard let map = fields(node, "auth", known: Self.authKeys) else { return nil }
+        guard vaultAPI?.version == 1 else {
+            problem(node.mark, "auth.username and auth.password are HTTP Basic, for vault_api version 1 only; a bearer token comes from token_url or token_file")
+            return nil
+        }
+        for key in ["token_url", "token_file", "client_id", "client_secret", "scope", "audience", "client_auth", "header"] where map[key] != nil {
+            problem(map[key]!.mark, "auth.\(key) does not go with username and password")
+        }
+        func required(_ key: String) -> String? {
+            guard let value = map[key] else {
+                problem(node.mark, "missing required key \"\(key)\" in auth (username and password go together)")
+                return nil
+            }
+            return text(value, "auth.\(key)")
+        }
+        guard let username = required("username"), let password = required("password") else { return nil }
+        if username.contains(":") { problem(map["username"]!.mark, "auth.username cannot hold a colon (HTTP Basic ends the username at it)") }
+        return BasicCredentials(username: username, password: password)
     }
 
     /// The `tls` section: files to trust and to present, each checked to be readable.

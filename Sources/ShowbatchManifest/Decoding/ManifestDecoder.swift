@@ -232,6 +232,10 @@ struct ManifestDecoder {
             manifest.version = version
         }
         endpoint(top, root: root, into: &manifest)
+        if let node = top["vault_api"] {
+            manifest.vaultAPI = vaultAPI(node)
+            checkVaultAPIEndpoint(top, manifest)
+        }
         if let node = top["headers"] { manifest.headers = headers(node, "headers", allowRow: false) }
         settings(top, into: &manifest)
         if let node = top["retry"] { manifest.retry = retry(node) }
@@ -239,6 +243,7 @@ struct ManifestDecoder {
         if let node = top["emulator"] { manifest.emulator = emulator(node) }
         if let node = top["requests"] {
             manifest.requests = requests(node)
+            checkVaultAPIRequests(manifest)
             checkColumns(&manifest)
             checkLabelFiles(manifest)
         } else {

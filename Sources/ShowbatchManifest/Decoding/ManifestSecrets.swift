@@ -24,7 +24,7 @@ struct ManifestSecrets {
     private(set) var reusedSecrets: [Mark] = []
 
     /// Sections of the reference whose values are secrets whatever their shape.
-    static let secretSections: Set<String> = ["headers", "requests[].headers", "requests[].payload", "emulator.aliases", "auth.client_secret", "emulator.auth.client_secret", "output.encrypt.state_key", "output.deliver.passphrase", "output.encrypt.sign.passphrase", "audit.key"]
+    static let secretSections: Set<String> = ["headers", "requests[].headers", "requests[].payload", "emulator.aliases", "auth.client_secret", "auth.password", "emulator.auth.client_secret", "output.encrypt.state_key", "output.deliver.passphrase", "output.encrypt.sign.passphrase", "audit.key"]
 
     /// Reference paths, for matching a node's place.
     private static let known: Set<String> = Set(ManifestReference.entries.map(\.path))

@@ -11,6 +11,13 @@ package struct ContentPath: Sendable, Equatable, CustomStringConvertible {
     /// names as bytes (others compare as strings, by canonical equivalence).
     package let isASCII: Bool
 
+    /// The path of one member, `name` (a dot in it is part of the name).
+    package init(member name: String) {
+        segments = [name]
+        text = name.replacingOccurrences(of: ".", with: "\\.")
+        isASCII = name.utf8.allSatisfy { $0 < 0x80 }
+    }
+
     /// Parses a content path; the error says what is wrong with it.
     package init(parsing text: String) throws(ContentPathError) {
         guard let firstByte = text.utf8.first, let lastByte = text.utf8.last else {

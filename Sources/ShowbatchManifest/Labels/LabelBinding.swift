@@ -17,6 +17,9 @@ package struct LabelBinding: Sendable {
     /// Whether a value equal to one the request sent fails the row (error 1408): an alias the
     /// vault does not know passes the proxy unchanged, and must not be written as the card.
     package var mustReveal = true
+    /// The label of a `reveal:` alias (the Vault API's): an answer without its alias's value
+    /// fails the row (error 1408), since the alias was not revealed.
+    package var fromAlias = false
 
     /// The value after transforms and mask, unchecked.
     package func format(_ value: String) -> String {

@@ -30,6 +30,8 @@ package struct Manifest: Sendable {
     package var hostnameCheck = true
     /// Local satellite port: requests go to `http://localhost:PORT`.
     package var satellitePort: Int?
+    /// `vault_api`: requests reveal their aliases through the Vault API, many a call.
+    package var vaultAPI: VaultAPISpec?
     /// Headers sent with every request.
     package var headers: [HeaderField] = []
     /// Requests in flight at once.
@@ -50,6 +52,8 @@ package struct Manifest: Sendable {
     package var circuit = CircuitPolicy()
     /// Where the bearer token comes from, when the manifest has `auth`.
     package var auth: AuthSpec?
+    /// HTTP Basic credentials (`auth: {username, password}`, the Vault API v1's).
+    package var basicAuth: BasicCredentials?
     /// Whether a hostname check that could not be made falls back to the vault URL even when no
     /// one is watching (a run not on a terminal otherwise stops).
     package var hostnameFallback = false
@@ -94,10 +98,11 @@ package struct Manifest: Sendable {
         hostnameCheck && hostname.map { Endpoint.port(ofHostname: $0) == nil } == true
     }
 
-        /// The vault URL (`https://<vault>.<environment>[-<region>].verygoodproxy.com`), or the
-        /// satellite URL.
+    /// The vault URL (`https://<vault>.<environment>[-<region>].verygoodproxy.com`), the
+    /// satellite URL, or the Vault API's.
     package var vaultURL: String {
         if let satellitePort { return "http://localhost:\(satellitePort)" }
+        if let vaultAPI { return vaultAPI.baseURL(vault: vault, environment: environment, dataRegion: dataRegion) }
         return Endpoint.vaultURL(vault: vault, environment: environment, dataRegion: dataRegion, routeID: routeID)
     }
 }

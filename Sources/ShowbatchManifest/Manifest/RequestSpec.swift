@@ -18,15 +18,20 @@ package struct RequestSpec: Sendable {
     /// The data file for a data-driven request.
     package var each: DataSource? {
         get { rare?.each }
-        set { rare = Rare(each: newValue, output: output) }
+        set { rare = Rare(each: newValue, output: output, reveal: reveal) }
     }
     /// This request's own output.
     package var output: OutputSpec? {
         get { rare?.output }
-        set { rare = Rare(each: each, output: newValue) }
+        set { rare = Rare(each: each, output: newValue, reveal: reveal) }
+    }
+    /// `reveal:`: the aliases the Vault API reveals for this request, one per label.
+    package var reveal: [RevealAlias]? {
+        get { rare?.reveal }
+        set { rare = Rare(each: each, output: output, reveal: newValue) }
     }
     /// What few requests have, kept out of line: a manifest may hold fifty thousand requests,
-    /// and these two would take half of each one's size.
+    /// and these would take half of each one's size.
     private var rare: Rare?
     /// Where the request is written in the manifest.
     package var mark: Mark
@@ -45,7 +50,7 @@ package struct RequestSpec: Sendable {
     /// strings (found while decoding it: a payload that aliases repeat is not walked again).
     func referencedColumns(payloadColumns: [String]) -> [String] {
         var columns: [String] = []
-        for template in [name, path] + headers.map(\.value) + labels.compactMap(\.file?.template.source) {
+        for template in [name, path] + headers.map(\.value) + labels.compactMap(\.file?.template.source) + (reveal ?? []).map(\.alias) {
             for column in template.rowColumns where !columns.contains(column) { columns.append(column) }
         }
         for column in payloadColumns where !columns.contains(column) { columns.append(column) }
@@ -53,19 +58,23 @@ package struct RequestSpec: Sendable {
     }
 }
 
-/// A request's data file and output, which most requests have not.
+/// A request's data file, output and aliases, which most requests have not.
 private final class Rare: Sendable, CustomStringConvertible {
     let each: DataSource?
     let output: OutputSpec?
+    let reveal: [RevealAlias]?
 
-    init?(each: DataSource?, output: OutputSpec?) {
-        guard each != nil || output != nil else { return nil }
+    init?(each: DataSource?, output: OutputSpec?, reveal: [RevealAlias]?) {
+        guard each != nil || output != nil || reveal != nil else { return nil }
         self.each = each
         self.output = output
+        self.reveal = reveal
     }
 
-    /// Both, as a struct's fields would print.
-    var description: String { "Rare(each: \(String(describing: each)), output: \(String(describing: output)))" }
+    /// The fields, as a struct's would print.
+    var description: String {
+        "Rare(each: \(String(describing: each)), output: \(String(describing: output)), reveal: \(String(describing: reveal)))"
+    }
 }
 
 /// One header with a value template (environment references already resolved).

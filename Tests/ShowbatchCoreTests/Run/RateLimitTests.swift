@@ -105,18 +105,35 @@ import TestSupport
         #expect(abs(slot - (2_050 + 1000 / learned)) < 0.01)
     }
 
-    /// Retry-After (or x-ratelimit-reset) says when: everyone waits until then and goes, no
-    /// probe; x-ratelimit-remaining: 0 throttles before a 429 is spent.
+    /// x-ratelimit-reset, or a Retry-After that is not in whole seconds, says when: everyone
+    /// waits until then and goes, no probe. A Retry-After in whole seconds is rounded up (a 2 s
+    /// window that runs out 0.3 s before its end says 1): a probe goes a second before it, then
+    /// one at a time until one gets through, so a short window is not overshot (waiting it out
+    /// took 1.23x the ideal time). x-ratelimit-remaining: 0 throttles before a 429 is spent.
     @Test func theEndpointsWordOnTheResetIsTaken() {
+        var exact = PaceState(settings: PaceSettings(), seed: 1)
+        _ = exact.admit(now: 0)
+        _ = exact.ended(sentAt: 0, status: 429, signal: RateSignal(retryAfter: .milliseconds(1_500)), probe: false, now: 5)
+        #expect(exact.admit(now: 10) == .askAt(1_505))
+        #expect(exact.admit(now: 1_505) == .go(probe: false))
+        #expect(exact.admit(now: 1_505) == .go(probe: false))
+
         var state = PaceState(settings: PaceSettings(), seed: 1)
         _ = state.admit(now: 0)
         _ = state.ended(sentAt: 0, status: 429, signal: RateSignal(retryAfter: .seconds(2)), probe: false, now: 5)
-        #expect(state.admit(now: 10) == .askAt(2_005))
-        #expect(state.admit(now: 2_005) == .go(probe: false))
-        #expect(state.admit(now: 2_005) == .go(probe: false))
-        _ = state.ended(sentAt: 2_005, status: 200, signal: RateSignal(remaining: 0, reset: 1_000), probe: false, now: 2_010)
-        #expect(state.admit(now: 2_020) == .askAt(3_010))
-        #expect(state.answered429 == 1)
+        #expect(state.admit(now: 10) == .askAt(1_005))
+        #expect(state.admit(now: 1_005) == .go(probe: true))
+        #expect(state.admit(now: 1_005) == .askAt(1_055))
+        // The probe finds the window not reset yet: the next probes follow, a probe wait apart.
+        _ = state.ended(sentAt: 1_005, status: 429, signal: RateSignal(retryAfter: .seconds(1)), probe: true, now: 1_010)
+        guard case .askAt(let next) = state.admit(now: 1_011), (1_010 + 125...1_010 + 250).contains(next) else {
+            Issue.record("no probe a probe wait later")
+            return
+        }
+        #expect(state.admit(now: next) == .go(probe: true))
+        _ = state.ended(sentAt: next, status: 200, signal: RateSignal(remaining: 0, reset: 1_000), probe: true, now: next + 5)
+        #expect(state.admit(now: next + 10) == .askAt(next + 1_005))
+        #expect(state.answered429 == 2)
     }
 
     /// Starts reserved before a throttle are void: after a 1 s reset the schedule starts again,
@@ -242,3 +259,47 @@ private func simulateWindow(limit: Int, window: Int64, rows: Int, concurrency: I
     return (now, throttled, state.learned)
 }
 
+
+/// An endpoint that says only `x-ratelimit-remaining` (the Vault API): the count is spent as it
+/// comes until two windows have turned (a count that does not go down between two answers in
+/// send order); then what is left is spread to where the window ends, and a count of 0 waits
+/// for the next window's start.
+@Suite struct RemainingOnlyTests {
+    @Test func theWindowIsLearnedFromTheCountAndKeptTo() {
+        var state = PaceState(settings: PaceSettings(), seed: 1)
+        _ = state.admit(now: 0)
+        func answer(_ sentAt: Int64, _ remaining: Int, _ now: Int64, probe: Bool = false) -> RunEvent? {
+            state.ended(sentAt: sentAt, status: 200, signal: RateSignal(remaining: remaining), probe: probe, now: now)
+        }
+        func refused(_ sentAt: Int64, _ now: Int64) {
+            _ = state.ended(sentAt: sentAt, status: 429, signal: RateSignal(), probe: true, now: now)
+        }
+        // Window 1: spent as it comes; nothing is known of its end.
+        _ = answer(10, 3, 20)
+        #expect(state.spacing == 0 && state.windowTurn == nil)
+        _ = answer(30, 1, 40)
+        _ = answer(20, 2, 45)  // sent before the answer above: says nothing new
+        _ = answer(50, 0, 60)  // spent: one request at a time probes
+        #expect(state.admit(now: 70) != .go(probe: false))
+        // A probe refused at 900, one let through at 1,000 with the count back up: the window
+        // turned between the two, at about 950.
+        refused(900, 905)
+        _ = answer(1_000, 3, 1_010, probe: true)
+        #expect(state.windowTurn == 950 && state.windowLength == nil)
+        _ = answer(1_100, 0, 1_110)
+        refused(1_950, 1_955)
+        _ = answer(2_010, 3, 2_020, probe: true)
+        // Two turns (950 and 1,980): windows of 1,030 ms, the next at 3,010.
+        #expect(state.windowTurn == 1_980 && state.windowLength == 1_030)
+        _ = answer(2_500, 2, 2_510)
+        #expect(abs((state.headerRate ?? 0) - 2.0 * 1000 / 500) < 0.01)
+        // A count of 0 waits for the next window's start, where a probe goes.
+        _ = answer(2_600, 0, 2_610)
+        #expect(state.admit(now: 2_620) == .askAt(3_010))
+        // A request sent just after the turn foreseen whose count has not turned is in the
+        // window before it (the forecast was early): the probe goes at once, not a window later.
+        #expect(state.admit(now: 3_010) == .go(probe: true))
+        _ = answer(3_020, 0, 3_030, probe: true)
+        #expect(state.admit(now: 3_040) != .askAt(4_040))
+    }
+}

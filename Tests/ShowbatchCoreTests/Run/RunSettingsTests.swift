@@ -18,9 +18,33 @@ import TestSupport
     }
 
     @Test func defaultsWhenNeitherSays() throws {
-        let resolved = try settings("")
+        let resolved = try settings("") { $0.baseURLOverride = "http://127.0.0.1:9" }
         #expect(resolved.concurrency == 8 && resolved.connections == 8 && resolved.timeout == .seconds(60))
-        #expect(resolved.failureAllowance == nil && resolved.rate == nil)
+        #expect(resolved.failureAllowance == nil && resolved.rate == nil && resolved.rateSource == nil)
+    }
+
+    /// Against VGS's hosts a run starts at the documented limit of the endpoint it uses, shared
+    /// by shards as rate_limit is; rate_limit and --rate win; a local server has none.
+    @Test(arguments: [
+        ("", nil, Rate(count: 200, per: .seconds(60)), "VGS's documented reveal proxy limit, sandbox"),
+        ("environment: live-eu-1\n", nil, Rate(count: 5_000, per: .seconds(60)), "VGS's documented reveal proxy limit, live"),
+        ("environment: live\n", 4, Rate(count: 5_000, per: .seconds(240)), "VGS's documented reveal proxy limit, live, this shard's share"),
+        ("vault_api: {version: 2}\n", nil, Rate(count: 3_000, per: .seconds(60)), "VGS's documented Vault API limit"),
+        ("environment: live\nrate_limit: 10/s\n", nil, Rate(count: 10, per: .seconds(1)), "rate_limit"),
+        ("hostname: staging.example.com:8443\n", nil, nil, nil),
+        ("satellite_port: 9098\n", nil, nil, nil),
+    ] as [(String, Int?, Rate?, String?)])
+    func theDocumentedRateAgainstVGS(lines: String, shards: Int?, rate: Rate?, source: String?) throws {
+        let dir = TempDir()
+        defer { dir.remove() }
+        let request = lines.contains("vault_api") ? "{name: a, reveal: {card: tok_1}}" : "{name: a, path: /p}"
+        let manifest = try loadManifest("vault: tnt1\n\(lines)requests: [\(request)]\n", in: dir)
+        var options = RunOptions()
+        options.shard = shards.map { Shard(index: 0, count: $0) }
+        let resolved = RunSettings(manifest: manifest, options: options)
+        #expect(resolved.rate == rate && resolved.rateSource == source)
+        options.baseURLOverride = "http://127.0.0.1:9"
+        #expect(RunSettings(manifest: manifest, options: options).rate == (source == "rate_limit" ? rate : nil))
     }
 
     @Test func theManifestOverTheDefaults() throws {

@@ -8,9 +8,9 @@ import ShowbatchYAML
 @Suite struct ManifestReferenceTests {
     @Test(arguments: [
         ("", ["version", "name", "vault", "environment", "data_region", "route_id", "hostname", "hostname_check", "hostname_fallback",
-              "satellite_port", "headers", "concurrency", "rate_limit", "max_failed", "audit", "metrics", "resume_max_age", "timeout", "transport", "connections", "tls", "auth", "circuit",
+              "satellite_port", "vault_api", "headers", "concurrency", "rate_limit", "max_failed", "audit", "metrics", "resume_max_age", "timeout", "transport", "connections", "tls", "auth", "circuit",
               "retry", "output", "emulator", "requests"]),
-        ("requests", ["name", "path", "method", "headers", "payload", "labels", "each", "output"]),
+        ("requests", ["name", "path", "method", "headers", "payload", "reveal", "labels", "each", "output"]),
         ("retry", ["attempts", "backoff", "max_backoff", "on"]),
         ("output", ["path", "format", "columns", "rejects", "header", "trailer", "compress", "reject_partial", "encrypt", "deliver", "csv"]),
         ("output.csv", ["delimiter", "line_ending", "header", "quote", "escape_formulas"]),
@@ -18,6 +18,7 @@ import ShowbatchYAML
         ("requests[].labels.<name>.expect", ["pattern", "luhn"]),
         ("requests[].labels.<name>.transform", ["regex", "template"]),
         ("requests[].each", ["csv", "jsonl"]),
+        ("vault_api", ["version", "aliases_per_call", "storage"]),
     ])
     func keysComeFromTheReference(parent: String, keys: [String]) {
         #expect(ManifestReference.keys(under: parent) == keys)
@@ -84,6 +85,7 @@ import ShowbatchYAML
             "auth.header": auth.header,
             "output.encrypt.armor": String(EncryptSpec(recipients: [], mark: Mark(line: 1, column: 1)).armor),
             "output.encrypt.warn_expiry": "\(EncryptSpec(recipients: [], mark: Mark(line: 1, column: 1)).warnExpiryDays)d",
+            "vault_api.aliases_per_call": String(VaultAPISpec(version: 2).aliasesPerCall),
         ]
         let stated = ManifestReference.entries.filter { $0.defaultValue != "—" && $0.defaultValue != "required" }
         for entry in stated {

@@ -87,7 +87,7 @@ private let minimal = "vault: tnt1\nrequests:\n  - {name: a, path: /post}\n"
         ("vault: tnt1\nconcurency: 3\nrequests: [{name: a, path: /p}]\n",
          "m.yaml:2:1: error: unknown key \"concurency\" in the manifest; did you mean \"concurrency\"?\n  concurency: <redacted>\n  ^"),
         ("vault: tnt1\nbogus: 3\nrequests: [{name: a, path: /p}]\n",
-         "m.yaml:2:1: error: unknown key \"bogus\" in the manifest; expected version, name, vault, environment, data_region, route_id, hostname, hostname_check, hostname_fallback, satellite_port, headers, concurrency, rate_limit, max_failed, audit, metrics, resume_max_age, timeout, transport, connections, tls, auth, circuit, retry, output, emulator or requests\n  bogus: <redacted>\n  ^"),
+         "m.yaml:2:1: error: unknown key \"bogus\" in the manifest; expected version, name, vault, environment, data_region, route_id, hostname, hostname_check, hostname_fallback, satellite_port, vault_api, headers, concurrency, rate_limit, max_failed, audit, metrics, resume_max_age, timeout, transport, connections, tls, auth, circuit, retry, output, emulator or requests\n  bogus: <redacted>\n  ^"),
         ("vault: tnt1\ntransport: urlsession\nrequests: [{name: a, path: /p}]\n",
          "m.yaml:2:12: error: transport \"urlsession\" is no longer available; curl is the only transport (remove the key, or write curl)\n  transport: urlsession\n             ^"),
         ("vault: tnt1\ntransport: nio\nrequests: [{name: a, path: /p}]\n",
@@ -193,7 +193,7 @@ private let minimal = "vault: tnt1\nrequests:\n  - {name: a, path: /post}\n"
             "m.yaml:1:14: error: environment \"liv\" is not valid; expected sandbox, live or live-<region>",
             "m.yaml:2:14: error: concurrency must be from 1 to 1024; found 0",
             "m.yaml:3:11: error: requests must be a list of requests; found an integer",
-            "m.yaml:4:1: error: unknown key \"bogus\" in the manifest; expected version, name, vault, environment, data_region, route_id, hostname, hostname_check, hostname_fallback, satellite_port, headers, concurrency, rate_limit, max_failed, audit, metrics, resume_max_age, timeout, transport, connections, tls, auth, circuit, retry, output, emulator or requests",
+            "m.yaml:4:1: error: unknown key \"bogus\" in the manifest; expected version, name, vault, environment, data_region, route_id, hostname, hostname_check, hostname_fallback, satellite_port, vault_api, headers, concurrency, rate_limit, max_failed, audit, metrics, resume_max_age, timeout, transport, connections, tls, auth, circuit, retry, output, emulator or requests",
         ])
     }
 

@@ -72,7 +72,7 @@ let secretLeakCases = fixtureCases("secret-leaks")
     /// same word: a value that short is far more often a name than a secret.
     @Test func aShortValueDoesNotHideANameInAMessage() {
         let text = "vault: tnt1\nrequests:\n  - name: a\n    path: /p\n    payload: {kind: cards}\n    cards: 1\n"
-        #expect(manifestErrors(text) == "m.yaml:6:5: error: unknown key \"cards\" in request 1; expected name, path, method, headers, payload, labels, each or output\n      cards: <redacted>\n      ^")
+        #expect(manifestErrors(text) == "m.yaml:6:5: error: unknown key \"cards\" in request 1; expected name, path, method, headers, payload, reveal, labels, each or output\n      cards: <redacted>\n      ^")
     }
 
     /// The rule is a positive one: a value is shown only where the reference names a setting
