@@ -130,8 +130,14 @@ struct PauseState<Waiter>: ~Copyable {
             suspects.remove(ordinal)
             if !undecided.isEmpty {
                 let sent = sentAt ?? now
-                for (row, failedAt) in undecided.sorted(by: { $0.key < $1.key }) where row != ordinal && failedAt < sent {
-                    actions.decided.append((row, rechecked.insert(row).inserted ? .recheck : .failed))
+                for (row, failedAt) in undecided.sorted(by: { $0.key < $1.key }) where row != ordinal {
+                    // The clock is coarse: an attempt sent in the tick a row failed in may have
+                    // gone before it. That is enough for one more try (harmless), never for the
+                    // verdict that fails the row, which needs an answer sent strictly later.
+                    let first = !rechecked.contains(row)
+                    guard failedAt < sent || (first && failedAt == sent) else { continue }
+                    if first { rechecked.insert(row) }
+                    actions.decided.append((row, first ? .recheck : .failed))
                     undecided[row] = nil
                 }
             }

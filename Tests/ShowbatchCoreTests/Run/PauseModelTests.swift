@@ -139,6 +139,22 @@ extension PauseModelTests {
         #expect(opened && state.reason == .outage)
     }
 
+    /// The clock is coarse (a tick of 1-4 ms): an answer to an attempt sent in the tick a row
+    /// failed in sends the row once more (it may have been sent after the failure), but only one
+    /// sent strictly later fails it. (A fast machine sent the one row that could decide a poison
+    /// row in the tick it failed in, and the row failed without its one more try.)
+    @Test func anAnswerSentInTheTickOfAFailureRechecksButNeverFails() {
+        var state = PauseState<Int>(settings: PauseSettings(minimumFailures: 3, window: 16, maxPause: 60_000), seed: 1)
+        for ordinal in 100..<110 { _ = state.attemptEnded(ordinal: ordinal, signal: .answered, probe: false, now: 0) }
+        #expect(state.attemptEnded(ordinal: 1, signal: .transient, probe: false, now: 50, last: true, sentAt: 49).1.undecided)
+        let sameTick = state.attemptEnded(ordinal: 2, signal: .answered, probe: false, now: 51, sentAt: 50)
+        #expect(sameTick.1.decided.map(\.ordinal) == [1] && sameTick.1.decided.map(\.verdict) == [.recheck])
+        #expect(state.attemptEnded(ordinal: 1, signal: .transient, probe: false, now: 60, last: true, sentAt: 55).1.undecided)
+        #expect(state.attemptEnded(ordinal: 3, signal: .answered, probe: false, now: 61, sentAt: 60).1.decided.isEmpty)
+        let later = state.attemptEnded(ordinal: 4, signal: .answered, probe: false, now: 62, sentAt: 61)
+        #expect(later.1.decided.map(\.ordinal) == [1] && later.1.decided.map(\.verdict) == [.failed] && state.undecided.isEmpty)
+    }
+
     /// A row whose last attempt fails is undecided: an answer to an attempt sent before its
     /// failure decides nothing, one sent after it fails the row; a pause opening sends every
     /// undecided row again. A row the dispatch failed itself is forgotten.
@@ -416,7 +432,9 @@ private struct PauseModel: ~Copyable {
             verdicts += 1
             switch verdict {
             case .failed, .recheck:
-                if signal != .answered || ordinal == row || failedAt >= sentAt {
+                // One more try may come from an answer sent in the tick of the failure (the clock
+                // is coarse); the verdict that fails a row only from one sent strictly later.
+                if signal != .answered || ordinal == row || failedAt > sentAt || (verdict == .failed && failedAt == sentAt) {
                     return "row \(ordinal) judged (\(verdict)) without an answer to an attempt sent after its failure"
                 }
                 // A row fails for its own fault only after one more try.
@@ -433,7 +451,7 @@ private struct PauseModel: ~Copyable {
             }
         }
         if opened && !undecided.isEmpty { return "a pause opened and left rows undecided: \(undecided)" }
-        if signal == .answered, let stale = undecided.first(where: { $0.key != row && $0.value < sentAt }) {
+        if signal == .answered, let stale = undecided.first(where: { $0.key != row && ($0.value < sentAt || ($0.value == sentAt && !rechecked.contains($0.key))) }) {
             return "row \(stale.key) stays undecided after an answer sent after its failure"
         }
         let shouldWait = counts && last && signal == .transient && weighs && !suspect && state.reason == nil
