@@ -121,4 +121,41 @@ private extension String {
 
         """))
     }
+
+    /// Against a stand-in written apart from showbatch (`Tests/Fixtures/vault_api.py`): OAuth2
+    /// tokens from its endpoint, 40 calls a second said only by `x-ratelimit-remaining`, 429
+    /// past it with no Retry-After. 2,000 rows in about 200 calls, none over 20 values, a few
+    /// answered 429 at most, every value right, exit 0.
+    @Test(.timeLimit(.minutes(2))) func aStandInWithAWindowLimit() async throws {
+        let work = vaultAPIWorkspace(rows: 2_000)
+        defer { work.remove() }
+        let stats = work.path + "/stats.json"
+        let server = Process()
+        server.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        server.arguments = [repository + "/Tests/Fixtures/vault_api.py", "--limit", "40", "--window", "1", "--stats", stats]
+        let output = Pipe()
+        server.standardOutput = output
+        try server.run()
+        defer { if server.isRunning { server.terminate() } }
+        let line = output.fileHandleForReading.availableData
+        let port = try #require(Int(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)))
+        let manifest = try #require(work.read("m.yaml"))
+            .replacingOccurrences(of: "scope: \"aliases:read\"}", with: "scope: \"aliases:read\", token_url: \"http://127.0.0.1:\(port)/oauth/token\"}")
+        work.write("m.yaml", manifest)
+        let run = try await showbatch(["run", "m.yaml", "--base-url", "http://127.0.0.1:\(port)", "--progress", "never"],
+                                      in: work.path, environment: env)
+        #expect(run.status == 0, "\(run.stderr)")
+        server.terminate()
+        server.waitUntilExit()
+        let counts = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: stats))) as? [String: Int])
+        let calls = try #require(counts["calls"]), refused = try #require(counts["refused_429"])
+        #expect((200...210).contains(calls - refused), "\(counts)")
+        #expect(refused <= calls / 10 && counts["refused_400"] == 0 && counts["most_values"]! <= 20, "\(counts)")
+        let lines = try #require(work.read("out/cards.csv")).split(separator: "\n")
+        #expect(lines.count == 2_001)
+        for (row, line) in lines.dropFirst().enumerated() where line != "\(row),4\(String(row).leftPadded(15)),\(String(row % 12 + 1).leftPadded(2))/2031" {
+            Issue.record("row \(row) is not its own values")
+            break
+        }
+    }
 }
