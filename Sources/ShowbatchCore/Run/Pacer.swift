@@ -135,9 +135,12 @@ struct PaceState {
         random = SeededGenerator(seed: seed)
     }
 
-    /// Milliseconds between two starts now: the larger of the cap's and the learned rate's.
+    /// Milliseconds between two starts now: the larger of the cap's and the endpoint's. What the
+    /// endpoint says is left, once it can be spread over the window, is its word on the rate and
+    /// outweighs a rate learned from 429s (which measured a window spent unevenly, before the
+    /// window's turns were known, and held a Vault API night to half its limit).
     var spacing: Double {
-        max(settings.capSpacing, learned.map { 1000 / $0 } ?? 0, headerRate.map { 1000 / $0 } ?? 0)
+        max(settings.capSpacing, (headerRate ?? learned).map { 1000 / $0 } ?? 0)
     }
 
     /// Attempts admitted and not yet ended: with `x-ratelimit-remaining` alone, what a count

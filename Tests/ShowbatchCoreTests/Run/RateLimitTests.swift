@@ -265,7 +265,7 @@ private func simulateWindow(limit: Int, window: Int64, rows: Int, concurrency: I
 /// send order); then what is left is spread to where the window ends, and a count of 0 waits
 /// for the next window's start.
 @Suite struct RemainingOnlyTests {
-    @Test func theWindowIsLearnedFromTheCountAndKeptTo() {
+    @Test func theWindowIsLearnedFromTheCountAndKeptTo() throws {
         var state = PaceState(settings: PaceSettings(), seed: 1)
         _ = state.admit(now: 0)
         func answer(_ sentAt: Int64, _ remaining: Int, _ now: Int64, probe: Bool = false) -> RunEvent? {
@@ -293,6 +293,10 @@ private func simulateWindow(limit: Int, window: Int64, rows: Int, concurrency: I
         #expect(state.windowTurn == 1_980 && state.windowLength == 1_030)
         _ = answer(2_500, 2, 2_510)
         #expect(abs((state.headerRate ?? 0) - 2.0 * 1000 / 500) < 0.01)
+        // The count spread over the window is the endpoint's word: it outweighs the slower rate
+        // learned from the 429s of windows spent as they came.
+        let learned = try #require(state.learned)
+        #expect(learned < 4 && state.spacing == 250, "learned \(learned)/s, spacing \(state.spacing) ms")
         // A count of 0 waits for the next window's start, where a probe goes.
         _ = answer(2_600, 0, 2_610)
         #expect(state.admit(now: 2_620) == .askAt(3_010))
