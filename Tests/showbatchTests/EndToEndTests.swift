@@ -134,10 +134,16 @@ requests:
     }
 
     @Test func validateTheSamples() async throws {
-        let result = try await showbatch(["validate", "samples/nightly-card-export.yaml", "samples/nightly-rows.yaml"], in: repository)
+        let result = try await showbatch(["validate", "samples/nightly-card-export.yaml", "samples/nightly-rows.yaml", "samples/vault-api-night.yaml"],
+                                         in: repository, environment: ["VGS_CLIENT_SECRET": "any"])
         #expect(result.stderr == "")
         #expect(result.status == 0)
-        #expect(result.stdout == "samples/nightly-card-export.yaml: ok (3 requests)\nsamples/nightly-rows.yaml: ok (1 request, 40 data rows)\n")
+        #expect(result.stdout == """
+        samples/nightly-card-export.yaml: ok (3 requests)
+        samples/nightly-rows.yaml: ok (1 request, 40 data rows)
+        samples/vault-api-night.yaml: ok (1 request, 40 data rows; 40 rows, 80 aliases: 4 Vault API calls of up to 20 aliases)
+
+        """)
     }
 
     @Test func theDemoPrintsRevealedRows() async throws {
@@ -147,6 +153,23 @@ requests:
         #expect(result.status == 0)
         #expect(result.stdout.hasPrefix("request,status,http_status,attempts,error,card_number,last4,exp_date,holder,wallet_json\ncustomer-1001,ok,200,1,,4111 1111 1111 1111,************1111,12/2030,Ada Lovelace,\n"))
         #expect(result.stdout.split(separator: "\n").count == 4)
+    }
+
+    /// The Vault API sample runs on the emulator as its first lines say: 40 rows in 4 calls.
+    @Test func theVaultAPISampleRunsOnTheEmulator() async throws {
+        let work = Workspace(["m.yaml": try String(contentsOfFile: repository + "/samples/vault-api-night.yaml", encoding: .utf8)])
+        defer { work.remove() }
+        try FileManager.default.createDirectory(atPath: work.path + "/data", withIntermediateDirectories: true)
+        for name in ["customers.csv", "emulator-aliases.csv"] {
+            try FileManager.default.copyItem(atPath: repository + "/samples/data/" + name, toPath: work.path + "/data/" + name)
+        }
+        let run = try await showbatch(["run", "m.yaml", "--emulate", "--date", "2026-12-04", "--progress", "never"], in: work.path,
+                                      environment: ["VGS_CLIENT_SECRET": "any"])
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(run.stderr.contains("40 rows: 40 ok, 0 partial, 0 failed") && run.stderr.contains("; 4 Vault API calls;"))
+        let lines = try #require(work.read("out/vault-api-cards-20261204.csv")).split(separator: "\n")
+        #expect(lines.count == 41 && lines[0] == "customer,card_number,exp_date" && lines[1] == "1001,4206423017203686,02/2033")
+        #expect(work.read("out/vault-api-cards-20261204.rejects.csv") == "request,status,http_status,attempts,error,id,card_alias,exp_alias\n")
     }
 
     /// The README's quick-start manifest validates, and runs locally as it says.
