@@ -244,7 +244,15 @@ struct PaceState {
             // by this one: the middle of the two.
             if remaining >= seen.count {
                 let before = max(seen.sentAt, lastRefused)
-                let turn = before < sentAt ? before + (sentAt - before) / 2 : sentAt
+                var turn = before < sentAt ? before + (sentAt - before) / 2 : sentAt
+                if let last = windowTurn, let length = windowLength, turn - last >= 200 {
+                    // The turn is somewhere between `before` and `sentAt`: where the windows
+                    // already seen put it, when that is in between (the middle of each bracket
+                    // would move the forecast back and forth by half a probe's wait, a 429 or a
+                    // late start each window); else the nearest end of the bracket.
+                    let foreseen = last + max(1, ((turn - last) * 2 + length) / (2 * length)) * length
+                    turn = min(max(foreseen, before), sentAt)
+                }
                 if let first = firstTurn, turn - (windowTurn ?? first) >= 200 {
                     // The window's length: the time since the first turn over the windows between
                     // (a window nobody spent in shows no turn of its own: the count is rounded).
