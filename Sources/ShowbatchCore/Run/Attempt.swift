@@ -101,6 +101,7 @@ struct AttemptContext: Sendable {
             let signal = await signal(of: decision, sent, renewals: renewals)
             failedBefore = signal == .transient
             var undecided = false
+            var closures = 0
             if let pause {
                 let ended = pause.attemptEnded(ordinal: ordinal, signal: signal, probe: sent.probe, weighs: decision.weighs,
                                                last: attempt >= policy.attempts, sentAt: sent.at)
@@ -111,6 +112,7 @@ struct AttemptContext: Sendable {
                     continue
                 }
                 undecided = ended.undecided
+                closures = ended.closures
             }
             if signal == .refused {
                 return .stop(RunStop("authentication failed (HTTP 401) with a freshly renewed access token"))
@@ -147,15 +149,15 @@ struct AttemptContext: Sendable {
                 retryAfter = after
             }
             // The server's Retry-After, or the policy's backoff.
-            let delay = retryAfter ?? policy.backoff(after: attempt, random: &random)
-            guard await wait(delay) else { return .cancelled }
+            let delay = retryAfter ?? policy.rowBackoff.delay(after: attempt, random: &random)
+            guard await wait(delay, since: closures) else { return .cancelled }
         }
     }
 
-    /// Sleeps a retry's backoff (less when a pause ends meanwhile); false when cancelled.
-    private func wait(_ delay: Duration) async -> Bool {
+    /// Sleeps a retry's backoff (less when a pause ends after the attempt did); false when cancelled.
+    private func wait(_ delay: Duration, since closures: Int) async -> Bool {
         do {
-            if let pause { try await pause.backoff(delay) } else { try await Task.sleep(for: delay) }
+            if let pause { try await pause.backoff(delay, since: closures) } else { try await Task.sleep(for: delay) }
             return true
         } catch {
             return false

@@ -117,17 +117,22 @@ final class CircuitPause: Sendable {
         verdicts.withLock { $0 = handler }
     }
 
-    /// After an attempt: whether it counts as one of the row's attempts, and whether its row is
-    /// now undecided (`last`: it was the row's last attempt).
+    /// After an attempt: whether it counts as one of the row's attempts, whether its row is now
+    /// undecided (`last`: it was the row's last attempt), and the pauses ended so far, for a
+    /// backoff that follows (`backoff(_:since:)`).
     @discardableResult
     func attemptEnded(ordinal: Int, signal: AttemptSignal, probe: Bool, weighs: Bool = true, last: Bool = false,
-                      sentAt: Int64? = nil) -> (counts: Bool, undecided: Bool) {
+                      sentAt: Int64? = nil) -> (counts: Bool, undecided: Bool, closures: Int) {
         let ended = state.withLock {
-            $0.attemptEnded(ordinal: ordinal, signal: signal, probe: probe, now: coarseMilliseconds(), weighs: weighs, last: last, sentAt: sentAt)
+            ($0.attemptEnded(ordinal: ordinal, signal: signal, probe: probe, now: coarseMilliseconds(), weighs: weighs, last: last, sentAt: sentAt),
+             $0.closures)
         }
-        perform(ended.1)
-        return (ended.counts, ended.1.undecided)
+        perform(ended.0.1)
+        return (ended.0.counts, ended.0.1.undecided, ended.1)
     }
+
+    /// Pauses ended so far.
+    var closures: Int { state.withLock { $0.closures } }
 
     /// Undecided rows the dispatch failed itself.
     func forget(_ ordinals: [Int]) {
@@ -141,10 +146,10 @@ final class CircuitPause: Sendable {
         return min(timeout, .milliseconds(max(1_000, deadline - coarseMilliseconds())))
     }
 
-    /// Sleeps a retry's backoff, or less: a pause that ends meanwhile wakes it (the endpoint
-    /// answers again, so a `Retry-After` it gave while down no longer holds the row back).
-    func backoff(_ delay: Duration) async throws {
-        let closures = state.withLock { $0.closures }
+    /// Sleeps a retry's backoff, or less: a pause that ends after `closures` were counted (when
+    /// the attempt ended, so that one ending before the sleep begins counts too) wakes it: the
+    /// endpoint answers again, so a `Retry-After` it gave while down no longer holds the row back.
+    func backoff(_ delay: Duration, since closures: Int) async throws {
         let end = ContinuousClock.now + delay
         while ContinuousClock.now < end {
             try await Task.sleep(for: min(.milliseconds(100), end - ContinuousClock.now))

@@ -43,7 +43,7 @@ extension Runner {
                 }
                 reason = "the answer does not name it"
                 definitive = true
-            case .response(let status, _, _) where status < 500 && status != 429:
+            case .response(let status, _, _) where !RetryableStatus.contains(status):
                 reason = "the check answered HTTP \(status)"
                 definitive = true
             case .response(let status, _, _):
@@ -53,9 +53,9 @@ extension Runner {
             }
             if definitive || attempt == attempts { break }
             // The policy's cap, without jitter: one request, with nothing to spread it from.
-            let delay = manifest.retry.backoffCap(after: attempt)
-            events(.note("hostname check of \(hostname) could not be made (\(reason)); trying again in \(Units.text(Units.seconds(delay)))"))
-            try? await Task.sleep(for: Units.seconds(delay))
+            let delay = Backoff(base: manifest.retry.backoff, cap: manifest.retry.maxBackoff, jitter: .none).longest(after: attempt)
+            events(.note("hostname check of \(hostname) could not be made (\(reason)); trying again in \(Units.text(delay))"))
+            try? await Task.sleep(for: delay)
             if Task.isCancelled { return .url(manifest.vaultURL) }
         }
         if definitive {

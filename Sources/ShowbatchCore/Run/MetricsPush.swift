@@ -127,11 +127,11 @@ extension RunReport {
             case .success(let answer):
                 reason = "the Pushgateway answered HTTP \(answer.status)"
                 // A 4xx (a body it refuses, a path it does not know) will not change.
-                if answer.status < 500 && answer.status != 429 { break tries }
+                if !RetryableStatus.contains(answer.status) { break tries }
             case .failure(let failure):
                 reason = failure.words
             }
-            if attempt < MetricsPush.attempts { usleep(UInt32(250_000 * attempt)) }
+            if attempt < MetricsPush.attempts { Thread.sleep(forTimeInterval: Backoff.push.longest(after: attempt).seconds) }
         }
         throw RunError.runtime("cannot push the metrics to \(MetricsPush.address(of: url)): \(reason)")
     }

@@ -256,8 +256,7 @@ final class Credentials: Sendable {
                 guard elapsed < maxPause else {
                     return .failure(RunStop("\(problem), for \(Units.text(maxPause)) (circuit.max_pause)"))
                 }
-                let wait = Duration.milliseconds(min(30_000, 500 << min(tries - 1, 10)))
-                let drawn = wait / 2 + wait / 2 * random.withLock { $0.unit() }
+                let drawn = random.withLock { Backoff.service.delay(after: tries, random: &$0) }
                 let delay = min(retryAfter ?? drawn, maxPause - elapsed)
                 events(.note("\(problem); asking again in \(Units.text(delay))"))
                 do { try await Task.sleep(for: delay) } catch {
@@ -297,7 +296,7 @@ final class Credentials: Sendable {
             return .token(token, lifetime: lifetime)
         case .response(let status, let headers, let body):
             let code = Credentials.oauthError(body).map { " (\($0))" } ?? ""
-            if status >= 500 || status == 429 || status == 408 {
+            if RetryableStatus.contains(status) {
                 return .unavailable("the token endpoint answered HTTP \(status)\(code)",
                                     retryAfter: headers["retry-after"].flatMap(RetryAfter.parse))
             }

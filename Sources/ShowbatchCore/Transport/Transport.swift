@@ -85,20 +85,6 @@ extension RetryPolicy {
     }
 }
 
-extension RetryPolicy {
-    /// The longest wait after attempt `attempt` (1-based) failed: `backoff`, doubled for each
-    /// attempt made, up to `max_backoff`, in seconds.
-    func backoffCap(after attempt: Int) -> Double {
-        min(maxBackoff.seconds, backoff.seconds * pow(2, Double(attempt - 1)))
-    }
-
-    /// The wait after attempt `attempt` failed: drawn between none and the cap (full jitter),
-    /// so that rows that failed together do not all come back together.
-    func backoff(after attempt: Int, random: inout SeededGenerator) -> Duration {
-        Units.seconds(random.unit() * backoffCap(after: attempt))
-    }
-}
-
 extension TransportFailure {
     /// True when no retry can fix it and every row shares it (an untrusted certificate): the run stops.
     var stopsTheRun: Bool {

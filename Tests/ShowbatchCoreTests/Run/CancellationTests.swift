@@ -110,13 +110,18 @@ private func inCancelledTask<T: Sendable>(_ body: @escaping @Sendable () async -
     }
 
     /// A backoff that began while the endpoint was down (a Retry-After of minutes) ends when the
-    /// pause does.
-    @Test(.timeLimit(.minutes(1))) func aBackoffEndsWhenThePauseEnds() async throws {
+    /// pause does, whether the pause ends while it sleeps or between the attempt's end and the
+    /// start of its sleep (a loaded machine starts the sleeper late).
+    @Test(.timeLimit(.minutes(1)), arguments: [false, true])
+    func aBackoffEndsWhenThePauseEnds(endsBeforeTheSleep: Bool) async throws {
         let pause = CircuitPause(settings: PauseSettings(minimumFailures: 1, window: 4, maxPause: 600_000), seed: 1)
-        _ = pause.attemptEnded(ordinal: 0, signal: .transient, probe: false)
-        let sleeper = Task { try await pause.backoff(.seconds(600)) }
-        try await Task.sleep(for: .milliseconds(50))
-        _ = pause.attemptEnded(ordinal: 1, signal: .answered, probe: false)
+        let failed = pause.attemptEnded(ordinal: 0, signal: .transient, probe: false)
+        #expect(pause.reason == .outage)
+        // An answer to an attempt sent after the pause opened ends it.
+        let later = Int64.max / 2
+        if endsBeforeTheSleep { _ = pause.attemptEnded(ordinal: 1, signal: .answered, probe: false, sentAt: later) }
+        let sleeper = Task { try await pause.backoff(.seconds(600), since: failed.closures) }
+        if !endsBeforeTheSleep { _ = pause.attemptEnded(ordinal: 1, signal: .answered, probe: false, sentAt: later) }
         #expect(pause.reason == nil)
         try await sleeper.value
         pause.shutDown()
