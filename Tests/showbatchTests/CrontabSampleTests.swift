@@ -83,11 +83,13 @@ import TestSupport
     }
 
     /// A `showbatch` that exits with `code` and counts its runs, for the line's own logic.
-    private func stand(in work: Workspace, exiting code: Int32, sleeping seconds: Int = 0) throws -> String {
+    /// `held`: the stand-in goes on until the file `release` appears (a run the test ends).
+    private func stand(in work: Workspace, exiting code: Int32, held: Bool = false) throws -> String {
         let server = try SFTPServer()
         defer { server.remove() }
         let command = try host(work, server).replacingOccurrences(of: "sleep 600", with: "sleep 0")
-        work.write("bin/showbatch", "#!/bin/sh\necho \"$*\" >> \(work.path)/calls\nsleep \(seconds)\nexit \(code)\n")
+        let wait = held ? "while [ ! -e \(work.path)/release ]; do sleep 0.05; done\n" : ""
+        work.write("bin/showbatch", "#!/bin/sh\necho \"$*\" >> \(work.path)/calls\n\(wait)exit \(code)\n")
         return command
     }
 
@@ -111,14 +113,16 @@ import TestSupport
     @Test func aKilledFlockLeavesTheRunHoldingTheLock() throws {
         let work = Workspace()
         defer { work.remove() }
-        let command = try stand(in: work, exiting: 0, sleeping: 3)
+        let command = try stand(in: work, exiting: 0, held: true)
+        // Whatever happens, the stand-in ends before its folder goes.
+        defer { work.write("release", "") }
         let night = Process()
         night.executableURL = URL(fileURLWithPath: "/bin/sh")
         night.arguments = ["-c", command]
         try night.run()
         defer { night.terminate() }
         let lock = work.path + "/lock/showbatch-nightly.lock"
-        for _ in 0..<300 where work.read("calls") == nil { usleep(10_000) }
+        for _ in 0..<6_000 where work.read("calls") == nil { usleep(10_000) }
         #expect(work.read("calls") != nil)
         // The flock of the line, killed as an operator or the OOM killer would.
         #expect(try sh("pkill -KILL -f '^flock -n -E 75 \(lock) '") == 0)
@@ -126,8 +130,9 @@ import TestSupport
         #expect(try sh(command) == 75)
         #expect((work.read("log/nightly.log") ?? "").contains("\"event\":\"skipped\""))
         #expect(work.read("calls")?.split(separator: "\n").count == 1)
+        work.write("release", "")
         night.waitUntilExit()
-        for _ in 0..<300 where try sh("flock -n \(lock) true") != 0 { usleep(10_000) }
+        for _ in 0..<6_000 where try sh("flock -n \(lock) true") != 0 { usleep(10_000) }
         #expect(try sh("flock -n \(lock) true") == 0)
     }
 }

@@ -77,21 +77,22 @@ private final class Child: @unchecked Sendable {
         #expect(!work.exists("out/r.csv") && !work.exists("out/r.csv.partial"))
     }
 
-    /// Rows to standard output read by a slow reader (nothing read for 3 s): the writer waits,
-    /// the curl loop does not, so no request in flight runs into its 1 s timeout.
+    /// Rows to standard output read by a slow reader (nothing read for 7 s): the writer waits,
+    /// the curl loop does not, so no request in flight runs into its 3 s timeout (more than a
+    /// loaded machine takes to answer, less than the stall).
     @Test func aSlowReaderOfStandardOutputTimesNoRequestOut() async throws {
         let rows = "id\n" + (0..<20_000).map(String.init).joined(separator: "\n") + "\n"
         let work = Workspace(["m.yaml": """
         vault: tnt1
         concurrency: 16
-        timeout: 1s
+        timeout: 3s
         retry: {attempts: 1}
         emulator: {latency: 1ms}
         requests: [{name: "r${row.id}", each: {csv: d.csv}, path: /p, labels: {p: path}}]
         """, "d.csv": rows])
         defer { work.remove() }
         let child = try Child(["run", "m.yaml", "--emulate", "--output", "-"], in: work.path)
-        try await Task.sleep(for: .seconds(3))
+        try await Task.sleep(for: .seconds(7))
         let (status, out) = await child.finish()
         #expect(status == 0, "\(child.errors)")
         let lines = out.split(separator: "\n")
@@ -120,12 +121,12 @@ extension FailurePathEndToEndTests {
     /// --verbose while nobody reads standard error (a stalled log shipper): attempt lines are
     /// written by a thread of their own, so no request waits for the reader and none times out;
     /// the run ends with every row, and the process exits although its stderr is never read.
-    @Test(.timeLimit(.minutes(1))) func aStalledStandardErrorHoldsNoRequest() async throws {
+    @Test(.timeLimit(.minutes(3))) func aStalledStandardErrorHoldsNoRequest() async throws {
         let rows = "id\n" + (0..<3_000).map(String.init).joined(separator: "\n") + "\n"
         let work = Workspace(["m.yaml": """
         vault: tnt1
         concurrency: 8
-        timeout: 1s
+        timeout: 10s
         retry: {attempts: 1}
         emulator: {latency: 1ms}
         output: {path: r.csv}

@@ -123,7 +123,9 @@ private let passphrase = ["SIGN_PASSPHRASE": GPGFixture.signerPassphrase]
     /// stops its agent, which cached no passphrase meanwhile.
     @Test func aKilledSigningRunsKeyIsRemovedByTheNextRun() async throws {
         let data = "id,alias\n" + (0..<400).map { "\($0),tok_\($0 % 2)" }.joined(separator: "\n") + "\n"
-        let work = Workspace(["m.yaml": signedManifest().replacingOccurrences(of: "emulator: {", with: "emulator: {latency: 20ms, "), "d.csv": data])
+        // Slow answers: the run is still going (its home there) however late a loaded machine
+        // lets this test look for it.
+        let work = Workspace(["m.yaml": signedManifest().replacingOccurrences(of: "emulator: {", with: "emulator: {latency: 500ms, "), "d.csv": data])
         defer { work.remove() }
         let temporary = work.path + "/tmp"
         try FileManager.default.createDirectory(atPath: temporary, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
@@ -134,7 +136,8 @@ private let passphrase = ["SIGN_PASSPHRASE": GPGFixture.signerPassphrase]
             ((try? FileManager.default.contentsOfDirectory(atPath: temporary)) ?? []).filter { $0.hasPrefix("showbatch-gnupg-") }
         }
         var home: String?
-        for _ in 0..<1000 {
+        let deadline = Date().addingTimeInterval(60)
+        while Date() < deadline {
             if let found = homes().first, !((try? FileManager.default.contentsOfDirectory(atPath: temporary + "/" + found + "/private-keys-v1.d")) ?? []).isEmpty {
                 home = temporary + "/" + found
                 break
