@@ -24,12 +24,10 @@ import TestSupport
         #expect(!thread.isCurrent)
     }
 
-    #if DEBUG
-    /// In a debug build, loop state touched from another thread stops the process.
+    /// Loop state touched from another thread stops the process, in every build.
     @Test func touchingLoopStateElsewhereTraps() async {
         await #expect(processExitsWith: .failure) {
-            LoopThread().assertCurrent()
+            LoopThread().preconditionOnLoop()
         }
     }
-    #endif
 }

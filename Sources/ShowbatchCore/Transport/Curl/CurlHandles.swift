@@ -39,7 +39,7 @@ final class CurlHandles {
 
     /// Drives the transfers and completes those that ended.
     func perform() {
-        thread.assertCurrent()
+        thread.preconditionOnLoop()
         var stillRunning: Int32 = 0
         curl_multi_perform(multi, &stillRunning)
         var queued: Int32 = 0
@@ -51,19 +51,19 @@ final class CurlHandles {
 
     /// Ends a transfer that was cancelled, if it is still running.
     func cancel(_ transfer: CurlTransfer) {
-        thread.assertCurrent()
+        thread.preconditionOnLoop()
         if let easy = transfer.easy, running[easy] != nil { finish(easy, .failure(.cancelled)) }
     }
 
     /// Ends every running transfer as cancelled.
     func cancelAll() {
-        thread.assertCurrent()
+        thread.preconditionOnLoop()
         for easy in Array(running.keys) { finish(easy, .failure(.cancelled)) }
     }
 
     /// Frees every easy handle and shared header list; nothing may run after.
     func free() {
-        thread.assertCurrent()
+        thread.preconditionOnLoop()
         for easy in pool { curl_easy_cleanup(easy) }
         for buffer in errorBuffers.values { buffer.deallocate() }
         errorBuffers.removeAll()
@@ -75,7 +75,7 @@ final class CurlHandles {
 
     /// Starts a transfer: a handle from the pool, set up for its request, added to the multi handle.
     func start(_ transfer: CurlTransfer) {
-        thread.assertCurrent()
+        thread.preconditionOnLoop()
         if transfer.cancelled.load(ordering: .acquiring) {
             transfer.continuation?.resume(returning: .failure(.cancelled))
             return
@@ -165,7 +165,7 @@ final class CurlHandles {
 
     /// A new easy handle with the options every request shares.
     private func newEasy() -> UnsafeMutableRawPointer {
-        thread.assertCurrent()
+        thread.preconditionOnLoop()
         let easy = curl_easy_init()!
         _ = sb_easy_setopt_pointer(easy, CURLOPT_PROTOCOLS_STR, "http,https")  // copied
         _ = sb_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
@@ -198,7 +198,7 @@ final class CurlHandles {
     }
 
     private func complete(_ easy: UnsafeMutableRawPointer, code: CURLcode) {
-        thread.assertCurrent()
+        thread.preconditionOnLoop()
         guard let transfer = running[easy] else { return }
         if code == CURLE_OK {
             var status = 0
@@ -211,7 +211,7 @@ final class CurlHandles {
     }
 
     private func finish(_ easy: UnsafeMutableRawPointer, _ result: TransportResult) {
-        thread.assertCurrent()
+        thread.preconditionOnLoop()
         guard let transfer = running.removeValue(forKey: easy) else { return }
         curl_multi_remove_handle(multi, easy)
         // The handle must not point at the freed list, nor at this transfer, while it waits in the pool.

@@ -98,7 +98,7 @@ final class CurlLoop: TaskExecutor, @unchecked Sendable {
     }
 
     private func run() {
-        thread.assertCurrent()
+        thread.preconditionOnLoop()
         let executor = asUnownedTaskExecutor()
         while true {
             let work = inbox.withLock { inbox -> Inbox in
@@ -127,7 +127,7 @@ final class CurlLoop: TaskExecutor, @unchecked Sendable {
     /// Fails what is in flight, runs the jobs that brings (and any that follow), then frees
     /// every handle; jobs arriving later go to the shared pool.
     private func shutDown() {
-        thread.assertCurrent()
+        thread.preconditionOnLoop()
         let executor = asUnownedTaskExecutor()
         handles.cancelAll()
         while true {
@@ -165,9 +165,10 @@ final class LoopThread: Sendable {
         return recorded != 0 && pthread_equal(pthread_t(recorded), pthread_self()) != 0
     }
 
-    /// Traps in debug builds when called off the loop thread.
+    /// Traps when called off the loop thread, in release builds too (as NIOLoopBound does): a
+    /// handle touched from two threads is a crash in libcurl later, far from its cause.
     @inline(__always)
-    func assertCurrent(file: StaticString = #fileID, line: UInt = #line) {
-        assert(isCurrent, "curl loop state touched off the loop thread", file: file, line: line)
+    func preconditionOnLoop(file: StaticString = #fileID, line: UInt = #line) {
+        precondition(isCurrent, "curl loop state touched off the loop thread", file: file, line: line)
     }
 }
