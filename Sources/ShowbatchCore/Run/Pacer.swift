@@ -147,8 +147,14 @@ struct PaceState {
     /// leaves is what these have not spent yet.
     private(set) var inFlight = 0
 
+    /// The most attempts on their way at once so far (about the run's concurrency).
+    private(set) var peakInFlight = 0
+
     /// An attempt admitted (`.go`) is on its way.
-    mutating func sent() { inFlight += 1 }
+    mutating func sent() {
+        inFlight += 1
+        peakInFlight = max(peakInFlight, inFlight)
+    }
 
     /// Before an attempt.
     mutating func admit(now: Int64) -> PaceAdmission {
@@ -239,10 +245,13 @@ struct PaceState {
                 if sentAt == seen.sentAt { remainingSeen = (min(remaining, seen.count), sentAt) }
                 return nextTurn(after: sentAt)
             }
-            // A request sent later that left as much or more than the one before: a new window,
-            // which began after the last request seen in the old one (answered, or refused) and
-            // by this one: the middle of the two.
-            if remaining >= seen.count {
+            // A request sent later that left more than the one before: a new window, which began
+            // after the last request seen in the old one (answered, or refused) and by this one.
+            // More by as many as were on their way at once: a server counts requests as they
+            // reach it, not as they were sent, so one sent a tick later and counted first is
+            // higher by up to that many (taken for turns, they once halved the window learned,
+            // which then held, with a 429 every probe wait through the second half of each).
+            if remaining >= seen.count + max(1, peakInFlight) {
                 let before = max(seen.sentAt, lastRefused)
                 var turn = before < sentAt ? before + (sentAt - before) / 2 : sentAt
                 if let last = windowTurn, let length = windowLength, turn - last >= 200 {

@@ -217,16 +217,24 @@ extension PaceSimulationTests {
     /// keeps to it within a tenth of the ideal on a short window, and closer on VGS's minute,
     /// with few 429s; the window's turn does not wander with each bracket (a scaled-down night
     /// lost a probe's wait or spent a 429 at most windows' turns that way).
+    ///
+    /// Requests reach the server, and their answers come back, up to `arrival` ms late, so
+    /// counts come back in another order than they were sent: a count higher than the one
+    /// before is a turn only when it is higher by more than the requests on their way could
+    /// make it.
     @Test(arguments: [
-        // limit, window (ms), calls, concurrency, latency (ms), at most: ratio, 429 share
-        (100, Int64(2_000), 10_000, 16, Int64(10), 1.06, 0.02),
-        (100, 2_000, 4_000, 4, 30, 1.08, 0.02),
-        (3_000, 60_000, 30_000, 8, 40, 1.03, 0.01),
-        (3_000, 60_000, 30_000, 16, 15, 1.03, 0.01),
-    ] as [(Int, Int64, Int, Int, Int64, Double, Double)])
-    func aCountAloneIsKeptTo(limit: Int, window: Int64, calls: Int, concurrency: Int, latency: Int64, ratio: Double, share: Double) {
+        // limit, window (ms), calls, concurrency, latency (ms), arrival (ms), at most: ratio, 429 share
+        (100, Int64(2_000), 10_000, 16, Int64(10), Int64(0), 1.06, 0.02),
+        (100, 2_000, 10_000, 16, 10, 8, 1.06, 0.02),
+        (100, 2_000, 4_000, 4, 30, 0, 1.08, 0.02),
+        (100, 2_000, 4_000, 4, 30, 20, 1.08, 0.02),
+        (3_000, 60_000, 30_000, 8, 40, 0, 1.03, 0.01),
+        (3_000, 60_000, 30_000, 16, 15, 10, 1.03, 0.01),
+    ] as [(Int, Int64, Int, Int, Int64, Int64, Double, Double)])
+    func aCountAloneIsKeptTo(limit: Int, window: Int64, calls: Int, concurrency: Int, latency: Int64, arrival: Int64,
+                             ratio: Double, share: Double) {
         let result = simulateWindow(limit: limit, window: window, rows: calls, concurrency: concurrency, latency: latency,
-                                    retryAfter: false, headers: true, remainingOnly: true)
+                                    retryAfter: false, headers: true, remainingOnly: true, arrival: arrival)
         // What is left is spread to the window's end, the last window's too: calls ÷ the rate.
         let ideal = Double(calls) / Double(limit) * Double(window)
         #expect(Double(result.elapsed) / ideal <= ratio, "\(result.elapsed) ms for an ideal of \(ideal)")
@@ -236,14 +244,22 @@ extension PaceSimulationTests {
 
 /// A run of `rows` requests at `concurrency` against a fixed-window limit, in virtual time.
 /// `remainingOnly`: the answers say `x-ratelimit-remaining` and not when the window resets.
+/// `arrival`: a request reaches the server up to this many milliseconds after it was sent, and
+/// its answer comes back up to as many later than `latency` (seeded): the server counts
+/// requests in another order than they were sent, and they are answered in yet another.
 private func simulateWindow(limit: Int, window: Int64, rows: Int, concurrency: Int, latency: Int64 = 2,
-                    retryAfter: Bool, headers: Bool, remainingOnly: Bool = false) -> (elapsed: Int64, throttled: Int, learned: Double?) {
+                    retryAfter: Bool, headers: Bool, remainingOnly: Bool = false,
+                    arrival: Int64 = 0) -> (elapsed: Int64, throttled: Int, learned: Double?) {
     var state = PaceState(settings: PaceSettings(), seed: 1)
+    var network = SeededGenerator(seed: 46)
     var used = 0, windowStart: Int64 = 0
     var left = rows
     var throttled = 0
     // Each worker: the time it acts next, and what it does then.
-    enum Step { case admit, wake(epoch: Int), send(probe: Bool), answer(sentAt: Int64, status: Int, signal: RateSignal, probe: Bool) }
+    enum Step {
+        case admit, wake(epoch: Int), send(probe: Bool), arrive(sentAt: Int64, probe: Bool)
+        case answer(sentAt: Int64, status: Int, signal: RateSignal, probe: Bool)
+    }
     var workers: [(at: Int64, step: Step)] = Array(repeating: (0, .admit), count: concurrency)
     var now: Int64 = 0
     var events = 0
@@ -265,6 +281,8 @@ private func simulateWindow(limit: Int, window: Int64, rows: Int, concurrency: I
             workers[index] = (now, state.epoch == epoch ? .send(probe: false) : .admit)
         case .send(let probe):
             state.sent()
+            workers[index] = (now + Int64(network.unit() * Double(arrival)), .arrive(sentAt: now, probe: probe))
+        case .arrive(let sentAt, let probe):
             if now - windowStart >= window { windowStart += (now - windowStart) / window * window; used = 0 }
             let allowed = used < limit
             if allowed { used += 1 }
@@ -273,7 +291,9 @@ private func simulateWindow(limit: Int, window: Int64, rows: Int, concurrency: I
             if headers { signal.remaining = limit - used; signal.reset = remainingOnly ? nil : (reset + 999) / 1000 * 1000 }
             if !allowed && retryAfter { signal.retryAfter = .seconds((reset + 999) / 1000) }
             if !allowed { throttled += 1 }
-            workers[index] = (now + latency, .answer(sentAt: now, status: allowed ? 200 : 429, signal: signal, probe: probe))
+            // The answer takes its time too: answers come back in another order than counted.
+            let back = now + latency + Int64(network.unit() * Double(arrival))
+            workers[index] = (back, .answer(sentAt: sentAt, status: allowed ? 200 : 429, signal: signal, probe: probe))
         case .answer(let sentAt, let status, let signal, let probe):
             _ = state.ended(sentAt: sentAt, status: status, signal: signal, probe: probe, now: now)
             if status != 429 { left -= 1 }
