@@ -166,7 +166,10 @@ requests:
         let run = try await showbatch(["run", "m.yaml", "--emulate", "--date", "2026-12-04", "--progress", "never"], in: work.path,
                                       environment: ["VGS_CLIENT_SECRET": "any"])
         #expect(run.status == 0, "\(run.stderr)")
-        #expect(run.stderr.contains("40 rows: 40 ok, 0 partial, 0 failed") && run.stderr.contains("; 4 Vault API calls;"))
+        // 80 aliases in 4 calls, or a few more when a loaded machine feeds rows slower than a call
+        // waits for them.
+        let calls = run.stderr.firstMatch(of: /; (\d+) Vault API calls;/).flatMap { Int($0.1) }
+        #expect(run.stderr.contains("40 rows: 40 ok, 0 partial, 0 failed") && (4...8).contains(calls ?? 0), "\(run.stderr)")
         let lines = try #require(work.read("out/vault-api-cards-20261204.csv")).split(separator: "\n")
         #expect(lines.count == 41 && lines[0] == "customer,card_number,exp_date" && lines[1] == "1001,4206423017203686,02/2033")
         #expect(work.read("out/vault-api-cards-20261204.rejects.csv") == "request,status,http_status,attempts,error,id,card_alias,exp_alias\n")

@@ -90,7 +90,8 @@ final class SFTPServer: @unchecked Sendable {
             throw SFTPServerError(message: "cannot start \(Self.binary)")
         }
         pid = child
-        for _ in 0..<500 {
+        // Up to 30 s: a loaded machine starts sshd slowly.
+        for _ in 0..<3_000 {
             if acceptsConnections(port) { return }
             var status: Int32 = 0
             if waitpid(child, &status, WNOHANG) == child { pid = nil; break }
@@ -150,7 +151,7 @@ final class SFTPServer: @unchecked Sendable {
 
     /// Waits (at most `seconds`) until the proxy saw a request line that starts with `prefix`,
     /// among those after the first `after`.
-    func waitForRequest(_ prefix: String, after: Int = 0, seconds: Double = 20) async throws -> Bool {
+    func waitForRequest(_ prefix: String, after: Int = 0, seconds: Double = 60) async throws -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             if requests.dropFirst(after).contains(where: { $0.hasPrefix(prefix) }) { return true }

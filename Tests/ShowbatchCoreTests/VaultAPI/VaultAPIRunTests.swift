@@ -70,7 +70,8 @@ private func run(_ fixture: RunFixture, _ manifest: Manifest, options: RunOption
         // Calls answered 429 are made again; the others reveal the night, 20 aliases a call.
         let calls = try #require(summary.calls)
         #expect((100...105).contains(calls - summary.answered429), "\(calls) calls, \(summary.answered429) answered 429")
-        #expect(summary.answered429 <= calls / 10, "\(summary.answered429) of \(calls) calls answered 429")
+        // Few, even on a loaded machine (the tight bounds are the simulations', in virtual time).
+        #expect(summary.answered429 <= calls / 5, "\(summary.answered429) of \(calls) calls answered 429")
         // 100 calls at 20 a second: 4 to 5 windows; not a wait of a minute for a window.
         #expect(elapsed < .seconds(30), "\(elapsed)")
     }
