@@ -19,15 +19,7 @@ extension ManifestDecoder {
         let problemCount = problems.count
         var result: [LabelBinding] = []
         for pair in pairs {
-            guard let name = pair.key.scalar?.text else { continue }
-            if name.isEmpty {
-                problem(pair.key.mark, "label names cannot be empty")
-                continue
-            }
-            if ResultColumn.names.contains(name) {
-                problem(pair.key.mark, "label \"\(name)\" has the name of a result column; rename it (result columns are \(choices(ResultColumn.names)))")
-                continue
-            }
+            guard let name = labelName(pair.key) else { continue }
             if let binding = label(name, pair.value) { result.append(binding) }
         }
         // Text that reads the same decodes the same, unless it has an alias (whose anchor may
@@ -58,6 +50,21 @@ extension ManifestDecoder {
             problem(node.mark, error.message)
             return nil
         }
+    }
+
+    /// A label's name from its key; nil, with the problem said, when it is empty or a result
+    /// column's name (nil and nothing said for a key that is no scalar: that is said elsewhere).
+    mutating func labelName(_ key: Node) -> String? {
+        guard let name = key.scalar?.text else { return nil }
+        if name.isEmpty {
+            problem(key.mark, "label names cannot be empty")
+            return nil
+        }
+        if ResultColumn.names.contains(name) {
+            problem(key.mark, "label \"\(name)\" has the name of a result column; rename it (result columns are \(choices(ResultColumn.names)))")
+            return nil
+        }
+        return name
     }
 
     /// The binding of label `name`; `revealed`: the label of a `reveal:` alias, whose value is

@@ -49,15 +49,7 @@ extension ManifestDecoder {
         var result: [RevealAlias] = []
         let problemCount = problems.count
         for pair in pairs {
-            guard let name = pair.key.scalar?.text else { continue }
-            if name.isEmpty {
-                problem(pair.key.mark, "label names cannot be empty")
-                continue
-            }
-            if ResultColumn.names.contains(name) {
-                problem(pair.key.mark, "label \"\(name)\" has the name of a result column; rename it (result columns are \(choices(ResultColumn.names)))")
-                continue
-            }
+            guard let name = labelName(pair.key) else { continue }
             guard let alias = template(pair.value, "\(context()) reveal.\(name)", allowRow: dataDriven) else { continue }
             if !alias.needsRow, let problem = RevealAlias.problem(in: alias.expand(row: nil)) {
                 self.problem(pair.value.mark, "\(context()) reveal.\(name): the alias \(problem)")
