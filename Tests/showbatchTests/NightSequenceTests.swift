@@ -163,6 +163,10 @@ private func outFiles(_ work: Workspace) -> [String] {
         let work = workspace()
         defer { work.remove() }
         work.write("in/customers.csv", data(Array(1...2000)))
+        // Answers slow enough that the night is still going when the interrupt comes, however
+        // late a loaded machine sees its journal.
+        let manifest = try #require(work.read("m.yaml"))
+        work.write("m.yaml", manifest.replacingOccurrences(of: "emulator:\n", with: "emulator:\n  latency: 50ms\n"))
         let cut = try await showbatch(["run", "m.yaml", "--emulate", "--date", "2026-12-01", "--quiet"], in: work.path,
                                       interrupt: { FileManager.default.fileExists(atPath: $0 + "/out/cards-20261201-0001.csv.journal") })
         #expect(cut.status == 130)

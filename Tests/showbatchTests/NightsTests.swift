@@ -78,7 +78,7 @@ private func expectedFile(for data: String) async throws -> String {
 /// person between them: a night with failed rows, a killed night, a night the run gives up on an
 /// outage; each next night writes exactly its own data's file, exit 0, whatever the last left.
 @Suite(.serialized) struct NightsTests {
-    @Test(.timeLimit(.minutes(3))) func consecutiveNightsNeedNoOneBetweenThem() async throws {
+    @Test(.timeLimit(.minutes(10))) func consecutiveNightsNeedNoOneBetweenThem() async throws {
         let work = Workspace()
         defer { work.remove() }
         let environment = podEnvironment
