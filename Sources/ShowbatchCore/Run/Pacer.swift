@@ -140,20 +140,33 @@ struct PaceState {
     /// outweighs a rate learned from 429s (which measured a window spent unevenly, before the
     /// window's turns were known, and held a Vault API night to half its limit).
     var spacing: Double {
-        max(settings.capSpacing, (headerRate ?? learned).map { 1000 / $0 } ?? 0)
+        let told = headerRate.map { 1000 / $0 } ?? 0
+        let measured = learned.map { 1000 / $0 } ?? 0
+        // Only the count alone spread over a window learned outweighs the 429s: with a reset the
+        // endpoint names, 429s may come from a limit its fields do not describe (a burst limit,
+        // a proxy in front), and the slower of the two is kept.
+        return max(settings.capSpacing, windowLength != nil && headerRate != nil ? told : max(told, measured))
     }
 
     /// Attempts admitted and not yet ended: with `x-ratelimit-remaining` alone, what a count
     /// leaves is what these have not spent yet.
     private(set) var inFlight = 0
 
-    /// The most attempts on their way at once so far (about the run's concurrency).
+    /// The most attempts on their way at once, of those sent since the last throttle began
+    /// (before the first: since the start): how far answers counted out of order can lift a
+    /// count. Measured anew at each throttle, so that the probe that finds a window's turn is
+    /// judged against what is on its way with it, not against the run's concurrency (a limit at
+    /// or below it would never show a turn).
     private(set) var peakInFlight = 0
+    /// Attempts admitted since the last throttle began: only they can be counted in the window
+    /// after it, so only they can lift its count out of order.
+    private var sentSinceThrottle = 0
 
     /// An attempt admitted (`.go`) is on its way.
     mutating func sent() {
         inFlight += 1
-        peakInFlight = max(peakInFlight, inFlight)
+        sentSinceThrottle += 1
+        peakInFlight = max(peakInFlight, min(inFlight, sentSinceThrottle))
     }
 
     /// Before an attempt.
@@ -308,6 +321,8 @@ struct PaceState {
         epoch += 1
         throttles += counted ? 1 : 0
         throttleBegan = now
+        peakInFlight = 0
+        sentSinceThrottle = 0
         if !awaitingReset { acceptedBeforeThrottle = acceptedSinceReset }
         awaitingReset = true
         let first = throttledSince == nil && learned == nil && throttles <= 1
