@@ -88,7 +88,9 @@ import TestSupport
         let server = try SFTPServer()
         defer { server.remove() }
         let command = try host(work, server).replacingOccurrences(of: "sleep 600", with: "sleep 0")
-        let wait = held ? "while [ ! -e \(work.path)/release ]; do sleep 0.05; done\n" : ""
+        // Bounded (2 minutes, or its folder gone), so that a test process that dies first leaves
+        // no stand-in looping.
+        let wait = held ? "i=0; while [ ! -e \(work.path)/release ] && [ -d \(work.path) ] && [ $i -lt 2400 ]; do sleep 0.05; i=$((i+1)); done\n" : ""
         work.write("bin/showbatch", "#!/bin/sh\necho \"$*\" >> \(work.path)/calls\n\(wait)exit \(code)\n")
         return command
     }
