@@ -152,21 +152,15 @@ struct PaceState {
     /// leaves is what these have not spent yet.
     private(set) var inFlight = 0
 
-    /// The most attempts on their way at once, of those sent since the last throttle began
-    /// (before the first: since the start): how far answers counted out of order can lift a
-    /// count. Measured anew at each throttle, so that the probe that finds a window's turn is
-    /// judged against what is on its way with it, not against the run's concurrency (a limit at
-    /// or below it would never show a turn).
+    /// The most attempts on their way at once so far (about the run's concurrency): how far
+    /// answers counted out of order can lift a count. (A window of no more calls than that shows
+    /// no turn: the run then spends each window as it comes and probes for the next.)
     private(set) var peakInFlight = 0
-    /// Attempts admitted since the last throttle began: only they can be counted in the window
-    /// after it, so only they can lift its count out of order.
-    private var sentSinceThrottle = 0
 
     /// An attempt admitted (`.go`) is on its way.
     mutating func sent() {
         inFlight += 1
-        sentSinceThrottle += 1
-        peakInFlight = max(peakInFlight, min(inFlight, sentSinceThrottle))
+        peakInFlight = max(peakInFlight, inFlight)
     }
 
     /// Before an attempt.
@@ -321,8 +315,6 @@ struct PaceState {
         epoch += 1
         throttles += counted ? 1 : 0
         throttleBegan = now
-        peakInFlight = 0
-        sentSinceThrottle = 0
         if !awaitingReset { acceptedBeforeThrottle = acceptedSinceReset }
         awaitingReset = true
         let first = throttledSince == nil && learned == nil && throttles <= 1

@@ -13,13 +13,7 @@ private func rows(_ count: Int) -> String {
 /// Runs `manifest` against an emulator set up by `configure`.
 private func run(_ fixture: RunFixture, _ manifest: Manifest, options: RunOptions = RunOptions(),
                  configure: (inout EmulatorConfiguration) -> Void) async throws -> (RunSummary, Emulator.Counts) {
-    let (emulator, pointed) = try fixture.emulator(for: manifest, options: options, configure: configure)
-    defer { emulator.stop() }
-    var withToken = pointed
-    withToken.tokenURLOverride = emulator.baseURL + "/oauth/token"
-    let log = fixture.log
-    let summary = try await Runner(manifest: manifest, options: withToken, environment: [:]) { log.record($0) }.run()
-    return (summary, emulator.snapshot)
+    try await fixture.runCounting(manifest, options: options, configure: configure)
 }
 
 /// Checks that `text` is the CSV of `count` rows r0…r(count-1), in order, every one ok.

@@ -14,13 +14,7 @@ private func rows(_ count: Int) -> String {
 /// run threw, and the emulator's counts.
 private func run(_ fixture: RunFixture, _ manifest: Manifest, options: RunOptions = RunOptions(),
                  configure: (inout EmulatorConfiguration) -> Void) async throws -> (RunSummary, Emulator.Counts) {
-    let (emulator, options) = try fixture.emulator(for: manifest, options: options, configure: configure)
-    defer { emulator.stop() }
-    var pointed = options
-    pointed.tokenURLOverride = emulator.baseURL + "/oauth/token"
-    let log = fixture.log
-    let summary = try await Runner(manifest: manifest, options: pointed, environment: [:]) { log.record($0) }.run()
-    return (summary, emulator.snapshot)
+    try await fixture.runCounting(manifest, options: options, configure: configure)
 }
 
 @Suite(.serialized) struct UnattendedRunTests {

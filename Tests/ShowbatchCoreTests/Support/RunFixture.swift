@@ -16,6 +16,19 @@ struct RunFixture {
         return try loadManifest(text, in: dir, environment: environment)
     }
 
+    /// Runs `manifest` against an emulator set up by `configure` (its token endpoint the run's),
+    /// logging to `log`; the summary and the emulator's counts.
+    func runCounting(_ manifest: Manifest, options: RunOptions = RunOptions(),
+                     configure: (inout EmulatorConfiguration) -> Void = { _ in }) async throws -> (RunSummary, Emulator.Counts) {
+        let (emulator, pointed) = try emulator(for: manifest, options: options, configure: configure)
+        defer { emulator.stop() }
+        var withToken = pointed
+        withToken.tokenURLOverride = emulator.baseURL + "/oauth/token"
+        let log = self.log
+        let summary = try await Runner(manifest: manifest, options: withToken, environment: [:]) { log.record($0) }.run()
+        return (summary, emulator.snapshot)
+    }
+
     /// Starts the emulator `manifest`'s `emulator:` section describes, and the options that point
     /// a run at it. The caller stops the emulator.
     func emulator(for manifest: Manifest, options: RunOptions = RunOptions(),

@@ -37,16 +37,10 @@ private func revealed(_ rows: Int) -> String {
 /// Runs with the emulator's token endpoint (the manifest has client credentials).
 private func run(_ fixture: RunFixture, _ manifest: Manifest, options: RunOptions = RunOptions(),
                  configure: (inout EmulatorConfiguration) -> Void = { _ in }) async throws -> (RunSummary, Emulator.Counts) {
-    let (emulator, pointed) = try fixture.emulator(for: manifest, options: options) { configuration in
+    try await fixture.runCounting(manifest, options: options) { configuration in
         configuration.auth = configuration.auth ?? EmulatorAuth()
         configure(&configuration)
     }
-    defer { emulator.stop() }
-    var withToken = pointed
-    withToken.tokenURLOverride = emulator.baseURL + "/oauth/token"
-    let log = fixture.log
-    let summary = try await Runner(manifest: manifest, options: withToken, environment: [:]) { log.record($0) }.run()
-    return (summary, emulator.snapshot)
 }
 
 /// The Vault API's calls through the run's failure paths: a window limit said only by
