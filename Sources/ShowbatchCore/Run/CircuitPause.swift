@@ -131,8 +131,6 @@ final class CircuitPause: Sendable {
         return (ended.0.counts, ended.0.1.undecided, ended.1)
     }
 
-    /// Pauses ended so far.
-    var closures: Int { state.withLock { $0.closures } }
 
     /// Undecided rows the dispatch failed itself.
     func forget(_ ordinals: [Int]) {

@@ -145,14 +145,8 @@ extension ManifestDecoder {
 
     /// Client credentials for the token endpoint at `url`.
     private mutating func clientCredentials(_ map: KnownKeys, _ node: Node, url: String, header: String) -> AuthSpec? {
-        func required(_ key: String) -> String? {
-            guard let node = map[key] else {
-                problem(node.mark, "missing required key \"\(key)\" in auth (it goes with token_url)")
-                return nil
-            }
-            return text(node, "auth.\(key)")
-        }
-        guard let id = required("client_id"), let secret = required("client_secret") else { return nil }
+        guard let id = requiredAuthText(map, node, "client_id", "it goes with token_url"),
+              let secret = requiredAuthText(map, node, "client_secret", "it goes with token_url") else { return nil }
         var credentials = AuthSpec.ClientCredentials(tokenURL: url, clientID: id, clientSecret: secret)
         if let node = map["scope"] { credentials.scope = text(node, "auth.scope") }
         if let node = map["audience"] { credentials.audience = text(node, "auth.audience") }
@@ -168,6 +162,16 @@ extension ManifestDecoder {
         return spec
     }
 
+    /// The text of `auth.KEY`; nil, with the problem said at `auth` and `why` it is needed, when
+    /// it is missing.
+    private mutating func requiredAuthText(_ map: KnownKeys, _ node: Node, _ key: String, _ why: String) -> String? {
+        guard let value = map[key] else {
+            problem(node.mark, "missing required key \"\(key)\" in auth (\(why))")
+            return nil
+        }
+        return text(value, "auth.\(key)")
+    }
+
     /// `auth: {username, password}`: HTTP Basic, the Vault API v1's.
     mutating func basicAuth(_ node: Node, vaultAPI: VaultAPISpec?) -> BasicCredentials? {
         guard let map = fields(node, "auth", known: Self.authKeys) else { return nil }
@@ -178,14 +182,8 @@ extension ManifestDecoder {
         for key in ["token_url", "token_file", "client_id", "client_secret", "scope", "audience", "client_auth", "header"] where map[key] != nil {
             problem(map[key]!.mark, "auth.\(key) does not go with username and password")
         }
-        func required(_ key: String) -> String? {
-            guard let value = map[key] else {
-                problem(node.mark, "missing required key \"\(key)\" in auth (username and password go together)")
-                return nil
-            }
-            return text(value, "auth.\(key)")
-        }
-        guard let username = required("username"), let password = required("password") else { return nil }
+        guard let username = requiredAuthText(map, node, "username", "username and password go together"),
+              let password = requiredAuthText(map, node, "password", "username and password go together") else { return nil }
         if username.contains(":") { problem(map["username"]!.mark, "auth.username cannot hold a colon (HTTP Basic ends the username at it)") }
         return BasicCredentials(username: username, password: password)
     }
