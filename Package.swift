@@ -47,14 +47,15 @@ let package = Package(
         // Linux calls Swift cannot import (prctl is variadic), from glibc's own headers; only
         // ShowbatchBasics (Support/ProcessGuard) imports it.
         .systemLibrary(name: "CLinux"),
-        .target(name: "ShowbatchYAML", dependencies: ["CYAML"], swiftSettings: strict),
-        // What every layer above uses: files, threads, JSON, units, errors; no C library but glibc's.
-        .target(name: "ShowbatchBasics", dependencies: ["ShowbatchYAML", "CLinux"], swiftSettings: strict),
+        // What every layer above uses: files, threads, JSON, units, errors and their positions in a
+        // file; no C library but glibc's, and no domain: it depends on no other Showbatch target.
+        .target(name: "ShowbatchBasics", dependencies: ["CLinux"], swiftSettings: strict),
+        .target(name: "ShowbatchYAML", dependencies: ["ShowbatchBasics", "CYAML"], swiftSettings: strict),
         .target(name: "ShowbatchManifest", dependencies: ["ShowbatchBasics", "ShowbatchYAML"], swiftSettings: strict),
         .target(name: "ShowbatchCore", dependencies: ["ShowbatchManifest", "ShowbatchBasics", "ShowbatchYAML", "CCurl", "CZlib", "CGPGME", "COpenSSL"], swiftSettings: strict),
         .target(name: "ShowbatchEmulator", dependencies: ["ShowbatchBasics", "ShowbatchManifest"], swiftSettings: strict),
         .executableTarget(name: "showbatch", dependencies: ["ShowbatchBasics", "ShowbatchManifest", "ShowbatchCore", "ShowbatchYAML", "ShowbatchEmulator"], swiftSettings: strict),
-        .testTarget(name: "ShowbatchYAMLTests", dependencies: ["ShowbatchYAML"], swiftSettings: strict),
+        .testTarget(name: "ShowbatchYAMLTests", dependencies: ["ShowbatchBasics", "ShowbatchYAML"], swiftSettings: strict),
         .testTarget(name: "ShowbatchBasicsTests", dependencies: ["ShowbatchBasics"], swiftSettings: strict),
         // What more than one test target uses: OpenPGP keys made with the real gpg.
         .target(name: "TestSupport", dependencies: ["ShowbatchManifest"], path: "Tests/Support", swiftSettings: strict),

@@ -1,3 +1,4 @@
+import ShowbatchBasics
 import Foundation
 
 /// A parsed YAML document stored flat: one record per node, scalar text in one byte buffer and

@@ -1,3 +1,4 @@
+import ShowbatchBasics
 internal import CYAML
 
 extension YAMLParser {

@@ -1,3 +1,4 @@
+import ShowbatchBasics
 /// A node of a YAML document with the 1-based marks of where it starts and ends.
 ///
 /// A node is a position in its `Document`, which it keeps alive.

@@ -1,3 +1,4 @@
+import ShowbatchBasics
 internal import CYAML
 
 /// A problem reading YAML: a syntax error from libyaml or a rule of this layer (one document,

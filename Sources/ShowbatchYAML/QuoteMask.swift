@@ -1,3 +1,4 @@
+import ShowbatchBasics
 internal import CYAML
 
 /// Which parts of a source line an error may quote.

@@ -1,3 +1,4 @@
+import ShowbatchBasics
 // Where a syntax error is, as a path from the root: which value's lines it lies among.
 extension YAMLParser.Builder {
     /// The path of the innermost value whose region holds `mark`, from what has been read so

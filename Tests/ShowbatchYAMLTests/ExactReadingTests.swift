@@ -1,4 +1,5 @@
 import Testing
+import ShowbatchBasics
 @testable import ShowbatchYAML
 
 private func parse(_ text: String, limits: YAMLLimits = YAMLLimits()) throws(YAMLError) -> Node {

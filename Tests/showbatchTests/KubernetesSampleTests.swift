@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TestSupport
+import ShowbatchBasics
 import ShowbatchYAML
 @testable import showbatch
 

@@ -1,5 +1,3 @@
-import ShowbatchYAML
-
 /// A problem a run cannot get past: bad options (exit 2) or a runtime failure (exit 3).
 package enum RunError: Error, Sendable, CustomStringConvertible {
     /// The run cannot start as asked; nothing was sent.

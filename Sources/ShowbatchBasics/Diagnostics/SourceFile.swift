@@ -70,7 +70,7 @@ package struct SourceFile: Sendable {
 
     /// Whether every byte is ASCII: then characters and bytes are one, and libyaml's character
     /// positions are byte offsets.
-    var isASCII: Bool { lineIndex.isASCII(bytes) }
+    package var isASCII: Bool { lineIndex.isASCII(bytes) }
 
     /// The 1-based mark of byte offset `offset` (at most the size of the file), as libyaml
     /// counts lines and columns. Marks asked for in order on one long line are counted on from

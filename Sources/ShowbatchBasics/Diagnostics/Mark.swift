@@ -34,7 +34,7 @@ package struct SourceSpan: Sendable, Hashable {
     }
 
     /// The columns the span covers on `line` (1-based, end exclusive), if any.
-    func columns(onLine line: Int, lineLength: Int) -> Range<Int>? {
+    package func columns(onLine line: Int, lineLength: Int) -> Range<Int>? {
         guard start.line <= line, end.line >= line else { return nil }
         let lower = start.line == line ? start.column : 1
         let upper = end.line == line ? end.column : lineLength + 1

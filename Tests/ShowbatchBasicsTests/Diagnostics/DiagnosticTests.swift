@@ -1,5 +1,5 @@
 import Testing
-@testable import ShowbatchYAML
+@testable import ShowbatchBasics
 
 @Suite struct DiagnosticTests {
     @Test func caretKeepsTabsAndRedactsValues() {
