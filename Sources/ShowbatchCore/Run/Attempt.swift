@@ -42,7 +42,7 @@ struct AttemptContext: Sendable {
     let policy: RetryPolicy
     let timeout: Duration
     /// Starts spaced by `rate_limit` and by the rate the endpoint's 429s teach.
-    let pacer: Pacer?
+    let pacer: RateLimitPacer?
     let events: @Sendable (RunEvent) -> Void
     let verbose: Bool
     /// The bearer token, when the manifest has `auth`.

@@ -6,8 +6,8 @@ import ShowbatchManifest
 extension Runner {
     /// What every attempt of the run shares, with its pacer and, for the Vault API, its calls.
     func attemptContext(credentials: Credentials?, pause: CircuitPause, counts: AttemptCounts)
-        -> (AttemptContext, Pacer, AliasCalls?) {
-        let pacer = Pacer(settings: Pacer.settings(rate: settings.rate, maxPause: manifest.circuit.maxPause), seed: pauseSeed &+ 2, events: events)
+        -> (AttemptContext, RateLimitPacer, AliasCalls?) {
+        let pacer = RateLimitPacer(settings: RateLimitPacer.settings(rate: settings.rate, maxPause: manifest.circuit.maxPause), seed: pauseSeed &+ 2, events: events)
         var context: AttemptContext
         var calls: AliasCalls?
         if let vaultAPI = manifest.vaultAPI {

@@ -17,7 +17,7 @@ final class AliasCalls: Transport, Sendable {
 
     private let transport: any Transport
     private let spec: VaultAPISpec
-    private let pacer: Pacer?
+    private let pacer: RateLimitPacer?
     private let linger: Duration
     private let state: Mutex<State>
     private let nextID = Atomic<Int>(0)
@@ -28,7 +28,7 @@ final class AliasCalls: Transport, Sendable {
     /// Calls for `spec` through `transport`, at most `slots` out at once, paced by `pacer`; a
     /// call that is not full waits `linger` for more rows.
     /// `rows`: the run's workers, the most rows that can be waiting here at once.
-    init(transport: any Transport, spec: VaultAPISpec, pacer: Pacer?, slots: Int, rows: Int, linger: Duration = .milliseconds(2)) {
+    init(transport: any Transport, spec: VaultAPISpec, pacer: RateLimitPacer?, slots: Int, rows: Int, linger: Duration = .milliseconds(2)) {
         self.transport = transport
         self.spec = spec
         self.pacer = pacer

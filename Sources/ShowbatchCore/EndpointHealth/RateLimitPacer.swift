@@ -383,7 +383,7 @@ struct PaceState {
 }
 
 /// The pacing of a run: `PaceState` under a lock. Workers sleep (as tasks) until their start.
-final class Pacer: Sendable {
+final class RateLimitPacer: Sendable {
     private let state: Mutex<PaceState>
     private let events: @Sendable (RunEvent) -> Void
 
