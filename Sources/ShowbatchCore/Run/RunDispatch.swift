@@ -13,6 +13,9 @@ import ShowbatchManifest
 final class RunDispatch: Sendable {
     typealias State = DispatchState<UnsafeContinuation<Void, Never>>
 
+    /// Why the run stops when a request ended cancelled though the run was not interrupted.
+    static let cancelledOnItsOwn = RunStop("a request ended as cancelled though the run was not interrupted")
+
     private let state: Mutex<State>
     // The feed's consumer side is only used under `state`'s lock (in `State.next`).
     private let feed: RequestFeed
@@ -78,7 +81,11 @@ final class RunDispatch: Sendable {
                     current.attempts = attempts
                     mayStepAside = false
                 }
-            case .done(let outcome):
+            case .done(var outcome):
+                // A request ends cancelled only when the run is. One that ends so in a run still
+                // going (a transport that ended it on its own) stops the run, which keeps its
+                // journals for --resume, instead of ending it as whole with the row unwritten.
+                if case .cancelled = outcome, !Task.isCancelled { outcome = .stop(RunDispatch.cancelledOnItsOwn) }
                 await perform(state.withLock { $0.finished(current.job, outcome: outcome, now: coarseMilliseconds()) })
                 switch outcome {
                 case .row, .undecided:

@@ -127,3 +127,49 @@ private func inCancelledTask<T: Sendable>(_ body: @escaping @Sendable () async -
         pause.shutDown()
     }
 }
+
+extension CancellationTests {
+    /// A request that ends cancelled though the run was not interrupted (a transport ending it on
+    /// its own) stops the run: its outputs stay `.partial` with their journals, nothing is taken
+    /// for whole, and --resume sends the rows left, each once.
+    @Test(.timeLimit(.minutes(1))) func aRequestCancelledOutsideAnInterruptStopsTheRun() async throws {
+        let fixture = RunFixture()
+        defer { fixture.dir.remove() }
+        let manifest = try fixture.manifest("""
+        vault: tnt1
+        concurrency: 1
+        output: {path: r.csv, columns: [request, pan]}
+        emulator: {aliases: {tok_1: "4000", tok_2: "4111", tok_3: "4222"}}
+        requests: [{name: "r${row.id}", each: {csv: d.csv}, path: /p, payload: {pan: "tok_${row.id}"}, labels: {pan: json.pan}}]
+        """, files: ["d.csv": "id\n1\n2\n3\n"])
+        let (emulator, options) = try fixture.emulator(for: manifest)
+        defer { emulator.stop() }
+        let cancelling = CancellingTransport(inner: CurlTransport(maxConnections: 1), ordinal: 1)
+        let summary = try await Runner(manifest: manifest, options: options, transport: cancelling, environment: [:]).run()
+        #expect(summary.stopReason == "a request ended as cancelled though the run was not interrupted")
+        #expect(!summary.interrupted && summary.exitCode == .stopped && summary.ok == 1, "\(summary.ok) \(summary.rows) \(summary.exitCode)")
+        #expect(fixture.read("r.csv") == nil && fixture.read("r.csv.partial") != nil && fixture.read("r.csv.journal") != nil)
+        var resume = options
+        resume.resume = true
+        let resumed = try await Runner(manifest: manifest, options: resume, environment: [:]).run()
+        #expect(resumed.stopReason == nil && resumed.exitCode == .ok, "\(resumed.exitCode) \(resumed.ok) \(resumed.failed)")
+        #expect(fixture.read("r.csv") == "request,pan\nr1,4000\nr2,4111\nr3,4222\n")
+    }
+}
+
+/// Answers the first attempt of the request for `ordinal`'s row as cancelled, though nothing
+/// cancelled it; sends everything else.
+private final class CancellingTransport: Transport, Sendable {
+    let inner: any Transport
+    let name: String
+    let done = Atomic<Bool>(false)
+    init(inner: any Transport, ordinal: Int) {
+        self.inner = inner
+        name = "r\(ordinal + 1)"
+    }
+    var executor: (any TaskExecutor)? { inner.executor }
+    func send(_ request: PreparedRequest, timeout: Duration) async -> TransportResult {
+        if request.name == name, !done.exchange(true, ordering: .relaxed) { return .failure(.cancelled) }
+        return await inner.send(request, timeout: timeout)
+    }
+}
