@@ -204,7 +204,7 @@ enum Deliverer {
                         return outcome
                     }
                 }
-                let wait = retry.rowBackoff.delay(after: attempt, random: &random)
+                let wait = retry.backoff.delay(after: attempt, random: &random)
                 note("delivering \(path) failed (\(error.message)); trying again in \(Units.text(wait)) (attempt \(attempt + 1) of \(retry.attempts))")
                 // In slices: an interrupt ends the wait.
                 let until = Date().addingTimeInterval(wait.seconds)

@@ -256,7 +256,7 @@ final class Credentials: Sendable {
                 guard elapsed < maxPause else {
                     return .failure(RunStop("\(problem), for \(Units.text(maxPause)) (circuit.max_pause)"))
                 }
-                let drawn = random.withLock { Backoff.service.delay(after: tries, random: &$0) }
+                let drawn = random.withLock { RetryPolicy.service.backoff.delay(after: tries, random: &$0) }
                 let delay = min(retryAfter ?? drawn, maxPause - elapsed)
                 events(.note("\(problem); asking again in \(Units.text(delay))"))
                 do { try await Task.sleep(for: delay) } catch {
@@ -296,7 +296,7 @@ final class Credentials: Sendable {
             return .token(token, lifetime: lifetime)
         case .response(let status, let headers, let body):
             let code = Credentials.oauthError(body).map { " (\($0))" } ?? ""
-            if RetryableStatus.contains(status) {
+            if RetryPolicy.service.retries(status: status) {
                 return .unavailable("the token endpoint answered HTTP \(status)\(code)",
                                     retryAfter: headers["retry-after"].flatMap(RetryAfter.parse))
             }

@@ -25,7 +25,8 @@ extension Runner {
         let checkURL = Endpoint.hostnameCheckURL(checkBase: environment["SHOWBATCH_HOSTNAME_CHECK_URL"], host: hostname, vault: manifest.vault)
         let request = PreparedRequest(name: "hostname-check", method: .get, url: checkURL, headers: [], body: nil)
         let timeout = min(settings.timeout, .seconds(30))
-        let attempts = max(manifest.retry.attempts, 1)
+        let policy = manifest.retry.forOneServiceRequest
+        let attempts = policy.attempts
         var reason = ""
         var definitive = false
         for attempt in 1...attempts {
@@ -43,7 +44,7 @@ extension Runner {
                 }
                 reason = "the answer does not name it"
                 definitive = true
-            case .response(let status, _, _) where !RetryableStatus.contains(status):
+            case .response(let status, _, _) where !policy.retries(status: status):
                 reason = "the check answered HTTP \(status)"
                 definitive = true
             case .response(let status, _, _):
@@ -52,8 +53,7 @@ extension Runner {
                 reason = "the check failed: \(failure.words)"
             }
             if definitive || attempt == attempts { break }
-            // The policy's cap, without jitter: one request, with nothing to spread it from.
-            let delay = Backoff(base: manifest.retry.backoff, cap: manifest.retry.maxBackoff, jitter: .none).longest(after: attempt)
+            let delay = policy.backoff.longest(after: attempt)
             events(.note("hostname check of \(hostname) could not be made (\(reason)); trying again in \(Units.text(delay))"))
             try? await Task.sleep(for: delay)
             if Task.isCancelled { return .url(manifest.vaultURL) }

@@ -11,9 +11,8 @@ import ShowbatchManifest
 /// own group, as an unsharded run does. No `instance` label: the Pushgateway keeps every group
 /// it was given.
 package enum MetricsPush {
-    /// How long one request may take, and how many are made before the push is given up.
+    /// How long one request may take (how many are made is `RetryPolicy.push`'s).
     static let timeout: Duration = .seconds(3)
-    static let attempts = 3
 
     /// Why `url` cannot be used as a Pushgateway's address, or nil. A URL that may hold a secret
     /// (user info, a query) is refused without being quoted; of any other, only its address is
@@ -120,18 +119,19 @@ extension RunReport {
         }
         let body = Array(prometheus(previous: previous, forPush: true).utf8)
         var reason = ""
-        tries: for attempt in 1...MetricsPush.attempts {
+        let policy = RetryPolicy.push
+        tries: for attempt in 1...policy.attempts {
             switch PushClient.send(method: "PUT", url: groupURL, body: body, timeout: MetricsPush.timeout) {
             case .success(let answer) where (200..<300).contains(answer.status):
                 return
             case .success(let answer):
                 reason = "the Pushgateway answered HTTP \(answer.status)"
                 // A 4xx (a body it refuses, a path it does not know) will not change.
-                if !RetryableStatus.contains(answer.status) { break tries }
+                if !policy.retries(status: answer.status) { break tries }
             case .failure(let failure):
                 reason = failure.words
             }
-            if attempt < MetricsPush.attempts { Thread.sleep(forTimeInterval: Backoff.push.longest(after: attempt).seconds) }
+            if attempt < policy.attempts { Thread.sleep(forTimeInterval: policy.backoff.longest(after: attempt).seconds) }
         }
         throw RunError.runtime("cannot push the metrics to \(MetricsPush.address(of: url)): \(reason)")
     }

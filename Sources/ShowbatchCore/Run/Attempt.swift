@@ -149,7 +149,7 @@ struct AttemptContext: Sendable {
                 retryAfter = after
             }
             // The server's Retry-After, or the policy's backoff.
-            let delay = retryAfter ?? policy.rowBackoff.delay(after: attempt, random: &random)
+            let delay = retryAfter ?? policy.backoff.delay(after: attempt, random: &random)
             guard await wait(delay, since: closures) else { return .cancelled }
         }
     }

@@ -47,12 +47,12 @@ struct AttemptDecision: Equatable {
         case .response(let status, let headers, let body):
             // An outage is what the retry policy calls transient, but 429: the server pacing
             // us, which Retry-After and the pacer handle.
-            signal = status != 429 && status >= 500 && policy.statuses.contains(status) ? .transient : .answered
+            signal = status != 429 && status >= 500 && policy.retries(status: status) ? .transient : .answered
             if (200..<300).contains(status) {
                 next = .reveal(status: status, body: body)
-            } else if status == 429 && paced && policy.statuses.contains(429) {
+            } else if status == 429 && paced && policy.retries(status: 429) {
                 next = .throttled
-            } else if canRetry && policy.statuses.contains(status) {
+            } else if canRetry && policy.retries(status: status) {
                 next = .retry(after: headers["retry-after"].flatMap(RetryAfter.parse))
             } else if status == 429 {
                 next = .fail(status: status, RowError(code: .rateLimited, label: nil, message: "HTTP 429 after \(attempt) attempt\(attempt == 1 ? "" : "s")"))

@@ -217,8 +217,8 @@ extension ManifestDecoder {
         var policy = RetryPolicy()
         guard let map = fields(node, "retry", known: Self.retryKeys) else { return policy }
         if let node = map["attempts"], let value = integer(node, "retry.attempts", 1...100) { policy.attempts = value }
-        if let node = map["backoff"], let value = duration(node, "retry.backoff") { policy.backoff = value }
-        if let node = map["max_backoff"], let value = duration(node, "retry.max_backoff") { policy.maxBackoff = value }
+        if let node = map["backoff"], let value = duration(node, "retry.backoff") { policy.backoff.base = value }
+        if let node = map["max_backoff"], let value = duration(node, "retry.max_backoff") { policy.backoff.cap = value }
         if let node = map["on"] {
             if let items = node.sequence {
                 policy.statuses = []

@@ -4,13 +4,13 @@ import Testing
 @testable import ShowbatchManifest
 @testable import ShowbatchCore
 
-/// The one retry vocabulary: every caller's backoff and which answers are worth another try.
+/// The one retry policy: every caller's backoff and which answers are worth another try.
 @Suite struct RetryTests {
     /// The longest wait doubles from the base up to the cap, for each caller's numbers.
     @Test(arguments: [
-        (Backoff.service, [500, 1_000, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000]),
-        (Backoff.push, [250, 500, 1_000, 1_000, 1_000, 1_000, 1_000, 1_000]),
-        (RetryPolicy().rowBackoff, [200, 400, 800, 1_600, 3_200, 6_400, 10_000, 10_000]),
+        (RetryPolicy.service.backoff, [500, 1_000, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000]),
+        (RetryPolicy.push.backoff, [250, 500, 1_000, 1_000, 1_000, 1_000, 1_000, 1_000]),
+        (RetryPolicy().backoff, [200, 400, 800, 1_600, 3_200, 6_400, 10_000, 10_000]),
     ])
     func theLongestWaitDoublesUpToTheCap(backoff: Backoff, milliseconds: [Int]) {
         #expect((1...8).map { Int((backoff.longest(after: $0).seconds * 1000).rounded()) } == milliseconds)
@@ -37,9 +37,23 @@ import Testing
         }
     }
 
+    /// A service is asked again after a 5xx, a 429 or a 408, never after its word (another 4xx).
     @Test(arguments: [(408, true), (429, true), (500, true), (502, true), (599, true),
                       (400, false), (401, false), (403, false), (404, false), (409, false), (413, false)])
     func aServersTroubleIsWorthAnotherTryAndItsWordIsNot(status: Int, retried: Bool) {
-        #expect(RetryableStatus.contains(status) == retried)
+        #expect(RetryPolicy.service.retries(status: status) == retried)
+        #expect(RetryPolicy.push.retries(status: status) == retried)
+        #expect(RetryPolicy().forOneServiceRequest.retries(status: status) == retried)
+    }
+
+    /// The hostname check takes the manifest's attempts and waits whole: one request, nothing to
+    /// spread it from.
+    @Test func theHostnameCheckTakesTheManifestsNumbersWithoutJitter() {
+        var manifest = RetryPolicy()
+        manifest.attempts = 5
+        manifest.backoff.base = .seconds(1)
+        manifest.backoff.cap = .seconds(3)
+        let check = manifest.forOneServiceRequest
+        #expect(check.attempts == 5 && check.backoff == Backoff(base: .seconds(1), cap: .seconds(3), jitter: .none))
     }
 }

@@ -64,7 +64,7 @@ private let minimal = "vault: tnt1\nrequests:\n  - {name: a, path: /post}\n"
         #expect(manifest.rateLimit == Rate(count: 50, per: .seconds(1)))
         #expect(manifest.timeout == .milliseconds(500))
         #expect(manifest.retry.attempts == 5 && manifest.retry.statuses == [500] && manifest.retry.timeout && !manifest.retry.network)
-        #expect(manifest.retry.maxBackoff == .seconds(120))
+        #expect(manifest.retry.backoff.cap == .seconds(120))
         #expect(manifest.output == OutputSpec(path: dir.path + "/out/r.json", format: nil, escapeFormulas: true))
         #expect(manifest.emulator?.aliases == .inline(["tok_a": "4111"]))
         #expect(manifest.emulator?.faults.latency == .milliseconds(5) && manifest.emulator?.faults.jitter == .milliseconds(1))
