@@ -32,7 +32,7 @@ enum CLI {
         case .run(let run):
             return await RunCommand.execute(run)
         case .merge(let merge):
-            return self.merge(merge)
+            return await self.merge(merge)
         case .deliver(let deliver):
             return await self.deliver(deliver)
         case .emulate(let emulate):
@@ -169,9 +169,10 @@ enum CLI {
         }
     }
 
-    /// `showbatch merge`: see `MergeCommand`.
-    static func merge(_ arguments: MergeArguments) -> ExitCode {
-        MergeCommand(arguments).execute()
+    /// `showbatch merge`: see `MergeCommand`. Its work blocks (files, gpg, the push), so it runs
+    /// on a thread of its own, not on one of the cooperative pool.
+    static func merge(_ arguments: MergeArguments) async -> ExitCode {
+        await Blocking.run("showbatch-merge") { MergeCommand(arguments).execute() }
     }
 
     /// The manifest of a command that sends nothing, for `MergeCommand`.

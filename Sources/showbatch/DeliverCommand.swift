@@ -22,12 +22,12 @@ struct DeliverCommand {
         let sideFiles = [("--metrics", arguments.metrics), ("--report", arguments.report)].compactMap { flag, path in path.map { (flag: flag, path: $0) } }
         if let problem = RunReport.sideFileProblem(sideFiles, manifest: arguments.manifest) {
             printer.invalid(UsageError(message: problem, command: "deliver").description)
-            return record(.usage, error: problem, job: nil, files: false)
+            return await record(.usage, error: problem, job: nil, files: false)
         }
         let manifest: Manifest
         switch CLI.manifestSendingNothing(arguments.manifest) {
         case .success(let loaded): manifest = loaded
-        case .failure(let failure): return record(failure.code, error: "the manifest cannot be delivered from", job: nil)
+        case .failure(let failure): return await record(failure.code, error: "the manifest cannot be delivered from", job: nil)
         }
         Signals.listen {}
         defer { Signals.listen(nil) }
@@ -40,7 +40,7 @@ struct DeliverCommand {
                                                       isCancelled: { Signals.fired })
         } catch {
             if arguments.logFormat == .json { printer.error(error.description) } else { CLI.print(error) }
-            return record(error.exitCode, error: error.description, job: manifest.job)
+            return await record(error.exitCode, error: error.description, job: manifest.job)
         }
         summary.interrupted = Signals.fired
         summary.elapsed = .seconds(Date().timeIntervalSince(started))
@@ -51,7 +51,7 @@ struct DeliverCommand {
             let lines = EventPrinter.deliveryLines(summary.deliveries, deliver: nil).filter { !arguments.quiet || $0.hasPrefix("showbatch: error:") }
             if !lines.isEmpty { Console.err(lines.map(TerminalText.escaped).joined(separator: "\n") + "\n") }
         }
-        return record(code, summary: summary, job: manifest.job)
+        return await record(code, summary: summary, job: manifest.job)
     }
 
     /// `--check`: each target tried, each step said; 0, or the delivery failure's code.
@@ -76,16 +76,19 @@ struct DeliverCommand {
 
     /// Writes and pushes the delivery's records, as a run's (into the job's group: the night's
     /// own series); the command's exit code.
-    private func record(_ code: ExitCode, summary: RunSummary? = nil, error: String? = nil, job: String?, files: Bool = true) -> ExitCode {
+    private func record(_ code: ExitCode, summary: RunSummary? = nil, error: String? = nil, job: String?, files: Bool = true) async -> ExitCode {
         let records = RunRecords(metrics: arguments.metrics, report: arguments.report, push: arguments.metricsPush)
         guard !records.isEmpty else { return code }
         let report = RunReport(runID: runID, manifest: arguments.manifest, shard: nil, started: started, ended: Date(), exitCode: code,
                                summary: summary, error: error, job: job)
-        return records.record(report, files: files, problem: { problem in
-            switch problem {
-            case .error(let text): printer.error(text)
-            case .warning(let text): printer.unquietWarning(text)
-            }
-        })
+        // On a thread of its own: the push waits on the network and between its tries.
+        return await Blocking.run("showbatch-records") {
+            records.record(report, files: files, problem: { problem in
+                switch problem {
+                case .error(let text): printer.error(text)
+                case .warning(let text): printer.unquietWarning(text)
+                }
+            })
+        }
     }
 }

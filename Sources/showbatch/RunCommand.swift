@@ -87,7 +87,7 @@ private final class RunSession: Sendable {
         if let problem = RunReport.sideFileProblem(sideFiles, manifest: arguments.manifest) {
             let usage = UsageError(message: problem, command: "run")
             printer.invalid(usage.description)
-            return finish(usage.exitCode, error: problem, files: false)
+            return await finish(usage.exitCode, error: problem, files: false)
         }
         let environment = ProcessInfo.processInfo.environment
         let manifest: Manifest
@@ -96,7 +96,7 @@ private final class RunSession: Sendable {
         } catch {
             printer.invalid(error.description, diagnostics: error.diagnostics)
             let count = error.diagnostics.count
-            return finish(error.exitCode, error: "the manifest has \(count) problem\(count == 1 ? "" : "s")")
+            return await finish(error.exitCode, error: "the manifest has \(count) problem\(count == 1 ? "" : "s")")
         }
         for warning in manifest.warnings { printer.handle(.warning(warning.line)) }
         job.withLock { $0 = manifest.job }
@@ -114,7 +114,7 @@ private final class RunSession: Sendable {
             case .failure(let error):
                 let usage = UsageError(message: error.message, command: "run")
                 printer.invalid(usage.description)
-                return finish(usage.exitCode, error: error.message)
+                return await finish(usage.exitCode, error: error.message)
             }
         }
         if let base = arguments.baseURL {
@@ -123,7 +123,7 @@ private final class RunSession: Sendable {
         }
         var emulator: Emulator?
         if arguments.emulate {
-            switch startEmulator(for: manifest, options: &options) {
+            switch await startEmulator(for: manifest, options: &options) {
             case .success(let started): emulator = started
             case .failure(let failure): return failure.code
             }
@@ -134,7 +134,7 @@ private final class RunSession: Sendable {
 
     /// Starts the built-in emulator for `manifest` and points the run at it; the command's exit
     /// code when it cannot start.
-    private func startEmulator(for manifest: Manifest, options: inout RunOptions) -> Result<Emulator, ExitCodeError> {
+    private func startEmulator(for manifest: Manifest, options: inout RunOptions) async -> Result<Emulator, ExitCodeError> {
         do {
             let configuration = try EmulatorConfiguration(manifest: manifest, tokens: true)
             let started = try Emulator(configuration: configuration)
@@ -145,7 +145,7 @@ private final class RunSession: Sendable {
         } catch {
             let message = "cannot start the emulator: \(error)"
             printer.error(message)
-            return .failure(ExitCodeError(code: finish(.runtime, error: message, shard: options.shard)))
+            return .failure(ExitCodeError(code: await finish(.runtime, error: message, shard: options.shard)))
         }
     }
 
@@ -176,7 +176,7 @@ private final class RunSession: Sendable {
                manifest.requests.flatMap(\.labels).contains(where: { !$0.path.text.hasPrefix("json.") }) {
                 live.unquietWarning("the emulator answers {\"json\": <the request's body, revealed>, …}: a label whose path is not under json. is not found; give emulator.response your route's answer, such as {data: {card: \"${body.card}\"}}")
             }
-            return finish(summary.exitCode, summary: summary, shard: options.shard)
+            return await finish(summary.exitCode, summary: summary, shard: options.shard)
         case .failure(let error):
             live.endProgress()
             let message: String
@@ -200,23 +200,26 @@ private final class RunSession: Sendable {
             // A refused --metrics or --report path is not written to.
             var files = true
             if case .sideFile = error { files = false }
-            return finish(error.exitCode, error: message, shard: options.shard, files: files)
+            return await finish(error.exitCode, error: message, shard: options.shard, files: files)
         }
     }
 
-    /// Ends the command with `code`, writing what `record` writes, unless a signal that came
-    /// before the run existed is finishing it already: then that finisher's exit ends the
-    /// process, and this waits for it (both writing the same files through one temporary
-    /// name was the alternative).
+    /// Ends the command with `code`, writing what `record` writes (on a thread of its own: the
+    /// push waits on the network), unless a signal that came before the run existed is
+    /// finishing it already: then that finisher's exit ends the process, and this task waits for
+    /// it, holding no thread (both writing the same files through one temporary name was the
+    /// alternative).
     func finish(_ code: ExitCode, summary: RunSummary? = nil, error: String? = nil, shard: Shard? = nil,
-                files: Bool = true) -> ExitCode {
+                files: Bool = true) async -> ExitCode {
         let mine = phase.withLock { phase -> Bool in
             if case .finishing = phase { return false }
             phase = .finishing
             return true
         }
-        guard mine else { while true { sleep(60) } }
-        return record(code, summary: summary, error: error, shard: shard, files: files)
+        if mine { return await Blocking.run("showbatch-records") { record(code, summary: summary, error: error, shard: shard, files: files) } }
+        // Never resumed: the finisher's exit ends the process.
+        await withUnsafeContinuation { (_: UnsafeContinuation<Void, Never>) in }
+        return code
     }
 
     /// Writes the metrics and the report, and pushes the metrics, for a run that ended with

@@ -51,6 +51,8 @@ enum Signals {
             sigaction(number, &action, nil)
         }
         let thread = Thread {
+            // A signal's finisher writes the records and pushes them: it may block.
+            Blocking.markCurrent()
             var byte: UInt8 = 0
             while true {
                 let result = read(reader, &byte, 1)

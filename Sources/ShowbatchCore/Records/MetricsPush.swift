@@ -108,6 +108,8 @@ extension RunReport {
     /// Pushgateway first. Each request has a few seconds and the push is tried up to three times;
     /// the error names the cause, never a value (nothing secret is sent: the metrics hold none).
     package func pushMetrics(to url: String) throws(RunError) {
+        // It waits on the network and sleeps between tries: never on a thread of the pool.
+        Blocking.assertMayBlock()
         let groupURL = MetricsPush.groupURL(base: url, job: job, shard: shard)
         var previous: String?
         if exitCode != .ok {
