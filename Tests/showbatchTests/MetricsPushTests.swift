@@ -15,6 +15,7 @@ private final class Pushgateway: @unchecked Sendable {
     var url: String { "http://127.0.0.1:\(port)" }
 
     init() throws {
+        try requireTool(Self.binary, package: "prometheus-pushgateway")
         port = try freeLoopbackPort()
         process.executableURL = URL(fileURLWithPath: Self.binary)
         // No persistence file: nothing is written outside the test's own process.

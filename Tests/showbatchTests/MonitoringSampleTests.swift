@@ -13,6 +13,7 @@ import TestSupport
     /// Runs promtool in the sample folder; its exit status and what it printed.
     private func promtool(_ arguments: [String]) throws -> (status: Int32, output: String) {
         let process = Process()
+        try requireTool(Self.promtool, package: "prometheus")
         process.executableURL = URL(fileURLWithPath: Self.promtool)
         process.arguments = arguments
         process.currentDirectoryURL = URL(fileURLWithPath: Self.folder)

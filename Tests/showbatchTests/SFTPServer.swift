@@ -40,6 +40,9 @@ final class SFTPServer: @unchecked Sendable {
 
     init(proxied: Bool = false) throws {
         self.proxied = proxied
+        try requireTool(Self.binary, package: "openssh-server")
+        try requireTool("/usr/bin/ssh-keygen", package: "openssh-client")
+        if proxied { try requireTool("/usr/bin/python3", package: "python3") }
         dir = FileManager.default.temporaryDirectory.path + "/showbatch-sshd-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: dir + "/uploads", withIntermediateDirectories: true)
         user = String(cString: getpwuid(getuid())!.pointee.pw_name)

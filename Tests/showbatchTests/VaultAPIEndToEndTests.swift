@@ -133,6 +133,7 @@ private extension String {
         defer { work.remove() }
         let stats = work.path + "/stats.json"
         let server = Process()
+        try requireTool("/usr/bin/python3", package: "python3")
         server.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
         server.arguments = [repository + "/Tests/Fixtures/vault_api.py", "--limit", "40", "--window", "1", "--stats", stats]
         let output = Pipe()

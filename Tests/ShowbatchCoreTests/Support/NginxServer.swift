@@ -46,6 +46,7 @@ final class NginxServer: @unchecked Sendable {
         }
         """
         try config.write(toFile: dir + "/nginx.conf", atomically: true, encoding: .utf8)
+        try requireTool("/usr/sbin/nginx", package: "nginx-light")
         process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
         process.arguments = ["-p", dir, "-c", dir + "/nginx.conf", "-e", dir + "/error.log"]
         process.standardOutput = FileHandle.nullDevice

@@ -33,6 +33,7 @@ struct TLSFixture {
 
     private func openssl(_ arguments: [String]) throws {
         let process = Process()
+        try requireTool("/usr/bin/openssl", package: "openssl")
         process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
         process.arguments = arguments
         process.currentDirectoryURL = URL(fileURLWithPath: dir)
