@@ -35,6 +35,9 @@ enum Console {
 /// timeout, nor keep an interrupted run from ending. Lines queue in order; past 4 MiB queued,
 /// lines that can be spared (an attempt with --verbose, progress) are dropped and counted, and
 /// past 64 MiB any line is. At exit the queue is given a few seconds to drain.
+///
+/// Not a `BatchQueue`: it is bounded in bytes and drops instead of waiting (a stalled reader
+/// must not hold a run), and its end waits, with a deadline, for the write itself.
 final class StandardError: @unchecked Sendable {
     static let shared = StandardError()
 

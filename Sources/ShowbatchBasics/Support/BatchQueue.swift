@@ -77,8 +77,9 @@ package final class BatchQueue<Element: Sendable>: @unchecked Sendable {
         }
     }
 
-    /// Adds `batch` when there is room (or reports the queue closed); nil when it is full.
-    @inlinable func putIfRoom(_ batch: [Element]) -> Bool? {
+    /// Adds `batch` when there is room (or reports the queue closed); nil when it is full. It
+    /// never waits: a queue without a capacity takes from any thread, the curl loop's too.
+    @inlinable package func putIfRoom(_ batch: [Element]) -> Bool? {
         condition.lock()
         guard items.count < capacity || closed else {
             condition.unlock()
@@ -87,9 +88,10 @@ package final class BatchQueue<Element: Sendable>: @unchecked Sendable {
         return added(batch)
     }
 
-    /// Adds under the lock taken by the caller, and releases it.
+    /// Adds under the lock taken by the caller, and releases it; refused once the queue was
+    /// closed, or finished (a put after the producer's last word would never be taken).
     @inlinable func added(_ batch: [Element]) -> Bool {
-        guard !closed else {
+        guard !closed && !finished else {
             condition.unlock()
             return false
         }

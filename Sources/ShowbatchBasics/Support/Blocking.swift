@@ -47,12 +47,12 @@ package enum Blocking {
 }
 
 /// A task executor with one thread of its own, for `Blocking.run`.
-private final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
-    private let condition = NSCondition()
-    private var jobs: [UnownedJob] = []
-    private var stopping = false
+private final class ThreadExecutor: TaskExecutor, Sendable {
+    /// Unbounded: a job is put by whatever thread resumes its task (the curl loop's among
+    /// them), which must never wait.
+    private let jobs = BatchQueue<UnownedJob>()
 
-    package init(name: String) {
+    init(name: String) {
         let thread = Thread { [self] in
             Blocking.markCurrent()
             run()
@@ -61,38 +61,21 @@ private final class ThreadExecutor: TaskExecutor, @unchecked Sendable {
         thread.start()
     }
 
-    package func enqueue(_ job: consuming ExecutorJob) {
+    func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
-        condition.lock()
-        let stopped = stopping
-        if !stopped {
-            jobs.append(job)
-            condition.signal()
-        }
-        condition.unlock()
         // A task that still prefers a stopped executor runs on the shared pool instead.
-        if stopped { globalConcurrentExecutor.enqueue(job) }
+        if jobs.putIfRoom([job]) != true { globalConcurrentExecutor.enqueue(job) }
     }
 
     /// Ends the thread once the jobs queued have run.
-    package func stop() {
-        condition.lock()
-        stopping = true
-        condition.signal()
-        condition.unlock()
-    }
+    func stop() { jobs.finish() }
 
     private func run() {
         let executor = asUnownedTaskExecutor()
-        while true {
-            condition.lock()
-            while jobs.isEmpty && !stopping { condition.wait() }
-            let work = jobs
-            jobs.removeAll()
-            let done = stopping && work.isEmpty
-            condition.unlock()
-            if done { return }
-            for job in work { job.runSynchronously(on: executor) }
+        var batch: [UnownedJob] = []
+        while jobs.take(into: &batch) == .taken {
+            for job in batch { job.runSynchronously(on: executor) }
+            batch.removeAll(keepingCapacity: true)
         }
     }
 }
