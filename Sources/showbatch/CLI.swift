@@ -131,6 +131,7 @@ enum CLI {
         switch error {
         case .usage(let message), .runtime(let message), .sideFile(let message): Console.err("showbatch: error: \(TerminalText.escaped(message))\n")
         case .manifest(let diagnostic): Console.err(TerminalText.escapedLines(diagnostic.description) + "\n")
+        case .file(let error): Console.err("showbatch: error: \(TerminalText.escaped(error.description))\n")
         }
     }
 

@@ -29,7 +29,7 @@ extension RunError {
     package var exitCode: ExitCode {
         switch self {
         case .usage, .manifest, .sideFile: return .usage
-        case .runtime: return .runtime
+        case .runtime, .file: return .runtime
         }
     }
 }

@@ -84,7 +84,7 @@ package enum PrivateFile {
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
         guard fd >= 0 else {
             let code = errno
-            throw RunError.runtime("cannot write \(path): \(describeErrno(code))")
+            throw RunError.file(FileError(.write, path, errno: code))
         }
         var code: Int32? = fchmod(fd, mode) == 0 ? nil : errno
         if code == nil { code = bytes.withUnsafeBytes { writeAll(fd, $0) } }
@@ -93,14 +93,14 @@ package enum PrivateFile {
         if code == nil && rename(temporary, path) != 0 { code = errno }
         if let code {
             unlink(temporary)
-            throw RunError.runtime("cannot write \(path): \(describeErrno(code))")
+            throw RunError.file(FileError(.write, path, errno: code))
         }
         if syncingFolder {
             let directory = open(folder.isEmpty ? "/" : folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
             guard directory >= 0 else { return }
             defer { close(directory) }
             if fsync(directory) != 0 && errno != EINVAL {
-                throw RunError.runtime("cannot write \(path): syncing its folder: \(describeErrno(errno))")
+                throw RunError.file(FileError(.syncFolder, path, errno: errno))
             }
         }
     }
@@ -136,7 +136,7 @@ package enum PrivateFile {
         let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             let code = errno
-            throw RunError.runtime("cannot create \(path) for \(output): \(describeErrno(code))")
+            throw RunError.file(FileError(.create, path, purpose: "for \(output)", errno: code))
         }
         try makePrivate(fd, path)
         return fd
@@ -153,7 +153,7 @@ package enum PrivateFile {
             let code = errno
             if code == EEXIST, case .regular = inspect(path) { return nil }
             if let refusal = refusal(path) { throw RunError.runtime(refusal + ": remove it and run again") }
-            throw RunError.runtime("cannot create \(path) for \(output): \(describeErrno(code))")
+            throw RunError.file(FileError(.create, path, purpose: "for \(output)", errno: code))
         }
         try makePrivate(fd, path)
         return fd
@@ -167,7 +167,7 @@ package enum PrivateFile {
         guard fd >= 0 else {
             let code = errno
             if code == ENOENT || code == ENOTDIR { return nil }
-            throw RunError.runtime("cannot open \(path) for \(output): \(describeErrno(code))")
+            throw RunError.file(FileError(.open, path, purpose: "for \(output)", errno: code))
         }
         var info = stat()
         guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
@@ -210,7 +210,7 @@ package enum PrivateFile {
     private static func makePrivate(_ fd: Int32, _ path: String) throws(RunError) {
         guard fchmod(fd, 0o600) != 0 else { return }
         let code = errno
-        throw RunError.runtime("cannot make \(path) private (mode 0600): \(describeErrno(code))")
+        throw RunError.file(FileError(.makePrivate, path, errno: code))
     }
 
     /// Why the file `info` describes is not to be trusted as one of showbatch's own, in words
@@ -308,7 +308,7 @@ package enum PrivateFile {
         let parent = (path as NSString).deletingLastPathComponent
         guard !parent.isEmpty else { return }
         if let code = makeFolders(parent) {
-            throw RunError.runtime("cannot create the folder \(parent) for \(output): \(describeErrno(code))")
+            throw RunError.file(FileError(.create, .folder, parent, purpose: "for \(output)", errno: code))
         }
     }
 

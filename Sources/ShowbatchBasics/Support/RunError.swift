@@ -7,6 +7,8 @@ package enum RunError: Error, Sendable, CustomStringConvertible {
     case manifest(Diagnostic)
     /// Something failed at run time: an unwritable output, a strict hostname check.
     case runtime(String)
+    /// A file operation failed at run time (exit 3), with its errno.
+    case file(FileError)
     /// A `--metrics` or `--report` path that cannot be used (it is an input, an output's file, the
     /// other one's): nothing is written to it; nothing was sent.
     case sideFile(String)
@@ -16,6 +18,7 @@ package enum RunError: Error, Sendable, CustomStringConvertible {
         switch self {
         case .usage(let message), .runtime(let message), .sideFile(let message): return message
         case .manifest(let diagnostic): return diagnostic.description
+        case .file(let error): return error.description
         }
     }
 }

@@ -176,7 +176,7 @@ final class MergedFile {
             }
             out.withUnsafeMutableBytes { wipe($0) }
         } else if let code = out.withUnsafeBytes({ PrivateFile.writeAll(fd, $0) }) {
-            throw RunError.runtime("cannot write \(SideFile.partial.of(path)): \(describeErrno(code))")
+            throw RunError.file(FileError(.write, SideFile.partial.of(path), errno: code))
         }
         out.removeAll(keepingCapacity: true)
     }

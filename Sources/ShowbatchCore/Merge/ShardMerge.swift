@@ -201,7 +201,7 @@ package enum ShardMerge {
                 }
                 for (fd, path) in zip(fds, output.target.paths) where fd >= 0 {
                     guard fdatasync(fd) == 0 else {
-                        throw RunError.runtime("cannot write \(SideFile.partial.of(path)): \(describeErrno(errno))")
+                        throw RunError.file(FileError(.write, SideFile.partial.of(path), errno: errno))
                     }
                     // What the night's rows add up to is counted from the merged file itself.
                     let isOutput = path == output.target.path

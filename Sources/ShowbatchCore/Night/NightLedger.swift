@@ -277,7 +277,7 @@ struct NightLedger: Equatable {
         // A lock held by another run is waited for, at most 30 s, and an interrupt ends the wait.
         let deadline = Date().addingTimeInterval(30)
         while flock(lock, LOCK_EX | LOCK_NB) != 0 {
-            guard errno == EWOULDBLOCK || errno == EINTR else { throw RunError.runtime("cannot lock \(lockPath): \(describeErrno(errno))") }
+            guard errno == EWOULDBLOCK || errno == EINTR else { throw RunError.file(FileError(.lock, lockPath, errno: errno)) }
             if isCancelled() || Date() > deadline {
                 throw RunError.runtime("\(lockPath) is locked by another run\(isCancelled() ? "" : " for over 30 s"): the night's number was not taken")
             }

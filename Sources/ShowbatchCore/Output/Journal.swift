@@ -406,7 +406,7 @@ final class Journal {
     }
 
     private func failure(_ code: Int32) -> RunError {
-        .runtime("cannot write the journal \(path): \(describeErrno(code))")
+        .file(FileError(.write, .journal, path, errno: code))
     }
 
     /// Closes the journal, keeping it.

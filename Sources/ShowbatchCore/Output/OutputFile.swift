@@ -442,7 +442,7 @@ final class OutputFile {
             return
         }
         guard rename(partialPath, path) == 0 else {
-            throw RunError.runtime("cannot rename \(partialPath) to \(path): \(describeErrno(errno)); the journal \(journalPath) is kept, so the run can go on with --resume once that is fixed")
+            throw RunError.file(FileError(.rename(to: path), partialPath, errno: errno, next: "the journal \(journalPath) is kept, so the run can go on with --resume once that is fixed"))
         }
         renamedInPlace = true
     }
@@ -461,7 +461,7 @@ final class OutputFile {
         guard let partialPath, sealing?.encryptor != nil || envelope != nil else { return }
         let kept = sealing?.encryptor != nil ? SideFile.sealedRows.of(path) : SideFile.keptRows.of(path)
         guard rename(partialPath, kept) == 0 else {
-            throw RunError.runtime("cannot rename \(partialPath) to \(kept): \(describeErrno(errno))")
+            throw RunError.file(FileError(.rename(to: kept), partialPath, errno: errno))
         }
     }
 
@@ -494,6 +494,6 @@ final class OutputFile {
         guard let partialPath else {
             return .runtime("cannot write to standard output: \(describeErrno(code)); the rows after it were not written")
         }
-        return .runtime("cannot write \(partialPath): \(describeErrno(code)); the journal \(journalPath) is kept, so the run can go on with --resume once that is fixed")
+        return .file(FileError(.write, partialPath, errno: code, next: "the journal \(journalPath) is kept, so the run can go on with --resume once that is fixed"))
     }
 }

@@ -105,6 +105,12 @@ final class Redactor: Sendable {
         case .runtime(let text): return .runtime(redact(text))
         case .sideFile(let text): return .sideFile(redact(text))
         case .manifest: return error
+        case .file(var file):
+            file.path = redact(file.path)
+            file.purpose = file.purpose.map(redact)
+            file.next = file.next.map(redact)
+            if case .rename(let to) = file.operation { file.operation = .rename(to: redact(to)) }
+            return .file(file)
         }
     }
 
