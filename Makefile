@@ -2,7 +2,8 @@
 # Both install the C libraries the package links (Debian -dev packages: libyaml-dev,
 # libcurl4-openssl-dev, zlib1g-dev, libgpgme-dev, libssl-dev) and gnupg (the gpg that GPGME runs
 # for encrypted outputs) when missing; `make test` also installs Debian's nginx-light,
-# prometheus-pushgateway and openssh-server, which tests run on loopback ports of their own.
+# prometheus-pushgateway and openssh-server, which tests run on loopback ports of their own, and
+# prometheus (promtool), python3 and openssl.
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
@@ -42,6 +43,9 @@ test-deps: deps
 			$(SUDO) invoke-rc.d prometheus stop >/dev/null 2>&1 || true; \
 			$(SUDO) update-rc.d prometheus disable >/dev/null 2>&1 || true; \
 		fi; }
+	@{ [ -x /usr/bin/python3 ] && [ -x /usr/bin/openssl ]; } || { \
+		echo "installing python3 and openssl (test stand-ins for hostile servers; the HTTPS tests' own CA)"; \
+		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends python3 openssl; }
 	@[ -x /usr/sbin/sshd ] || { \
 		echo "installing openssh-server (the SFTP delivery tests start their own sshd on a loopback port)"; \
 		$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends openssh-server && \

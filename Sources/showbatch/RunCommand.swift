@@ -196,6 +196,9 @@ private final class RunSession: Sendable {
             case .runtime(let text):
                 message = text
                 live.error(text)
+            case .file(let file):
+                message = file.description
+                live.error(message)
             }
             // A refused --metrics or --report path is not written to.
             var files = true
@@ -212,10 +215,13 @@ private final class RunSession: Sendable {
     func finish(_ code: ExitCode, summary: RunSummary? = nil, error: String? = nil, shard: Shard? = nil,
                 files: Bool = true) async -> ExitCode {
         let mine = phase.withLock { phase -> Bool in
-            if case .finishing = phase { return false }
-            phase = .finishing
+            switch phase {
+            case .finishing, .pushing: return false
+            case .starting, .running: phase = .finishing
+            }
             return true
         }
+        if mine && records.isEmpty { return code }
         if mine { return await Blocking.run("showbatch-records") { record(code, summary: summary, error: error, shard: shard, files: files) } }
         // Never resumed: the finisher's exit ends the process.
         await withUnsafeContinuation { (_: UnsafeContinuation<Void, Never>) in }

@@ -93,10 +93,7 @@ requests:
 /// however the run ends.
 @Suite(.serialized) struct MetricsPushTests {
     init() throws {
-        guard FileManager.default.isExecutableFile(atPath: Pushgateway.binary) else {
-            Issue.record("\(Pushgateway.binary) is missing: `make test` installs it (make test-deps), as it installs the C libraries")
-            throw POSIXError(.ENOENT)
-        }
+        try requireTool(Pushgateway.binary, package: "prometheus-pushgateway")
     }
 
     /// An ok run, then a run of the same manifest and shard with failed rows: the group is replaced,

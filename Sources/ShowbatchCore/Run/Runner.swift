@@ -411,10 +411,19 @@ package struct Runner: Sendable {
         last.carried = summary.replayed
         events(.progress(last))
         if let writeError { throw writeError }
-        // A wait that an interrupt ended (a token fetch) says so as a stop: it is an interrupt.
-        let interruptedStop = outcome.stopReason?.byInterrupt == true
+        let interruptedStop = Runner.endedByInterrupt(outcome.stopReason, runCancelled: Task.isCancelled)
         summary.stopReason = interruptedStop ? nil : outcome.stopReason?.reason
         summary.interrupted = summary.stopReason == nil && (Task.isCancelled || outcome.gap || interruptedStop)
         return summary
     }
+
+    /// Whether a run that stopped for `stop` was in fact interrupted: a wait that an interrupt
+    /// ended (a token fetch) says so itself; a request that ended cancelled reads as one when
+    /// the run was cancelled, since the interrupt reaches the workers one by one and one may
+    /// see another's cancellation (a pause resuming every parked worker) before its own.
+    static func endedByInterrupt(_ stop: RunStop?, runCancelled: Bool) -> Bool {
+        guard let stop else { return false }
+        return stop.byInterrupt || (runCancelled && stop == RunDispatch.cancelledOnItsOwn)
+    }
+
 }

@@ -28,13 +28,14 @@ package struct RetryPolicy: Sendable, Equatable {
     /// Whether an answer with `status` is asked for again (attempts allowing).
     package func retries(status: Int) -> Bool { statuses.contains(status) }
 
-    /// What a service's answer is worth asking again for, whoever asks: 5xx (the server's own
-    /// trouble), 429 (too many, for now) and 408 (it gave up waiting). Anything else (a 4xx) is
-    /// the server's word and will not change.
-    package static let serviceStatuses = Set(500...599).union([408, 429])
+    /// What a service's answer is worth asking again for, whoever asks: 5xx and above (the
+    /// server's own trouble; libcurl takes any three digits), 429 (too many, for now) and 408 (it
+    /// gave up waiting). Anything else (a 4xx) is the server's word and will not change.
+    package static let serviceStatuses = Set(500...999).union([408, 429])
 
     /// A service the run depends on beside the endpoint (the token endpoint): 0.5 s, 1 s, 2 s…
-    /// up to 30 s, half to all of it, for as long as the caller's own deadline allows.
+    /// up to 30 s, half to all of it, for as long as the caller's own deadline allows (no count
+    /// of attempts). Services' failures without an answer are always asked again for.
     package static let service = RetryPolicy(attempts: .max, backoff: Backoff(base: .milliseconds(500), cap: .seconds(30), jitter: .half),
                                              statuses: serviceStatuses)
     /// The Pushgateway: a push at the end of a run is short, 3 tries, 0.25 s then 0.5 s apart.

@@ -157,6 +157,23 @@ extension CancellationTests {
     }
 }
 
+extension CancellationTests {
+    /// An interrupt reaches a run's workers one by one: a request that ended cancelled before
+    /// its own worker heard (a pause resumes every parked worker as cancelled at once) reads as
+    /// the interrupt it is, not as a stop; outside an interrupt it is a stop, and a stop of the
+    /// endpoint's stays one whether or not an interrupt came after it.
+    @Test(arguments: [
+        (RunDispatch.cancelledOnItsOwn as RunStop?, true, true),
+        (RunDispatch.cancelledOnItsOwn, false, false),
+        (RunStop.interruptedFetchingToken, false, true),
+        (RunStop("the token endpoint refused the client credentials: HTTP 401"), true, false),
+        (nil, true, false),
+    ])
+    func aCancelledRequestInAnInterruptedRunIsTheInterrupt(stop: RunStop?, runCancelled: Bool, interrupted: Bool) {
+        #expect(Runner.endedByInterrupt(stop, runCancelled: runCancelled) == interrupted)
+    }
+}
+
 /// Answers the first attempt of the request for `ordinal`'s row as cancelled, though nothing
 /// cancelled it; sends everything else.
 private final class CancellingTransport: Transport, Sendable {

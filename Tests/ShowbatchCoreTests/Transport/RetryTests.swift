@@ -38,7 +38,7 @@ import Testing
     }
 
     /// A service is asked again after a 5xx, a 429 or a 408, never after its word (another 4xx).
-    @Test(arguments: [(408, true), (429, true), (500, true), (502, true), (599, true),
+    @Test(arguments: [(408, true), (429, true), (500, true), (502, true), (599, true), (600, true), (999, true),
                       (400, false), (401, false), (403, false), (404, false), (409, false), (413, false)])
     func aServersTroubleIsWorthAnotherTryAndItsWordIsNot(status: Int, retried: Bool) {
         #expect(RetryPolicy.service.retries(status: status) == retried)
