@@ -129,9 +129,8 @@ enum CLI {
     /// A library error, as the commands that send nothing print it.
     private static func printError(_ error: RunError) {
         switch error {
-        case .usage(let message), .runtime(let message), .sideFile(let message): Console.err("showbatch: error: \(TerminalText.escaped(message))\n")
         case .manifest(let diagnostic): Console.err(TerminalText.escapedLines(diagnostic.description) + "\n")
-        case .file(let error): Console.err("showbatch: error: \(TerminalText.escaped(error.description))\n")
+        default: Console.err("showbatch: error: \(TerminalText.escaped(error.description))\n")
         }
     }
 

@@ -179,25 +179,20 @@ private final class RunSession: Sendable {
             return await finish(summary.exitCode, summary: summary, shard: options.shard)
         case .failure(let error):
             live.endProgress()
-            let message: String
+            // A manifest's problem is recorded without its quoted line.
+            var message = error.description
+            if case .manifest(let diagnostic) = error { message = diagnostic.message }
             switch error {
-            case .usage(let text):
+            case .usage, .usageText:
                 // A refusal of the run, not of its command line (which the parser refused before):
                 // no pointer to the flags' help.
-                message = text
-                live.invalid("showbatch: error: \(TerminalText.escaped(text))")
-            case .sideFile(let text):
+                live.invalid("showbatch: error: \(TerminalText.escaped(message))")
+            case .sideFile:
                 // A --metrics or --report path: the command line's.
-                message = text
-                live.invalid(UsageError(message: text, command: "run").description)
+                live.invalid(UsageError(message: message, command: "run").description)
             case .manifest(let diagnostic):
-                message = diagnostic.message
                 live.invalid(diagnostic.description, diagnostics: [diagnostic])
-            case .runtime(let text):
-                message = text
-                live.error(text)
-            case .file(let file):
-                message = file.description
+            case .runtime, .runtimeText:
                 live.error(message)
             }
             // A refused --metrics or --report path is not written to.

@@ -144,7 +144,7 @@ import Testing
     }
 
     @Test func exitCodesComeWithTheirErrors() {
-        #expect(RunError.usage("x").exitCode == .usage && RunError.runtime("x").exitCode == .runtime)
+        #expect(RunError.usageText("x").exitCode == .usage && RunError.runtimeText("x").exitCode == .runtime)
         #expect(UsageError(message: "x", command: nil).exitCode.rawValue == 2)
         var summary = RunSummary()
         summary.rows = 2

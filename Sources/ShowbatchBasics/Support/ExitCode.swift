@@ -28,8 +28,8 @@ extension RunError {
     /// The exit code a run ending with this error has.
     package var exitCode: ExitCode {
         switch self {
-        case .usage, .manifest, .sideFile: return .usage
-        case .runtime, .file: return .runtime
+        case .usage, .usageText, .manifest, .sideFile: return .usage
+        case .runtime, .runtimeText: return .runtime
         }
     }
 }

@@ -1,7 +1,7 @@
 /// A file operation that failed: which, on what file, for what, and the system's errno. Its
 /// words are made here only, so that every one reads the same way:
 /// `cannot write the journal out/r.csv.journal: No space left on device (the disk is full)`.
-package struct FileError: Error, Sendable, Equatable, CustomStringConvertible {
+package struct FileError: RunProblem, Equatable {
     /// What was being done.
     package enum Operation: Sendable, Equatable {
         case read, write, create, open, lock, repair, sync
@@ -61,5 +61,14 @@ package struct FileError: Error, Sendable, Equatable, CustomStringConvertible {
         case .syncFolder: doing = "cannot write \(file): syncing its folder"
         }
         return doing + ": " + describeErrno(errno) + (next.map { "; " + $0 } ?? "")
+    }
+
+    package func redacted(_ redact: (String) -> String) -> FileError {
+        var copy = self
+        copy.path = redact(path)
+        copy.purpose = purpose.map(redact)
+        copy.next = next.map(redact)
+        if case .rename(let to) = operation { copy.operation = .rename(to: redact(to)) }
+        return copy
     }
 }

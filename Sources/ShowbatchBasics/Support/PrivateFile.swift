@@ -74,7 +74,7 @@ package enum PrivateFile {
     /// synced after the rename too, so that the new file is there after a power loss (a record
     /// that decides what is sent next).
     package static func replaceAtomically(_ path: String, with bytes: [UInt8], mode: mode_t, syncingFolder: Bool = false) throws(RunError) {
-        if let refusal = refusal(path) { throw RunError.runtime(refusal + ": cannot write it") }
+        if let refusal = refusal(path) { throw RunError.runtimeText(refusal + ": cannot write it") }
         try makeParent(of: path, for: path)
         let slash = path.lastIndex(of: "/")
         let folder = slash.map { String(path[..<$0]) } ?? "."
@@ -84,7 +84,7 @@ package enum PrivateFile {
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
         guard fd >= 0 else {
             let code = errno
-            throw RunError.file(FileError(.write, path, errno: code))
+            throw RunError.runtime(FileError(.write, path, errno: code))
         }
         var code: Int32? = fchmod(fd, mode) == 0 ? nil : errno
         if code == nil { code = bytes.withUnsafeBytes { writeAll(fd, $0) } }
@@ -93,14 +93,14 @@ package enum PrivateFile {
         if code == nil && rename(temporary, path) != 0 { code = errno }
         if let code {
             unlink(temporary)
-            throw RunError.file(FileError(.write, path, errno: code))
+            throw RunError.runtime(FileError(.write, path, errno: code))
         }
         if syncingFolder {
             let directory = open(folder.isEmpty ? "/" : folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
             guard directory >= 0 else { return }
             defer { close(directory) }
             if fsync(directory) != 0 && errno != EINVAL {
-                throw RunError.file(FileError(.syncFolder, path, errno: errno))
+                throw RunError.runtime(FileError(.syncFolder, path, errno: errno))
             }
         }
     }
@@ -131,12 +131,12 @@ package enum PrivateFile {
             // Another user's file in its place is a sign of a neighbour at work: said, not removed.
             try requireTrusted(path, replacing: true)
             unlink(path)
-        default: throw RunError.runtime(refusal(path)! + ": remove it and run again")
+        default: throw RunError.runtimeText(refusal(path)! + ": remove it and run again")
         }
         let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             let code = errno
-            throw RunError.file(FileError(.create, path, purpose: "for \(output)", errno: code))
+            throw RunError.runtime(FileError(.create, path, purpose: "for \(output)", errno: code))
         }
         try makePrivate(fd, path)
         return fd
@@ -152,8 +152,8 @@ package enum PrivateFile {
             // unwritable folder (EACCES) must not be told as a missing file (ENOENT).
             let code = errno
             if code == EEXIST, case .regular = inspect(path) { return nil }
-            if let refusal = refusal(path) { throw RunError.runtime(refusal + ": remove it and run again") }
-            throw RunError.file(FileError(.create, path, purpose: "for \(output)", errno: code))
+            if let refusal = refusal(path) { throw RunError.runtimeText(refusal + ": remove it and run again") }
+            throw RunError.runtime(FileError(.create, path, purpose: "for \(output)", errno: code))
         }
         try makePrivate(fd, path)
         return fd
@@ -162,21 +162,21 @@ package enum PrivateFile {
     /// Opens the regular file at `path` for reading and writing, without following a link; nil
     /// when there is none.
     package static func openExisting(_ path: String, for output: String) throws(RunError) -> Int32? {
-        if let refusal = refusal(path) { throw RunError.runtime(refusal + ": remove it and run again") }
+        if let refusal = refusal(path) { throw RunError.runtimeText(refusal + ": remove it and run again") }
         let fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else {
             let code = errno
             if code == ENOENT || code == ENOTDIR { return nil }
-            throw RunError.file(FileError(.open, path, purpose: "for \(output)", errno: code))
+            throw RunError.runtime(FileError(.open, path, purpose: "for \(output)", errno: code))
         }
         var info = stat()
         guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
             close(fd)
-            throw RunError.runtime("\(path) is not a regular file: remove it and run again")
+            throw RunError.runtimeText("\(path) is not a regular file: remove it and run again")
         }
         if let problem = untrusted(info, path) {
             close(fd)
-            throw RunError.runtime(problem)
+            throw RunError.runtimeText(problem)
         }
         do throws(RunError) {
             try makePrivate(fd, path)
@@ -200,7 +200,7 @@ package enum PrivateFile {
         }
         if let problem = untrusted(info, path) {
             close(fd)
-            throw RunError.runtime(problem)
+            throw RunError.runtimeText(problem)
         }
         return fd
     }
@@ -210,7 +210,7 @@ package enum PrivateFile {
     private static func makePrivate(_ fd: Int32, _ path: String) throws(RunError) {
         guard fchmod(fd, 0o600) != 0 else { return }
         let code = errno
-        throw RunError.file(FileError(.makePrivate, path, errno: code))
+        throw RunError.runtime(FileError(.makePrivate, path, errno: code))
     }
 
     /// Why the file `info` describes is not to be trusted as one of showbatch's own, in words
@@ -241,7 +241,7 @@ package enum PrivateFile {
     package static func requireTrusted(_ path: String, replacing: Bool = false) throws(RunError) {
         var info = stat()
         guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return }
-        if let problem = untrusted(info, path, replacing: replacing) { throw RunError.runtime(problem) }
+        if let problem = untrusted(info, path, replacing: replacing) { throw RunError.runtimeText(problem) }
     }
 
     /// Refuses `folder` (links followed, as a mounted volume's may be one) when another user can
@@ -257,7 +257,7 @@ package enum PrivateFile {
         case .writable(let mode)?:
             problem = "the folder \(folder) can be written by other users and has no sticky bit (mode \(String(mode, radix: 8))), so they can replace the files in it"
         }
-        throw RunError.runtime("cannot use \(path): \(problem); showbatch keeps its files only where no other user can plant or swap them: use a folder of your own (mode 0700 or 0755), or one with the sticky bit")
+        throw RunError.runtimeText("cannot use \(path): \(problem); showbatch keeps its files only where no other user can plant or swap them: use a folder of your own (mode 0700 or 0755), or one with the sticky bit")
     }
 
     /// Who other than the running user could replace the files in a folder.
@@ -308,7 +308,7 @@ package enum PrivateFile {
         let parent = (path as NSString).deletingLastPathComponent
         guard !parent.isEmpty else { return }
         if let code = makeFolders(parent) {
-            throw RunError.file(FileError(.create, .folder, parent, purpose: "for \(output)", errno: code))
+            throw RunError.runtime(FileError(.create, .folder, parent, purpose: "for \(output)", errno: code))
         }
     }
 

@@ -1,28 +1,37 @@
+/// A problem of one area (outputs, nights, merging, delivery records…), with its fields, put
+/// in words by its own type, in one place. Its words never hold a secret value; what may hold
+/// one another party wrote (a path from a template, a server's words) goes through `redacted`.
+package protocol RunProblem: Error, Sendable, CustomStringConvertible {
+    /// The same problem with every text field a secret could hide in passed through `redact`.
+    func redacted(_ redact: (String) -> String) -> Self
+}
+
 /// A problem a run cannot get past: bad options (exit 2) or a runtime failure (exit 3).
 package enum RunError: Error, Sendable, CustomStringConvertible {
     /// The run cannot start as asked; nothing was sent.
-    case usage(String)
+    case usage(any RunProblem)
     /// The run cannot start because of a place in the manifest (rendered with file, line, column
     /// and caret); nothing was sent.
     case manifest(Diagnostic)
     /// Something failed at run time: an unwritable output, a strict hostname check.
-    case runtime(String)
-    /// A file operation failed at run time (exit 3), with its errno.
-    case file(FileError)
+    case runtime(any RunProblem)
     /// A `--metrics` or `--report` path that cannot be used (it is an input, an output's file, the
     /// other one's): nothing is written to it; nothing was sent.
-    case sideFile(String)
+    case sideFile(any RunProblem)
+    /// Not yet given a kind of its own (a run's refusal).
+    case usageText(String)
+    /// Not yet given a kind of its own (a run-time failure).
+    case runtimeText(String)
 
     /// The message a person reads (a manifest problem with its quoted line).
     package var description: String {
         switch self {
-        case .usage(let message), .runtime(let message), .sideFile(let message): return message
+        case .usage(let problem), .runtime(let problem), .sideFile(let problem): return problem.description
+        case .usageText(let message), .runtimeText(let message): return message
         case .manifest(let diagnostic): return diagnostic.description
-        case .file(let error): return error.description
         }
     }
 }
-
 /// Why a run stops early: the failure is not the rows' (a refused token, a certificate that is not
 /// trusted, an endpoint that stays down). A stopped run keeps its outputs `.partial` and its
 /// journals for `--resume`, and exits 4.

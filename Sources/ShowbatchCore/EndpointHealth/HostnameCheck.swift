@@ -61,12 +61,12 @@ extension Runner {
         if definitive {
             // The SDKs' rule: a hostname that is not activated falls back to the vault URL.
             let message = "hostname \(hostname) is not activated for vault \(manifest.vault) (\(reason))"
-            if options.strictHostname { throw RunError.runtime(message + "; --strict-hostname stops here") }
+            if options.strictHostname { throw RunError.runtimeText(message + "; --strict-hostname stops here") }
             events(.warning(message + "; using \(manifest.vaultURL)"))
             return .url(manifest.vaultURL)
         }
         let message = "the check of hostname \(hostname) could not be made after \(attempts) attempt\(attempts == 1 ? "" : "s") (\(reason))"
-        if options.strictHostname { throw RunError.runtime(message + "; --strict-hostname stops here") }
+        if options.strictHostname { throw RunError.runtimeText(message + "; --strict-hostname stops here") }
         if options.interactive || manifest.hostnameFallback {
             events(.warning(message + "; using \(manifest.vaultURL)"))
             return .url(manifest.vaultURL)

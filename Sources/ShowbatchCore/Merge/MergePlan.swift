@@ -61,16 +61,16 @@ struct MergePlan {
 
     /// Plans the outputs as `run` does, unsharded and for each shard, for `night`.
     init(manifest: Manifest, options: MergeOptions, night: Night) throws(RunError) {
-        guard options.shards >= 1 else { throw RunError.usage("--shards must be at least 1") }
+        guard options.shards >= 1 else { throw RunError.usageText("--shards must be at least 1") }
         if options.output == "-" {
-            throw RunError.usage("merge writes files, not standard output: give --output the path the shards were run with")
+            throw RunError.usageText("merge writes files, not standard output: give --output the path the shards were run with")
         }
         // The shards' files and the merged one are named for one night.
         let nights = try NightBook(manifest: manifest, night: night, rebuild: options.rebuildLedger)
         // The shards took the night's number as they began: a merge for a night no shard ran
         // (a merge pod's "today" after midnight) is refused, never numbered anew.
         for template in nights.templates where options.output == nil && nights.record(of: template) == nil {
-            throw RunError.usage("no run of the night of \(nights.date) began for \(template) (its sequence state \(NightLedger.statePath(of: template)) has no such night): give merge the --date the shards were run with")
+            throw RunError.usageText("no run of the night of \(nights.date) began for \(template) (its sequence state \(NightLedger.statePath(of: template)) has no such night): give merge the --date the shards were run with")
         }
         func planned(_ shard: Shard?) throws(RunError) -> OutputPlanner {
             try OutputPlanner(manifest: manifest, output: options.output, format: options.format, shard: shard, nights: nights)
@@ -81,7 +81,7 @@ struct MergePlan {
         for index in 0..<options.shards {
             let part = try planned(Shard(index: index, count: options.shards))
             guard part.targets.count == whole.targets.count, part.byRequest == whole.byRequest else {
-                throw RunError.usage("the outputs of shard \(index)/\(options.shards) are not those of the unsharded run (two outputs' shard files have one path); give each output a path of its own")
+                throw RunError.usageText("the outputs of shard \(index)/\(options.shards) are not those of the unsharded run (two outputs' shard files have one path); give each output a path of its own")
             }
             for (target, file) in part.targets.enumerated() {
                 files[target].append(file.path)
@@ -129,26 +129,26 @@ struct MergePlan {
           for path in output.target.paths {
             for file in [path, SideFile.partial.of(path)] {
                 if let input = canonical[PrivateFile.canonical(file)] {
-                    throw RunError.usage("cannot merge \(path): writing it would write \(file), which is \(input)")
+                    throw RunError.usageText("cannot merge \(path): writing it would write \(file), which is \(input)")
                 }
             }
             switch PrivateFile.inspect(path) {
             case .none: break
-            case .directory: throw RunError.runtime("cannot merge \(path): it is a directory; give the path of a file")
-            case .link, .other: throw RunError.usage("cannot merge \(path): \(PrivateFile.refusal(path)!)")
+            case .directory: throw RunError.runtimeText("cannot merge \(path): it is a directory; give the path of a file")
+            case .link, .other: throw RunError.usageText("cannot merge \(path): \(PrivateFile.refusal(path)!)")
             case .regular(let device, let inode, _):
                 if let input = identities.first(where: { $0.1.device == device && $0.1.inode == inode }) {
-                    throw RunError.usage("cannot merge \(path): it is \(input.0); writing it would replace an input")
+                    throw RunError.usageText("cannot merge \(path): it is \(input.0); writing it would replace an input")
                 }
             }
-            if let refusal = PrivateFile.refusal(SideFile.partial.of(path)) { throw RunError.runtime("cannot merge \(path): \(refusal)") }
+            if let refusal = PrivateFile.refusal(SideFile.partial.of(path)) { throw RunError.runtimeText("cannot merge \(path): \(refusal)") }
           }
         }
         var dataHash: String?
         for position in outputs.indices {
             let output = outputs[position]
             if output.target.encrypt != nil && output.target.encrypt?.stateKey == nil {
-                throw RunError.usage("cannot merge \(output.target.path): its shards' files are sealed, and output.encrypt has no state_key to read them with (the one they were run with)")
+                throw RunError.usageText("cannot merge \(output.target.path): its shards' files are sealed, and output.encrypt has no state_key to read them with (the one they were run with)")
             }
             outputs[position].counts = []
             for (index, file) in output.shards.enumerated() {
@@ -170,21 +170,21 @@ struct MergePlan {
         let cannot = cannot(output, file, index)
         // An interrupted first run leaves only the `.partial`: that is a shard not finished yet.
         if PrivateFile.inspect(SideFile.partial.of(file)) != .none {
-            throw RunError.usage("\(cannot) is not finished: \(file).partial is there (its run is still going, or was interrupted: finish it with --resume)")
+            throw RunError.usageText("\(cannot) is not finished: \(file).partial is there (its run is still going, or was interrupted: finish it with --resume)")
         }
         switch PrivateFile.inspect(file) {
-        case .none: throw RunError.usage("\(cannot) is missing (run the manifest with --shard \(index)/\(shards) first)")
+        case .none: throw RunError.usageText("\(cannot) is missing (run the manifest with --shard \(index)/\(shards) first)")
         case .regular: break
-        case .directory: throw RunError.usage("\(cannot) is a directory")
-        case .link: throw RunError.usage("\(cannot) is a symbolic link; showbatch never reads a shard through one")
-        case .other: throw RunError.usage("\(cannot) is not a regular file (a device, pipe or socket)")
+        case .directory: throw RunError.usageText("\(cannot) is a directory")
+        case .link: throw RunError.usageText("\(cannot) is a symbolic link; showbatch never reads a shard through one")
+        case .other: throw RunError.usageText("\(cannot) is not a regular file (a device, pipe or socket)")
         }
         // A finished shard says what it is beside it; a file without that is not a finished
         // shard of this version's (or was copied there alone).
         if dataHash == nil { dataHash = String(try manifest.dataHash(), radix: 16) }
         let (key, counts) = try checkIdentity(beside: file, index: index, of: output, dataHash: dataHash!)
         if PrivateFile.inspect(SideFile.journalNext.of(file)) != .none {
-            throw RunError.usage("\(cannot) is not finished: a --retry-failed run of it was cut short (\(file).journal.next is beside it); run it with --retry-failed again")
+            throw RunError.usageText("\(cannot) is not finished: a --retry-failed run of it was cut short (\(file).journal.next is beside it); run it with --retry-failed again")
         }
         try checkJournal(of: file, index: index, of: output, dataHash: dataHash!, key: key)
         return (key, counts)
@@ -198,39 +198,39 @@ struct MergePlan {
         var counts: RowCounts?
         switch ShardIdentity.read(beside: file) {
         case nil:
-            throw RunError.usage("\(cannot) is not known to be a finished shard: \(SideFile.identity.of(file)), which its run leaves when it finishes, is not beside it (run it with --shard \(index)/\(shards))")
+            throw RunError.usageText("\(cannot) is not known to be a finished shard: \(SideFile.identity.of(file)), which its run leaves when it finishes, is not beside it (run it with --shard \(index)/\(shards))")
         case .failure(let problem)?:
-            throw RunError.usage("\(cannot) cannot be checked: \(problem.reason)")
+            throw RunError.usageText("\(cannot) cannot be checked: \(problem.reason)")
         case .success(let identity)?:
             var expected = planner.journalIdentity(of: output.shardTargets[index], dataHash: 0, shard: Shard(index: index, count: shards))
             expected.data = dataHash
             // The output's spelling depends on where the run was started.
             expected.output = identity.run.output
             if let difference = JournalCodec.difference(identity.run, from: expected) {
-                throw RunError.usage("\(cannot) is not of this manifest: its identity \(SideFile.identity.of(file)) says \(difference)")
+                throw RunError.usageText("\(cannot) is not of this manifest: its identity \(SideFile.identity.of(file)) says \(difference)")
             }
             counts = identity.counts
             if let stateKey = output.target.encrypt?.stateKey {
                 guard let wrapped = identity.wrappedKey else {
-                    throw RunError.usage("\(cannot) cannot be read: its identity \(SideFile.identity.of(file)) holds no data key")
+                    throw RunError.usageText("\(cannot) cannot be read: its identity \(SideFile.identity.of(file)) holds no data key")
                 }
                 do {
                     key = try KeyWrap.unwrap(wrapped, under: stateKey, context: Array("showbatch output \(identity.run.output)".utf8))
                 } catch {
-                    throw RunError.usage("\(cannot) cannot be read: \(error.message)")
+                    throw RunError.usageText("\(cannot) cannot be read: \(error.message)")
                 }
             }
             guard Journal.outputMatches(file, size: identity.size, hash: identity.hash, key: key) else {
-                throw RunError.usage("\(cannot) changed since its run wrote it (it does not match its identity \(SideFile.identity.of(file)))")
+                throw RunError.usageText("\(cannot) changed since its run wrote it (it does not match its identity \(SideFile.identity.of(file)))")
             }
             // Its rejects file, which its run finished with it.
             if let rejects = output.shardTargets[index].rejects {
                 let side = rejects.path
                 guard case .regular = PrivateFile.inspect(side), PrivateFile.inspect(SideFile.partial.of(side)) == .none else {
-                    throw RunError.usage("\(cannot) is not finished: its rejects file \(side) is \(PrivateFile.inspect(side) == .none ? "missing" : PrivateFile.refusal(side) ?? "not finished (its .partial is there)")")
+                    throw RunError.usageText("\(cannot) is not finished: its rejects file \(side) is \(PrivateFile.inspect(side) == .none ? "missing" : PrivateFile.refusal(side) ?? "not finished (its .partial is there)")")
                 }
                 guard let mark = identity.rejects, Journal.outputMatches(side, size: mark.size, hash: mark.hash, key: key) else {
-                    throw RunError.usage("\(cannot) is not whole: its rejects file \(side) does not match its identity \(SideFile.identity.of(file))")
+                    throw RunError.usageText("\(cannot) is not whole: its rejects file \(side) does not match its identity \(SideFile.identity.of(file))")
                 }
             }
         }
@@ -244,11 +244,11 @@ struct MergePlan {
         let journal = SideFile.journal.of(file)
         guard PrivateFile.inspect(journal) != .none else { return }
         guard let fd = try PrivateFile.openForReading(journal) else {
-            throw RunError.usage("\(cannot) cannot be checked: \(PrivateFile.refusal(journal) ?? "its journal \(journal) cannot be read")")
+            throw RunError.usageText("\(cannot) cannot be checked: \(PrivateFile.refusal(journal) ?? "its journal \(journal) cannot be read")")
         }
         defer { close(fd) }
         guard flock(fd, LOCK_SH | LOCK_NB) == 0 else {
-            throw RunError.runtime("\(cannot) is being written by another showbatch run (its journal \(journal) is locked)")
+            throw RunError.runtimeText("\(cannot) is being written by another showbatch run (its journal \(journal) is locked)")
         }
         let contents: JournalCodec.Contents
         do {
@@ -258,11 +258,11 @@ struct MergePlan {
             }
             contents = read
         } catch let error as FileReadError {
-            throw RunError.runtime("\(cannot) cannot be checked: its journal \(error.path) cannot be read: \(error.reason)")
+            throw RunError.runtimeText("\(cannot) cannot be checked: its journal \(error.path) cannot be read: \(error.reason)")
         } catch let error as JournalProblem {
-            throw RunError.usage("\(cannot) cannot be checked: its journal \(journal) cannot be trusted: \(error.reason)")
+            throw RunError.usageText("\(cannot) cannot be checked: its journal \(journal) cannot be trusted: \(error.reason)")
         } catch {
-            throw RunError.runtime("\(cannot) cannot be checked: \(error)")
+            throw RunError.runtimeText("\(cannot) cannot be checked: \(error)")
         }
         // The output's spelling depends on where the run was started, and its columns follow
         // from the manifest, whose identity is compared.
@@ -270,13 +270,13 @@ struct MergePlan {
                                         shard: "\(index)/\(shards)", output: contents.identity.output,
                                         format: output.target.layout.format.rawValue, columns: contents.identity.columns)
         if let difference = JournalCodec.difference(contents.identity, from: expected) {
-            throw RunError.usage("\(cannot) is not of this manifest: its journal \(journal) says \(difference)")
+            throw RunError.usageText("\(cannot) is not of this manifest: its journal \(journal) says \(difference)")
         }
         guard let ended = contents.ended else {
-            throw RunError.usage("\(cannot) is not finished: its journal \(journal) has no end (finish its run with --resume)")
+            throw RunError.usageText("\(cannot) is not finished: its journal \(journal) has no end (finish its run with --resume)")
         }
         guard Journal.outputMatches(file, size: ended.size, hash: ended.hash, key: key) else {
-            throw RunError.usage("\(cannot) changed since its run wrote it (it does not match its journal \(journal))")
+            throw RunError.usageText("\(cannot) changed since its run wrote it (it does not match its journal \(journal))")
         }
     }
 
@@ -322,7 +322,7 @@ struct MergePlan {
         guard PrivateFile.inspect(journal) != .none else { return [] }
         guard let file = try? FileDescriptor.openOwn(journal), let bytes = try? file.readAll(limit: Int.max),
               let contents = try? JournalCodec.read(bytes), contents.ended != nil else {
-            throw RunError.usage("\(cannot(output, output.shards[index], index)) cannot be checked: its journal \(journal) cannot be read or is not finished")
+            throw RunError.usageText("\(cannot(output, output.shards[index], index)) cannot be checked: its journal \(journal) cannot be read or is not finished")
         }
         return Set(contents.failedRows.map(\.ordinal)).union(contents.rejectedRows)
     }

@@ -39,7 +39,7 @@ final class MergedFile {
             do {
                 sealer = try SealedWriter.create(fd: fd, key: key, name: SideFile.partial.of(path))
             } catch {
-                throw RunError.runtime(error.message)
+                throw RunError.runtimeText(error.message)
             }
         } else {
             sealer = nil
@@ -59,10 +59,10 @@ final class MergedFile {
             do {
                 opened = try ShardRows(path: file, format: layout.format, gzip: layout.gzip, key: output.keys[index])
             } catch {
-                throw RunError.usage("\(plan.cannot(output, file, index)) cannot be read: \(error.reason)")
+                throw RunError.usageText("\(plan.cannot(output, file, index)) cannot be read: \(error.reason)")
             }
             guard let source = opened else {
-                throw RunError.runtime("\(plan.cannot(output, file, index)) cannot be opened for reading: \(PrivateFile.readingProblem(file))")
+                throw RunError.runtimeText("\(plan.cannot(output, file, index)) cannot be opened for reading: \(PrivateFile.readingProblem(file))")
             }
             sources.append(source)
         }
@@ -87,11 +87,11 @@ final class MergedFile {
     }
 
     private func malformed(_ index: Int, _ problem: ShardRows.Malformed) -> RunError {
-        .usage("\(plan.cannot(output, shardPaths[index], index)) is not a showbatch \(layout.format.rawValue.uppercased()) output: \(problem.reason)")
+        .usageText("\(plan.cannot(output, shardPaths[index], index)) is not a showbatch \(layout.format.rawValue.uppercased()) output: \(problem.reason)")
     }
 
     private func notOfThisManifest(_ index: Int, _ reason: String) -> RunError {
-        .usage("\(plan.cannot(output, shardPaths[index], index)) is not of this manifest: \(reason); was it written by another manifest, or did a data file change since?")
+        .usageText("\(plan.cannot(output, shardPaths[index], index)) is not of this manifest: \(reason); was it written by another manifest, or did a data file change since?")
     }
 
     /// Takes the next row of `shard`'s file for `item`, whose request's name is `name`.
@@ -153,7 +153,7 @@ final class MergedFile {
         do {
             try sealer?.finish()
         } catch {
-            throw RunError.runtime(error.message)
+            throw RunError.runtimeText(error.message)
         }
     }
 
@@ -172,11 +172,11 @@ final class MergedFile {
             do {
                 try sealer.append(out)
             } catch {
-                throw RunError.runtime(error.message)
+                throw RunError.runtimeText(error.message)
             }
             out.withUnsafeMutableBytes { wipe($0) }
         } else if let code = out.withUnsafeBytes({ PrivateFile.writeAll(fd, $0) }) {
-            throw RunError.file(FileError(.write, SideFile.partial.of(path), errno: code))
+            throw RunError.runtime(FileError(.write, SideFile.partial.of(path), errno: code))
         }
         out.removeAll(keepingCapacity: true)
     }

@@ -201,7 +201,7 @@ package enum ShardMerge {
                 }
                 for (fd, path) in zip(fds, output.target.paths) where fd >= 0 {
                     guard fdatasync(fd) == 0 else {
-                        throw RunError.file(FileError(.write, SideFile.partial.of(path), errno: errno))
+                        throw RunError.runtime(FileError(.write, SideFile.partial.of(path), errno: errno))
                     }
                     // What the night's rows add up to is counted from the merged file itself.
                     let isOutput = path == output.target.path
@@ -349,7 +349,7 @@ package enum ShardMerge {
         }
         guard !delivered.isEmpty else { return nil }
         guard delivered.count == plan.outputs.count else {
-            throw RunError.usage("\(delivered.joined(separator: ", ")) \(delivered.count == 1 ? "was" : "were") delivered already, and merging again would replace \(delivered.count == 1 ? "it" : "them"); merge the other outputs with --output, or move the delivered files aside")
+            throw RunError.usageText("\(delivered.joined(separator: ", ")) \(delivered.count == 1 ? "was" : "were") delivered already, and merging again would replace \(delivered.count == 1 ? "it" : "them"); merge the other outputs with --output, or move the delivered files aside")
         }
         return summary
     }
@@ -367,7 +367,7 @@ package enum ShardMerge {
             } catch {
                 // A recipient's key is the manifest's to fix (2); GnuPG that cannot run, the machine's (3).
                 let message = "cannot merge \(output.target.path): \(error.message)"
-                throw error.isThisMachine ? RunError.runtime(message) : RunError.usage(message)
+                throw error.isThisMachine ? RunError.runtimeText(message) : RunError.usageText(message)
             }
         }
         return encryptors
@@ -391,7 +391,7 @@ package enum ShardMerge {
                     unlink(SideFile.encrypting.of(later))
                     unlink(SideFile.enveloping.of(later))
                 }
-                throw RunError.runtime("cannot rename \(finished) to \(path): \(reason)")
+                throw RunError.runtimeText("cannot rename \(finished) to \(path): \(reason)")
             }
             if encrypted || enveloped { unlink(partial) }
             // A journal of an earlier unsharded run describes the file this one replaced.
@@ -410,7 +410,7 @@ package enum ShardMerge {
         guard let fd = try PrivateFile.openExisting(path, for: output) else { return nil }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
             close(fd)
-            throw RunError.runtime("cannot merge \(output): another showbatch run is writing it (its journal \(path) is locked)")
+            throw RunError.runtimeText("cannot merge \(output): another showbatch run is writing it (its journal \(path) is locked)")
         }
         return fd
     }
@@ -423,6 +423,6 @@ package enum ShardMerge {
             limit.rlim_cur = rlim_t(needed)
             if setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 { return }
         }
-        throw RunError.runtime("merging needs \(needed) open files (a file of each shard, and of its rejects file), and this process may open \(limit.rlim_cur); raise the limit (ulimit -n)")
+        throw RunError.runtimeText("merging needs \(needed) open files (a file of each shard, and of its rejects file), and this process may open \(limit.rlim_cur); raise the limit (ulimit -n)")
     }
 }

@@ -15,13 +15,13 @@ enum NightRefusal: Equatable {
     var error: RunError {
         switch self {
         case .outOfOrder(let date, let latest):
-            return .usage("the night of \(date) would come after the night of \(latest.date) (\(latest.file.isEmpty ? "begun" : latest.file), sequence \(latest.seq)), which is later: a processor takes nights in order; check --date and TZ")
+            return .usageText("the night of \(date) would come after the night of \(latest.date) (\(latest.file.isEmpty ? "begun" : latest.file), sequence \(latest.seq)), which is later: a processor takes nights in order; check --date and TZ")
         case .repeated(let date, let night):
-            return .usage("the data files of the night of \(date) are the same as those of the night of \(night.date) (\(night.file.isEmpty ? "begun, not finished" : night.file), sequence \(night.seq)): the export upstream may not have run since; nothing was sent (--allow-repeat sends them again)")
+            return .usageText("the data files of the night of \(date) are the same as those of the night of \(night.date) (\(night.file.isEmpty ? "begun, not finished" : night.file), sequence \(night.seq)): the export upstream may not have run since; nothing was sent (--allow-repeat sends them again)")
         case .retryDelivered(let path, let night):
-            return .usage("\(path) was delivered\(night.deliveredWhere) at \(night.deliveredAt): a processor takes a night's file once, so --retry-failed does not rewrite it; its failed rows are in its rejects file or journal")
+            return .usageText("\(path) was delivered\(night.deliveredWhere) at \(night.deliveredAt): a processor takes a night's file once, so --retry-failed does not rewrite it; its failed rows are in its rejects file or journal")
         case .neverWritten(let path, let date):
-            return .usage("\(path) was never written for the night of \(date), so it has no failed rows to send again; run without --retry-failed")
+            return .usageText("\(path) was never written for the night of \(date), so it has no failed rows to send again; run without --retry-failed")
         }
     }
 }

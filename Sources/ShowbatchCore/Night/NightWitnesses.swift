@@ -48,16 +48,16 @@ struct NightWitnesses {
         for witness in witnesses {
             let record = witness.record
             if ledger.isNew {
-                throw RunError.runtime("\(ledger.path), the ledger of \(template)'s nights, is missing, but \(folder)/\(witness.file)\(record == nil ? " is" : ".delivered records") a night of it: the ledger was deleted; nothing is numbered anew or sent again from nothing: \(rebuild)")
+                throw RunError.runtimeText("\(ledger.path), the ledger of \(template)'s nights, is missing, but \(folder)/\(witness.file)\(record == nil ? " is" : ".delivered records") a night of it: the ledger was deleted; nothing is numbered anew or sent again from nothing: \(rebuild)")
             }
             if let record, record.generation > ledger.generation {
-                throw RunError.runtime("\(ledger.path) is older than \(folder)/\(witness.file).delivered (the ledger's generation \(ledger.generation), the record's \(record.generation)): it was rolled back; \(rebuild)")
+                throw RunError.runtimeText("\(ledger.path) is older than \(folder)/\(witness.file).delivered (the ledger's generation \(ledger.generation), the record's \(record.generation)): it was rolled back; \(rebuild)")
             }
             if let record, let date = witness.date ?? record.date, let night = ledger.night(on: date), !night.isDelivered, night.seq == (witness.seq ?? night.seq) {
-                throw RunError.runtime("\(ledger.path) says the night of \(date) was not delivered, but \(folder)/\(witness.file).delivered records its delivery to \(record.to) at \(record.delivered): the ledger was rolled back; \(rebuild)")
+                throw RunError.runtimeText("\(ledger.path) says the night of \(date) was not delivered, but \(folder)/\(witness.file).delivered records its delivery to \(record.to) at \(record.delivered): the ledger was rolled back; \(rebuild)")
             }
             if let seq = witness.seq, seq > ledger.highest {
-                throw RunError.runtime("\(ledger.path) numbers nights up to \(ledger.highest), but \(folder)/\(witness.file) is numbered \(seq): the ledger was rolled back, and the next night would take a number a night already has; \(rebuild)")
+                throw RunError.runtimeText("\(ledger.path) numbers nights up to \(ledger.highest), but \(folder)/\(witness.file) is numbered \(seq): the ledger was rolled back, and the next night would take a number a night already has; \(rebuild)")
             }
         }
     }
@@ -67,7 +67,7 @@ struct NightWitnesses {
     /// whole rather than deliver what no ledger vouched for). Refused when there is nothing.
     func rebuilt(over ledger: NightLedger) throws(RunError) -> (nights: [NightRecord], generation: Int) {
         guard !witnesses.isEmpty else {
-            throw RunError.usage("there is nothing beside \(template) to rebuild its ledger from (no file or delivery record of a night): a ledger is never rebuilt from nothing")
+            throw RunError.usageText("there is nothing beside \(template) to rebuild its ledger from (no file or delivery record of a night): a ledger is never rebuilt from nothing")
         }
         var nights = ledger.nights
         var generation = ledger.generation

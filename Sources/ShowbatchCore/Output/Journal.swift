@@ -203,7 +203,7 @@ final class Journal {
             var fd = try PrivateFile.openExisting(path, for: output)
             if fd == nil {
                 guard create else {
-                    throw RunError.usage("\(output) has no journal, so no failed rows to send again: its run left none, or never finished (then use --resume)")
+                    throw RunError.usageText("\(output) has no journal, so no failed rows to send again: its run left none, or never finished (then use --resume)")
                 }
                 fd = try PrivateFile.createNew(path, for: output)
                 // Someone else created it first: open theirs.
@@ -222,7 +222,7 @@ final class Journal {
             }
             guard locked else {
                 Glibc.close(opened)
-                throw RunError.runtime("another showbatch run is writing \(output) (its journal \(path) is locked)")
+                throw RunError.runtimeText("another showbatch run is writing \(output) (its journal \(path) is locked)")
             }
             // Still the file at the path? (An interrupted wait ends here too, as the run ends.)
             var held = stat(), atPath = stat()
@@ -232,7 +232,7 @@ final class Journal {
             Glibc.close(opened)
             tries += 1
             guard tries < lockTries, !Task.isCancelled else {
-                throw RunError.runtime("another showbatch run is writing \(output) (its journal \(path) keeps being replaced)")
+                throw RunError.runtimeText("another showbatch run is writing \(output) (its journal \(path) keeps being replaced)")
             }
         }
     }
@@ -294,10 +294,10 @@ final class Journal {
         do {
             contents = try readChecked()
         } catch {
-            throw RunError.usage("the journal \(path) \(error.reason); remove it to start over, or run without \(flag)")
+            throw RunError.usageText("the journal \(path) \(error.reason); remove it to start over, or run without \(flag)")
         }
         guard let contents else {
-            if keepTail { throw RunError.usage("the journal \(path) is empty: there are no failed rows to send again") }
+            if keepTail { throw RunError.usageText("the journal \(path) is empty: there are no failed rows to send again") }
             try start()
             return
         }
@@ -306,7 +306,7 @@ final class Journal {
             // sealed under one yet, and the output starts afresh.
             guard let key = try? unwrapKey(contents) else {
                 // A rewrite reads the rows sealed under it: none there is nothing to rewrite from.
-                if keepTail { throw RunError.usage("the journal \(path) holds no data key, so the sealed rows of \(output) cannot be read; run without --retry-failed") }
+                if keepTail { throw RunError.usageText("the journal \(path) holds no data key, so the sealed rows of \(output) cannot be read; run without --retry-failed") }
                 try start()
                 return
             }
@@ -322,7 +322,7 @@ final class Journal {
         writer = JournalCodec.Writer(chain: contents.chain)
         if keepTail {
             guard ended != nil else {
-                throw RunError.usage("the journal \(path) is of a run that did not finish; finish it with --resume first")
+                throw RunError.usageText("the journal \(path) is of a run that did not finish; finish it with --resume first")
             }
         } else {
             // What follows the last checkpoint (a torn line, rows failed past it) is dropped:
@@ -406,7 +406,7 @@ final class Journal {
     }
 
     private func failure(_ code: Int32) -> RunError {
-        .file(FileError(.write, .journal, path, errno: code))
+        .runtime(FileError(.write, .journal, path, errno: code))
     }
 
     /// Closes the journal, keeping it.

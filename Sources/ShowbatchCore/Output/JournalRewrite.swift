@@ -38,7 +38,7 @@ extension Journal {
         Glibc.close(nextFD)
         if let code {
             unlink(next)
-            throw RunError.file(FileError(.write, .journal, next, errno: code))
+            throw RunError.runtime(FileError(.write, .journal, next, errno: code))
         }
         rewriteKept = keep
     }
@@ -53,7 +53,7 @@ extension Journal {
     private static func adopt(_ next: String, as path: String, keep: Bool) throws(RunError) {
         if keep {
             guard rename(next, path) == 0 else {
-                throw RunError.file(FileError(.rename(to: path), next, errno: errno))
+                throw RunError.runtime(FileError(.rename(to: path), next, errno: errno))
             }
         } else {
             unlink(path)
@@ -124,7 +124,7 @@ extension Journal {
             placing.append((partial, state))
         }
         for file in placing where rename(file.from, file.to) != 0 {
-            throw RunError.file(FileError(.rename(to: file.to), file.from, errno: errno))
+            throw RunError.runtime(FileError(.rename(to: file.to), file.from, errno: errno))
         }
         try adopt(next, as: path, keep: keep)
     }

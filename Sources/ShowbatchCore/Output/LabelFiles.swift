@@ -111,7 +111,7 @@ final class LabelFileWriter {
             if owned { Glibc.close(fd) }
             if let code, code != EINVAL {
                 let shown = ([folders[folder.target]!.path] + folder.path).joined(separator: "/")
-                throw RunError.file(FileError(.sync, .folder, shown, purpose: "of label files for \(folders[folder.target]!.output)", errno: code))
+                throw RunError.runtime(FileError(.sync, .folder, shown, purpose: "of label files for \(folders[folder.target]!.output)", errno: code))
             }
         }
         dirty.removeAll(keepingCapacity: true)
@@ -132,7 +132,7 @@ final class LabelFileWriter {
         if folder.fd >= 0 { return folder.fd }
         let fd = Glibc.open(folder.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else {
-            throw RunError.file(FileError(.open, .folder, folder.path, purpose: "of \(folder.output) to write label files", errno: errno))
+            throw RunError.runtime(FileError(.open, .folder, folder.path, purpose: "of \(folder.output) to write label files", errno: errno))
         }
         folders[target]!.fd = fd
         return fd
@@ -149,7 +149,7 @@ final class LabelFileWriter {
             return "would replace \(what); label files never do"
         }
         func failure(_ code: Int32, _ doing: String) -> RunError {
-            RunError.file(FileError(.write, .labelFile, "\(folder.path)/\(file.path)", purpose: "for \(folder.output) (\(doing))", errno: code))
+            RunError.runtime(FileError(.write, .labelFile, "\(folder.path)/\(file.path)", purpose: "for \(folder.output) (\(doing))", errno: code))
         }
         // The folders below the output's, one at a time, never through a link.
         let fd: Int32
@@ -263,7 +263,7 @@ final class LabelFileWriter {
             } catch {
                 Glibc.close(out)
                 unlinkat(fd, temporary, 0)
-                throw RunError.runtime("cannot encrypt the label file \(what): \((error as? CryptoError)?.message ?? "\(error)")")
+                throw RunError.runtimeText("cannot encrypt the label file \(what): \((error as? CryptoError)?.message ?? "\(error)")")
             }
         } else {
             code = bytes.withUnsafeBytes { PrivateFile.writeAll(out, $0) }

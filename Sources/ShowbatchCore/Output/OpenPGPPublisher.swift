@@ -36,7 +36,7 @@ enum OpenPGPPublisher {
         } catch {
             close(out)
             unlink(temporary)
-            throw RunError.runtime("cannot encrypt \(path): \(error.message)")
+            throw RunError.runtimeText("cannot encrypt \(path): \(error.message)")
         }
         defer { source.reader.wipe() }
         do {
@@ -45,8 +45,8 @@ enum OpenPGPPublisher {
         } catch {
             close(out)
             unlink(temporary)
-            if error is Cancelled { throw RunError.runtime("interrupted while encrypting \(path): \(partial) is kept, and --resume finishes it") }
-            throw RunError.runtime("cannot encrypt \(path): \((error as? CryptoError)?.message ?? "\(error)"); \(partial) is kept, and --resume finishes it")
+            if error is Cancelled { throw RunError.runtimeText("interrupted while encrypting \(path): \(partial) is kept, and --resume finishes it") }
+            throw RunError.runtimeText("cannot encrypt \(path): \((error as? CryptoError)?.message ?? "\(error)"); \(partial) is kept, and --resume finishes it")
         }
         close(out)
     }
@@ -58,7 +58,7 @@ enum OpenPGPPublisher {
         guard rename(temporary, path) == 0 else {
             let reason = describeErrno(errno)
             unlink(temporary)
-            throw RunError.runtime("cannot rename \(temporary) to \(path): \(reason)")
+            throw RunError.runtimeText("cannot rename \(temporary) to \(path): \(reason)")
         }
         if !keepingSealed { unlink(partial) }
     }

@@ -29,7 +29,7 @@ struct OutputCheck {
     func verify(_ checkpoint: Journal.Checkpoint, failed: [Journal.FailedRow], path: String, rejectsPath: String?, key: DataKey? = nil,
                 rejectsPlaced: Bool = false, of output: OutputTarget, journal: String) throws(RunError) -> RowTally {
         func untrusted(_ reason: String) -> RunError {
-            .usage("the journal \(journal) cannot be trusted: \(reason); remove it to start over")
+            .usageText("the journal \(journal) cannot be trusted: \(reason); remove it to start over")
         }
         let items = ordinals()
         var own = try Rows(path, layout: output.layout, key: key, limit: checkpoint.offset, journal: journal)
@@ -176,10 +176,10 @@ struct OutputCheck {
             do {
                 opened = try ShardRows(path: path, format: layout.format, gzip: layout.gzip, key: key, limit: limit)
             } catch {
-                throw RunError.usage("the journal \(journal) cannot be trusted: \(path) is not what it says was written (\(error.reason)); remove it to start over")
+                throw RunError.usageText("the journal \(journal) cannot be trusted: \(path) is not what it says was written (\(error.reason)); remove it to start over")
             }
             guard let reader = opened else {
-                throw RunError.runtime("cannot read \(path) to check it against its journal \(journal): \(PrivateFile.readingProblem(path))")
+                throw RunError.runtimeText("cannot read \(path) to check it against its journal \(journal): \(PrivateFile.readingProblem(path))")
             }
             self.reader = reader
             self.layout = layout
@@ -207,7 +207,7 @@ struct OutputCheck {
         var count: Int { reader.rows }
 
         private func notWritten(_ reason: String) -> RunError {
-            .usage("the journal \(journal) cannot be trusted: \(reader.path) is not what it says was written (\(reason)); remove it to start over")
+            .usageText("the journal \(journal) cannot be trusted: \(reader.path) is not what it says was written (\(reason)); remove it to start over")
         }
 
         /// The next row up to the limit; nil after the last.

@@ -106,22 +106,22 @@ package struct AuditTrail: Sendable {
         let slash = path.lastIndex(of: "/")
         try PrivateFile.requireTrustedFolder(slash.map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? ".", for: path)
         let fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw RunError.file(FileError(.write, .auditTrail, path, errno: errno)) }
+        guard fd >= 0 else { throw RunError.runtime(FileError(.write, .auditTrail, path, errno: errno)) }
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_uid == geteuid(), info.st_mode & 0o077 == 0, info.st_nlink == 1 else {
-            throw RunError.runtime("the audit trail \(path) is not a private file of this user's (mode 0600, one link): it is not written to")
+            throw RunError.runtimeText("the audit trail \(path) is not a private file of this user's (mode 0600, one link): it is not written to")
         }
-        guard flock(fd, LOCK_EX) == 0 else { throw RunError.file(FileError(.lock, .auditTrail, path, errno: errno)) }
+        guard flock(fd, LOCK_EX) == 0 else { throw RunError.runtime(FileError(.lock, .auditTrail, path, errno: errno)) }
         // Its size under the lock: another run may have added a line meanwhile.
-        guard fstat(fd, &info) == 0 else { throw RunError.file(FileError(.read, .auditTrail, path, errno: errno)) }
+        guard fstat(fd, &info) == 0 else { throw RunError.runtime(FileError(.read, .auditTrail, path, errno: errno)) }
         let file = FileDescriptor(borrowing: fd, path: path)
         var size = Int(info.st_size)
         try checkAnchors(file, size: size)
         var lines: [[JSONMember]] = []
         // A line a full disk tore is cut back to the last whole one, and the trail says so.
         if size > 0, let torn = Self.tornBytes(of: file, size: size) {
-            guard ftruncate(fd, off_t(size - torn)) == 0 else { throw RunError.file(FileError(.repair, .auditTrail, path, errno: errno)) }
+            guard ftruncate(fd, off_t(size - torn)) == 0 else { throw RunError.runtime(FileError(.repair, .auditTrail, path, errno: errno)) }
             size -= torn
             lines.append([JSONMember("ts", .string(Timestamp.rfc3339())), JSONMember("event", .string("repaired")),
                           JSONMember("outcome", .string("torn_line_removed")), JSONMember("removed_bytes", .number(String(torn)))] + common)
@@ -141,9 +141,9 @@ package struct AuditTrail: Sendable {
             previous = text
         }
         if let code = bytes.withUnsafeBytes({ PrivateFile.writeAll(fd, $0) }) {
-            throw RunError.file(FileError(.write, .auditTrail, path, errno: code))
+            throw RunError.runtime(FileError(.write, .auditTrail, path, errno: code))
         }
-        guard fsync(fd) == 0 else { throw RunError.file(FileError(.write, .auditTrail, path, errno: errno)) }
+        guard fsync(fd) == 0 else { throw RunError.runtime(FileError(.write, .auditTrail, path, errno: errno)) }
         // Where it stands now, in each ledger, while the trail is still locked.
         let anchor = NightLedger.AuditAnchor(path: path, size: size + bytes.count, last: FileDigest.sha256(previous ?? []))
         for template in anchors { try NightLedger.anchorAudit(anchor, template: template) }
@@ -157,10 +157,10 @@ package struct AuditTrail: Sendable {
                   PrivateFile.canonical(anchor.path) == PrivateFile.canonical(path) else { continue }
             let ledger = NightLedger.statePath(of: template)
             guard size >= anchor.size else {
-                throw RunError.runtime("the audit trail \(path) has \(size) bytes, and \(ledger) recorded \(anchor.size) after its last entry: it was cut short, emptied or moved away; it is not written to (showbatch audit verify \(path) --manifest … says what it holds; move it aside and give audit.path a new file to start another)")
+                throw RunError.runtimeText("the audit trail \(path) has \(size) bytes, and \(ledger) recorded \(anchor.size) after its last entry: it was cut short, emptied or moved away; it is not written to (showbatch audit verify \(path) --manifest … says what it holds; move it aside and give audit.path a new file to start another)")
             }
             guard let last = Self.lastLine(of: file, size: anchor.size), FileDigest.sha256(last) == anchor.last else {
-                throw RunError.runtime("the audit trail \(path) does not end, where \(ledger) recorded its last entry, with that entry: it was rewritten; it is not written to")
+                throw RunError.runtimeText("the audit trail \(path) does not end, where \(ledger) recorded its last entry, with that entry: it was rewritten; it is not written to")
             }
         }
     }

@@ -101,16 +101,12 @@ final class Redactor: Sendable {
     /// An error with its words cleared (a manifest's diagnostics are cleared where they are made).
     func redact(_ error: RunError) -> RunError {
         switch error {
-        case .usage(let text): return .usage(redact(text))
-        case .runtime(let text): return .runtime(redact(text))
-        case .sideFile(let text): return .sideFile(redact(text))
+        case .usage(let problem): return .usage(problem.redacted(redact))
+        case .runtime(let problem): return .runtime(problem.redacted(redact))
+        case .sideFile(let problem): return .sideFile(problem.redacted(redact))
+        case .usageText(let text): return .usageText(redact(text))
+        case .runtimeText(let text): return .runtimeText(redact(text))
         case .manifest: return error
-        case .file(var file):
-            file.path = redact(file.path)
-            file.purpose = file.purpose.map(redact)
-            file.next = file.next.map(redact)
-            if case .rename(let to) = file.operation { file.operation = .rename(to: redact(to)) }
-            return .file(file)
         }
     }
 

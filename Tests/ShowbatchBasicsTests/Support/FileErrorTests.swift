@@ -19,7 +19,7 @@ import Testing
     ])
     func itSaysWhatWasDoneToWhatAndWhy(error: FileError, text: String) {
         #expect(error.description == text)
-        #expect(RunError.file(error).description == text && RunError.file(error).exitCode == .runtime)
+        #expect(RunError.runtime(error).description == text && RunError.runtime(error).exitCode == .runtime)
     }
 
     /// What a file showbatch writes could not be made: the error is the file's, with the
@@ -38,7 +38,7 @@ import Testing
         #expect {
             try PrivateFile.replaceAtomically(blocked + "/r.csv", with: Array("x".utf8), mode: 0o600)
         } throws: { error in
-            guard case .file(let file)? = error as? RunError else { return false }
+            guard case .runtime(let problem)? = error as? RunError, let file = problem as? FileError else { return false }
             return file.path == blocked + "/r.csv" || file.path == blocked
         }
     }

@@ -81,7 +81,7 @@ private func encode(_ records: [JournalRecord]) -> [UInt8] {
         } catch let error as RunError {
             return .failure(error)
         } catch {
-            return .failure(.runtime("\(error)"))
+            return .failure(.runtimeText("\(error)"))
         }
     }
 

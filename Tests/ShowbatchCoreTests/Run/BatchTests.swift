@@ -182,8 +182,8 @@ requests:
             _ = try await fixture.run(manifest, options: options)
             Issue.record("expected a refusal")
         } catch let error as RunError {
-            guard case .usage(let message) = error else { Issue.record("expected a usage error"); return }
-            #expect(message == "the journal \(fixture.dir.path)/r.csv.journal does not match this run: it was written by another version of showbatch (journal format 1); remove it to start over, or run without --resume")
+            guard error.exitCode == .usage else { Issue.record("expected a usage error"); return }
+            #expect(error.description == "the journal \(fixture.dir.path)/r.csv.journal does not match this run: it was written by another version of showbatch (journal format 1); remove it to start over, or run without --resume")
         }
         // Without --resume the stale journal is replaced and the run goes on.
         let summary = try await fixture.run(manifest)

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
@@ -345,7 +346,7 @@ private struct DispatchModel: ~Copyable {
         guard let (index, rows) = handOver else { return nil }
         handOver = nil
         if !writerFailed { written += rows }
-        let failure: RunError? = !writerFailed && random.next() % 50 == 0 ? .runtime("disk full") : nil
+        let failure: RunError? = !writerFailed && random.next() % 50 == 0 ? .runtime(FileError(.write, "out.csv.partial", errno: ENOSPC)) : nil
         if failure != nil { writerFailed = true }
         let actions = state.handedOver(writerFailure: failure, now: now)
         for ordinal in actions.forget {

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import ShowbatchBasics
 @testable import ShowbatchManifest
@@ -197,14 +198,14 @@ private func isWait(_ next: DispatchState<Int>.Next) -> Bool { if case .wait = n
         #expect(first.handOver?.map(ordinal) == [0] && first.wake == [4])
         let result17 = dispatch.park(5)
         #expect(result17 == false)
-        let failed = dispatch.handedOver(writerFailure: .runtime("cannot write out.csv.partial: No space left on device"), now: 100)
+        let failed = dispatch.handedOver(writerFailure: .runtime(FileError(.write, "out.csv.partial", errno: ENOSPC)), now: 100)
         #expect(failed.handOver == nil)
         _ = dispatch.finished(taken[1], outcome: .row(.row(row(1))), now: 200)
         let result18 = dispatch.next(from: ListSource([]), cancelled: false, now: 200)
         #expect(isStop(result18.0))
         let (rest, outcome) = dispatch.finish()
         #expect(rest.isEmpty)
-        #expect(outcome.writeError?.description == "cannot write out.csv.partial: No space left on device")
+        #expect(outcome.writeError?.description == "cannot write out.csv.partial: No space left on device (the disk is full)")
     }
 
     /// While the writer is slow to take a batch, rows pile up only to the outbox limit; then

@@ -46,7 +46,7 @@ import TestSupport
                 == "refused <redacted> and <redacted> (<redacted>)")
         redactor.add("emu-token-7")
         #expect(redactor.redact(.note("renewed emu-token-7")).text == "note: renewed <redacted>")
-        #expect(redactor.redact(RunError.runtime("x emu-token-7")).description == "x <redacted>")
+        #expect(redactor.redact(RunError.runtimeText("x emu-token-7")).description == "x <redacted>")
     }
 
     /// --metrics and --report never replace a file the run reads: the token file, the CA file,
