@@ -61,10 +61,11 @@ private func date(_ index: Int) -> String { "2026-11-\(index + 1 < 10 ? "0" : ""
 
     /// Twenty nights, a kill at each delivery step in turn (during the upload, before the
     /// rename, after it and before its answer, during the trigger file): the processor, which
-    /// takes each file at once, gets each night once. A hand-over whose outcome cannot be known
+    /// takes each file at once, gets each night once. Each step is held longer than the run's
+    /// timeout, and the timeout is longer than a loaded machine takes to see the hold and kill. A hand-over whose outcome cannot be known
     /// is refused (exit 6) until a person records what the processor says.
     @Test(.timeLimit(.minutes(10))) func aProcessorThatTakesFilesAtOnceGetsEachNightOnce() async throws {
-        let work = Workspace(["m.yaml": manifest(timeout: "20s")])
+        let work = Workspace(["m.yaml": manifest(timeout: "60s")])
         let server = try SFTPServer(proxied: true)
         defer { work.remove(); server.remove() }
         var names: [String] = []
@@ -76,16 +77,16 @@ private func date(_ index: Int) -> String { "2026-11-\(index + 1 < 10 ? "0" : ""
             let arguments = ["run", "m.yaml", "--emulate", "--date", night, "--resume=auto"]
             switch index % 5 {
             case 1:
-                server.control(["processor": "take", "hold": ["op": "OPEN", "path": ".part", "seconds": 30]])
+                server.control(["processor": "take", "hold": ["op": "OPEN", "path": ".part", "seconds": 90]])
                 try await kill(work, server, arguments, at: "HOLD OPEN")
             case 2:
-                server.control(["processor": "take", "hold": ["op": "RENAME", "seconds": 30]])
+                server.control(["processor": "take", "hold": ["op": "RENAME", "seconds": 90]])
                 try await kill(work, server, arguments, at: "HOLD RENAME")
             case 3:
-                server.control(["processor": "take", "hold": ["op": "RENAME", "seconds": 30, "when": "after"]])
+                server.control(["processor": "take", "hold": ["op": "RENAME", "seconds": 90, "when": "after"]])
                 try await kill(work, server, arguments, at: "HOLD-AFTER RENAME")
             case 4:
-                server.control(["processor": "take", "hold": ["op": "OPEN", "path": ".done", "seconds": 30]])
+                server.control(["processor": "take", "hold": ["op": "OPEN", "path": ".done", "seconds": 90]])
                 try await kill(work, server, arguments, at: "HOLD OPEN")
             default:
                 break
