@@ -2,6 +2,13 @@
 /// words are made here only, so that every one reads the same way:
 /// `cannot write the journal out/r.csv.journal: No space left on device (the disk is full)`.
 package struct FileError: RunProblem, Equatable {
+    /// Why the operation failed.
+    package enum Cause: Sendable, Equatable {
+        case errno(Int32)
+        /// A reader's words, such as "it is not there" or a file's damage.
+        case reason(String)
+    }
+
     /// What was being done.
     package enum Operation: Sendable, Equatable {
         case read, write, create, open, lock, repair, sync
@@ -27,22 +34,36 @@ package struct FileError: RunProblem, Equatable {
     package var path: String
     /// What the file serves, after its path ("for out/r.csv"), when that says more.
     package var purpose: String?
-    /// The system's errno.
-    package var errno: Int32
+    /// Why, in the system's errno or in the words of the reader that failed.
+    package var cause: Cause
     /// What is kept and how the run goes on, after the cause.
     package var next: String?
 
     package init(_ operation: Operation, _ path: String, purpose: String? = nil, errno: Int32, next: String? = nil) {
-        self.init(operation, nil, path, purpose: purpose, errno: errno, next: next)
+        self.init(operation, nil, path, purpose: purpose, cause: .errno(errno), next: next)
     }
 
     package init(_ operation: Operation, _ role: Role?, _ path: String, purpose: String? = nil, errno: Int32, next: String? = nil) {
+        self.init(operation, role, path, purpose: purpose, cause: .errno(errno), next: next)
+    }
+
+    package init(_ operation: Operation, _ path: String, purpose: String? = nil, cause: Cause, next: String? = nil) {
+        self.init(operation, nil, path, purpose: purpose, cause: cause, next: next)
+    }
+
+    package init(_ operation: Operation, _ role: Role?, _ path: String, purpose: String? = nil, cause: Cause, next: String? = nil) {
         self.operation = operation
         self.role = role
         self.path = path
         self.purpose = purpose
-        self.errno = errno
+        self.cause = cause
         self.next = next
+    }
+
+    /// The system's errno, when that is the cause.
+    package var errno: Int32? {
+        if case .errno(let code) = cause { return code }
+        return nil
     }
 
     package var description: String {
@@ -60,7 +81,12 @@ package struct FileError: RunProblem, Equatable {
         case .makePrivate: doing = "cannot make \(file) private (mode 0600)"
         case .syncFolder: doing = "cannot write \(file): syncing its folder"
         }
-        return doing + ": " + describeErrno(errno) + (next.map { "; " + $0 } ?? "")
+        let why: String
+        switch cause {
+        case .errno(let code): why = describeErrno(code)
+        case .reason(let words): why = words
+        }
+        return doing + ": " + why + (next.map { "; " + $0 } ?? "")
     }
 
     package func redacted(_ redact: (String) -> String) -> FileError {
@@ -68,6 +94,7 @@ package struct FileError: RunProblem, Equatable {
         copy.path = redact(path)
         copy.purpose = purpose.map(redact)
         copy.next = next.map(redact)
+        if case .reason(let words) = cause { copy.cause = .reason(redact(words)) }
         if case .rename(let to) = operation { copy.operation = .rename(to: redact(to)) }
         return copy
     }

@@ -74,7 +74,7 @@ package enum PrivateFile {
     /// synced after the rename too, so that the new file is there after a power loss (a record
     /// that decides what is sent next).
     package static func replaceAtomically(_ path: String, with bytes: [UInt8], mode: mode_t, syncingFolder: Bool = false) throws(RunError) {
-        if let refusal = refusal(path) { throw RunError.runtimeText(refusal + ": cannot write it") }
+        if let found = found(path) { throw RunError.runtime(PathRefusal(path, found, .cannotWrite)) }
         try makeParent(of: path, for: path)
         let slash = path.lastIndex(of: "/")
         let folder = slash.map { String(path[..<$0]) } ?? "."
@@ -112,12 +112,15 @@ package enum PrivateFile {
     }
 
     /// Why `path` cannot be one of a run's files, in words; nil when it can (absent or regular).
-    package static func refusal(_ path: String) -> String? {
+    package static func refusal(_ path: String) -> String? { found(path).map { PathRefusal(path, $0, .cannotWrite).finding } }
+
+    /// What is at `path` that keeps it from being one of a run's files; nil when nothing does.
+    package static func found(_ path: String) -> PathRefusal.Found? {
         switch inspect(path) {
         case .none, .regular: return nil
-        case .directory: return "\(path) is a directory"
-        case .link: return "\(path) is a symbolic link; showbatch never writes through one"
-        case .other: return "\(path) is not a regular file (a device, pipe or socket)"
+        case .directory: return .directory
+        case .link: return .link
+        case .other: return .special
         }
     }
 
@@ -131,7 +134,7 @@ package enum PrivateFile {
             // Another user's file in its place is a sign of a neighbour at work: said, not removed.
             try requireTrusted(path, replacing: true)
             unlink(path)
-        default: throw RunError.runtimeText(refusal(path)! + ": remove it and run again")
+        default: throw RunError.runtime(PathRefusal(path, found(path) ?? .notRegular, .removeAndRunAgain))
         }
         let fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
@@ -152,7 +155,7 @@ package enum PrivateFile {
             // unwritable folder (EACCES) must not be told as a missing file (ENOENT).
             let code = errno
             if code == EEXIST, case .regular = inspect(path) { return nil }
-            if let refusal = refusal(path) { throw RunError.runtimeText(refusal + ": remove it and run again") }
+            if let found = found(path) { throw RunError.runtime(PathRefusal(path, found, .removeAndRunAgain)) }
             throw RunError.runtime(FileError(.create, path, purpose: "for \(output)", errno: code))
         }
         try makePrivate(fd, path)
@@ -162,7 +165,7 @@ package enum PrivateFile {
     /// Opens the regular file at `path` for reading and writing, without following a link; nil
     /// when there is none.
     package static func openExisting(_ path: String, for output: String) throws(RunError) -> Int32? {
-        if let refusal = refusal(path) { throw RunError.runtimeText(refusal + ": remove it and run again") }
+        if let found = found(path) { throw RunError.runtime(PathRefusal(path, found, .removeAndRunAgain)) }
         let fd = open(path, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else {
             let code = errno
@@ -172,11 +175,11 @@ package enum PrivateFile {
         var info = stat()
         guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
             close(fd)
-            throw RunError.runtimeText("\(path) is not a regular file: remove it and run again")
+            throw RunError.runtime(PathRefusal(path, .notRegular, .removeAndRunAgain))
         }
-        if let problem = untrusted(info, path) {
+        if let problem = untrustedFile(info, path) {
             close(fd)
-            throw RunError.runtimeText(problem)
+            throw RunError.runtime(problem)
         }
         do throws(RunError) {
             try makePrivate(fd, path)
@@ -198,9 +201,9 @@ package enum PrivateFile {
             close(fd)
             return nil
         }
-        if let problem = untrusted(info, path) {
+        if let problem = untrustedFile(info, path) {
             close(fd)
-            throw RunError.runtimeText(problem)
+            throw RunError.runtime(problem)
         }
         return fd
     }
@@ -220,20 +223,24 @@ package enum PrivateFile {
     /// may write (Kubernetes gives a volume's files to the pod's `fsGroup`). `replacing`: the file
     /// is only to be removed and made afresh, which needs it to be the running user's, no more.
     package static func untrusted(_ info: stat, _ path: String, replacing: Bool = false) -> String? {
-        let problem: String
-        let mode = info.st_mode & 0o7777
+        untrustedFile(info, path, replacing: replacing)?.description
+    }
+
+    /// `untrusted`, as the refusal it is.
+    package static func untrustedFile(_ info: stat, _ path: String, replacing: Bool = false) -> PathRefusal? {
+        let found: PathRefusal.Found
         if info.st_uid != geteuid() {
-            problem = "\(path) belongs to \(userName(info.st_uid)), not to \(userName(geteuid())), who runs showbatch"
+            found = .otherUsers(owner: userName(info.st_uid), runner: userName(geteuid()))
         } else if replacing {
             return nil
         } else if info.st_nlink > 1 {
-            problem = "\(path) has \(info.st_nlink) links (a hard link elsewhere gives it another name, maybe in another user's folder)"
+            found = .links(Int(info.st_nlink))
         } else if writableByOthers(info) {
-            problem = "\(path) can be written by other users (mode \(String(mode, radix: 8)))"
+            found = .writableByOthers(mode: UInt32(info.st_mode & 0o7777))
         } else {
             return nil
         }
-        return problem + "; showbatch never resumes, merges, reads or writes into a file another user could have planted or can change: remove it and run again"
+        return PathRefusal(path, found, .untrustedFile)
     }
 
     /// Refuses the file at `path` (never through a link) when it is not to be trusted
@@ -241,7 +248,7 @@ package enum PrivateFile {
     package static func requireTrusted(_ path: String, replacing: Bool = false) throws(RunError) {
         var info = stat()
         guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return }
-        if let problem = untrusted(info, path, replacing: replacing) { throw RunError.runtimeText(problem) }
+        if let problem = untrustedFile(info, path, replacing: replacing) { throw RunError.runtime(problem) }
     }
 
     /// Refuses `folder` (links followed, as a mounted volume's may be one) when another user can
@@ -249,15 +256,13 @@ package enum PrivateFile {
     /// anyone who can write it, unless its sticky bit keeps each file its owner's (as in /tmp). A
     /// group the running user is in may write it. A folder not there yet is made 0700.
     package static func requireTrustedFolder(_ folder: String, for path: String) throws(RunError) {
-        let problem: String
         switch replaceableBy(folder) {
         case nil: return
         case .owner(let uid)?:
-            problem = "the folder \(folder) belongs to \(userName(uid)), who can replace any file in it"
+            throw RunError.runtime(PathRefusal(path, .folderOwned(folder: folder, owner: userName(uid)), .useAFolderOfYourOwn))
         case .writable(let mode)?:
-            problem = "the folder \(folder) can be written by other users and has no sticky bit (mode \(String(mode, radix: 8))), so they can replace the files in it"
+            throw RunError.runtime(PathRefusal(path, .folderWritable(folder: folder, mode: UInt32(mode)), .useAFolderOfYourOwn))
         }
-        throw RunError.runtimeText("cannot use \(path): \(problem); showbatch keeps its files only where no other user can plant or swap them: use a folder of your own (mode 0700 or 0755), or one with the sticky bit")
     }
 
     /// Who other than the running user could replace the files in a folder.

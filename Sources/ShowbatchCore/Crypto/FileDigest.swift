@@ -11,8 +11,8 @@ struct FileDigest: Equatable, Sendable {
     /// Reads `path` (never through a link: it is a file of showbatch's own) in 1 MiB pieces.
     static func of(_ path: String) throws(RunError) -> FileDigest {
         let opened: FileDescriptor?
-        do { opened = try FileDescriptor.openOwn(path) } catch { throw RunError.runtimeText("cannot read \(path): \(error.reason)") }
-        guard let file = opened else { throw RunError.runtimeText("cannot read \(path): it is not there") }
+        do { opened = try FileDescriptor.openOwn(path) } catch { throw RunError.runtime(FileError(.read, path, cause: .reason(error.reason))) }
+        guard let file = opened else { throw RunError.runtime(FileError(.read, path, cause: .reason("it is not there"))) }
         guard let context = EVP_MD_CTX_new() else { fatalError("out of memory (EVP_MD_CTX_new)") }
         defer { EVP_MD_CTX_free(context) }
         precondition(EVP_DigestInit_ex(context, EVP_sha256(), nil) == 1, "SHA-256 failed")
@@ -20,7 +20,7 @@ struct FileDigest: Equatable, Sendable {
         var size = 0
         while true {
             let count: Int
-            do { count = try file.read(into: &chunk) } catch { throw RunError.runtimeText("cannot read \(path): \(error.reason)") }
+            do { count = try file.read(into: &chunk) } catch { throw RunError.runtime(FileError(.read, path, cause: .reason(error.reason))) }
             if count == 0 { break }
             size += count
             _ = chunk.withUnsafeBytes { EVP_DigestUpdate(context, $0.baseAddress, count) }

@@ -32,16 +32,16 @@ struct DeliveryRecord: Equatable {
     /// The record at `path`: nil when there is none.
     static func read(_ path: String) throws(RunError) -> DeliveryRecord? {
         let opened: FileDescriptor?
-        do { opened = try FileDescriptor.openOwn(path) } catch { throw RunError.runtimeText("cannot read \(path), a record of a delivery: \(error.reason)") }
+        do { opened = try FileDescriptor.openOwn(path) } catch { throw RunError.runtime(DeliveryError.recordUnreadable(path: path, reason: error.reason)) }
         guard let file = opened else { return nil }
         guard let bytes = try? file.readAll(limit: 1 << 16), let value = try? JSONParser.parse(bytes),
               case .number("1")? = value["showbatch_delivery"] else {
-            throw RunError.runtimeText("\(path) is not a delivery record of this version of showbatch")
+            throw RunError.runtime(DeliveryError.recordOfAnotherVersion(path: path))
         }
         func text(_ key: String) -> String? { if case .string(let text)? = value[key] { return text } else { return nil } }
         func integer(_ key: String) -> Int? { if case .number(let text)? = value[key] { return Int(text) } else { return nil } }
         guard let name = text("file"), let to = text("to"), let size = integer("size"), let sha = text("sha256"), let when = text("delivered") else {
-            throw RunError.runtimeText("\(path) is not a whole delivery record")
+            throw RunError.runtime(DeliveryError.recordNotWhole(path: path))
         }
         return DeliveryRecord(file: name, to: to, size: size, sha256: sha, delivered: when, generation: integer("generation") ?? 0,
                               date: text("date").flatMap(NightDate.init(compact:)), seq: integer("seq") ?? 0)

@@ -26,7 +26,7 @@ package enum DeliveryCheck {
         for spec in ([manifest.output] + manifest.requests.map(\.output)).compactMap({ $0?.deliver }) where !specs.contains(spec) {
             specs.append(spec)
         }
-        guard !specs.isEmpty else { throw RunError.usageText("no output of \(manifest.file) has output.deliver: there is nothing to check") }
+        guard !specs.isEmpty else { throw RunError.usage(DeliveryError.nothingToDeliver(manifest: manifest.file, checking: true)) }
         return specs.map { check($0, timeout: manifest.timeout, step: step, isCancelled: isCancelled) }
     }
 

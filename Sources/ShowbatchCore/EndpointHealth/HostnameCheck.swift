@@ -60,13 +60,15 @@ extension Runner {
         }
         if definitive {
             // The SDKs' rule: a hostname that is not activated falls back to the vault URL.
-            let message = "hostname \(hostname) is not activated for vault \(manifest.vault) (\(reason))"
-            if options.strictHostname { throw RunError.runtimeText(message + "; --strict-hostname stops here") }
+            let problem = HostnameProblem.notActivated(hostname: hostname, vault: manifest.vault, reason: reason)
+            if options.strictHostname { throw RunError.runtime(HostnameStrictStop(problem: problem)) }
+            let message = problem.description
             events(.warning(message + "; using \(manifest.vaultURL)"))
             return .url(manifest.vaultURL)
         }
-        let message = "the check of hostname \(hostname) could not be made after \(attempts) attempt\(attempts == 1 ? "" : "s") (\(reason))"
-        if options.strictHostname { throw RunError.runtimeText(message + "; --strict-hostname stops here") }
+        let problem = HostnameProblem.notChecked(hostname: hostname, attempts: attempts, reason: reason)
+        if options.strictHostname { throw RunError.runtime(HostnameStrictStop(problem: problem)) }
+        let message = problem.description
         if options.interactive || manifest.hostnameFallback {
             events(.warning(message + "; using \(manifest.vaultURL)"))
             return .url(manifest.vaultURL)
@@ -75,4 +77,37 @@ extension Runner {
         return .stop(message + "; not falling back to \(manifest.vaultURL) unattended (set hostname_fallback: true to allow it)")
     }
 
+}
+
+/// What the hostname check found when it did not say yes.
+enum HostnameProblem: Sendable, CustomStringConvertible {
+    /// The check answered: the hostname is not the vault's.
+    case notActivated(hostname: String, vault: String, reason: String)
+    /// The check got no answer it could use in `attempts` attempts.
+    case notChecked(hostname: String, attempts: Int, reason: String)
+
+    var description: String {
+        switch self {
+        case .notActivated(let hostname, let vault, let reason):
+            return "hostname \(hostname) is not activated for vault \(vault) (\(reason))"
+        case .notChecked(let hostname, let attempts, let reason):
+            return "the check of hostname \(hostname) could not be made after \(attempts) attempt\(attempts == 1 ? "" : "s") (\(reason))"
+        }
+    }
+}
+
+/// `--strict-hostname` stops the run where the check did not say yes.
+struct HostnameStrictStop: RunProblem {
+    let problem: HostnameProblem
+
+    var description: String { problem.description + "; --strict-hostname stops here" }
+
+    func redacted(_ redact: (String) -> String) -> HostnameStrictStop {
+        switch problem {
+        case .notActivated(let hostname, let vault, let reason):
+            return HostnameStrictStop(problem: .notActivated(hostname: redact(hostname), vault: vault, reason: redact(reason)))
+        case .notChecked(let hostname, let attempts, let reason):
+            return HostnameStrictStop(problem: .notChecked(hostname: redact(hostname), attempts: attempts, reason: redact(reason)))
+        }
+    }
 }

@@ -57,7 +57,7 @@ struct FileEnvelope {
         guard needsTotals else { return Totals() }
         do {
             guard let rows = try ShardRows(path: path, format: layout.format, gzip: layout.gzip, key: key) else {
-                throw RunError.runtimeText("cannot total the rows of \(path): \(PrivateFile.readingProblem(path))")
+                throw RunError.runtime(NightError.cannotTotal(path: path, reason: PrivateFile.readingProblem(path)))
             }
             if layout.format != .csv || layout.csv.header { _ = try rows.head() }
             var sums = summed.map { _ in ExactDecimal.zero }
@@ -69,7 +69,7 @@ struct FileEnvelope {
                 for (index, column) in summed.enumerated() {
                     guard let cell = Self.cell(column, of: row, object: object, layout: layout), !cell.isEmpty else { continue }
                     guard let value = ExactDecimal(cell[...]) else {
-                        throw RunError.runtimeText("cannot total the rows of \(path): row \(rows.rows)'s column \(column.name) is not a decimal number (did the file change?)")
+                        throw RunError.runtime(NightError.notADecimal(path: path, row: rows.rows, column: column.name))
                     }
                     sums[index] = sums[index].adding(value)
                 }
@@ -79,11 +79,11 @@ struct FileEnvelope {
             for (index, column) in summed.enumerated() { totals.sums[column.name] = sums[index].description }
             return totals
         } catch let error as ShardRows.Malformed {
-            throw RunError.runtimeText("cannot total the rows of \(path): \(error.reason)")
+            throw RunError.runtime(NightError.cannotTotal(path: path, reason: error.reason))
         } catch let error as RunError {
             throw error
         } catch {
-            throw RunError.runtimeText("cannot total the rows of \(path): \(error)")
+            throw RunError.runtime(NightError.cannotTotal(path: path, reason: "\(error)"))
         }
     }
 
@@ -149,7 +149,7 @@ struct FileEnvelope {
         close(out)
         if let failure {
             unlink(finished)
-            throw RunError.runtimeText("cannot write \(finished): \(failure)")
+            throw RunError.runtime(NightError.cannotWriteFinished(path: finished, reason: failure))
         }
     }
 

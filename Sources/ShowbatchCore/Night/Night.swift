@@ -91,7 +91,7 @@ package struct Night: Sendable, Equatable {
         }
         let ahead = today.days(to: date)
         if beginning && !allowFuture && !testRun && ahead > daysAheadAllowed {
-            throw RunError.usageText("--date \(date) is \(ahead) days after today (\(today) in \(zoneName)): a night is today's, yesterday's or an earlier one's, and a later one would be numbered before every real night after it; check the year and TZ, or give --allow-future")
+            throw RunError.usage(NightError.dateAhead(date: date, days: ahead, today: today, zone: zoneName))
         }
         return Night(date: date, today: today, testRun: testRun)
     }

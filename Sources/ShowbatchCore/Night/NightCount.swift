@@ -10,7 +10,7 @@ enum NightCount {
     static func rows(of path: String, layout: OutputLayout, key: DataKey?) throws(RunError) -> Int {
         do {
             guard let rows = try ShardRows(path: path, format: layout.format, gzip: layout.gzip, key: key) else {
-                throw RunError.runtimeText("cannot count the rows of \(path): \(PrivateFile.readingProblem(path))")
+                throw RunError.runtime(NightError.cannotCount(path: path, reason: PrivateFile.readingProblem(path)))
             }
             if layout.format != .csv || layout.csv.header { _ = try rows.head() }
             var row: [UInt8] = []
@@ -19,11 +19,11 @@ enum NightCount {
             try rows.finish()
             return rows.rows
         } catch let error as ShardRows.Malformed {
-            throw RunError.runtimeText("cannot count the rows of \(path): \(error.reason)")
+            throw RunError.runtime(NightError.cannotCount(path: path, reason: error.reason))
         } catch let error as RunError {
             throw error
         } catch {
-            throw RunError.runtimeText("cannot count the rows of \(path): \(error)")
+            throw RunError.runtime(NightError.cannotCount(path: path, reason: "\(error)"))
         }
     }
 

@@ -2,7 +2,7 @@ import ShowbatchBasics
 import ShowbatchManifest
 
 /// Why a command does not take a night: a usage error (exit 2), with nothing sent.
-enum NightRefusal: Equatable {
+enum NightRefusal: RunProblem, Equatable {
     /// A new night dated before the latest the output has: it would be numbered after it.
     case outOfOrder(NightDate, latest: NightRecord)
     /// Tonight's data files hold the rows of another night of the output.
@@ -12,16 +12,27 @@ enum NightRefusal: Equatable {
     /// `--retry-failed` of a night that never began for the output.
     case neverWritten(path: String, NightDate)
 
-    var error: RunError {
+    var error: RunError { .usage(self) }
+
+    var description: String {
         switch self {
         case .outOfOrder(let date, let latest):
-            return .usageText("the night of \(date) would come after the night of \(latest.date) (\(latest.file.isEmpty ? "begun" : latest.file), sequence \(latest.seq)), which is later: a processor takes nights in order; check --date and TZ")
+            return "the night of \(date) would come after the night of \(latest.date) (\(latest.file.isEmpty ? "begun" : latest.file), sequence \(latest.seq)), which is later: a processor takes nights in order; check --date and TZ"
         case .repeated(let date, let night):
-            return .usageText("the data files of the night of \(date) are the same as those of the night of \(night.date) (\(night.file.isEmpty ? "begun, not finished" : night.file), sequence \(night.seq)): the export upstream may not have run since; nothing was sent (--allow-repeat sends them again)")
+            return "the data files of the night of \(date) are the same as those of the night of \(night.date) (\(night.file.isEmpty ? "begun, not finished" : night.file), sequence \(night.seq)): the export upstream may not have run since; nothing was sent (--allow-repeat sends them again)"
         case .retryDelivered(let path, let night):
-            return .usageText("\(path) was delivered\(night.deliveredWhere) at \(night.deliveredAt): a processor takes a night's file once, so --retry-failed does not rewrite it; its failed rows are in its rejects file or journal")
+            return "\(path) was delivered\(night.deliveredWhere) at \(night.deliveredAt): a processor takes a night's file once, so --retry-failed does not rewrite it; its failed rows are in its rejects file or journal"
         case .neverWritten(let path, let date):
-            return .usageText("\(path) was never written for the night of \(date), so it has no failed rows to send again; run without --retry-failed")
+            return "\(path) was never written for the night of \(date), so it has no failed rows to send again; run without --retry-failed"
+        }
+    }
+
+    /// Its paths cleared; a night's records hold no secret (dates, numbers, file names).
+    func redacted(_ redact: (String) -> String) -> NightRefusal {
+        switch self {
+        case .retryDelivered(let path, let night): return .retryDelivered(path: redact(path), night)
+        case .neverWritten(let path, let date): return .neverWritten(path: redact(path), date)
+        case .outOfOrder, .repeated: return self
         }
     }
 }

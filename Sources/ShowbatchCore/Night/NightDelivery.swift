@@ -55,7 +55,7 @@ package enum NightDelivery {
         let nights = try NightBook(manifest: manifest, night: night, rebuild: rebuildLedger)
         let plan = try OutputPlanner(manifest: manifest, output: nil, format: nil, shard: nil, nights: nights)
         let targets = plan.targets.filter { $0.deliver != nil && $0.night != nil }
-        guard !targets.isEmpty else { throw RunError.usageText("no output of \(manifest.file) has output.deliver: there is nothing to deliver") }
+        guard !targets.isEmpty else { throw RunError.usage(DeliveryError.nothingToDeliver(manifest: manifest.file, checking: false)) }
         try PrivateFile.requireTrusted(sideFilesOf: targets.map(\.path))
         var outcomes: [DeliveryOutcome] = []
         var pending: [OutputTarget] = []
@@ -63,7 +63,7 @@ package enum NightDelivery {
             let night = target.night!
             let name = (target.path as NSString).lastPathComponent
             guard let recorded = nights.record(of: night.template), recorded.isFinished, recorded.file == name else {
-                throw RunError.usageText("\(target.path) was never finished for the night of \(date): run it first (showbatch run \(manifest.file) --date \(date))")
+                throw RunError.usage(NightError.neverFinished(path: target.path, date: date, manifest: manifest.file))
             }
             // Delivered: the ledger says so, whether or not its file is still here.
             if let delivery = recorded.delivery, delivery.done {
@@ -72,14 +72,14 @@ package enum NightDelivery {
                 continue
             }
             guard recorded.complete else {
-                throw RunError.usageText("\(target.path) was finished with rows not ok beyond max_failed, so it is not delivered: \(NightRecord.fix(recorded, manifest: manifest.file))")
+                throw RunError.usage(NightError.finishedNotWhole(path: target.path, fix: NightRecord.fix(recorded, manifest: manifest.file)))
             }
             guard case .regular = PrivateFile.inspect(target.path) else {
-                throw RunError.runtimeText("\(target.path), finished at \(recorded.finished), is not there any more: run the night again to write it")
+                throw RunError.runtime(NightError.finishedFileGone(path: target.path, finished: recorded.finished))
             }
             let digest = try FileDigest.of(target.path)
             guard digest.sha256 == recorded.sha256 else {
-                throw RunError.runtimeText("\(target.path) is not the file its night wrote at \(recorded.finished) (its SHA-256 differs): it is not delivered")
+                throw RunError.runtime(NightError.finishedFileChanged(path: target.path, finished: recorded.finished))
             }
             switch what {
             case .deliver:

@@ -150,7 +150,7 @@ struct NightLedger: Equatable {
     }
 
     private func unreadable(_ reason: String) -> RunError {
-        .runtimeText("cannot read \(path), which keeps the sequence numbers of the output's nights: \(reason); the run does not guess a number")
+        .runtime(NightError.ledgerUnreadable(ledger: path, reason: reason))
     }
 
     /// The night recorded (or begun) for `date`.
@@ -188,7 +188,7 @@ struct NightLedger: Equatable {
             // Checked again under the lock: a later night may have begun meanwhile.
             if let latest = ledger.latest, latest.date > date { throw NightRefusal.outOfOrder(date, latest: latest).error }
             let seq = ledger.highest + 1
-            guard seq <= maxSeq else { throw RunError.runtimeText("\(ledger.path) holds a number beyond \(maxSeq): it is not a night's") }
+            guard seq <= maxSeq else { throw RunError.runtime(NightError.numberBeyond(ledger: ledger.path, max: maxSeq)) }
             ledger.nights.append(NightRecord(date: date, seq: seq, data: data, deliver: deliver))
             return seq
         }
@@ -199,7 +199,7 @@ struct NightLedger: Equatable {
     static func finish(_ night: NightRecord, template: String) throws(RunError) {
         _ = try update(template: template) { (ledger: inout NightLedger) throws(RunError) -> Int in
             if let recorded = ledger.night(on: night.date), recorded.isDelivered || recorded.handing != nil {
-                throw RunError.runtimeText("\(ledger.path) says the night of \(night.date) was delivered (or was being put in place on the server): it is not recorded again")
+                throw RunError.runtime(NightError.deliveredNotRecordedAgain(ledger: ledger.path, date: night.date))
             }
             ledger.nights.removeAll { $0.date == night.date }
             ledger.nights.append(night)
@@ -213,10 +213,10 @@ struct NightLedger: Equatable {
     static func markHanding(_ date: NightDate, _ handing: NightRecord.Handing?, template: String) throws(RunError) {
         _ = try update(template: template) { (ledger: inout NightLedger) throws(RunError) -> Int in
             guard let index = ledger.nights.lastIndex(where: { $0.date == date }) else {
-                throw RunError.runtimeText("\(ledger.path) has no night of \(date) to deliver")
+                throw RunError.runtime(NightError.noNight(ledger: ledger.path, date: date, toRecordDelivered: false))
             }
             guard ledger.nights[index].delivery == nil else {
-                throw RunError.runtimeText("\(ledger.path) says the night of \(date) was delivered: it is not handed over again")
+                throw RunError.runtime(NightError.deliveredNotHandedAgain(ledger: ledger.path, date: date))
             }
             ledger.nights[index].handing = handing
             return 0
@@ -238,7 +238,7 @@ struct NightLedger: Equatable {
     static func markDelivered(_ date: NightDate, _ delivery: NightRecord.Delivery, template: String) throws(RunError) -> Int {
         try update(template: template) { (ledger: inout NightLedger) throws(RunError) -> Int in
             guard let index = ledger.nights.lastIndex(where: { $0.date == date }) else {
-                throw RunError.runtimeText("\(ledger.path) has no night of \(date) to record as delivered")
+                throw RunError.runtime(NightError.noNight(ledger: ledger.path, date: date, toRecordDelivered: true))
             }
             ledger.nights[index].delivery = delivery
             ledger.nights[index].handing = nil
@@ -272,14 +272,14 @@ struct NightLedger: Equatable {
         var opened = try PrivateFile.openExisting(lockPath, for: lockPath)
         if opened == nil { opened = try PrivateFile.createNew(lockPath, for: lockPath) }
         if opened == nil { opened = try PrivateFile.openExisting(lockPath, for: lockPath) }
-        guard let lock = opened else { throw RunError.runtimeText("cannot open \(lockPath): it came and went") }
+        guard let lock = opened else { throw RunError.runtime(NightError.lockVanished(path: lockPath)) }
         defer { close(lock) }
         // A lock held by another run is waited for, at most 30 s, and an interrupt ends the wait.
         let deadline = Date().addingTimeInterval(30)
         while flock(lock, LOCK_EX | LOCK_NB) != 0 {
             guard errno == EWOULDBLOCK || errno == EINTR else { throw RunError.runtime(FileError(.lock, lockPath, errno: errno)) }
             if isCancelled() || Date() > deadline {
-                throw RunError.runtimeText("\(lockPath) is locked by another run\(isCancelled() ? "" : " for over 30 s"): the night's number was not taken")
+                throw RunError.runtime(NightError.ledgerLocked(path: lockPath, waited: !isCancelled()))
             }
             usleep(20_000)
         }

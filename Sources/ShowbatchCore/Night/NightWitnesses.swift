@@ -44,20 +44,19 @@ struct NightWitnesses {
     /// written, older than a delivery record, saying undelivered a night a record says delivered,
     /// or numbering lower than a file's number.
     func check(_ ledger: NightLedger) throws(RunError) {
-        let rebuild = "check the volume was not restored from an older copy, then run again with --rebuild-ledger, which rebuilds it from these records"
         for witness in witnesses {
             let record = witness.record
             if ledger.isNew {
-                throw RunError.runtimeText("\(ledger.path), the ledger of \(template)'s nights, is missing, but \(folder)/\(witness.file)\(record == nil ? " is" : ".delivered records") a night of it: the ledger was deleted; nothing is numbered anew or sent again from nothing: \(rebuild)")
+                throw RunError.runtime(NightError.ledgerMissing(ledger: ledger.path, template: template, witness: "\(folder)/\(witness.file)", isDeliveryRecord: record != nil))
             }
             if let record, record.generation > ledger.generation {
-                throw RunError.runtimeText("\(ledger.path) is older than \(folder)/\(witness.file).delivered (the ledger's generation \(ledger.generation), the record's \(record.generation)): it was rolled back; \(rebuild)")
+                throw RunError.runtime(NightError.ledgerOlder(ledger: ledger.path, record: "\(folder)/\(witness.file).delivered", ledgerGeneration: ledger.generation, recordGeneration: record.generation))
             }
             if let record, let date = witness.date ?? record.date, let night = ledger.night(on: date), !night.isDelivered, night.seq == (witness.seq ?? night.seq) {
-                throw RunError.runtimeText("\(ledger.path) says the night of \(date) was not delivered, but \(folder)/\(witness.file).delivered records its delivery to \(record.to) at \(record.delivered): the ledger was rolled back; \(rebuild)")
+                throw RunError.runtime(NightError.ledgerSaysUndelivered(ledger: ledger.path, date: date, record: "\(folder)/\(witness.file).delivered", to: record.to, at: record.delivered))
             }
             if let seq = witness.seq, seq > ledger.highest {
-                throw RunError.runtimeText("\(ledger.path) numbers nights up to \(ledger.highest), but \(folder)/\(witness.file) is numbered \(seq): the ledger was rolled back, and the next night would take a number a night already has; \(rebuild)")
+                throw RunError.runtime(NightError.ledgerNumbersLower(ledger: ledger.path, highest: ledger.highest, file: "\(folder)/\(witness.file)", seq: seq))
             }
         }
     }
@@ -67,7 +66,7 @@ struct NightWitnesses {
     /// whole rather than deliver what no ledger vouched for). Refused when there is nothing.
     func rebuilt(over ledger: NightLedger) throws(RunError) -> (nights: [NightRecord], generation: Int) {
         guard !witnesses.isEmpty else {
-            throw RunError.usageText("there is nothing beside \(template) to rebuild its ledger from (no file or delivery record of a night): a ledger is never rebuilt from nothing")
+            throw RunError.usage(NightError.nothingToRebuild(template: template))
         }
         var nights = ledger.nights
         var generation = ledger.generation

@@ -110,7 +110,7 @@ package struct AuditTrail: Sendable {
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_uid == geteuid(), info.st_mode & 0o077 == 0, info.st_nlink == 1 else {
-            throw RunError.runtimeText("the audit trail \(path) is not a private file of this user's (mode 0600, one link): it is not written to")
+            throw RunError.runtime(RecordsError.auditTrailNotPrivate(path: path))
         }
         guard flock(fd, LOCK_EX) == 0 else { throw RunError.runtime(FileError(.lock, .auditTrail, path, errno: errno)) }
         // Its size under the lock: another run may have added a line meanwhile.
@@ -157,10 +157,10 @@ package struct AuditTrail: Sendable {
                   PrivateFile.canonical(anchor.path) == PrivateFile.canonical(path) else { continue }
             let ledger = NightLedger.statePath(of: template)
             guard size >= anchor.size else {
-                throw RunError.runtimeText("the audit trail \(path) has \(size) bytes, and \(ledger) recorded \(anchor.size) after its last entry: it was cut short, emptied or moved away; it is not written to (showbatch audit verify \(path) --manifest … says what it holds; move it aside and give audit.path a new file to start another)")
+                throw RunError.runtime(RecordsError.auditTrailCut(path: path, size: size, ledger: ledger, recorded: anchor.size))
             }
             guard let last = Self.lastLine(of: file, size: anchor.size), FileDigest.sha256(last) == anchor.last else {
-                throw RunError.runtimeText("the audit trail \(path) does not end, where \(ledger) recorded its last entry, with that entry: it was rewritten; it is not written to")
+                throw RunError.runtime(RecordsError.auditTrailRewritten(path: path, ledger: ledger))
             }
         }
     }

@@ -135,6 +135,6 @@ extension RunReport {
             }
             if attempt < policy.attempts { Thread.sleep(forTimeInterval: policy.backoff.longest(after: attempt).seconds) }
         }
-        throw RunError.runtimeText("cannot push the metrics to \(MetricsPush.address(of: url)): \(reason)")
+        throw RunError.runtime(RecordsError.pushFailed(address: MetricsPush.address(of: url), reason: reason))
     }
 }

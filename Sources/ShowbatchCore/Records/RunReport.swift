@@ -281,6 +281,6 @@ extension RunReport {
         guard case .regular(_, _, let size) = PrivateFile.inspect(path), size > 0 else { return }
         let text = size <= 1 << 20 ? PrivateFile.readText(path, limit: 1 << 20) : nil
         guard !(text.map(isOwn) ?? false) else { return }
-        throw RunError.runtimeText("\(flag) \(path) holds a file that showbatch did not write (a data file? an output?); it is not replaced: give \(flag) a path of its own")
+        throw RunError.runtime(RecordsError.foreignSideFile(flag: flag, path: path))
     }
 }
