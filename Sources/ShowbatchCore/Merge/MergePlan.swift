@@ -61,16 +61,16 @@ struct MergePlan {
 
     /// Plans the outputs as `run` does, unsharded and for each shard, for `night`.
     init(manifest: Manifest, options: MergeOptions, night: Night) throws(RunError) {
-        guard options.shards >= 1 else { throw RunError.usageText("--shards must be at least 1") }
+        guard options.shards >= 1 else { throw RunError.usage(MergeError.shardsBelowOne) }
         if options.output == "-" {
-            throw RunError.usageText("merge writes files, not standard output: give --output the path the shards were run with")
+            throw RunError.usage(MergeError.standardOutputGiven)
         }
         // The shards' files and the merged one are named for one night.
         let nights = try NightBook(manifest: manifest, night: night, rebuild: options.rebuildLedger)
         // The shards took the night's number as they began: a merge for a night no shard ran
         // (a merge pod's "today" after midnight) is refused, never numbered anew.
         for template in nights.templates where options.output == nil && nights.record(of: template) == nil {
-            throw RunError.usageText("no run of the night of \(nights.date) began for \(template) (its sequence state \(NightLedger.statePath(of: template)) has no such night): give merge the --date the shards were run with")
+            throw RunError.usage(MergeError.nightNotBegun(date: nights.date, template: template, state: NightLedger.statePath(of: template)))
         }
         func planned(_ shard: Shard?) throws(RunError) -> OutputPlanner {
             try OutputPlanner(manifest: manifest, output: options.output, format: options.format, shard: shard, nights: nights)
@@ -81,7 +81,7 @@ struct MergePlan {
         for index in 0..<options.shards {
             let part = try planned(Shard(index: index, count: options.shards))
             guard part.targets.count == whole.targets.count, part.byRequest == whole.byRequest else {
-                throw RunError.usageText("the outputs of shard \(index)/\(options.shards) are not those of the unsharded run (two outputs' shard files have one path); give each output a path of its own")
+                throw RunError.usage(MergeError.shardOutputsShared(shard: index, count: options.shards))
             }
             for (target, file) in part.targets.enumerated() {
                 files[target].append(file.path)
@@ -129,26 +129,26 @@ struct MergePlan {
           for path in output.target.paths {
             for file in [path, SideFile.partial.of(path)] {
                 if let input = canonical[PrivateFile.canonical(file)] {
-                    throw RunError.usageText("cannot merge \(path): writing it would write \(file), which is \(input)")
+                    throw RunError.usage(MergeError.outputWouldWriteInput(output: path, file: file, input: input))
                 }
             }
             switch PrivateFile.inspect(path) {
             case .none: break
-            case .directory: throw RunError.runtimeText("cannot merge \(path): it is a directory; give the path of a file")
-            case .link, .other: throw RunError.usageText("cannot merge \(path): \(PrivateFile.refusal(path)!)")
+            case .directory: throw RunError.runtime(MergeError.outputIsDirectory(output: path))
+            case .link, .other: throw RunError.usage(MergeError.outputRefused(output: path, refusal: PrivateFile.refusal(path)!))
             case .regular(let device, let inode, _):
                 if let input = identities.first(where: { $0.1.device == device && $0.1.inode == inode }) {
-                    throw RunError.usageText("cannot merge \(path): it is \(input.0); writing it would replace an input")
+                    throw RunError.usage(MergeError.outputIsInput(output: path, input: input.0))
                 }
             }
-            if let refusal = PrivateFile.refusal(SideFile.partial.of(path)) { throw RunError.runtimeText("cannot merge \(path): \(refusal)") }
+            if let refusal = PrivateFile.refusal(SideFile.partial.of(path)) { throw RunError.runtime(MergeError.outputRefused(output: path, refusal: refusal)) }
           }
         }
         var dataHash: String?
         for position in outputs.indices {
             let output = outputs[position]
             if output.target.encrypt != nil && output.target.encrypt?.stateKey == nil {
-                throw RunError.usageText("cannot merge \(output.target.path): its shards' files are sealed, and output.encrypt has no state_key to read them with (the one they were run with)")
+                throw RunError.usage(MergeError.stateKeyMissing(output: output.target.path))
             }
             outputs[position].counts = []
             for (index, file) in output.shards.enumerated() {
@@ -159,32 +159,32 @@ struct MergePlan {
         }
     }
 
-    /// The start of every message about one shard file.
-    func cannot(_ output: Output, _ file: String, _ index: Int) -> String {
-        "cannot merge \(output.target.path): its shard \(index)/\(shards), \(file),"
+    /// Shard `index`'s file `file` of `output`, which every message about it starts with.
+    func shard(_ output: Output, _ file: String, _ index: Int) -> MergeError.Shard {
+        MergeError.Shard(output: output.target.path, index: index, count: shards, file: file)
     }
 
     /// Checks one shard file; the data key it is sealed under (an encrypted output), and its rows
     /// by status.
     private func checkShard(_ file: String, index: Int, of output: Output, dataHash: inout String?) throws(RunError) -> (DataKey?, RowCounts?) {
-        let cannot = cannot(output, file, index)
+        let shard = shard(output, file, index)
         // An interrupted first run leaves only the `.partial`: that is a shard not finished yet.
         if PrivateFile.inspect(SideFile.partial.of(file)) != .none {
-            throw RunError.usageText("\(cannot) is not finished: \(file).partial is there (its run is still going, or was interrupted: finish it with --resume)")
+            throw RunError.usage(MergeError.shardUnfinished(shard, .partialThere))
         }
         switch PrivateFile.inspect(file) {
-        case .none: throw RunError.usageText("\(cannot) is missing (run the manifest with --shard \(index)/\(shards) first)")
+        case .none: throw RunError.usage(MergeError.shardMissing(shard))
         case .regular: break
-        case .directory: throw RunError.usageText("\(cannot) is a directory")
-        case .link: throw RunError.usageText("\(cannot) is a symbolic link; showbatch never reads a shard through one")
-        case .other: throw RunError.usageText("\(cannot) is not a regular file (a device, pipe or socket)")
+        case .directory: throw RunError.usage(MergeError.shardNotRegular(shard, .directory))
+        case .link: throw RunError.usage(MergeError.shardNotRegular(shard, .symbolicLink))
+        case .other: throw RunError.usage(MergeError.shardNotRegular(shard, .special))
         }
         // A finished shard says what it is beside it; a file without that is not a finished
         // shard of this version's (or was copied there alone).
         if dataHash == nil { dataHash = String(try manifest.dataHash(), radix: 16) }
         let (key, counts) = try checkIdentity(beside: file, index: index, of: output, dataHash: dataHash!)
         if PrivateFile.inspect(SideFile.journalNext.of(file)) != .none {
-            throw RunError.usageText("\(cannot) is not finished: a --retry-failed run of it was cut short (\(file).journal.next is beside it); run it with --retry-failed again")
+            throw RunError.usage(MergeError.shardUnfinished(shard, .retryCutShort))
         }
         try checkJournal(of: file, index: index, of: output, dataHash: dataHash!, key: key)
         return (key, counts)
@@ -193,44 +193,52 @@ struct MergePlan {
     /// Checks the identity a finished shard file leaves beside it (and its rejects file); the
     /// data key it is sealed under, for an encrypted output.
     private func checkIdentity(beside file: String, index: Int, of output: Output, dataHash: String) throws(RunError) -> (DataKey?, RowCounts?) {
-        let cannot = cannot(output, file, index)
+        let shard = shard(output, file, index)
         var key: DataKey?
         var counts: RowCounts?
         switch ShardIdentity.read(beside: file) {
         case nil:
-            throw RunError.usageText("\(cannot) is not known to be a finished shard: \(SideFile.identity.of(file)), which its run leaves when it finishes, is not beside it (run it with --shard \(index)/\(shards))")
+            throw RunError.usage(MergeError.shardIdentityMissing(shard, identity: SideFile.identity.of(file)))
         case .failure(let problem)?:
-            throw RunError.usageText("\(cannot) cannot be checked: \(problem.reason)")
+            throw RunError.usage(MergeError.shardUncheckable(shard, .identityUnreadable(reason: problem.reason)))
         case .success(let identity)?:
             var expected = planner.journalIdentity(of: output.shardTargets[index], dataHash: 0, shard: Shard(index: index, count: shards))
             expected.data = dataHash
             // The output's spelling depends on where the run was started.
             expected.output = identity.run.output
             if let difference = JournalCodec.difference(identity.run, from: expected) {
-                throw RunError.usageText("\(cannot) is not of this manifest: its identity \(SideFile.identity.of(file)) says \(difference)")
+                throw RunError.usage(MergeError.shardNotOfManifest(shard, .recorded(.identity(SideFile.identity.of(file)), difference: difference)))
             }
             counts = identity.counts
             if let stateKey = output.target.encrypt?.stateKey {
                 guard let wrapped = identity.wrappedKey else {
-                    throw RunError.usageText("\(cannot) cannot be read: its identity \(SideFile.identity.of(file)) holds no data key")
+                    throw RunError.usage(MergeError.shardUnreadable(shard, .noDataKey(identity: SideFile.identity.of(file))))
                 }
                 do {
                     key = try KeyWrap.unwrap(wrapped, under: stateKey, context: Array("showbatch output \(identity.run.output)".utf8))
                 } catch {
-                    throw RunError.usageText("\(cannot) cannot be read: \(error.message)")
+                    throw RunError.usage(MergeError.shardUnreadable(shard, .keyRefused(reason: error.message)))
                 }
             }
             guard Journal.outputMatches(file, size: identity.size, hash: identity.hash, key: key) else {
-                throw RunError.usageText("\(cannot) changed since its run wrote it (it does not match its identity \(SideFile.identity.of(file)))")
+                throw RunError.usage(MergeError.shardChanged(shard, .identity(SideFile.identity.of(file))))
             }
             // Its rejects file, which its run finished with it.
             if let rejects = output.shardTargets[index].rejects {
                 let side = rejects.path
                 guard case .regular = PrivateFile.inspect(side), PrivateFile.inspect(SideFile.partial.of(side)) == .none else {
-                    throw RunError.usageText("\(cannot) is not finished: its rejects file \(side) is \(PrivateFile.inspect(side) == .none ? "missing" : PrivateFile.refusal(side) ?? "not finished (its .partial is there)")")
+                    let state: MergeError.Unfinished
+                    if PrivateFile.inspect(side) == .none {
+                        state = .rejectsMissing(side)
+                    } else if let refusal = PrivateFile.refusal(side) {
+                        state = .rejectsRefused(side, refusal: refusal)
+                    } else {
+                        state = .rejectsPartial(side)
+                    }
+                    throw RunError.usage(MergeError.shardUnfinished(shard, state))
                 }
                 guard let mark = identity.rejects, Journal.outputMatches(side, size: mark.size, hash: mark.hash, key: key) else {
-                    throw RunError.usageText("\(cannot) is not whole: its rejects file \(side) does not match its identity \(SideFile.identity.of(file))")
+                    throw RunError.usage(MergeError.rejectsChanged(shard, rejects: side, identity: SideFile.identity.of(file)))
                 }
             }
         }
@@ -240,15 +248,16 @@ struct MergePlan {
     /// Checks the journal a finished shard keeps when rows failed (for --retry-failed): the file
     /// is finished when the journal ends and says what the file holds.
     private func checkJournal(of file: String, index: Int, of output: Output, dataHash: String, key: DataKey?) throws(RunError) {
-        let cannot = cannot(output, file, index)
+        let shard = shard(output, file, index)
         let journal = SideFile.journal.of(file)
         guard PrivateFile.inspect(journal) != .none else { return }
         guard let fd = try PrivateFile.openForReading(journal) else {
-            throw RunError.usageText("\(cannot) cannot be checked: \(PrivateFile.refusal(journal) ?? "its journal \(journal) cannot be read")")
+            let unchecked = PrivateFile.refusal(journal).map { MergeError.Unchecked.journalRefused(refusal: $0) } ?? .journalUnreadable(journal, reason: nil)
+            throw RunError.usage(MergeError.shardUncheckable(shard, unchecked))
         }
         defer { close(fd) }
         guard flock(fd, LOCK_SH | LOCK_NB) == 0 else {
-            throw RunError.runtimeText("\(cannot) is being written by another showbatch run (its journal \(journal) is locked)")
+            throw RunError.runtime(MergeError.journalLocked(shard, journal: journal))
         }
         let contents: JournalCodec.Contents
         do {
@@ -258,11 +267,11 @@ struct MergePlan {
             }
             contents = read
         } catch let error as FileReadError {
-            throw RunError.runtimeText("\(cannot) cannot be checked: its journal \(error.path) cannot be read: \(error.reason)")
+            throw RunError.runtime(MergeError.shardUncheckable(shard, .journalUnreadable(error.path, reason: error.reason)))
         } catch let error as JournalProblem {
-            throw RunError.usageText("\(cannot) cannot be checked: its journal \(journal) cannot be trusted: \(error.reason)")
+            throw RunError.usage(MergeError.shardUncheckable(shard, .journalUntrusted(journal, reason: error.reason)))
         } catch {
-            throw RunError.runtimeText("\(cannot) cannot be checked: \(error)")
+            throw RunError.runtime(MergeError.shardUncheckable(shard, .journalFailed(reason: "\(error)")))
         }
         // The output's spelling depends on where the run was started, and its columns follow
         // from the manifest, whose identity is compared.
@@ -270,13 +279,13 @@ struct MergePlan {
                                         shard: "\(index)/\(shards)", output: contents.identity.output,
                                         format: output.target.layout.format.rawValue, columns: contents.identity.columns)
         if let difference = JournalCodec.difference(contents.identity, from: expected) {
-            throw RunError.usageText("\(cannot) is not of this manifest: its journal \(journal) says \(difference)")
+            throw RunError.usage(MergeError.shardNotOfManifest(shard, .recorded(.journal(journal), difference: difference)))
         }
         guard let ended = contents.ended else {
-            throw RunError.usageText("\(cannot) is not finished: its journal \(journal) has no end (finish its run with --resume)")
+            throw RunError.usage(MergeError.shardUnfinished(shard, .journalUnended(journal)))
         }
         guard Journal.outputMatches(file, size: ended.size, hash: ended.hash, key: key) else {
-            throw RunError.usageText("\(cannot) changed since its run wrote it (it does not match its journal \(journal))")
+            throw RunError.usage(MergeError.shardChanged(shard, .journal(journal)))
         }
     }
 
@@ -322,7 +331,7 @@ struct MergePlan {
         guard PrivateFile.inspect(journal) != .none else { return [] }
         guard let file = try? FileDescriptor.openOwn(journal), let bytes = try? file.readAll(limit: Int.max),
               let contents = try? JournalCodec.read(bytes), contents.ended != nil else {
-            throw RunError.usageText("\(cannot(output, output.shards[index], index)) cannot be checked: its journal \(journal) cannot be read or is not finished")
+            throw RunError.usage(MergeError.shardUncheckable(shard(output, output.shards[index], index), .journalUnreadableOrUnended(journal)))
         }
         return Set(contents.failedRows.map(\.ordinal)).union(contents.rejectedRows)
     }

@@ -39,7 +39,7 @@ final class MergedFile {
             do {
                 sealer = try SealedWriter.create(fd: fd, key: key, name: SideFile.partial.of(path))
             } catch {
-                throw RunError.runtimeText(error.message)
+                throw RunError.runtime(MergeError.sealingFailed(reason: error.message))
             }
         } else {
             sealer = nil
@@ -59,10 +59,10 @@ final class MergedFile {
             do {
                 opened = try ShardRows(path: file, format: layout.format, gzip: layout.gzip, key: output.keys[index])
             } catch {
-                throw RunError.usageText("\(plan.cannot(output, file, index)) cannot be read: \(error.reason)")
+                throw RunError.usage(MergeError.shardUnreadable(plan.shard(output, file, index), .openingFailed(reason: error.reason)))
             }
             guard let source = opened else {
-                throw RunError.runtimeText("\(plan.cannot(output, file, index)) cannot be opened for reading: \(PrivateFile.readingProblem(file))")
+                throw RunError.runtime(MergeError.shardUnopenable(plan.shard(output, file, index), problem: PrivateFile.readingProblem(file)))
             }
             sources.append(source)
         }
@@ -75,7 +75,7 @@ final class MergedFile {
             for (index, source) in sources.enumerated() where layout.csv.header {
                 let head: [UInt8]
                 do { head = try source.head() } catch { throw malformed(index, error) }
-                if head != header { throw notOfThisManifest(index, "its header is not the one this manifest writes (other columns)") }
+                if head != header { throw notOfThisManifest(index, .header) }
             }
             out.append(contentsOf: header)
         case .json, .jsonl:
@@ -87,11 +87,11 @@ final class MergedFile {
     }
 
     private func malformed(_ index: Int, _ problem: ShardRows.Malformed) -> RunError {
-        .usageText("\(plan.cannot(output, shardPaths[index], index)) is not a showbatch \(layout.format.rawValue.uppercased()) output: \(problem.reason)")
+        .usage(MergeError.shardMalformed(plan.shard(output, shardPaths[index], index), format: layout.format, reason: problem.reason))
     }
 
-    private func notOfThisManifest(_ index: Int, _ reason: String) -> RunError {
-        .usageText("\(plan.cannot(output, shardPaths[index], index)) is not of this manifest: \(reason); was it written by another manifest, or did a data file change since?")
+    private func notOfThisManifest(_ index: Int, _ mismatch: MergeError.Mismatch) -> RunError {
+        .usage(MergeError.shardNotOfManifest(plan.shard(output, shardPaths[index], index), mismatch))
     }
 
     /// Takes the next row of `shard`'s file for `item`, whose request's name is `name`.
@@ -101,7 +101,7 @@ final class MergedFile {
         let found: Bool
         do { found = try source.next(into: &row) } catch { throw malformed(shard, error) }
         guard found else {
-            throw notOfThisManifest(shard, "it holds \(source.rows) row\(source.rows == 1 ? "" : "s"), and this manifest has \(split ? "more" : String(plan.expectedRows(output, shard: shard))) for it\(split ? " (\(plan.expectedRows(output, shard: shard)) with its rejects file's)" : "")")
+            throw notOfThisManifest(shard, .tooFewRows(holds: source.rows, expected: plan.expectedRows(output, shard: shard), split: split))
         }
         // Which request a row is of, compared without printing either name.
         let matches: Bool
@@ -122,7 +122,7 @@ final class MergedFile {
             }
         }
         guard matches else {
-            throw notOfThisManifest(shard, "its row \(source.rows) is not of the request this manifest has at that place (request \(item.requestIndex + 1), work item \(item.ordinal) counting from 0)")
+            throw notOfThisManifest(shard, .otherRequest(row: source.rows, request: item.requestIndex + 1, item: item.ordinal))
         }
         if layout.format == .json { out.append(contentsOf: (rows == 0 ? "\n" : ",\n").utf8) }
         out.append(contentsOf: row)
@@ -144,7 +144,7 @@ final class MergedFile {
             do { more = try source.next(into: &row) } catch { throw malformed(index, error) }
             if more {
                 let total = source.rows + source.countRest()
-                throw notOfThisManifest(index, "it holds \(total) rows, and this manifest has \(split ? "fewer" : String(plan.expectedRows(output, shard: index))) for it\(split ? " (\(plan.expectedRows(output, shard: index)) with its rejects file's)" : "")")
+                throw notOfThisManifest(index, .tooManyRows(holds: total, expected: plan.expectedRows(output, shard: index), split: split))
             }
             do { try source.finish() } catch { throw malformed(index, error) }
         }
@@ -153,7 +153,7 @@ final class MergedFile {
         do {
             try sealer?.finish()
         } catch {
-            throw RunError.runtimeText(error.message)
+            throw RunError.runtime(MergeError.sealingFailed(reason: error.message))
         }
     }
 
@@ -172,7 +172,7 @@ final class MergedFile {
             do {
                 try sealer.append(out)
             } catch {
-                throw RunError.runtimeText(error.message)
+                throw RunError.runtime(MergeError.sealingFailed(reason: error.message))
             }
             out.withUnsafeMutableBytes { wipe($0) }
         } else if let code = out.withUnsafeBytes({ PrivateFile.writeAll(fd, $0) }) {

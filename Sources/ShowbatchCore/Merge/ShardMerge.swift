@@ -349,7 +349,7 @@ package enum ShardMerge {
         }
         guard !delivered.isEmpty else { return nil }
         guard delivered.count == plan.outputs.count else {
-            throw RunError.usageText("\(delivered.joined(separator: ", ")) \(delivered.count == 1 ? "was" : "were") delivered already, and merging again would replace \(delivered.count == 1 ? "it" : "them"); merge the other outputs with --output, or move the delivered files aside")
+            throw RunError.usage(MergeError.partlyDelivered(delivered))
         }
         return summary
     }
@@ -366,8 +366,8 @@ package enum ShardMerge {
                 for warning in encryptor.expiryWarnings(within: spec.warnExpiryDays, for: output.target.path) { note(warning) }
             } catch {
                 // A recipient's key is the manifest's to fix (2); GnuPG that cannot run, the machine's (3).
-                let message = "cannot merge \(output.target.path): \(error.message)"
-                throw error.isThisMachine ? RunError.runtimeText(message) : RunError.usageText(message)
+                let problem = MergeError.encryptorUnavailable(output: output.target.path, reason: error.message)
+                throw error.isThisMachine ? RunError.runtime(problem) : RunError.usage(problem)
             }
         }
         return encryptors
@@ -385,13 +385,13 @@ package enum ShardMerge {
             // with a header or trailer in place of its rows.
             let finished = encrypted ? SideFile.encrypting.of(path) : enveloped ? SideFile.enveloping.of(path) : partial
             guard rename(finished, path) == 0 else {
-                let reason = describeErrno(errno)
+                let code = errno
                 for (later, _, _) in written[index...] {
                     unlink(SideFile.partial.of(later))
                     unlink(SideFile.encrypting.of(later))
                     unlink(SideFile.enveloping.of(later))
                 }
-                throw RunError.runtimeText("cannot rename \(finished) to \(path): \(reason)")
+                throw RunError.runtime(FileError(.rename(to: path), finished, errno: code))
             }
             if encrypted || enveloped { unlink(partial) }
             // A journal of an earlier unsharded run describes the file this one replaced.
@@ -410,7 +410,7 @@ package enum ShardMerge {
         guard let fd = try PrivateFile.openExisting(path, for: output) else { return nil }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
             close(fd)
-            throw RunError.runtimeText("cannot merge \(output): another showbatch run is writing it (its journal \(path) is locked)")
+            throw RunError.runtime(MergeError.outputBeingWritten(output: output, journal: path))
         }
         return fd
     }
@@ -423,6 +423,6 @@ package enum ShardMerge {
             limit.rlim_cur = rlim_t(needed)
             if setrlimit(__rlimit_resource_t(RLIMIT_NOFILE.rawValue), &limit) == 0 { return }
         }
-        throw RunError.runtimeText("merging needs \(needed) open files (a file of each shard, and of its rejects file), and this process may open \(limit.rlim_cur); raise the limit (ulimit -n)")
+        throw RunError.runtime(MergeError.openFileLimit(needed: needed, allowed: UInt64(limit.rlim_cur)))
     }
 }
