@@ -203,7 +203,7 @@ final class Journal {
             var fd = try PrivateFile.openExisting(path, for: output)
             if fd == nil {
                 guard create else {
-                    throw RunError.usageText("\(output) has no journal, so no failed rows to send again: its run left none, or never finished (then use --resume)")
+                    throw RunError.usage(JournalError.noJournal(output: output))
                 }
                 fd = try PrivateFile.createNew(path, for: output)
                 // Someone else created it first: open theirs.
@@ -222,7 +222,7 @@ final class Journal {
             }
             guard locked else {
                 Glibc.close(opened)
-                throw RunError.runtimeText("another showbatch run is writing \(output) (its journal \(path) is locked)")
+                throw RunError.runtime(JournalError.journalHeld(output: output, journal: path, keepsBeingReplaced: false))
             }
             // Still the file at the path? (An interrupted wait ends here too, as the run ends.)
             var held = stat(), atPath = stat()
@@ -232,7 +232,7 @@ final class Journal {
             Glibc.close(opened)
             tries += 1
             guard tries < lockTries, !Task.isCancelled else {
-                throw RunError.runtimeText("another showbatch run is writing \(output) (its journal \(path) keeps being replaced)")
+                throw RunError.runtime(JournalError.journalHeld(output: output, journal: path, keepsBeingReplaced: true))
             }
         }
     }
@@ -289,15 +289,15 @@ final class Journal {
     /// rows, last checkpoint and end. A journal torn while its identity line was written starts
     /// over. A journal that cannot be trusted is refused, saying why: a run never goes on from it.
     private func read(keepTail: Bool) throws(RunError) {
-        let flag = keepTail ? "--retry-failed" : "--resume"
+        let flag: JournalError.Flag = keepTail ? .retryFailed : .resume
         let contents: JournalCodec.Contents?
         do {
             contents = try readChecked()
         } catch {
-            throw RunError.usageText("the journal \(path) \(error.reason); remove it to start over, or run without \(flag)")
+            throw RunError.usage(JournalError.journalRefused(journal: path, reason: error.reason, flag: flag))
         }
         guard let contents else {
-            if keepTail { throw RunError.usageText("the journal \(path) is empty: there are no failed rows to send again") }
+            if keepTail { throw RunError.usage(JournalError.emptyJournal(journal: path)) }
             try start()
             return
         }
@@ -306,7 +306,7 @@ final class Journal {
             // sealed under one yet, and the output starts afresh.
             guard let key = try? unwrapKey(contents) else {
                 // A rewrite reads the rows sealed under it: none there is nothing to rewrite from.
-                if keepTail { throw RunError.usageText("the journal \(path) holds no data key, so the sealed rows of \(output) cannot be read; run without --retry-failed") }
+                if keepTail { throw RunError.usage(JournalError.noDataKey(journal: path, output: output)) }
                 try start()
                 return
             }
@@ -322,7 +322,7 @@ final class Journal {
         writer = JournalCodec.Writer(chain: contents.chain)
         if keepTail {
             guard ended != nil else {
-                throw RunError.usageText("the journal \(path) is of a run that did not finish; finish it with --resume first")
+                throw RunError.usage(JournalError.unfinished(journal: path))
             }
         } else {
             // What follows the last checkpoint (a torn line, rows failed past it) is dropped:

@@ -65,7 +65,7 @@ extension Manifest {
                     if Task.isCancelled { return hash }
                 }
             } catch {
-                throw RunError.runtimeText("cannot read the data file \(each.name): \(error.reason)")
+                throw RunError.runtime(JournalError.dataFileUnreadable(name: each.name, reason: error.reason))
             }
         }
         return hash
@@ -92,7 +92,7 @@ extension Manifest {
             do {
                 reader = try DataRowReader(kind: each.kind, path: each.path, name: each.name)
             } catch {
-                throw RunError.runtimeText("cannot read the data file \(each.name): \(error)")
+                throw RunError.runtime(JournalError.dataFileUnreadable(name: each.name, reason: "\(error)"))
             }
             while let next = reader.next() {
                 var hasher = IdentityHasher()

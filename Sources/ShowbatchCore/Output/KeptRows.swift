@@ -54,7 +54,8 @@ final class KeptRows {
             throw unreadable(path, error.reason)
         }
         guard let rows = opened else {
-            throw RunError.runtimeText("cannot read \(path), whose failed rows are to be sent again: \(PrivateFile.refusal(path) ?? describeErrno(errno))")
+            let refusal = PrivateFile.refusal(path)
+            throw RunError.runtime(JournalError.keptRowsUnopened(path: path, refusal: refusal, errno: errno))
         }
         // What comes before the first row is the new file's own (`OutputFile` writes it).
         if layout.format == .json || (layout.format == .csv && layout.csv.header) {
@@ -64,7 +65,7 @@ final class KeptRows {
     }
 
     private static func unreadable(_ path: String, _ reason: String) -> RunError {
-        .runtimeText("cannot read \(path), whose failed rows are being sent again: \(reason)")
+        .runtime(JournalError.keptRowsUnreadable(path: path, reason: reason))
     }
 
     /// The next work item whose row is kept; nil after the last.
@@ -94,12 +95,12 @@ final class KeptRows {
             }
             if item == ordinal {
                 guard failed.contains(item) else {
-                    throw RunError.runtimeText("cannot rewrite \(file.path): work item \(item) was sent again, and its row did not fail")
+                    throw RunError.runtime(JournalError.resentRowDidNotFail(file: file.path, item: item))
                 }
                 continue
             }
             guard !failed.contains(item) else {
-                throw RunError.runtimeText("cannot rewrite \(file.path): the failed row of work item \(item) was not sent again")
+                throw RunError.runtime(JournalError.failedRowNotResent(file: file.path, item: item))
             }
             try file.writeKept(row, toRejects: split)
             if split { journal?.recordRejected(item) }

@@ -263,7 +263,7 @@ final class LabelFileWriter {
             } catch {
                 Glibc.close(out)
                 unlinkat(fd, temporary, 0)
-                throw RunError.runtimeText("cannot encrypt the label file \(what): \((error as? CryptoError)?.message ?? "\(error)")")
+                throw RunError.runtime(OutputError.encryptionFailed(role: .labelFile, file: what, reason: (error as? CryptoError)?.message ?? "\(error)", kept: nil))
             }
         } else {
             code = bytes.withUnsafeBytes { PrivateFile.writeAll(out, $0) }

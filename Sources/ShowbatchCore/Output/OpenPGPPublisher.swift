@@ -36,7 +36,7 @@ enum OpenPGPPublisher {
         } catch {
             close(out)
             unlink(temporary)
-            throw RunError.runtimeText("cannot encrypt \(path): \(error.message)")
+            throw RunError.runtime(OutputError.encryptionFailed(role: nil, file: path, reason: error.message, kept: nil))
         }
         defer { source.reader.wipe() }
         do {
@@ -45,8 +45,8 @@ enum OpenPGPPublisher {
         } catch {
             close(out)
             unlink(temporary)
-            if error is Cancelled { throw RunError.runtimeText("interrupted while encrypting \(path): \(partial) is kept, and --resume finishes it") }
-            throw RunError.runtimeText("cannot encrypt \(path): \((error as? CryptoError)?.message ?? "\(error)"); \(partial) is kept, and --resume finishes it")
+            if error is Cancelled { throw RunError.runtime(OutputError.encryptionInterrupted(path: path, kept: partial)) }
+            throw RunError.runtime(OutputError.encryptionFailed(role: nil, file: path, reason: (error as? CryptoError)?.message ?? "\(error)", kept: partial))
         }
         close(out)
     }
@@ -56,9 +56,9 @@ enum OpenPGPPublisher {
     static func place(_ path: String, partial: String, keepingSealed: Bool = false) throws(RunError) {
         let temporary = SideFile.encrypting.of(path)
         guard rename(temporary, path) == 0 else {
-            let reason = describeErrno(errno)
+            let code = errno
             unlink(temporary)
-            throw RunError.runtimeText("cannot rename \(temporary) to \(path): \(reason)")
+            throw RunError.runtime(FileError(.rename(to: path), temporary, errno: code))
         }
         if !keepingSealed { unlink(partial) }
     }

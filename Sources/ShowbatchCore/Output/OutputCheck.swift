@@ -29,7 +29,7 @@ struct OutputCheck {
     func verify(_ checkpoint: Journal.Checkpoint, failed: [Journal.FailedRow], path: String, rejectsPath: String?, key: DataKey? = nil,
                 rejectsPlaced: Bool = false, of output: OutputTarget, journal: String) throws(RunError) -> RowTally {
         func untrusted(_ reason: String) -> RunError {
-            .usageText("the journal \(journal) cannot be trusted: \(reason); remove it to start over")
+            .usage(JournalError.untrusted(journal: journal, reason: reason))
         }
         let items = ordinals()
         var own = try Rows(path, layout: output.layout, key: key, limit: checkpoint.offset, journal: journal)
@@ -176,10 +176,10 @@ struct OutputCheck {
             do {
                 opened = try ShardRows(path: path, format: layout.format, gzip: layout.gzip, key: key, limit: limit)
             } catch {
-                throw RunError.usageText("the journal \(journal) cannot be trusted: \(path) is not what it says was written (\(error.reason)); remove it to start over")
+                throw RunError.usage(JournalError.untrustedFile(journal: journal, path: path, reason: error.reason))
             }
             guard let reader = opened else {
-                throw RunError.runtimeText("cannot read \(path) to check it against its journal \(journal): \(PrivateFile.readingProblem(path))")
+                throw RunError.runtime(JournalError.uncheckable(path: path, journal: journal, reason: PrivateFile.readingProblem(path)))
             }
             self.reader = reader
             self.layout = layout
@@ -207,7 +207,7 @@ struct OutputCheck {
         var count: Int { reader.rows }
 
         private func notWritten(_ reason: String) -> RunError {
-            .usageText("the journal \(journal) cannot be trusted: \(reader.path) is not what it says was written (\(reason)); remove it to start over")
+            .usage(JournalError.untrustedFile(journal: journal, path: reader.path, reason: reason))
         }
 
         /// The next row up to the limit; nil after the last.

@@ -111,7 +111,7 @@ final class OutputFile {
                 file.sealer = try SealedWriter.create(fd: fd, key: sealing.key, name: partial)
             } catch {
                 file.closeFiles()
-                throw RunError.runtimeText("\(error.message); the journal \(SideFile.journal.of(path)) is kept, so the run can go on with --resume once that is fixed")
+                throw RunError.runtime(OutputError.sealingFailed(reason: error.message, journal: SideFile.journal.of(path)))
             }
         }
         file.writeHead()
@@ -128,7 +128,7 @@ final class OutputFile {
         let size = lseek(fd, 0, SEEK_END)
         guard size >= checkpoint.offset else {
             close(fd)
-            throw RunError.runtimeText("\(partial) is shorter than its journal says (\(size) bytes, not \(checkpoint.offset)); remove \(path).journal to start over")
+            throw RunError.runtime(JournalError.partialShorter(partial: partial, size: Int(size), checkpoint: checkpoint.offset, journal: "\(path).journal"))
         }
         // The bytes before the checkpoint are kept as they are: they must be the ones the journal
         // counted (a file edited, swapped or damaged since would otherwise be finished as if whole).
@@ -143,23 +143,23 @@ final class OutputFile {
                 got = try reader.read(into: &buffer, from: buffer.count - want, at: done)
             } catch {
                 close(fd)
-                throw RunError.runtimeText("cannot read \(partial) back to its last checkpoint: \(error.reason)")
+                throw RunError.runtime(JournalError.partialNotReadBack(partial: partial, reason: error.reason))
             }
             guard got == want else {
                 close(fd)
-                throw RunError.runtimeText("cannot read \(partial) back to its last checkpoint: it ended early")
+                throw RunError.runtime(JournalError.partialNotReadBack(partial: partial, reason: "it ended early"))
             }
             hash = fnv1a(buffer[(buffer.count - want)...], seed: hash)
             done += got
         }
         guard hash == checkpoint.hash else {
             close(fd)
-            throw RunError.runtimeText("\(partial) is not what its journal says was written (its first \(checkpoint.offset) bytes changed since); remove \(path).journal and \(partial) to start over")
+            throw RunError.runtime(JournalError.partialChanged(partial: partial, checkpoint: checkpoint.offset, journal: "\(path).journal"))
         }
         guard ftruncate(fd, off_t(checkpoint.offset)) == 0, lseek(fd, off_t(checkpoint.offset), SEEK_SET) >= 0 else {
-            let reason = describeErrno(errno)
+            let code = errno
             close(fd)
-            throw RunError.runtimeText("cannot cut \(partial) back to its last checkpoint: \(reason)")
+            throw RunError.runtime(JournalError.partialNotCut(partial: partial, errno: code))
         }
         let file = OutputFile(path: path, layout: layout, fd: fd, partialPath: partial)
         file.flushed = checkpoint.offset
@@ -182,11 +182,11 @@ final class OutputFile {
             }
         } catch {
             close(fd)
-            throw RunError.runtimeText("\(error.message); remove \(path).journal and \(partial) to start over")
+            throw RunError.runtime(JournalError.sealedPartialRefused(reason: error.message, journal: "\(path).journal", partial: partial))
         }
         guard sealing.key.journalTag(hash) == checkpoint.hash else {
             close(fd)
-            throw RunError.runtimeText("\(partial) is not what its journal says was written (its first \(checkpoint.offset) bytes changed since); remove \(path).journal and \(partial) to start over")
+            throw RunError.runtime(JournalError.partialChanged(partial: partial, checkpoint: checkpoint.offset, journal: "\(path).journal"))
         }
         let file = OutputFile(path: path, layout: layout, fd: fd, partialPath: partial, sealing: sealing)
         file.sealer = sealer
@@ -304,14 +304,14 @@ final class OutputFile {
     private func hand(_ bytes: inout [UInt8]) throws(RunError) {
         guard !bytes.isEmpty else { return }
         // Hashed first (sealing wipes the bytes), counted once written.
-        guard !writeFailed else { throw RunError.runtimeText("\(partialPath ?? path) was not written whole; the journal \(journalPath) is kept, so the run can go on with --resume") }
+        guard !writeFailed else { throw RunError.runtime(OutputError.notWrittenWhole(file: partialPath ?? path, journal: journalPath)) }
         let hashed = fnv1a(bytes, seed: hash)
         if let sealer {
             do {
                 try sealer.append(bytes)
             } catch {
                 writeFailed = true
-                throw RunError.runtimeText("\(error.message); the journal \(journalPath) is kept, so the run can go on with --resume once that is fixed")
+                throw RunError.runtime(OutputError.sealingFailed(reason: error.message, journal: journalPath))
             }
             // The plaintext has been sealed: it need not stay in memory.
             bytes.withUnsafeMutableBytes { wipe($0) }
@@ -339,7 +339,7 @@ final class OutputFile {
     /// Flushes and makes the bytes durable (a checkpoint may then say they are there).
     func sync() throws(RunError) {
         try rejects?.sync()
-        if writeFailed { throw RunError.runtimeText("\(partialPath ?? path) was not written whole; the journal \(journalPath) is kept, so the run can go on with --resume") }
+        if writeFailed { throw RunError.runtime(OutputError.notWrittenWhole(file: partialPath ?? path, journal: journalPath)) }
         try flush(endingMember: true)
         guard partialPath != nil, !closed else { return }
         guard fdatasync(fd) == 0 else { throw writeError(errno) }
@@ -375,7 +375,7 @@ final class OutputFile {
             do {
                 try sealer.finish()
             } catch {
-                throw RunError.runtimeText("\(error.message); the journal \(journalPath) is kept, so the run can go on with --resume once that is fixed")
+                throw RunError.runtime(OutputError.sealingFailed(reason: error.message, journal: journalPath))
             }
             guard fdatasync(fd) == 0 else { throw writeError(errno) }
         }
@@ -413,7 +413,7 @@ final class OutputFile {
                 do {
                     try sealer.finish()
                 } catch {
-                    throw RunError.runtimeText("\(error.message); the journal \(journalPath) is kept, so the run can go on with --resume once that is fixed")
+                    throw RunError.runtime(OutputError.sealingFailed(reason: error.message, journal: journalPath))
                 }
                 guard fdatasync(fd) == 0 else { throw writeError(errno) }
             }
@@ -434,9 +434,9 @@ final class OutputFile {
             let finished = SideFile.enveloping.of(path)
             try envelope.write(partialPath, to: finished, for: path, layout: layout)
             guard rename(finished, path) == 0 else {
-                let reason = describeErrno(errno)
+                let code = errno
                 unlink(finished)
-                throw RunError.runtimeText("cannot rename \(finished) to \(path): \(reason); the journal \(journalPath) is kept, so the run can go on with --resume once that is fixed")
+                throw RunError.runtime(FileError(.rename(to: path), finished, errno: code, next: "the journal \(journalPath) is kept, so the run can go on with --resume once that is fixed"))
             }
             if !keepingSealed { unlink(partialPath) }
             return
@@ -492,7 +492,7 @@ final class OutputFile {
     /// A failed write in words: which file, what happened, and what is kept.
     private func writeError(_ code: Int32) -> RunError {
         guard let partialPath else {
-            return .runtimeText("cannot write to standard output: \(describeErrno(code)); the rows after it were not written")
+            return .runtime(OutputError.standardOutputUnwritable(errno: code))
         }
         return .runtime(FileError(.write, partialPath, errno: code, next: "the journal \(journalPath) is kept, so the run can go on with --resume once that is fixed"))
     }

@@ -125,7 +125,7 @@ struct OutputPlanner {
         let extrasByTarget = try layOut(&targets, specs: specs, byRequest: byRequest, manifest: manifest, naming: naming)
         let all = targets.flatMap(\.paths)
         for (position, path) in all.enumerated() where all[..<position].contains(where: { $0 == path || PrivateFile.canonical($0) == PrivateFile.canonical(path) }) {
-            throw RunError.usageText("\(path) is both an output and a rejects file, or the rejects file of two outputs; give each its own")
+            throw RunError.usage(OutputError.pathTwice(path: path))
         }
         let extras = manifest.requests.indices.map { extrasByTarget[byRequest[$0]] }
         return (targets, byRequest, extras)
@@ -162,7 +162,7 @@ struct OutputPlanner {
     private static func overrideTarget(_ manifest: Manifest, path: String, format explicitFormat: OutputFormat?,
                                        naming: PathNaming) throws(RunError) -> ([OutputTarget], [OutputSpec], [Int]) {
         if path != "-", let problem = OutputSpec.endProblem(path) {
-            throw RunError.usageText("--output needs the path of a file, not ending in \(problem); got \"\(TerminalText.escaped(path))\"")
+            throw RunError.usage(OutputError.outputNotAFile(path: path, ending: problem))
         }
         let format: OutputFormat
         if let explicitFormat {
@@ -172,7 +172,7 @@ struct OutputPlanner {
         } else if let implied = OutputFormat.fromExtension(path) {
             format = implied
         } else {
-            throw RunError.usageText("cannot tell the format of --output \(path) from its extension; add --format csv, json or jsonl")
+            throw RunError.usage(OutputError.formatUnknown(path: path))
         }
         var spec = manifest.output ?? OutputSpec(path: path)
         spec.path = path
@@ -180,19 +180,19 @@ struct OutputPlanner {
         spec.rejects = spec.rejects.map { rejectsBeside(path, rejects: $0) }
         try refuseSharedLabelFolder(manifest, output: path, shard: naming.shard)
         if spec.encrypt != nil && (path == "-" || !OutputFormat.isOpenPGPPath(path)) {
-            throw RunError.usageText("the output is encrypted (output.encrypt): give --output a file ending in .pgp, .gpg or .asc\(path == "-" ? "; standard output is never written encrypted" : "")")
+            throw RunError.usage(OutputError.encryptedNotNamedMessage(toStandardOutput: path == "-"))
         }
         // --output puts every request's rows in one file: rows that a request's own output
         // encrypts must not land in it in the clear, nor encrypted to other recipients.
         if let index = manifest.requests.firstIndex(where: { $0.output?.encrypt != nil && $0.output?.encrypt != spec.encrypt }) {
-            throw RunError.usageText(spec.encrypt == nil
-                ? "request \(index + 1) has an encrypted output (output.encrypt), and --output would write its rows to \(path == "-" ? "standard output" : path) in the clear; encrypt the manifest's output, or run without --output"
-                : "request \(index + 1) has an output encrypted otherwise than the manifest's (other recipients, armor or state key), and --output would write its rows to \(path) as the manifest's is; run without --output")
+            throw RunError.usage(spec.encrypt == nil
+                ? OutputError.requestRowsInClear(request: index + 1, path: path)
+                : OutputError.requestEncryptedOtherwise(request: index + 1, path: path))
         }
         if spec.encrypt == nil {
             // A plain file is not named a message.
             if path != "-" && OutputFormat.isOpenPGPPath(path) {
-                throw RunError.usageText("--output \(path) ends in .pgp, .gpg or .asc but the output is not encrypted; add output.encrypt to the manifest, or name the file for what it holds")
+                throw RunError.usage(OutputError.plainNamedMessage(path: path))
             }
         }
         let template = manifest.output?.path
@@ -215,7 +215,7 @@ struct OutputPlanner {
             // Two spellings of one file are one output.
             if let existing = targets.firstIndex(where: { $0.path == path || PrivateFile.canonical($0.path) == PrivateFile.canonical(path) }) {
                 if targets[existing].layout.format != format {
-                    throw RunError.usageText("\(path) is written as both \(targets[existing].layout.format.rawValue) and \(format.rawValue); give one format")
+                    throw RunError.usage(OutputError.twoFormats(path: path, first: targets[existing].layout.format, second: format))
                 }
                 // The same file under another spelling: only what it writes must agree.
                 var mine = spec, theirs = specs[existing]
@@ -224,7 +224,7 @@ struct OutputPlanner {
                 mine.rejects = mine.rejects.map(PrivateFile.canonical)
                 theirs.rejects = theirs.rejects.map(PrivateFile.canonical)
                 if mine != theirs {
-                    throw RunError.usageText("\(path) is the output of requests with different output settings; give them one output section")
+                    throw RunError.usage(OutputError.differentSettings(path: path))
                 }
                 byRequest.append(existing)
             } else {
@@ -333,7 +333,7 @@ struct OutputPlanner {
             guard let production = (request.output ?? manifest.output)?.path else { continue }
             let path = shard?.path(production) ?? production
             if folder(path) == mine {
-                throw RunError.usageText("--output \(output) is in the folder of the manifest's output \(path), whose binary labels' files (file:) it would replace; give --output a path in another folder")
+                throw RunError.usage(OutputError.sharesLabelFolder(output: output, manifestOutput: path))
             }
         }
     }
@@ -346,7 +346,7 @@ struct OutputPlanner {
         do {
             return try DataRowReader(kind: .csv, path: each.path, name: each.name).columns
         } catch {
-            throw RunError.runtimeText("cannot read the header of \(each.name): \(error)")
+            throw RunError.runtime(OutputError.dataHeaderUnreadable(name: each.name, reason: "\(error)"))
         }
     }
 
@@ -369,9 +369,9 @@ struct OutputPlanner {
                     // The output itself as an input: said here too, since a path through a folder
                     // that does not exist yet (`new/../d.csv`) cannot be compared by inode below.
                     if file == path && inputs.contains(where: { $0.what == owner }) {
-                        throw RunError.usageText("the output \(path) is \(owner); writing it would replace the input: choose another output path")
+                        throw RunError.usage(OutputError.outputIsInput(path: path, input: owner))
                     }
-                    throw RunError.usageText("the output \(path) would write \(file), which is \(owner); choose another output path")
+                    throw RunError.usage(OutputError.fileTaken(output: path, file: file, owner: owner))
                 }
                 owners[key] = "a file of the output \(path)"
             }
@@ -389,26 +389,26 @@ struct OutputPlanner {
             switch PrivateFile.inspect(path) {
             case .none: break
             case .directory:
-                throw RunError.runtimeText("the output \(path) is a directory; give the path of a file")
+                throw RunError.runtime(OutputError.outputIsDirectory(path: path))
             case .link, .other:
-                throw RunError.usageText("the output \(path) is \(PrivateFile.inspect(path) == .link ? "a symbolic link" : "not a regular file (a device, pipe or socket)"); showbatch writes outputs only as regular files of its own. To write to standard output, use --output -")
+                throw RunError.usage(OutputError.outputNotRegular(path: path, link: PrivateFile.inspect(path) == .link))
             case .regular(let device, let inode, _):
                 if let input = identities.first(where: { $0.1.device == device && $0.1.inode == inode }) {
-                    throw RunError.usageText("the output \(path) is \(input.0); writing it would replace the input: choose another output path")
+                    throw RunError.usage(OutputError.outputIsInput(path: path, input: input.0))
                 }
             }
             for side in SideFile.allCases.map({ $0.of(path) }) {
-                if let refusal = PrivateFile.refusal(side) { throw RunError.runtimeText(refusal + ": remove it and run again") }
+                if let refusal = PrivateFile.refusal(side) { throw RunError.runtime(OutputError.sideFileRefused(refusal: refusal)) }
                 // A journal is written in place: a hard link to an input would be written through.
                 if let found = PrivateFile.identity(side), let input = identities.first(where: { $0.1.device == found.device && $0.1.inode == found.inode }) {
-                    throw RunError.usageText("\(side) is \(input.0) (a hard link to it); remove \(side) and run again")
+                    throw RunError.usage(OutputError.sideFileIsInput(path: side, input: input.0))
                 }
             }
         }
         // A binary label's files need an output's folder; standard output has none.
         for (index, request) in manifest.requests.enumerated() where targets[byRequest[index]].isStandardOutput {
             if let label = request.labels.first(where: { $0.file != nil }) {
-                throw RunError.usageText("label \"\(label.name)\" is written to files (file:), which need an output file's folder; standard output (--output -) has none: give an output path")
+                throw RunError.usage(OutputError.labelFilesToStandardOutput(label: label.name))
             }
         }
     }

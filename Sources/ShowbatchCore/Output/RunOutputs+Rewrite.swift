@@ -11,23 +11,23 @@ extension RunOutputs {
     static func rewrite(_ target: OutputTarget, journal: Journal, check: OutputCheck,
                                 sealing: OutputFile.Sealing?) throws(RunError) -> (OutputFile?, KeptRows?, RowCounts) {
         guard let ended = journal.ended, let checkpoint = journal.lastCheckpoint else {
-            throw RunError.usageText("the journal \(journal.path) is of a run that did not finish; finish it with --resume first")
+            throw RunError.usage(JournalError.unfinished(journal: journal.path))
         }
         let key = target.encrypt != nil ? journal.dataKey : nil
         if target.encrypt != nil && key == nil {
-            throw RunError.usageText("the journal \(journal.path) holds no data key, so the sealed rows of \(target.path) cannot be read; run without --retry-failed")
+            throw RunError.usage(JournalError.noDataKey(journal: journal.path, output: target.path))
         }
         let path = target.readableRows(of: target.path)
         let rejectsPath = target.rejects.map { target.readableRows(of: $0.path) }
         for file in target.rowsAside where PrivateFile.inspect(file) == .none {
-            throw RunError.usageText("--retry-failed cannot rewrite \(target.path): \(file), the \(target.publishesMessage ? "sealed " : "")rows its run kept to rewrite it from, is gone; run without --retry-failed to write it again")
+            throw RunError.usage(JournalError.keptRowsGone(output: target.path, file: file, sealed: target.publishesMessage))
         }
         let mark = checkpoint.rejects ?? (offset: 0, hash: fnvOffsetBasis, rows: 0)
         guard Journal.outputMatches(path, size: ended.size, hash: ended.hash, key: key) else {
-            throw RunError.usageText("\(path) does not match its journal (it changed since the run that wrote it, or a --retry-failed run was cut short); run without --retry-failed to write it again")
+            throw RunError.usage(JournalError.changedSince(path: path, flag: .retryFailed))
         }
         if let rejectsPath, !Journal.outputMatches(rejectsPath, size: mark.offset, hash: mark.hash, key: key) {
-            throw RunError.usageText("\(rejectsPath) does not match its journal (it changed since the run that wrote it, or a --retry-failed run was cut short); run without --retry-failed to write it again")
+            throw RunError.usage(JournalError.changedSince(path: rejectsPath, flag: .retryFailed))
         }
         try check.verify(checkpoint, failed: journal.failedRows, path: path, rejectsPath: rejectsPath, key: key, of: target, journal: journal.path)
         var counts = checkpoint.counts

@@ -153,7 +153,7 @@ final class RunOutputs {
                 // still what its run wrote (an encrypted one is a message showbatch cannot read),
                 // and so is its rejects file.
                 guard case .regular = PrivateFile.inspect(target.path) else {
-                    throw RunError.runtimeText("\(target.path) was finished, and it is gone since; run without --resume to write it again")
+                    throw RunError.runtime(JournalError.finishedOutputGone(output: target.path))
                 }
                 if let sealing {
                     // A shard's sealed file can be read back and checked, and so can the sealed
@@ -163,9 +163,9 @@ final class RunOutputs {
                     let rows = target.readableRows(of: target.path)
                     let readable = target.sealedShard || PrivateFile.inspect(rows) != .none
                     guard readable, Journal.outputMatches(rows, size: ended.size, hash: ended.hash, key: sealing.key) else {
-                        throw RunError.usageText(readable
-                            ? "\(rows) does not match its journal (it changed since the run that wrote it); run without --resume to write it again"
-                            : "\(target.path) was finished, but an encrypted output cannot be checked against the journal left beside it; run without --resume to write it again")
+                        throw RunError.usage(readable
+                            ? JournalError.changedSince(path: rows, flag: .resume)
+                            : JournalError.encryptedUnchecked(output: target.path))
                     }
                 } else {
                     let rejectsChanged = target.rejects.map { rejects in
@@ -173,12 +173,12 @@ final class RunOutputs {
                     } ?? false
                     let rows = target.readableRows(of: target.path)
                     if !Journal.outputMatches(rows, size: ended.size, hash: ended.hash) || rejectsChanged {
-                        throw RunError.usageText("\(rejectsChanged ? target.rejects!.path : rows) does not match its journal (it changed since the run that wrote it); run without --resume to write it again")
+                        throw RunError.usage(JournalError.changedSince(path: rejectsChanged ? target.rejects!.path : rows, flag: .resume))
                     }
                 }
                 return (nil, finishedTally(target, ended: ended, checkpoint: checkpoint, key: sealing?.key, journal: journal.path))
             }
-            throw RunError.runtimeText("\(SideFile.partial.of(target.path)) is gone, so the run cannot go on from its journal; run without --resume to start over")
+            throw RunError.runtime(JournalError.partialGone(partial: SideFile.partial.of(target.path)))
         }
         let tally: RowTally
         do throws(RunError) {
@@ -195,7 +195,7 @@ final class RunOutputs {
                 guard let side = try OutputFile.resume(path: rejects.path, layout: rejects.layout,
                                                        from: Journal.Checkpoint(ordinal: -1, offset: mark.offset, counts: RowCounts(), hash: mark.hash,
                                                                                 ownRows: mark.rows), sealing: sealing) else {
-                    throw RunError.runtimeText("\(SideFile.partial.of(rejects.path)) is gone, so the run cannot go on from its journal; run without --resume to start over")
+                    throw RunError.runtime(JournalError.partialGone(partial: SideFile.partial.of(rejects.path)))
                 }
                 resumed.attachRejects(side, partial: target.rejectPartial)
             }
@@ -213,10 +213,10 @@ final class RunOutputs {
                                              encrypted: Bool) throws(RunError) -> Bool {
         guard journal.ended != nil, PrivateFile.inspect(SideFile.partial.of(path)) == .none else { return false }
         guard case .regular = PrivateFile.inspect(path) else {
-            throw RunError.runtimeText("\(SideFile.partial.of(path)) is gone, so the run cannot go on from its journal; run without --resume to start over")
+            throw RunError.runtime(JournalError.partialGone(partial: SideFile.partial.of(path)))
         }
         if !encrypted, let mark = checkpoint.rejects, !Journal.outputMatches(path, size: mark.offset, hash: mark.hash) {
-            throw RunError.usageText("\(path) is not what the journal \(journal.path) says was written; run without --resume to start over")
+            throw RunError.usage(JournalError.notAsJournalSays(path: path, journal: journal.path))
         }
         return true
     }

@@ -10,6 +10,16 @@ private func rows(_ count: Int) -> String {
     "id\n" + (0..<count).map(String.init).joined(separator: "\n") + "\n"
 }
 
+/// An error a run threw that is not a `RunError` (a fixture's own), in its words: the test
+/// fails on it as on any other refusal.
+private struct NotARunError: RunProblem {
+    let words: String
+
+    var description: String { words }
+
+    func redacted(_ redact: (String) -> String) -> NotARunError { NotARunError(words: redact(words)) }
+}
+
 /// A run of this manifest with `poisoned` paths failing has rows 7, 50, 51 and 120 failed, every
 /// time the same (with one attempt, or two when other rows were answered after them:
 /// `sameRows`).
@@ -81,7 +91,7 @@ private func encode(_ records: [JournalRecord]) -> [UInt8] {
         } catch let error as RunError {
             return .failure(error)
         } catch {
-            return .failure(.runtimeText("\(error)"))
+            return .failure(.runtime(NotARunError(words: "\(error)")))
         }
     }
 
