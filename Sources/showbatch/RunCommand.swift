@@ -183,7 +183,7 @@ private final class RunSession: Sendable {
             var message = error.description
             if case .manifest(let diagnostic) = error { message = diagnostic.message }
             switch error {
-            case .usage, .usageText:
+            case .usage:
                 // A refusal of the run, not of its command line (which the parser refused before):
                 // no pointer to the flags' help.
                 live.invalid("showbatch: error: \(TerminalText.escaped(message))")
@@ -192,7 +192,7 @@ private final class RunSession: Sendable {
                 live.invalid(UsageError(message: message, command: "run").description)
             case .manifest(let diagnostic):
                 live.invalid(diagnostic.description, diagnostics: [diagnostic])
-            case .runtime, .runtimeText:
+            case .runtime:
                 live.error(message)
             }
             // A refused --metrics or --report path is not written to.

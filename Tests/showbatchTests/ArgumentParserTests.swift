@@ -144,7 +144,7 @@ import Testing
     }
 
     @Test func exitCodesComeWithTheirErrors() {
-        #expect(RunError.usageText("x").exitCode == .usage && RunError.runtimeText("x").exitCode == .runtime)
+        #expect(RunError.usage(PathRefusal("x", .link, .cannotWrite)).exitCode == .usage && RunError.runtime(FileError(.write, "x", errno: 5)).exitCode == .runtime)
         #expect(UsageError(message: "x", command: nil).exitCode.rawValue == 2)
         var summary = RunSummary()
         summary.rows = 2

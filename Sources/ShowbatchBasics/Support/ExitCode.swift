@@ -28,8 +28,8 @@ extension RunError {
     /// The exit code a run ending with this error has.
     package var exitCode: ExitCode {
         switch self {
-        case .usage, .usageText, .manifest, .sideFile: return .usage
-        case .runtime, .runtimeText: return .runtime
+        case .usage, .manifest, .sideFile: return .usage
+        case .runtime: return .runtime
         }
     }
 }

@@ -18,16 +18,11 @@ package enum RunError: Error, Sendable, CustomStringConvertible {
     /// A `--metrics` or `--report` path that cannot be used (it is an input, an output's file, the
     /// other one's): nothing is written to it; nothing was sent.
     case sideFile(any RunProblem)
-    /// Not yet given a kind of its own (a run's refusal).
-    case usageText(String)
-    /// Not yet given a kind of its own (a run-time failure).
-    case runtimeText(String)
 
     /// The message a person reads (a manifest problem with its quoted line).
     package var description: String {
         switch self {
         case .usage(let problem), .runtime(let problem), .sideFile(let problem): return problem.description
-        case .usageText(let message), .runtimeText(let message): return message
         case .manifest(let diagnostic): return diagnostic.description
         }
     }

@@ -42,8 +42,12 @@ enum OutputError: RunProblem, Equatable {
     case sideFileIsInput(path: String, input: String)
     /// A binary label's files would be written beside standard output, which has no folder.
     case labelFilesToStandardOutput(label: String)
-    /// The run cannot start with an output, in `OutputStart`'s words (its table is tested on them).
-    case startRefused(reason: String)
+    /// `--retry-failed` of an output encrypted without a state key: its rows were not kept.
+    case retryWithoutStateKey(path: String)
+    /// `--retry-failed` of an output that was never written.
+    case retryNeverWritten(path: String)
+    /// `--resume` or `--retry-failed` of an output to standard output.
+    case standardOutputNotResumable(flag: JournalError.Flag)
     /// Sealing an output's rows failed (`reason`: the sealer's words); its journal is kept.
     case sealingFailed(reason: String, journal: String)
     /// An output's file lost bytes to an earlier failed write; its journal is kept.
@@ -95,8 +99,12 @@ enum OutputError: RunProblem, Equatable {
             return "\(path) is \(input) (a hard link to it); remove \(path) and run again"
         case .labelFilesToStandardOutput(let label):
             return "label \"\(label)\" is written to files (file:), which need an output file's folder; standard output (--output -) has none: give an output path"
-        case .startRefused(let reason):
-            return reason
+        case .retryWithoutStateKey(let path):
+            return "--retry-failed cannot rewrite \(path): it is encrypted to its recipients, and without output.encrypt.state_key its sealed rows could not be kept to rewrite it from; run without --retry-failed to write it again"
+        case .retryNeverWritten(let path):
+            return "\(path) was never written, so it has no failed rows to send again; run without --retry-failed"
+        case .standardOutputNotResumable(let flag):
+            return "\(flag.rawValue) needs file outputs; standard output is not resumable"
         case .sealingFailed(let reason, let journal):
             return "\(reason); the journal \(journal) is kept, so the run can go on with --resume once that is fixed"
         case .notWrittenWhole(let file, let journal):
@@ -132,7 +140,9 @@ enum OutputError: RunProblem, Equatable {
         case .sideFileRefused(let refusal): return .sideFileRefused(refusal: redact(refusal))
         case .sideFileIsInput(let path, let input): return .sideFileIsInput(path: redact(path), input: redact(input))
         case .labelFilesToStandardOutput(let label): return .labelFilesToStandardOutput(label: redact(label))
-        case .startRefused(let reason): return .startRefused(reason: redact(reason))
+        case .retryWithoutStateKey(let path): return .retryWithoutStateKey(path: redact(path))
+        case .retryNeverWritten(let path): return .retryNeverWritten(path: redact(path))
+        case .standardOutputNotResumable: return self
         case .sealingFailed(let reason, let journal): return .sealingFailed(reason: redact(reason), journal: redact(journal))
         case .notWrittenWhole(let file, let journal): return .notWrittenWhole(file: redact(file), journal: redact(journal))
         case .standardOutputUnwritable: return self

@@ -18,7 +18,7 @@ enum OutputStart: Equatable {
     /// Rewritten from the rows kept, its failed rows sent again (`--retry-failed`).
     case retry
     /// The run cannot start with it: a usage error, saying why.
-    case refused(String)
+    case refused(OutputError)
 
     /// What is known of an output before its journal is opened.
     struct Files: Equatable {
@@ -41,12 +41,12 @@ enum OutputStart: Equatable {
         if let finished = files.finishedNight, mode != .retryFailed { return .unchanged(reason: finished + ": nothing is sent for it") }
         guard mode == .retryFailed else { return nil }
         if files.encryptedWithoutStateKey {
-            return .refused("--retry-failed cannot rewrite \(files.path): it is encrypted to its recipients, and without output.encrypt.state_key its sealed rows could not be kept to rewrite it from; run without --retry-failed to write it again")
+            return .refused(.retryWithoutStateKey(path: files.path))
         }
         guard !files.hasJournal else { return nil }
         // A finished output without a journal had no failed row: it stays as it is.
         guard files.outputExists else {
-            return .refused("\(files.path) was never written, so it has no failed rows to send again; run without --retry-failed")
+            return .refused(.retryNeverWritten(path: files.path))
         }
         return .unchanged(reason: "it has no journal, so no failed rows")
     }

@@ -17,7 +17,7 @@ extension RunOutputs {
             if case .regular = PrivateFile.inspect(target.path) {} else { files.outputExists = false }
         }
         if let start = OutputStart.withoutJournal(files, mode: mode) {
-            if case .refused(let reason) = start { throw RunError.usage(OutputError.startRefused(reason: reason)) }
+            if case .refused(let problem) = start { throw RunError.usage(problem) }
             return (start, nil)
         }
         let journal = try Journal(output: target.path, identity: identity(target), mode: mode,
@@ -80,8 +80,8 @@ extension RunOutputs {
                 carried.add(counts)
                 modes.append(OutputMode(path: target.path, mode: file == nil ? "unchanged" : "retried",
                                         reason: file == nil ? "it has no failed rows" : "\(journal.failedRows.count) failed rows are sent again"))
-            case .refused(let reason):
-                throw RunError.usage(OutputError.startRefused(reason: reason))
+            case .refused(let problem):
+                throw RunError.usage(problem)
             }
         }
 

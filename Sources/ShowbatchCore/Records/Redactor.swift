@@ -104,8 +104,6 @@ final class Redactor: Sendable {
         case .usage(let problem): return .usage(problem.redacted(redact))
         case .runtime(let problem): return .runtime(problem.redacted(redact))
         case .sideFile(let problem): return .sideFile(problem.redacted(redact))
-        case .usageText(let text): return .usageText(redact(text))
-        case .runtimeText(let text): return .runtimeText(redact(text))
         case .manifest: return error
         }
     }

@@ -175,7 +175,7 @@ package struct Runner: Sendable {
         var plan = try OutputPlanner(manifest: manifest, output: options.output, format: options.format, shard: options.shard,
                                      limit: options.limit, nights: night.book)
         if (options.resume || options.retryFailed) && plan.writesStandardOutput {
-            throw RunError.usageText("\(options.resume ? "--resume" : "--retry-failed") needs file outputs; standard output is not resumable")
+            throw RunError.usage(OutputError.standardOutputNotResumable(flag: options.resume ? .resume : .retryFailed))
         }
         try plan.check(sideFiles: options.sideFiles)
         for warning in night.apply(to: &plan.targets) { events(.warning(warning)) }
@@ -323,7 +323,7 @@ package struct Runner: Sendable {
             } catch {
                 // This machine, not the manifest: GnuPG cannot run, or its home cannot be made.
                 if error.isThisMachine {
-                    throw RunError.runtimeText("cannot encrypt \(target.path): \(error.message)")
+                    throw RunError.runtime(OutputError.encryptionFailed(role: nil, file: target.path, reason: error.message, kept: nil))
                 }
                 // The manifest was loaded for a run, its keys not checked yet: the refusal is
                 // positioned as validate positions it.
@@ -335,7 +335,7 @@ package struct Runner: Sendable {
                 if let sign = spec.sign {
                     throw RunError.manifest(manifest.diagnostic(at: sign.mark, "\(spec.context).encrypt.sign: \(error.message)"))
                 }
-                throw RunError.usageText("cannot encrypt \(target.path): \(error.message)")
+                throw RunError.usage(OutputError.encryptionFailed(role: nil, file: target.path, reason: error.message, kept: nil))
             }
         }
         return encryptors

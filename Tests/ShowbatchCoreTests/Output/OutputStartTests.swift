@@ -9,6 +9,13 @@ import Testing
 
     /// Before the journal: standard output never has one; a retry refuses what it cannot
     /// rewrite and leaves an output without a journal as it is; everything else opens one (nil).
+    /// The refusals say why, in the words a person reads.
+    @Test func refusalsSayWhy() {
+        #expect(OutputError.retryWithoutStateKey(path: "out/r.csv").description == Self.encryptedRefusal)
+        #expect(OutputError.retryNeverWritten(path: "out/r.csv").description
+                == "out/r.csv was never written, so it has no failed rows to send again; run without --retry-failed")
+    }
+
     @Test(arguments: [
         (Files(path: "-"), RunMode.fresh, OutputStart?.some(.standardOutput)),
         (Files(path: "-"), .resume, .standardOutput),
@@ -19,9 +26,9 @@ import Testing
         (Files(path: "out/r.csv"), .retryFailed, nil),
         (Files(path: "out/r.csv", hasJournal: false), .retryFailed, .unchanged(reason: "it has no journal, so no failed rows")),
         (Files(path: "out/r.csv", hasJournal: false, outputExists: false), .retryFailed,
-         .refused("out/r.csv was never written, so it has no failed rows to send again; run without --retry-failed")),
-        (Files(path: "out/r.csv", encryptedWithoutStateKey: true), .retryFailed, .refused(encryptedRefusal)),
-        (Files(path: "out/r.csv", encryptedWithoutStateKey: true, hasJournal: false), .retryFailed, .refused(encryptedRefusal)),
+         .refused(.retryNeverWritten(path: "out/r.csv"))),
+        (Files(path: "out/r.csv", encryptedWithoutStateKey: true), .retryFailed, .refused(.retryWithoutStateKey(path: "out/r.csv"))),
+        (Files(path: "out/r.csv", encryptedWithoutStateKey: true, hasJournal: false), .retryFailed, .refused(.retryWithoutStateKey(path: "out/r.csv"))),
         // A finished night (its file as recorded, no journal) is left as it is but by a retry.
         (Files(path: "out/r-7.csv", hasJournal: false, finishedNight: "the night of 2026-12-01 (sequence 7) was finished"), .fresh,
          .unchanged(reason: "the night of 2026-12-01 (sequence 7) was finished: nothing is sent for it")),
@@ -63,7 +70,7 @@ import Testing
         (.discard(reason: "z"), OutputMode(path: "o", mode: "restarted", reason: "z")),
         (.resume, nil),
         (.retry, nil),
-        (.refused("no"), nil),
+        (.refused(.retryNeverWritten(path: "o")), nil),
     ])
     func logLine(start: OutputStart, expected: OutputMode?) {
         #expect(start.mode(path: "o") == expected)

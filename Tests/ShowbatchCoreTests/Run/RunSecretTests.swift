@@ -46,7 +46,9 @@ import TestSupport
                 == "refused <redacted> and <redacted> (<redacted>)")
         redactor.add("emu-token-7")
         #expect(redactor.redact(.note("renewed emu-token-7")).text == "note: renewed <redacted>")
-        #expect(redactor.redact(RunError.runtimeText("x emu-token-7")).description == "x <redacted>")
+        #expect(redactor.redact(RunError.runtime(FileError(.read, "x", cause: .reason("emu-token-7")))).description == "cannot read x: <redacted>")
+        #expect(redactor.redact(RunError.runtime(RecordsError.pushFailed(address: "h", reason: "HTTP 401 emu-token-7"))).description
+                == "cannot push the metrics to h: HTTP 401 <redacted>")
     }
 
     /// --metrics and --report never replace a file the run reads: the token file, the CA file,
