@@ -194,37 +194,14 @@ enum ArgumentParser {
         let rest = Array(arguments.dropFirst())
         if first == "--help" || first == "-h" { return .help(nil) }
         if first == "--version" || first == "-V" { return .version }
-        guard let command = Command(rawValue: first) else {
-            if first.hasPrefix("-") {
-                throw UsageError(message: "unknown option \(first); expected a command (\(choices(commands))), --help or --version", command: nil)
-            }
-            var message = "unknown command \"\(first)\""
-            if let suggestion = closest(first, in: commands) { message += "; did you mean \"\(suggestion)\"?" }
-            else { message += "; expected \(choices(commands))" }
-            throw UsageError(message: message, command: nil)
-        }
-        switch command {
+        switch try command(named: first) {
         case .help:
             guard let topic = rest.first else { return .help(nil) }
             guard commands.contains(topic) else {
                 throw UsageError(message: "no help for \"\(topic)\"; commands are \(choices(commands))", command: nil)
             }
             return .help(topic)
-        case .run:
-            var run = RunArguments()
-            let scanned = try scan(rest, runFlags, into: &run, command: "run")
-            if scanned.help { return .help("run") }
-            run.manifest = try single(scanned.positionals, command: "run")
-            if run.options.quiet && run.options.verbose {
-                throw UsageError(message: "--quiet and --verbose cannot be used together", command: "run")
-            }
-            if run.emulate && run.baseURL != nil {
-                throw UsageError(message: "--emulate and --base-url cannot be used together: each says where the requests go", command: "run")
-            }
-            if run.options.resume && run.options.retryFailed {
-                throw UsageError(message: "--resume and --retry-failed cannot be used together: finish an interrupted run with --resume first", command: "run")
-            }
-            return .run(run)
+        case .run: return try parseRun(rest)
         case .validate:
             var validate = ValidateArguments()
             let scanned = try scan(rest, validateFlags, into: &validate, command: "validate")
@@ -240,30 +217,8 @@ enum ArgumentParser {
             if scanned.help { return .help("plan") }
             plan.manifest = try single(scanned.positionals, command: "plan")
             return .plan(plan)
-        case .merge:
-            var merge = MergeArguments()
-            let scanned = try scan(rest, mergeFlags, into: &merge, command: "merge")
-            if scanned.help { return .help("merge") }
-            merge.manifest = try single(scanned.positionals, command: "merge")
-            guard merge.shards != nil else {
-                throw UsageError(message: "merge needs --shards N, the number of shards the manifest was run in", command: "merge")
-            }
-            if merge.quiet && merge.verbose {
-                throw UsageError(message: "--quiet and --verbose cannot be used together", command: "merge")
-            }
-            if merge.output == "-" {
-                throw UsageError(message: "merge writes files: --output - (standard output) cannot be merged into; give the --output the shards were run with", command: "merge")
-            }
-            return .merge(merge)
-        case .deliver:
-            var deliver = DeliverArguments()
-            let scanned = try scan(rest, deliverFlags, into: &deliver, command: "deliver")
-            if scanned.help { return .help("deliver") }
-            deliver.manifest = try single(scanned.positionals, command: "deliver")
-            guard deliver.marked.count <= 1 else { throw UsageError(message: "--mark-delivered and --send-again exclude each other: give the one the processor's answer asks for", command: "deliver") }
-            deliver.what = deliver.marked.first ?? .deliver
-            deliver.marked = []
-            return .deliver(deliver)
+        case .merge: return try parseMerge(rest)
+        case .deliver: return try parseDeliver(rest)
         case .schema:
             if rest.first == "--help" || rest.first == "-h" { return .help("schema") }
             guard rest.isEmpty else { throw UsageError(message: "schema takes no arguments", command: "schema") }
@@ -274,29 +229,97 @@ enum ArgumentParser {
                 throw UsageError(message: "completions takes one of \(choices(Completions.shells))", command: "completions")
             }
             return .completions(rest[0])
-        case .audit:
-            if rest.first == "--help" || rest.first == "-h" { return .help("audit") }
-            guard rest.first == "verify", rest.count == 2 || (rest.count == 4 && rest[2] == "--manifest") || (rest.count == 3 && rest[2].hasPrefix("--manifest=")) else {
-                throw UsageError(message: "audit takes verify FILE [--manifest MANIFEST]", command: "audit")
-            }
-            let manifest = rest.count == 4 ? rest[3] : rest.count == 3 ? String(rest[2].dropFirst("--manifest=".count)) : nil
-            return .auditVerify(file: rest[1], manifest: manifest)
-        case .emulate:
-            var emulate = EmulateArguments()
-            let scanned = try scan(rest, emulateFlags, into: &emulate, command: "emulate")
-            if scanned.help { return .help("emulate") }
-            if let extra = scanned.positionals.first {
-                throw UsageError(message: "emulate takes no arguments; got \"\(extra)\"", command: "emulate")
-            }
-            if emulate.manifest != nil {
-                var plain = EmulateArguments()
-                (plain.port, plain.manifest, plain.cnames) = (emulate.port, emulate.manifest, emulate.cnames)
-                guard plain == emulate else {
-                    throw UsageError(message: "--manifest gives the aliases, the response and the faults: only --port and --cname go with it", command: "emulate")
-                }
-            }
-            return .emulate(emulate)
+        case .audit: return try parseAudit(rest)
+        case .emulate: return try parseEmulate(rest)
         }
+    }
+
+    /// The command `word` names; an unknown one is refused with the nearest name, if any.
+    private static func command(named word: String) throws(UsageError) -> Command {
+        if let command = Command(rawValue: word) { return command }
+        if word.hasPrefix("-") {
+            throw UsageError(message: "unknown option \(word); expected a command (\(choices(commands))), --help or --version", command: nil)
+        }
+        var message = "unknown command \"\(word)\""
+        if let suggestion = closest(word, in: commands) { message += "; did you mean \"\(suggestion)\"?" }
+        else { message += "; expected \(choices(commands))" }
+        throw UsageError(message: message, command: nil)
+    }
+
+    /// `run`: its flags, one manifest, and the flags that exclude each other.
+    private static func parseRun(_ rest: [String]) throws(UsageError) -> Invocation {
+        var run = RunArguments()
+        let scanned = try scan(rest, runFlags, into: &run, command: "run")
+        if scanned.help { return .help("run") }
+        run.manifest = try single(scanned.positionals, command: "run")
+        if run.options.quiet && run.options.verbose {
+            throw UsageError(message: "--quiet and --verbose cannot be used together", command: "run")
+        }
+        if run.emulate && run.baseURL != nil {
+            throw UsageError(message: "--emulate and --base-url cannot be used together: each says where the requests go", command: "run")
+        }
+        if run.options.resume && run.options.retryFailed {
+            throw UsageError(message: "--resume and --retry-failed cannot be used together: finish an interrupted run with --resume first", command: "run")
+        }
+        return .run(run)
+    }
+
+    /// `merge`: its flags, one manifest, the shard count, and files only.
+    private static func parseMerge(_ rest: [String]) throws(UsageError) -> Invocation {
+        var merge = MergeArguments()
+        let scanned = try scan(rest, mergeFlags, into: &merge, command: "merge")
+        if scanned.help { return .help("merge") }
+        merge.manifest = try single(scanned.positionals, command: "merge")
+        guard merge.shards != nil else {
+            throw UsageError(message: "merge needs --shards N, the number of shards the manifest was run in", command: "merge")
+        }
+        if merge.quiet && merge.verbose {
+            throw UsageError(message: "--quiet and --verbose cannot be used together", command: "merge")
+        }
+        if merge.output == "-" {
+            throw UsageError(message: "merge writes files: --output - (standard output) cannot be merged into; give the --output the shards were run with", command: "merge")
+        }
+        return .merge(merge)
+    }
+
+    /// `deliver`: its flags, one manifest, and at most one of the processor's answers.
+    private static func parseDeliver(_ rest: [String]) throws(UsageError) -> Invocation {
+        var deliver = DeliverArguments()
+        let scanned = try scan(rest, deliverFlags, into: &deliver, command: "deliver")
+        if scanned.help { return .help("deliver") }
+        deliver.manifest = try single(scanned.positionals, command: "deliver")
+        guard deliver.marked.count <= 1 else { throw UsageError(message: "--mark-delivered and --send-again exclude each other: give the one the processor's answer asks for", command: "deliver") }
+        deliver.what = deliver.marked.first ?? .deliver
+        deliver.marked = []
+        return .deliver(deliver)
+    }
+
+    /// `audit verify FILE [--manifest MANIFEST]`.
+    private static func parseAudit(_ rest: [String]) throws(UsageError) -> Invocation {
+        if rest.first == "--help" || rest.first == "-h" { return .help("audit") }
+        guard rest.first == "verify", rest.count == 2 || (rest.count == 4 && rest[2] == "--manifest") || (rest.count == 3 && rest[2].hasPrefix("--manifest=")) else {
+            throw UsageError(message: "audit takes verify FILE [--manifest MANIFEST]", command: "audit")
+        }
+        let manifest = rest.count == 4 ? rest[3] : rest.count == 3 ? String(rest[2].dropFirst("--manifest=".count)) : nil
+        return .auditVerify(file: rest[1], manifest: manifest)
+    }
+
+    /// `emulate`: its flags, no arguments; with --manifest, only --port and --cname beside it.
+    private static func parseEmulate(_ rest: [String]) throws(UsageError) -> Invocation {
+        var emulate = EmulateArguments()
+        let scanned = try scan(rest, emulateFlags, into: &emulate, command: "emulate")
+        if scanned.help { return .help("emulate") }
+        if let extra = scanned.positionals.first {
+            throw UsageError(message: "emulate takes no arguments; got \"\(extra)\"", command: "emulate")
+        }
+        if emulate.manifest != nil {
+            var plain = EmulateArguments()
+            (plain.port, plain.manifest, plain.cnames) = (emulate.port, emulate.manifest, emulate.cnames)
+            guard plain == emulate else {
+                throw UsageError(message: "--manifest gives the aliases, the response and the faults: only --port and --cname go with it", command: "emulate")
+            }
+        }
+        return .emulate(emulate)
     }
 
     private static func single(_ positionals: [String], command: String) throws(UsageError) -> String {
