@@ -43,15 +43,25 @@ struct RunSettings: Sendable, Equatable {
 
     /// VGS's documented limit for the endpoint `manifest` sends to, per vault: the Vault API's
     /// 3,000 calls a minute, the reveal proxy's 5,000 requests a minute live and 200 in sandbox
-    /// (per client address, which Kubernetes pods behind one NAT share). None for a satellite or
-    /// a hostname with a port (a staging proxy): not VGS's.
+    /// (per client address, which Kubernetes pods behind one NAT share). None for a satellite, a
+    /// hostname with a port (a staging proxy) or one that is an IP address or localhost (VGS
+    /// activates only DNS names, CNAMEs of its own): not VGS's.
     static func documentedRate(_ manifest: Manifest) -> (Rate, String)? {
         if manifest.satellitePort != nil { return nil }
-        if let hostname = manifest.hostname, Endpoint.port(ofHostname: hostname) != nil { return nil }
+        if let hostname = manifest.hostname, Endpoint.port(ofHostname: hostname) != nil || namesNoVGSHost(hostname) { return nil }
         if manifest.vaultAPI != nil {
             return (Rate(count: VaultAPISpec.callsPerMinute, per: .seconds(60)), "VGS's documented Vault API limit")
         }
         let live = manifest.environment.lowercased().hasPrefix("live")
         return (Rate(count: live ? 5_000 : 200, per: .seconds(60)), "VGS's documented reveal proxy limit, \(live ? "live" : "sandbox")")
+    }
+
+    /// An IP address (IPv4, or IPv6 in brackets) or localhost: a host VGS does not serve as a
+    /// custom hostname.
+    static func namesNoVGSHost(_ hostname: String) -> Bool {
+        let host = hostname.lowercased()
+        if host == "localhost" || host.hasSuffix(".localhost") || host.hasPrefix("[") { return true }
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts.allSatisfy { !$0.isEmpty && $0.count <= 3 && $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }
     }
 }

@@ -32,6 +32,10 @@ import TestSupport
         ("vault_api: {version: 2}\n", nil, Rate(count: 3_000, per: .seconds(60)), "VGS's documented Vault API limit"),
         ("environment: live\nrate_limit: 10/s\n", nil, Rate(count: 10, per: .seconds(1)), "rate_limit"),
         ("hostname: staging.example.com:8443\n", nil, nil, nil),
+        ("hostname: 127.0.0.1\nhostname_check: false\n", nil, nil, nil),
+        ("hostname: 10.1.2.3\nhostname_check: false\n", nil, nil, nil),
+        ("hostname: localhost\nhostname_check: false\n", nil, nil, nil),
+        ("hostname: secure.example.com\n", nil, Rate(count: 200, per: .seconds(60)), "VGS's documented reveal proxy limit, sandbox"),
         ("satellite_port: 9098\n", nil, nil, nil),
     ] as [(String, Int?, Rate?, String?)])
     func theDocumentedRateAgainstVGS(lines: String, shards: Int?, rate: Rate?, source: String?) throws {
