@@ -47,18 +47,17 @@ private func run(_ fixture: RunFixture, _ manifest: Manifest, options: RunOption
 /// `x-ratelimit-remaining`, tokens that run out, an outage, an interrupt.
 @Suite(.serialized) struct VaultAPIRunTests {
     /// 20 calls a second, said only by `x-ratelimit-remaining` (no reset header, no
-    /// Retry-After, as the Vault API): every row ok, a few calls answered 429 at most, and the
-    /// night near the window's pace.
+    /// Retry-After, as the Vault API): every row ok, and a few calls answered 429 at most. The
+    /// night's pace is measured by bench/vaultapi.py and by the simulations in virtual time, not
+    /// here: a loaded machine's clock is no measure.
     @Test(.timeLimit(.minutes(1))) func aWindowLimitSaidOnlyByRemainingIsKept() async throws {
         let fixture = RunFixture()
         defer { fixture.dir.remove() }
         let manifest = try fixture.manifest(manifestText, files: night(1_000))
-        let started = ContinuousClock.now
         let (summary, _) = try await run(fixture, manifest) {
             $0.faults.windowLimit = 20
             $0.faults.windowLength = .seconds(1)
         }
-        let elapsed = ContinuousClock.now - started
         #expect(summary.ok == 1_000 && summary.exitCode == .ok && summary.stopReason == nil)
         #expect(fixture.read("out/r.csv") == revealed(1_000))
         // Calls answered 429 are made again; the others reveal the night, 20 aliases a call.
@@ -66,8 +65,6 @@ private func run(_ fixture: RunFixture, _ manifest: Manifest, options: RunOption
         #expect((100...105).contains(calls - summary.answered429), "\(calls) calls, \(summary.answered429) answered 429")
         // Few, even on a loaded machine (the tight bounds are the simulations', in virtual time).
         #expect(summary.answered429 <= calls / 5, "\(summary.answered429) of \(calls) calls answered 429")
-        // 100 calls at 20 a second: 4 to 5 windows; not a wait of a minute for a window.
-        #expect(elapsed < .seconds(30), "\(elapsed)")
     }
 
     /// Tokens good for 7 requests each: every call's rows are sent again with a renewed token
