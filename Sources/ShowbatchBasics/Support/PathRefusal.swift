@@ -76,9 +76,10 @@ package struct PathRefusal: RunProblem, Equatable {
         var copy = self
         copy.path = redact(path)
         switch found {
-        case .folderOwned(let folder, let owner): copy.found = .folderOwned(folder: redact(folder), owner: owner)
+        case .folderOwned(let folder, let owner): copy.found = .folderOwned(folder: redact(folder), owner: redact(owner))
         case .folderWritable(let folder, let mode): copy.found = .folderWritable(folder: redact(folder), mode: mode)
-        default: break
+        case .otherUsers(let owner, let runner): copy.found = .otherUsers(owner: redact(owner), runner: redact(runner))
+        case .directory, .link, .special, .notRegular, .links, .writableByOthers: break
         }
         return copy
     }

@@ -105,7 +105,7 @@ struct HostnameStrictStop: RunProblem {
     func redacted(_ redact: (String) -> String) -> HostnameStrictStop {
         switch problem {
         case .notActivated(let hostname, let vault, let reason):
-            return HostnameStrictStop(problem: .notActivated(hostname: redact(hostname), vault: vault, reason: redact(reason)))
+            return HostnameStrictStop(problem: .notActivated(hostname: redact(hostname), vault: redact(vault), reason: redact(reason)))
         case .notChecked(let hostname, let attempts, let reason):
             return HostnameStrictStop(problem: .notChecked(hostname: redact(hostname), attempts: attempts, reason: redact(reason)))
         }

@@ -27,12 +27,12 @@ enum NightRefusal: RunProblem, Equatable {
         }
     }
 
-    /// Its paths cleared; a night's records hold no secret (dates, numbers, file names).
     func redacted(_ redact: (String) -> String) -> NightRefusal {
         switch self {
-        case .retryDelivered(let path, let night): return .retryDelivered(path: redact(path), night)
+        case .outOfOrder(let date, let latest): return .outOfOrder(date, latest: latest.redacted(redact))
+        case .repeated(let date, let night): return .repeated(date, of: night.redacted(redact))
+        case .retryDelivered(let path, let night): return .retryDelivered(path: redact(path), night.redacted(redact))
         case .neverWritten(let path, let date): return .neverWritten(path: redact(path), date)
-        case .outOfOrder, .repeated: return self
         }
     }
 }
@@ -167,6 +167,27 @@ extension NightRecord {
 
     /// When it was delivered (or its rename asked for).
     var deliveredAt: String { delivery?.at ?? handing?.at ?? "" }
+
+    /// The record with every text a message may quote passed through `redact` (its file name,
+    /// from a template; the server's folder and names; the times).
+    func redacted(_ redact: (String) -> String) -> NightRecord {
+        var copy = self
+        copy.file = redact(file)
+        copy.finished = redact(finished)
+        if var handing {
+            handing.to = redact(handing.to)
+            handing.part = redact(handing.part)
+            handing.at = redact(handing.at)
+            copy.handing = handing
+        }
+        if var delivery {
+            delivery.to = redact(delivery.to)
+            delivery.file = redact(delivery.file)
+            delivery.at = redact(delivery.at)
+            copy.delivery = delivery
+        }
+        return copy
+    }
 
     /// What makes a night finished with rows not ok whole: its failed rows sent again, or, when
     /// its rows not ok are the data's or the manifest's (partial: a label not found), the night

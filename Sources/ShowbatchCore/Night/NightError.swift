@@ -110,19 +110,19 @@ enum NightError: RunProblem {
         case .ledgerOlder(let ledger, let record, let mine, let theirs):
             return .ledgerOlder(ledger: redact(ledger), record: redact(record), ledgerGeneration: mine, recordGeneration: theirs)
         case .ledgerSaysUndelivered(let ledger, let date, let record, let to, let at):
-            return .ledgerSaysUndelivered(ledger: redact(ledger), date: date, record: redact(record), to: redact(to), at: at)
+            return .ledgerSaysUndelivered(ledger: redact(ledger), date: date, record: redact(record), to: redact(to), at: redact(at))
         case .ledgerNumbersLower(let ledger, let highest, let file, let seq):
             return .ledgerNumbersLower(ledger: redact(ledger), highest: highest, file: redact(file), seq: seq)
         case .nothingToRebuild(let template): return .nothingToRebuild(template: redact(template))
         case .neverFinished(let path, let date, let manifest): return .neverFinished(path: redact(path), date: date, manifest: redact(manifest))
         case .finishedNotWhole(let path, let fix): return .finishedNotWhole(path: redact(path), fix: redact(fix))
-        case .finishedFileGone(let path, let finished): return .finishedFileGone(path: redact(path), finished: finished)
-        case .finishedFileChanged(let path, let finished): return .finishedFileChanged(path: redact(path), finished: finished)
+        case .finishedFileGone(let path, let finished): return .finishedFileGone(path: redact(path), finished: redact(finished))
+        case .finishedFileChanged(let path, let finished): return .finishedFileChanged(path: redact(path), finished: redact(finished))
         case .cannotCount(let path, let reason): return .cannotCount(path: redact(path), reason: redact(reason))
         case .cannotTotal(let path, let reason): return .cannotTotal(path: redact(path), reason: redact(reason))
-        case .notADecimal(let path, let row, let column): return .notADecimal(path: redact(path), row: row, column: column)
+        case .notADecimal(let path, let row, let column): return .notADecimal(path: redact(path), row: row, column: redact(column))
         case .cannotWriteFinished(let path, let reason): return .cannotWriteFinished(path: redact(path), reason: redact(reason))
-        case .dateAhead: return self
+        case .dateAhead(let date, let days, let today, let zone): return .dateAhead(date: date, days: days, today: today, zone: redact(zone))
         }
     }
 }

@@ -35,7 +35,7 @@ import TestSupport
 
     /// Header values (from ${ENV} or written out) echoed in a message are hidden too: here a
     /// server whose redirect names the request's token in its URL reaches the verbose log.
-    @Test func headerValuesInMessagesAreRedacted() {
+    @Test func headerValuesInMessagesAreRedacted() throws {
         let manifest = try! loadManifest("""
         vault: tnt1
         headers: {Authorization: "Bearer ${TOKEN}", X-Api-Key: plain-api-key-1234}
@@ -49,6 +49,17 @@ import TestSupport
         #expect(redactor.redact(RunError.runtime(FileError(.read, "x", cause: .reason("emu-token-7")))).description == "cannot read x: <redacted>")
         #expect(redactor.redact(RunError.runtime(RecordsError.pushFailed(address: "h", reason: "HTTP 401 emu-token-7"))).description
                 == "cannot push the metrics to h: HTTP 401 <redacted>")
+        // A typed problem's fields nested in records are cleared too: a night's file name comes
+        // from a template, its server's folder from the manifest.
+        let date = try #require(NightDate(parsing: "2026-12-01"))
+        var night = NightRecord(date: date, seq: 3, data: "", deliver: true)
+        night.file = "cards-emu-token-7.csv"
+        night.delivery = NightRecord.Delivery(to: "sftp://h/emu-token-7/", file: night.file, size: 1, sha256: "", at: "t")
+        let refusals: [NightRefusal] = [.retryDelivered(path: "out/emu-token-7.csv", night), .outOfOrder(date, latest: night), .repeated(date, of: night)]
+        for refusal in refusals {
+            let said = redactor.redact(RunError.usage(refusal)).description
+            #expect(!said.contains("emu-token-7") && said.contains("<redacted>"), "\(refusal)")
+        }
     }
 
     /// --metrics and --report never replace a file the run reads: the token file, the CA file,
