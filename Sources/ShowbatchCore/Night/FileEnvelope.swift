@@ -149,7 +149,7 @@ struct FileEnvelope {
         close(out)
         if let failure {
             unlink(finished)
-            throw RunError.runtime(NightError.cannotWriteFinished(path: finished, reason: failure))
+            throw RunError.runtime(FileError(.write, finished, cause: .reason(failure)))
         }
     }
 

@@ -14,8 +14,6 @@ enum NightError: RunProblem {
     case deliveredNotHandedAgain(ledger: String, date: NightDate)
     /// The ledger has no night of the date to deliver, or to record as delivered.
     case noNight(ledger: String, date: NightDate, toRecordDelivered: Bool)
-    /// The ledger's lock file was there and then not.
-    case lockVanished(path: String)
     /// Another run holds the ledger's lock (`waited`: for over 30 s, not cut short by an interrupt).
     case ledgerLocked(path: String, waited: Bool)
     /// The ledger is missing while a file or delivery record of one of its nights is there.
@@ -42,8 +40,6 @@ enum NightError: RunProblem {
     case cannotTotal(path: String, reason: String)
     /// A summed cell of a written file is not a decimal number.
     case notADecimal(path: String, row: Int, column: String)
-    /// The finished file (header, rows, trailer) cannot be written.
-    case cannotWriteFinished(path: String, reason: String)
     /// `--date` too far ahead of today.
     case dateAhead(date: NightDate, days: Int, today: NightDate, zone: String)
 
@@ -61,8 +57,6 @@ enum NightError: RunProblem {
             return "\(ledger) says the night of \(date) was delivered: it is not handed over again"
         case .noNight(let ledger, let date, let toRecordDelivered):
             return "\(ledger) has no night of \(date) to \(toRecordDelivered ? "record as delivered" : "deliver")"
-        case .lockVanished(let path):
-            return "cannot open \(path): it came and went"
         case .ledgerLocked(let path, let waited):
             return "\(path) is locked by another run\(waited ? " for over 30 s" : ""): the night's number was not taken"
         case .ledgerMissing(let ledger, let template, let witness, let isDeliveryRecord):
@@ -89,8 +83,6 @@ enum NightError: RunProblem {
             return "cannot total the rows of \(path): \(reason)"
         case .notADecimal(let path, let row, let column):
             return "cannot total the rows of \(path): row \(row)'s column \(column) is not a decimal number (did the file change?)"
-        case .cannotWriteFinished(let path, let reason):
-            return "cannot write \(path): \(reason)"
         case .dateAhead(let date, let days, let today, let zone):
             return "--date \(date) is \(days) days after today (\(today) in \(zone)): a night is today's, yesterday's or an earlier one's, and a later one would be numbered before every real night after it; check the year and TZ, or give --allow-future"
         }
@@ -103,7 +95,6 @@ enum NightError: RunProblem {
         case .deliveredNotRecordedAgain(let ledger, let date): return .deliveredNotRecordedAgain(ledger: redact(ledger), date: date)
         case .deliveredNotHandedAgain(let ledger, let date): return .deliveredNotHandedAgain(ledger: redact(ledger), date: date)
         case .noNight(let ledger, let date, let record): return .noNight(ledger: redact(ledger), date: date, toRecordDelivered: record)
-        case .lockVanished(let path): return .lockVanished(path: redact(path))
         case .ledgerLocked(let path, let waited): return .ledgerLocked(path: redact(path), waited: waited)
         case .ledgerMissing(let ledger, let template, let witness, let isRecord):
             return .ledgerMissing(ledger: redact(ledger), template: redact(template), witness: redact(witness), isDeliveryRecord: isRecord)
@@ -121,7 +112,6 @@ enum NightError: RunProblem {
         case .cannotCount(let path, let reason): return .cannotCount(path: redact(path), reason: redact(reason))
         case .cannotTotal(let path, let reason): return .cannotTotal(path: redact(path), reason: redact(reason))
         case .notADecimal(let path, let row, let column): return .notADecimal(path: redact(path), row: row, column: redact(column))
-        case .cannotWriteFinished(let path, let reason): return .cannotWriteFinished(path: redact(path), reason: redact(reason))
         case .dateAhead(let date, let days, let today, let zone): return .dateAhead(date: date, days: days, today: today, zone: redact(zone))
         }
     }

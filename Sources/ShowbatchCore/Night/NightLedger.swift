@@ -272,7 +272,7 @@ struct NightLedger: Equatable {
         var opened = try PrivateFile.openExisting(lockPath, for: lockPath)
         if opened == nil { opened = try PrivateFile.createNew(lockPath, for: lockPath) }
         if opened == nil { opened = try PrivateFile.openExisting(lockPath, for: lockPath) }
-        guard let lock = opened else { throw RunError.runtime(NightError.lockVanished(path: lockPath)) }
+        guard let lock = opened else { throw RunError.runtime(FileError(.open, lockPath, cause: .reason("it came and went"))) }
         defer { close(lock) }
         // A lock held by another run is waited for, at most 30 s, and an interrupt ends the wait.
         let deadline = Date().addingTimeInterval(30)
