@@ -113,6 +113,19 @@ package enum ShardMerge {
     /// true, the merge stops and writes nothing.
     package static func merge(manifest: Manifest, options: MergeOptions, clock: NightClock = .system, note: (String) -> Void = { _ in },
                              isCancelled: @escaping @Sendable () -> Bool = { false }) throws(RunError) -> MergeSummary {
+        // What a merge says (its errors, its notes, its audit entries) is cleared of the
+        // manifest's secrets, as a run's is.
+        let redactor = Redactor(manifest: manifest)
+        do {
+            return try mergeRedacted(manifest: manifest, options: options, clock: clock, redactor: redactor,
+                                     note: { note(redactor.redact($0)) }, isCancelled: isCancelled)
+        } catch {
+            throw redactor.redact(error)
+        }
+    }
+
+    private static func mergeRedacted(manifest: Manifest, options: MergeOptions, clock: NightClock, redactor: Redactor, note: (String) -> Void,
+                                      isCancelled: @escaping @Sendable () -> Bool) throws(RunError) -> MergeSummary {
         // The night is decided once, as the merge begins: one that runs past midnight merges,
         // reports and hints the night it began with.
         let decided = try Night.decide(options.night, clock: clock, testRun: options.output != nil, beginning: false)
@@ -141,7 +154,9 @@ package enum ShardMerge {
             for delivery in summary.deliveries { entry { () throws(RunError) in try trail.append(delivery) } }
             return summary
         } catch {
-            entry { () throws(RunError) in try trail.append("stopped", outcome: "error", extra: [night, JSONMember("error", .string(error.description))]) }
+            entry { () throws(RunError) in
+                try trail.append("stopped", outcome: "error", extra: [night, JSONMember("error", .string(redactor.redact(error).description))])
+            }
             throw error
         }
     }

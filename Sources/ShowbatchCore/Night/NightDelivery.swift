@@ -24,6 +24,19 @@ package enum NightDelivery {
     package static func deliver(manifest: Manifest, night choice: NightChoice?, clock: NightClock = .system, audit: String? = nil,
                                 what: Choice = .deliver, rebuildLedger: Bool = false, note: @escaping @Sendable (String) -> Void = { _ in },
                                 isCancelled: @escaping @Sendable () -> Bool = { false }) async throws(RunError) -> RunSummary {
+        // What a delivery says (its errors and notes) is cleared of the manifest's secrets, as a run's is.
+        let redactor = Redactor(manifest: manifest)
+        do {
+            return try await deliverRedacted(manifest: manifest, night: choice, clock: clock, audit: audit, what: what, rebuildLedger: rebuildLedger,
+                                             note: { note(redactor.redact($0)) }, isCancelled: isCancelled)
+        } catch {
+            throw redactor.redact(error)
+        }
+    }
+
+    private static func deliverRedacted(manifest: Manifest, night choice: NightChoice?, clock: NightClock, audit: String?, what: Choice,
+                                        rebuildLedger: Bool, note: @escaping @Sendable (String) -> Void,
+                                        isCancelled: @escaping @Sendable () -> Bool) async throws(RunError) -> RunSummary {
         let night = try Night.decide(choice, clock: clock, beginning: false)
         var summary = RunSummary()
         summary.night = night.date

@@ -51,11 +51,15 @@ package struct Runner: Sendable {
         let trail = (options.audit ?? manifest.auditPath).map { AuditTrail(path: $0, runID: options.runID ?? "", manifest: manifest) }
         // The trail's first entry is written before anything is sent: a run that cannot be
         // audited does not run.
-        try trail?.append("run_started", outcome: "started", extra: [
-            JSONMember("mode", .string(options.mode == .retryFailed ? "retry_failed" : options.mode == .resume ? "resume" : "fresh")),
-            JSONMember("shard", options.shard.map { .string("\($0.index)/\($0.count)") } ?? .null),
-            JSONMember("night", .string(night.date.description)),
-        ])
+        do {
+            try trail?.append("run_started", outcome: "started", extra: [
+                JSONMember("mode", .string(options.mode == .retryFailed ? "retry_failed" : options.mode == .resume ? "resume" : "fresh")),
+                JSONMember("shard", options.shard.map { .string("\($0.index)/\($0.count)") } ?? .null),
+                JSONMember("night", .string(night.date.description)),
+            ])
+        } catch {
+            throw redactor.redact(error)
+        }
         do {
             var summary = try await runUnredacted(night: night)
             summary.stopReason = summary.stopReason.map(redactor.redact)

@@ -114,6 +114,25 @@ import TestSupport
         #expect(!FileManager.default.fileExists(atPath: path + "/out/r.csv"))
     }
 
+    /// A merge's error is cleared of the manifest's secrets, as a run's: here a header's value
+    /// that the output's path also holds.
+    @Test func aMergesErrorHidesTheManifestsSecrets() throws {
+        let path = try folder(["m.yaml": """
+            vault: tnt1
+            headers: {X-Key: "${KEY}"}
+            output: {path: "out/${KEY}.csv"}
+            requests: [{name: a, path: /p, labels: {v: json.v}}]
+            """])
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let loaded = try ManifestLoader.load(path: path + "/m.yaml", environment: ["KEY": "k3y-s3cr3t-value"])
+        do {
+            _ = try ShardMerge.merge(manifest: loaded, options: MergeOptions(shards: 2))
+            Issue.record("merged without its shards")
+        } catch {
+            #expect(!error.description.contains("k3y-s3cr3t-value") && error.description.contains("<redacted>"))
+        }
+    }
+
     @Test func anInterruptedMergeWritesNothing() throws {
         let path = try folder(["m.yaml": manifest, "out/r-shard-0.csv": header + "a,ok,200,1,,1\nc,ok,200,1,,3\n",
                                "out/r-shard-1.csv": header + "b,ok,200,1,,2\n"])
