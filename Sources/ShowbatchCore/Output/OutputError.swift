@@ -35,9 +35,6 @@ enum OutputError: RunProblem, Equatable {
     case outputIsDirectory(path: String)
     /// An output is a symbolic link (`link`), or a device, pipe or socket.
     case outputNotRegular(path: String, link: Bool)
-    /// A side file of an output (its journal, `.partial`…) is refused (`refusal`: whose words
-    /// name the file and why).
-    case sideFileRefused(refusal: String)
     /// A side file of an output is an input by a hard link.
     case sideFileIsInput(path: String, input: String)
     /// A binary label's files would be written beside standard output, which has no folder.
@@ -59,6 +56,11 @@ enum OutputError: RunProblem, Equatable {
     case encryptionFailed(role: FileError.Role?, file: String, reason: String, kept: String?)
     /// The run was interrupted while encrypting an output; `kept`, the sealed file `--resume` finishes.
     case encryptionInterrupted(path: String, kept: String)
+
+    /// What a failed write leaves for `--resume`, said after the failure.
+    static func journalKept(_ journal: String) -> String {
+        "the journal \(journal) is kept, so the run can go on with --resume once that is fixed"
+    }
 
     var description: String {
         switch self {
@@ -93,8 +95,6 @@ enum OutputError: RunProblem, Equatable {
             return "the output \(path) is a directory; give the path of a file"
         case .outputNotRegular(let path, let link):
             return "the output \(path) is \(link ? "a symbolic link" : "not a regular file (a device, pipe or socket)"); showbatch writes outputs only as regular files of its own. To write to standard output, use --output -"
-        case .sideFileRefused(let refusal):
-            return refusal + ": remove it and run again"
         case .sideFileIsInput(let path, let input):
             return "\(path) is \(input) (a hard link to it); remove \(path) and run again"
         case .labelFilesToStandardOutput(let label):
@@ -106,7 +106,7 @@ enum OutputError: RunProblem, Equatable {
         case .standardOutputNotResumable(let flag):
             return "\(flag.rawValue) needs file outputs; standard output is not resumable"
         case .sealingFailed(let reason, let journal):
-            return "\(reason); the journal \(journal) is kept, so the run can go on with --resume once that is fixed"
+            return "\(reason); " + OutputError.journalKept(journal)
         case .notWrittenWhole(let file, let journal):
             return "\(file) was not written whole; the journal \(journal) is kept, so the run can go on with --resume"
         case .standardOutputUnwritable(let errno):
@@ -137,7 +137,6 @@ enum OutputError: RunProblem, Equatable {
         case .fileTaken(let output, let file, let owner): return .fileTaken(output: redact(output), file: redact(file), owner: redact(owner))
         case .outputIsDirectory(let path): return .outputIsDirectory(path: redact(path))
         case .outputNotRegular(let path, let link): return .outputNotRegular(path: redact(path), link: link)
-        case .sideFileRefused(let refusal): return .sideFileRefused(refusal: redact(refusal))
         case .sideFileIsInput(let path, let input): return .sideFileIsInput(path: redact(path), input: redact(input))
         case .labelFilesToStandardOutput(let label): return .labelFilesToStandardOutput(label: redact(label))
         case .retryWithoutStateKey(let path): return .retryWithoutStateKey(path: redact(path))

@@ -436,13 +436,13 @@ final class OutputFile {
             guard rename(finished, path) == 0 else {
                 let code = errno
                 unlink(finished)
-                throw RunError.runtime(FileError(.rename(to: path), finished, errno: code, next: "the journal \(journalPath) is kept, so the run can go on with --resume once that is fixed"))
+                throw RunError.runtime(FileError(.rename(to: path), finished, errno: code, next: OutputError.journalKept(journalPath)))
             }
             if !keepingSealed { unlink(partialPath) }
             return
         }
         guard rename(partialPath, path) == 0 else {
-            throw RunError.runtime(FileError(.rename(to: path), partialPath, errno: errno, next: "the journal \(journalPath) is kept, so the run can go on with --resume once that is fixed"))
+            throw RunError.runtime(FileError(.rename(to: path), partialPath, errno: errno, next: OutputError.journalKept(journalPath)))
         }
         renamedInPlace = true
     }
@@ -494,6 +494,6 @@ final class OutputFile {
         guard let partialPath else {
             return .runtime(OutputError.standardOutputUnwritable(errno: code))
         }
-        return .runtime(FileError(.write, partialPath, errno: code, next: "the journal \(journalPath) is kept, so the run can go on with --resume once that is fixed"))
+        return .runtime(FileError(.write, partialPath, errno: code, next: OutputError.journalKept(journalPath)))
     }
 }

@@ -398,7 +398,7 @@ struct OutputPlanner {
                 }
             }
             for side in SideFile.allCases.map({ $0.of(path) }) {
-                if let refusal = PrivateFile.refusal(side) { throw RunError.runtime(OutputError.sideFileRefused(refusal: refusal)) }
+                if let found = PrivateFile.found(side) { throw RunError.runtime(PathRefusal(side, found, .removeAndRunAgain)) }
                 // A journal is written in place: a hard link to an input would be written through.
                 if let found = PrivateFile.identity(side), let input = identities.first(where: { $0.1.device == found.device && $0.1.inode == found.inode }) {
                     throw RunError.usage(OutputError.sideFileIsInput(path: side, input: input.0))
