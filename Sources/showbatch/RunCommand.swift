@@ -64,6 +64,8 @@ private final class RunSession: Sendable {
     let started = Date()
     let runID: String
     let phase = Mutex(Phase.starting)
+    /// Set by the one who gives up the push and ends the process.
+    let givingUp = Atomic(false)
     /// Prints until the run's own printer (with its progress line) takes over.
     let printer: EventPrinter
     let records: RunRecords
@@ -229,16 +231,18 @@ private final class RunSession: Sendable {
     func record(_ code: ExitCode, summary: RunSummary? = nil, error: String? = nil, shard: Shard? = nil,
                 files: Bool = true) -> ExitCode {
         guard !records.isEmpty else { return code }
-        // The signals the run heard (one that interrupted it, say): the push is made all the
-        // same, and only a signal after these gives it up.
-        let heard = Signals.received
         let report = RunReport(runID: runID, manifest: arguments.manifest, shard: shard.map { "\($0.index)/\($0.count)" },
                                started: started, ended: Date(), exitCode: code, summary: summary, error: error,
                                job: job.withLock { $0 })
         return records.record(report, files: files, beforePush: { [self] result in
-            phase.withLock { $0 = .pushing(result) }
-            // A signal that came after the run had heard its own ends this too.
-            if Signals.received > heard { interruptedWhilePushing(result) }
+            // Counted, not taken from the phase: a signal after the summary but before this
+            // found the run's task done (its cancel a no-op) or the command finishing, and
+            // ended nothing.
+            let givenUp = phase.withLock { phase in
+                phase = .pushing(result)
+                return RunRecords.signalsGiveUpThePush(Signals.received, runEndedWith: code)
+            }
+            if givenUp { interruptedWhilePushing(result) }
         }, problem: { [printer] problem in
             switch problem {
             case .error(let text): printer.error(text)
@@ -250,6 +254,10 @@ private final class RunSession: Sendable {
     /// The run is over, its files written: the push is given up, not waited for, and the run's
     /// own code stands.
     func interruptedWhilePushing(_ code: ExitCode) -> Never {
+        // The signal's thread and the recording thread may both come here: one says it and exits.
+        guard givingUp.compareExchange(expected: false, desired: true, ordering: .sequentiallyConsistent).exchanged else {
+            while true { pause() }
+        }
         printer.error("interrupted while pushing the metrics to the Pushgateway: they were not pushed")
         StandardError.shared.finish(timeout: .seconds(5))
         exit(code.rawValue)

@@ -22,6 +22,14 @@ package struct RunRecords: Sendable {
     /// Whether there is anything to record.
     package var isEmpty: Bool { metrics == nil && report == nil && push == nil }
 
+    /// Whether the `signals` the process has heard give up the push of a run that ended with
+    /// `code`. An interrupted run owns the one signal that interrupted it, and still pushes (the
+    /// alert should see the interruption); any other signal asks for the end at once, even one
+    /// that came as the run was ending by itself, too late to cancel anything.
+    package static func signalsGiveUpThePush(_ signals: Int, runEndedWith code: ExitCode) -> Bool {
+        signals > (code == .interrupted ? 1 : 0)
+    }
+
     /// What one record said: an error (a file) or a warning (the push), in words.
     package enum Problem: Equatable, Sendable {
         case error(String)

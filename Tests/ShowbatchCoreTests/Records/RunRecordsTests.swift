@@ -57,4 +57,12 @@ import TestSupport
         #expect(result == .usage)
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path) == [])
     }
+
+    /// An interrupted run owns the signal that interrupted it; any other signal gives the push up,
+    /// one that came as a run was ending by itself (too late to cancel it) among them.
+    @Test(arguments: [(0, ExitCode.ok, false), (1, .ok, true), (1, .rowsFailed, true), (0, .interrupted, false),
+                      (1, .interrupted, false), (2, .interrupted, true), (1, .usage, true), (1, .runtime, true)])
+    func whichSignalsGiveUpThePush(signals: Int, code: ExitCode, givenUp: Bool) {
+        #expect(RunRecords.signalsGiveUpThePush(signals, runEndedWith: code) == givenUp)
+    }
 }
