@@ -71,10 +71,11 @@ enum EmulateCommand {
             Console.err("showbatch: error: \(error)\n")
             return .runtime
         }
+        // Heard, not fatal: the loop below notices and stops the emulator. Set before it says
+        // it serves: a script that stops it on that line must find it listening.
+        Signals.listen {}
         emulator.start()
         Console.out("showbatch emulator serving \(emulator.baseURL) (\(emulator.configuration.aliases.count) aliases); stop with Ctrl-C\n")
-        // Heard, not fatal: the loop below notices and stops the emulator.
-        Signals.listen {}
         var last = emulator.snapshot
         while !(await Signals.wait(for: .seconds(60))) {
             let now = emulator.snapshot

@@ -46,26 +46,13 @@ enum RunCommand {
 /// One `showbatch run` from start to exit code: who finishes it (the command or a signal), what
 /// it records however it ends, and the run between.
 private final class RunSession: Sendable {
-    /// Where the command is, for a signal: before the run exists nothing has been sent or opened,
-    /// so the process can end at once; once it runs, the run is cancelled and winds down.
-    enum Phase {
-        case starting
-        case running(Task<Result<RunSummary, RunError>, Never>)
-        /// The run is over (with this code) and its metrics are being pushed: a signal ends the
-        /// process at once, with the run's own code (its files are written; a scheduler must not
-        /// take it for an interrupted run and reveal everything again).
-        case pushing(ExitCode)
-        /// The command, or a signal before the run existed, is finishing: writing `--metrics` and
-        /// `--report` and deciding the exit code. Only one does, the one that set this.
-        case finishing
-    }
-
     let arguments: RunArguments
     let started = Date()
     let runID: String
-    let phase = Mutex(Phase.starting)
-    /// Set by the one who gives up the push and ends the process.
-    let givingUp = Atomic(false)
+    /// Who ends the command: it, a signal that came before the run existed, or one during the push.
+    let ending = Mutex(CommandEnding<Task<Result<RunSummary, RunError>, Never>>())
+    /// `--shard`, once read (before the manifest): a signal's finisher records it too.
+    let shard = Mutex<Shard?>(nil)
     /// Prints until the run's own printer (with its progress line) takes over.
     let printer: EventPrinter
     let records: RunRecords
@@ -88,36 +75,38 @@ private final class RunSession: Sendable {
         let sideFiles = [("--metrics", arguments.metrics), ("--report", arguments.report)].compactMap { flag, path in path.map { (flag: flag, path: $0) } }
         if let problem = RunReport.sideFileProblem(sideFiles, manifest: arguments.manifest) {
             let usage = UsageError(message: problem, command: "run")
-            printer.invalid(usage.description)
-            return await finish(usage.exitCode, error: problem, files: false)
+            return await finish(usage.exitCode, error: problem, files: false) { printer.invalid(usage.description) }
         }
         let environment = ProcessInfo.processInfo.environment
+        var options = arguments.options
+        // Read before the manifest: a signal while it loads records the shard's own exit.
+        if let text = arguments.shard {
+            switch Shard.parse(text, environment: environment) {
+            case .success(let parsed):
+                options.shard = parsed
+                shard.withLock { $0 = parsed }
+            case .failure(let error):
+                let usage = UsageError(message: error.message, command: "run")
+                return await finish(usage.exitCode, error: error.message) { printer.invalid(usage.description) }
+            }
+        }
         let manifest: Manifest
         do {
             manifest = try ManifestLoader.load(path: arguments.manifest, environment: environment, use: .run)
         } catch {
-            printer.invalid(error.description, diagnostics: error.diagnostics)
             let count = error.diagnostics.count
-            return await finish(error.exitCode, error: "the manifest has \(count) problem\(count == 1 ? "" : "s")")
+            return await finish(error.exitCode, error: "the manifest has \(count) problem\(count == 1 ? "" : "s")", shard: options.shard) {
+                printer.invalid(error.description, diagnostics: error.diagnostics)
+            }
         }
         for warning in manifest.warnings { printer.handle(.warning(warning.line)) }
         job.withLock { $0 = manifest.job }
-        var options = arguments.options
         options.runID = runID
         for (flag, path) in sideFiles { options.sideFiles[flag] = path }
         let stderrIsTerminal = isatty(STDERR_FILENO) == 1
         options.interactive = stderrIsTerminal
         if options.progress == .auto {
             options.progress = stderrIsTerminal && options.logFormat == .text && !options.quiet ? .always : .never
-        }
-        if let text = arguments.shard {
-            switch Shard.parse(text, environment: environment) {
-            case .success(let shard): options.shard = shard
-            case .failure(let error):
-                let usage = UsageError(message: error.message, command: "run")
-                printer.invalid(usage.description)
-                return await finish(usage.exitCode, error: error.message)
-            }
         }
         if let base = arguments.baseURL {
             options.baseURLOverride = base
@@ -146,8 +135,7 @@ private final class RunSession: Sendable {
             return .success(started)
         } catch {
             let message = "cannot start the emulator: \(error)"
-            printer.error(message)
-            return .failure(ExitCodeError(code: await finish(.runtime, error: message, shard: options.shard)))
+            return .failure(ExitCodeError(code: await finish(.runtime, error: message, shard: options.shard) { printer.error(message) }))
         }
     }
 
@@ -157,15 +145,16 @@ private final class RunSession: Sendable {
                                 verbose: options.verbose, runID: runID, progressEvery: arguments.progressEvery)
         let runner = Runner(manifest: manifest, options: options, environment: environment) { live.handle($0) }
         // Made under the phase's lock: a signal from here on cancels the run, never ends the
-        // process as if nothing had started.
-        let task = phase.withLock { phase in
-            let task = Task { () -> Result<RunSummary, RunError> in
-                do throws(RunError) { return .success(try await runner.run()) } catch { return .failure(error) }
+        // process as if nothing had started; one that came while the manifest loaded is
+        // finishing the command already, and nothing starts.
+        let made = ending.withLock { ending in
+            ending.start {
+                Task { () -> Result<RunSummary, RunError> in
+                    do throws(RunError) { return .success(try await runner.run()) } catch { return .failure(error) }
+                }
             }
-            phase = .running(task)
-            return task
         }
-        if Signals.fired { task.cancel() }
+        guard let task = made else { return await heldForTheSignal(.interrupted) }
         switch await task.value {
         case .success(let summary):
             live.endProgress()
@@ -204,22 +193,21 @@ private final class RunSession: Sendable {
         }
     }
 
-    /// Ends the command with `code`, writing what `record` writes (on a thread of its own: the
-    /// push waits on the network), unless a signal that came before the run existed is
-    /// finishing it already: then that finisher's exit ends the process, and this task waits for
-    /// it, holding no thread (both writing the same files through one temporary name was the
-    /// alternative).
+    /// Ends the command with `code`, saying why (`say`) and writing what `record` writes (on a
+    /// thread of its own: the push waits on the network), unless a signal that came before the
+    /// run existed is finishing it already: then nothing is said (its "interrupted" is), and
+    /// that finisher's exit ends the process (both writing the same files through one temporary
+    /// name was the alternative).
     func finish(_ code: ExitCode, summary: RunSummary? = nil, error: String? = nil, shard: Shard? = nil,
-                files: Bool = true) async -> ExitCode {
-        let mine = phase.withLock { phase -> Bool in
-            switch phase {
-            case .finishing, .pushing: return false
-            case .starting, .running: phase = .finishing
-            }
-            return true
-        }
-        if mine && records.isEmpty { return code }
-        if mine { return await Blocking.run("showbatch-records") { record(code, summary: summary, error: error, shard: shard, files: files) } }
+                files: Bool = true, saying say: () -> Void = {}) async -> ExitCode {
+        guard ending.withLock({ $0.claimEnd() }) else { return await heldForTheSignal(code) }
+        say()
+        if records.isEmpty { return code }
+        return await Blocking.run("showbatch-records") { record(code, summary: summary, error: error, shard: shard, files: files) }
+    }
+
+    /// Waits, holding no thread, for a signal's finisher to end the process.
+    func heldForTheSignal(_ code: ExitCode) async -> ExitCode {
         // Never resumed: the finisher's exit ends the process.
         await withUnsafeContinuation { (_: UnsafeContinuation<Void, Never>) in }
         return code
@@ -234,59 +222,54 @@ private final class RunSession: Sendable {
         let report = RunReport(runID: runID, manifest: arguments.manifest, shard: shard.map { "\($0.index)/\($0.count)" },
                                started: started, ended: Date(), exitCode: code, summary: summary, error: error,
                                job: job.withLock { $0 })
-        return records.record(report, files: files, beforePush: { [self] result in
-            // Counted, not taken from the phase: a signal after the summary but before this
-            // found the run's task done (its cancel a no-op) or the command finishing, and
-            // ended nothing.
-            let givenUp = phase.withLock { phase in
-                phase = .pushing(result)
-                return RunRecords.signalsGiveUpThePush(Signals.received, runEndedWith: code)
+        let result = records.record(report, files: files, beforePush: { [self] result in
+            if ending.withLock({ $0.pushStarts(result, runEndedWith: code, signals: Signals.received) }) {
+                interruptedWhilePushing(result)
             }
-            if givenUp { interruptedWhilePushing(result) }
         }, problem: { [printer] problem in
             switch problem {
             case .error(let text): printer.error(text)
             case .warning(let text): printer.unquietWarning(text)
             }
         })
+        // A signal that gave the push up as it ended is ending the process: its exit is the one.
+        if records.push != nil, !ending.withLock({ $0.pushEnded() }) { while true { pause() } }
+        return result
     }
 
     /// The run is over, its files written: the push is given up, not waited for, and the run's
-    /// own code stands.
+    /// own code stands. Only the one the ending chose comes here.
     func interruptedWhilePushing(_ code: ExitCode) -> Never {
-        // The signal's thread and the recording thread may both come here: one says it and exits.
-        guard givingUp.compareExchange(expected: false, desired: true, ordering: .sequentiallyConsistent).exchanged else {
-            while true { pause() }
-        }
         printer.error("interrupted while pushing the metrics to the Pushgateway: they were not pushed")
         StandardError.shared.finish(timeout: .seconds(5))
         exit(code.rawValue)
     }
 
-    /// A signal. Decided under the lock: before the run exists, it finishes the command (unless
-    /// the command is finishing already, for an error of its own: its code stands).
+    /// A signal: the ending says what it does.
     func signalled() {
-        let now = phase.withLock { phase -> Phase in
-            let before = phase
-            if case .starting = phase { phase = .finishing }
-            return before
-        }
-        switch now {
-        case .pushing(let code):
+        switch ending.withLock({ $0.signal() }) {
+        case .giveUpPush(let code):
             interruptedWhilePushing(code)
-        case .running(let task):
+        case .cancel(let task):
             task.cancel()
-        case .finishing:
+        case .nothing:
             return
-        case .starting:
-            if arguments.options.logFormat == .json {
-                printer.error("interrupted before anything was sent")
-            } else {
-                Console.err("showbatch: interrupted before anything was sent\n")
+        case .finish:
+            // On a thread of its own: the records may wait on the network for seconds, and a
+            // second signal must be heard meanwhile (it gives the push up).
+            let finisher = Thread { [self] in
+                Blocking.markCurrent()
+                if arguments.options.logFormat == .json {
+                    printer.error("interrupted before anything was sent")
+                } else {
+                    Console.err("showbatch: interrupted before anything was sent\n")
+                }
+                let code = record(.interrupted, error: "interrupted before anything was sent", shard: shard.withLock { $0 })
+                StandardError.shared.finish(timeout: .seconds(5))
+                exit(code.rawValue)
             }
-            let code = record(.interrupted, error: "interrupted before anything was sent")
-            StandardError.shared.finish(timeout: .seconds(5))
-            exit(code.rawValue)
+            finisher.name = "showbatch-finisher"
+            finisher.start()
         }
     }
 }

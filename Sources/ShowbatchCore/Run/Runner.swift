@@ -128,8 +128,15 @@ package struct Runner: Sendable {
         if Task.isCancelled { return RunSummary(interruptedBeforeStart: ()) }
         // The night takes its numbers last, once nothing but sending is left to do.
         if runNight.begins {
-            let renumbered = try runNight.begin(manifest: manifest, isCancelled: { Task.isCancelled })
-            if renumbered { plan = try planOutputs(runNight) }
+            do throws(RunError) {
+                if try runNight.begin(manifest: manifest, isCancelled: { Task.isCancelled }) { plan = try planOutputs(runNight) }
+            } catch {
+                // An interrupt ends the wait for the ledger's lock: no number taken, nothing sent.
+                if case .runtime(let problem) = error, case .ledgerLocked(_, waited: false)? = problem as? NightError {
+                    return RunSummary(interruptedBeforeStart: ())
+                }
+                throw error
+            }
         }
         for (index, encryptor) in encryptors {
             plan.targets[index].recipients = encryptor.fingerprints
