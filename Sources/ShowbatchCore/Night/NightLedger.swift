@@ -265,6 +265,9 @@ struct NightLedger: Equatable {
     }
 
     /// Reads, changes and replaces the state under its lock; returns what `change` returns.
+    /// Only `begin` gives the wait up for a signal: the records made after the fact (a night
+    /// finished, handed, delivered, done) are what keep it whole and once, so they wait their
+    /// bounded 30 s whatever signal comes, and the command ends as interrupted after them.
     private static func update(template: String, isCancelled: () -> Bool = { false },
                                _ change: (inout NightLedger) throws(RunError) -> Int) throws(RunError) -> Int {
         let lockPath = statePath(of: template) + ".lock"
