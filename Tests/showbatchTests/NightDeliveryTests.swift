@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ShowbatchBasics
 import TestSupport
 #if canImport(Glibc)
 import Glibc
@@ -109,20 +110,24 @@ private let rows = "id,card\n1,4111111111111111\n2,5555555555554444\n"
 
     /// SIGTERM while a delivery waits to try again ends the run with 130, as any signal does (the
     /// scheduler's retry then delivers the night without revealing anything).
+    ///
+    /// The signal is sent by a thread of the test's own (`Child`) as soon as the wait's note is on
+    /// stderr. The wait is 24 h drawn with full jitter from a generator seeded by the file's size
+    /// (46 bytes: 17.5 h), checked below, so the window does not rest on the draw being kind.
     @Test func aSignalDuringTheDeliveryEndsTheRunAsInterrupted() async throws {
         let (work, server) = try setUp()
         defer { work.remove(); server.remove() }
-        work.write("m.yaml", deliveredManifest + "\nretry: {attempts: 3, backoff: 20s, max_backoff: 20s}\n")
+        work.write("m.yaml", deliveredManifest + "\nretry: {attempts: 3, backoff: 24h, max_backoff: 24h}\n")
+        var random = SeededGenerator(seed: UInt64(rows.utf8.count))
+        let wait = Backoff(base: .seconds(86_400), cap: .seconds(86_400), jitter: .full).delay(after: 1, random: &random)
+        try #require(wait > .seconds(3_600), "the file's size draws a wait of \(wait): too short a window for the signal")
         server.stop()
-        var environment = ProcessInfo.processInfo.environment
-        environment.merge(self.environment(server)) { $1 }
-        let process = try launch(["run", "m.yaml", "--emulate", "--date", night], in: work.path, environment: environment)
-        for _ in 0..<2000 where !(work.read(".stderr") ?? "").contains("trying again in") { try await Task.sleep(for: .milliseconds(10)) }
-        kill(process.processIdentifier, SIGTERM)
-        await exited(process)
-        #expect(process.terminationStatus == 130)
-        let stderr = work.read(".stderr") ?? ""
-        #expect(stderr.contains("interrupted while waiting to try again"), "\(stderr)")
+        let child = try Child(["run", "m.yaml", "--emulate", "--date", night], in: work.path, environment: environment(server),
+                              signal: (trigger: "trying again in", number: SIGTERM))
+        let (status, _) = await child.finish()
+        try #require(child.signalled, "no retry's wait was seen: \(child.errors)")
+        #expect(status == 130)
+        #expect(child.errors.contains("interrupted while waiting to try again"), "\(child.errors)")
         #expect(work.read("out/\(file)") == rows && !work.exists("out/\(file).delivered"))
 
         try server.start()
