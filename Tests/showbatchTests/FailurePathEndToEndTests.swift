@@ -174,33 +174,19 @@ extension FailurePathEndToEndTests {
         let held = open(lockPath, O_RDWR | O_CREAT, 0o600)
         defer { close(held) }
         #expect(flock(held, LOCK_EX) == 0)
-        let child = try Child(["run", "m.yaml", "--emulate", "--date", "2026-12-01"], in: work.path)
         // The run has the lock file open only while it waits for the lock: then the signal.
-        let waiting = await opened(lockPath, by: child.process.processIdentifier)
-        #expect(waiting)
-        kill(child.process.processIdentifier, SIGTERM)
+        let child = try Child(["run", "m.yaml", "--emulate", "--date", "2026-12-01"], in: work.path,
+                              signalWhen: (condition: { pid in holdsOpen(lockPath, pid) }, number: SIGTERM))
         let (status, _) = await child.finish()
+        #expect(child.signalled)
         #expect(status == 130, "\(child.errors)")
         #expect(child.errors == "showbatch: 0 rows: 0 ok, 0 partial, 0 failed; 0 retries; 0ms, 0.0 requests/s; interrupted before any output was opened\n")
         #expect(!work.exists("out/c-20261201-0001.csv"))
     }
 }
 
-/// Whether process `pid` comes to hold `path` open (read from /proc on a thread of its own, not
-/// a task the busy pool may hold up); false when it ends first or after a minute.
-private func opened(_ path: String, by pid: Int32) async -> Bool {
-    await withCheckedContinuation { continuation in
-        Thread {
-            let deadline = Date().addingTimeInterval(60)
-            while Date() < deadline {
-                guard let fds = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd") else { break }
-                for fd in fds where (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)")) == path {
-                    continuation.resume(returning: true)
-                    return
-                }
-                usleep(1_000)
-            }
-            continuation.resume(returning: false)
-        }.start()
-    }
+/// Whether process `pid` holds `path` open (read from /proc).
+private func holdsOpen(_ path: String, _ pid: Int32) -> Bool {
+    let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
+    return fds.contains { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)")) == path }
 }
