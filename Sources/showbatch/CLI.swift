@@ -111,19 +111,21 @@ enum CLI {
     }
 
     /// The manifest of a command that sends nothing (merge, deliver): the values only sending
-    /// uses may be absent; its problems printed, with the exit code they have.
-    private static func loadSendingNothing(_ path: String) -> Result<Manifest, ExitCodeError> {
+    /// uses may be absent; its problems, for the caller to print, with the exit code they have.
+    private static func loadSendingNothing(_ path: String) -> Result<Manifest, ManifestProblem> {
         do {
             return .success(try ManifestLoader.load(path: path, use: .merge))
         } catch {
-            Console.err(TerminalText.escapedLines(error.description) + "\n")
-            return .failure(ExitCodeError(code: error.exitCode))
+            return .failure(ManifestProblem(code: error.exitCode, text: TerminalText.escapedLines(error.description) + "\n"))
         }
     }
 
-    /// An exit code, as the failure of a `Result`.
-    struct ExitCodeError: Error {
+    /// A manifest that cannot be used: its exit code, and its problems as they are printed.
+    struct ManifestProblem: Error {
         let code: ExitCode
+        let text: String
+
+        func print() { Console.err(text) }
     }
 
     /// A library error, as the commands that send nothing print it.
@@ -146,7 +148,9 @@ enum CLI {
         if let path {
             switch loadSendingNothing(path) {
             case .success(let loaded): manifest = loaded
-            case .failure(let failure): return failure.code
+            case .failure(let failure):
+                failure.print()
+                return failure.code
             }
             key = manifest?.auditKey
         }
@@ -176,7 +180,7 @@ enum CLI {
     }
 
     /// The manifest of a command that sends nothing, for `MergeCommand`.
-    static func manifestSendingNothing(_ path: String) -> Result<Manifest, ExitCodeError> { loadSendingNothing(path) }
+    static func manifestSendingNothing(_ path: String) -> Result<Manifest, ManifestProblem> { loadSendingNothing(path) }
 
     /// A library error, for `MergeCommand`.
     static func print(_ error: RunError) { printError(error) }

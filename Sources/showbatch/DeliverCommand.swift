@@ -12,26 +12,43 @@ struct DeliverCommand {
     let runID = RunOptions.newRunID()
     let started = Date()
     let printer: EventPrinter
+    /// What a signal does, from the command's start to the end of the process.
+    let signals: CommandSignals
 
     init(_ arguments: DeliverArguments) {
         self.arguments = arguments
         printer = EventPrinter(format: arguments.logFormat, progress: false, quiet: arguments.quiet, runID: runID)
+        signals = CommandSignals(printer: printer)
     }
 
     func execute() async -> ExitCode {
+        // Heard from the first moment to the last (`CommandSignals`): a signal before the
+        // delivery begins finishes the command; then it is the delivery's, then the push's.
         let sideFiles = [("--metrics", arguments.metrics), ("--report", arguments.report)].compactMap { flag, path in path.map { (flag: flag, path: $0) } }
+        signals.listen { [self] in
+            // A refused --metrics or --report path is not written to.
+            recordNow(.interrupted, error: "interrupted before anything was sent", job: nil,
+                      files: RunReport.sideFileProblem(sideFiles, manifest: arguments.manifest) == nil)
+        }
         if let problem = RunReport.sideFileProblem(sideFiles, manifest: arguments.manifest) {
+            guard signals.ending() else { await signals.parked() }
             printer.invalid(UsageError(message: problem, command: "deliver").description)
-            return await record(.usage, error: problem, job: nil, files: false)
+            return await end(.usage, error: problem, job: nil, files: false)
         }
         let manifest: Manifest
         switch CLI.manifestSendingNothing(arguments.manifest) {
         case .success(let loaded): manifest = loaded
-        case .failure(let failure): return await record(failure.code, error: "the manifest cannot be delivered from", job: nil)
+        case .failure(let failure):
+            guard signals.ending() else { await signals.parked() }
+            failure.print()
+            return await end(failure.code, error: "the manifest cannot be delivered from", job: nil)
         }
-        Signals.listen {}
-        defer { Signals.listen(nil) }
-        if arguments.check { return check(manifest) }
+        guard signals.begin() else { await signals.parked() }
+        if arguments.check {
+            let code = check(manifest)
+            signals.done()
+            return code
+        }
         var summary: RunSummary
         do {
             summary = try await NightDelivery.deliver(manifest: manifest, night: arguments.night, audit: arguments.audit, what: arguments.what,
@@ -40,7 +57,7 @@ struct DeliverCommand {
                                                       isCancelled: { Signals.fired })
         } catch {
             if arguments.logFormat == .json { printer.error(error.description) } else { CLI.print(error) }
-            return await record(error.exitCode, error: error.description, job: manifest.job)
+            return await end(error.exitCode, error: error.description, job: manifest.job)
         }
         summary.interrupted = Signals.fired
         summary.elapsed = .seconds(Date().timeIntervalSince(started))
@@ -51,7 +68,7 @@ struct DeliverCommand {
             let lines = EventPrinter.deliveryLines(summary.deliveries, deliver: nil).filter { !arguments.quiet || $0.hasPrefix("showbatch: error:") }
             if !lines.isEmpty { Console.err(lines.map(TerminalText.escaped).joined(separator: "\n") + "\n") }
         }
-        return await record(code, summary: summary, job: manifest.job)
+        return await end(code, summary: summary, job: manifest.job)
     }
 
     /// `--check`: each target tried, each step said; 0, or the delivery failure's code.
@@ -74,21 +91,29 @@ struct DeliverCommand {
         return Signals.fired ? .interrupted : code
     }
 
+    /// Ends the command with `code`: its records written and pushed (on a thread of its own: the
+    /// push waits on the network and between its tries), then nothing a signal does changes it.
+    private func end(_ code: ExitCode, summary: RunSummary? = nil, error: String? = nil, job: String?, files: Bool = true) async -> ExitCode {
+        defer { signals.done() }
+        guard !records.isEmpty else { return code }
+        return await Blocking.run("showbatch-records") {
+            recordNow(code, summary: summary, error: error, job: job, files: files)
+        }
+    }
+
+    private var records: RunRecords { RunRecords(metrics: arguments.metrics, report: arguments.report, push: arguments.metricsPush) }
+
     /// Writes and pushes the delivery's records, as a run's (into the job's group: the night's
     /// own series); the command's exit code.
-    private func record(_ code: ExitCode, summary: RunSummary? = nil, error: String? = nil, job: String?, files: Bool = true) async -> ExitCode {
-        let records = RunRecords(metrics: arguments.metrics, report: arguments.report, push: arguments.metricsPush)
+    private func recordNow(_ code: ExitCode, summary: RunSummary? = nil, error: String? = nil, job: String?, files: Bool = true) -> ExitCode {
         guard !records.isEmpty else { return code }
         let report = RunReport(runID: runID, manifest: arguments.manifest, shard: nil, started: started, ended: Date(), exitCode: code,
                                summary: summary, error: error, job: job)
-        // On a thread of its own: the push waits on the network and between its tries.
-        return await Blocking.run("showbatch-records") {
-            records.record(report, files: files, problem: { problem in
-                switch problem {
-                case .error(let text): printer.error(text)
-                case .warning(let text): printer.unquietWarning(text)
-                }
-            })
-        }
+        return records.record(report, files: files, beforePush: { [signals] result in signals.pushing(result) }, problem: { problem in
+            switch problem {
+            case .error(let text): printer.error(text)
+            case .warning(let text): printer.unquietWarning(text)
+            }
+        })
     }
 }

@@ -12,28 +12,41 @@ struct MergeCommand {
     let runID = RunOptions.newRunID()
     let started = Date()
     let printer: EventPrinter
+    /// What a signal does, from the command's start to the end of the process.
+    let signals: CommandSignals
 
     init(_ arguments: MergeArguments) {
         self.arguments = arguments
         printer = EventPrinter(format: arguments.logFormat, progress: false, quiet: arguments.quiet, verbose: arguments.verbose, runID: runID)
+        signals = CommandSignals(printer: printer)
     }
 
     private var json: Bool { arguments.logFormat == .json }
 
     func execute() -> ExitCode {
+        // Heard from the first moment to the last (`CommandSignals`): a signal before the merge
+        // begins finishes the command; then it stops the merge, which removes what it had
+        // written, or cuts its delivery short; then it gives the push up.
         let sideFiles = [("--metrics", arguments.metrics), ("--report", arguments.report)].compactMap { flag, path in path.map { (flag: flag, path: $0) } }
+        signals.listen { [self] in
+            // A refused --metrics or --report path is not written to.
+            record(.interrupted, error: "interrupted before anything was sent", job: nil,
+                   files: RunReport.sideFileProblem(sideFiles, manifest: arguments.manifest) == nil)
+        }
         if let problem = RunReport.sideFileProblem(sideFiles, manifest: arguments.manifest) {
+            guard signals.ending() else { signals.parked() }
             printer.invalid(UsageError(message: problem, command: "merge").description)
-            return record(.usage, error: problem, job: nil, files: false)
+            return end(.usage, error: problem, job: nil, files: false)
         }
         let manifest: Manifest
         switch CLI.manifestSendingNothing(arguments.manifest) {
         case .success(let loaded): manifest = loaded
-        case .failure(let failure): return record(failure.code, error: "the manifest cannot be merged", job: nil)
+        case .failure(let failure):
+            guard signals.ending() else { signals.parked() }
+            failure.print()
+            return end(failure.code, error: "the manifest cannot be merged", job: nil)
         }
-        // From here a signal stops the merge, which then removes what it had written.
-        Signals.listen {}
-        defer { Signals.listen(nil) }
+        guard signals.begin() else { signals.parked() }
         let shards = arguments.shards ?? 1
         let summary: MergeSummary
         do {
@@ -46,17 +59,17 @@ struct MergeCommand {
                                            isCancelled: { Signals.fired })
         } catch {
             if json { printer.error(error.description) } else { CLI.print(error) }
-            return record(error.exitCode, error: error.description, job: manifest.job)
+            return end(error.exitCode, error: error.description, job: manifest.job)
         }
         if summary.interrupted {
             if json { printer.error("interrupted: nothing was written") } else { Console.err("showbatch: interrupted: nothing was written\n") }
-            return record(.interrupted, summary: summary, error: "interrupted: nothing was written", job: manifest.job)
+            return end(.interrupted, summary: summary, error: "interrupted: nothing was written", job: manifest.job)
         }
         let code: ExitCode = !summary.complete ? .rowsFailed
             : summary.deliveries.contains { if case .refused = $0.result { return true } else { return false } } ? .deliveryRefused
             : summary.deliveries.contains(where: \.result.isFailure) ? .undelivered : .ok
         report(summary, shards: shards)
-        return record(code, summary: summary, job: manifest.job)
+        return end(code, summary: summary, job: manifest.job)
     }
 
     /// What the merge did, in text lines or JSON events.
@@ -85,13 +98,20 @@ struct MergeCommand {
         if !lines.isEmpty { Console.err(lines.map(TerminalText.escaped).joined(separator: "\n") + "\n") }
     }
 
+    /// Ends the command with `code`: its records written and pushed, then nothing a signal does
+    /// changes it.
+    private func end(_ code: ExitCode, summary: MergeSummary? = nil, error: String? = nil, job: String?, files: Bool = true) -> ExitCode {
+        defer { signals.done() }
+        return record(code, summary: summary, error: error, job: job, files: files)
+    }
+
     /// Writes and pushes the merge's records, as a run's; the command's exit code.
     private func record(_ code: ExitCode, summary: MergeSummary? = nil, error: String? = nil, job: String?, files: Bool = true) -> ExitCode {
         let records = RunRecords(metrics: arguments.metrics, report: arguments.report, push: arguments.metricsPush)
         guard !records.isEmpty else { return code }
         let report = RunReport(runID: runID, manifest: arguments.manifest, shard: nil, started: started, ended: Date(), exitCode: code,
                                summary: summary?.runSummary(elapsed: .seconds(Date().timeIntervalSince(started))), error: error, job: job)
-        return records.record(report, files: files, problem: { problem in
+        return records.record(report, files: files, beforePush: { [signals] result in signals.pushing(result) }, problem: { problem in
             switch problem {
             case .error(let text): printer.error(text)
             case .warning(let text): printer.unquietWarning(text)

@@ -106,7 +106,7 @@ extension FailurePathEndToEndTests {
 }
 
 /// A TCP listener on 127.0.0.1 that accepts connections and never answers (a Pushgateway hung).
-private final class SilentListener: @unchecked Sendable {
+final class SilentListener: @unchecked Sendable {
     let port: Int
     private let fd: Int32
 
