@@ -59,7 +59,8 @@ struct DeliverCommand {
             if arguments.logFormat == .json { printer.error(error.description) } else { CLI.print(error) }
             return await end(error.exitCode, error: error.description, job: manifest.job)
         }
-        summary.interrupted = Signals.fired
+        // Interrupted (130) only when a signal cut a delivery short (`NightDelivery`): one that
+        // came after the last had ended does not undo a delivered night; it gives the push up.
         summary.elapsed = .seconds(Date().timeIntervalSince(started))
         let code = summary.exitCode
         if arguments.logFormat == .json {
@@ -88,7 +89,8 @@ struct DeliverCommand {
             Console.err("showbatch: error: check \(TerminalText.escaped(result.destination)): \(TerminalText.escaped(failure))\n")
             code = result.needsPerson ? .deliveryRefused : (code == .deliveryRefused ? code : .undelivered)
         }
-        return Signals.fired ? .interrupted : code
+        // Interrupted when a signal cut a check short, as a delivery is.
+        return results.contains(where: \.interrupted) ? .interrupted : code
     }
 
     /// Ends the command with `code`: its records written and pushed (on a thread of its own: the

@@ -65,7 +65,10 @@ struct MergeCommand {
             if json { printer.error("interrupted: nothing was written") } else { Console.err("showbatch: interrupted: nothing was written\n") }
             return end(.interrupted, summary: summary, error: "interrupted: nothing was written", job: manifest.job)
         }
-        let code: ExitCode = !summary.complete ? .rowsFailed
+        // A delivery a signal cut short ends the merge as interrupted (130), as it ends a run and
+        // `deliver`: the night is merged and recorded, and the next try delivers it.
+        let code: ExitCode = summary.deliveries.cutShort ? .interrupted
+            : !summary.complete ? .rowsFailed
             : summary.deliveries.contains { if case .refused = $0.result { return true } else { return false } } ? .deliveryRefused
             : summary.deliveries.contains(where: \.result.isFailure) ? .undelivered : .ok
         report(summary, shards: shards)

@@ -33,11 +33,14 @@ private func deliveredManifest(retry: String = "{attempts: 2, backoff: 50ms, max
 private let night = "2026-12-01"
 private let file = "cards-20261201-0001.csv"
 private let customers = "id,alias\n1,tok_a\n2,tok_b\n3,tok_a\n"
+/// The night's ledger.
+private let ledger = "out/.cards-{date}-{seq:4}.csv.sequence"
 private let gaveUpThePush = "showbatch: error: interrupted while pushing the metrics to the Pushgateway: they were not pushed\n"
 
 /// What `deliver` and `merge` do with a signal, as `run` does: one during the metrics push gives
-/// the push up at once with the command's own exit code, and one that came before it and
-/// interrupted nothing gives it up at its start.
+/// the push up at once with the command's own exit code, one that came before it and interrupted
+/// nothing gives it up at its start, and a command is interrupted (130) when a signal cut its work
+/// or a delivery short, not merely when one came.
 @Suite(.serialized) struct DeliverMergeSignalTests {
     private func environment(_ server: SFTPServer) -> [String: String] {
         ["SB_SFTP_URL": server.url, "SB_SFTP_USER": server.user, "SB_SFTP_KEY": server.clientKey, "SB_KNOWN_HOSTS": server.knownHosts]
@@ -106,5 +109,62 @@ private let gaveUpThePush = "showbatch: error: interrupted while pushing the met
         #expect(child.errors.hasPrefix("m.yaml:2:"), "\(child.errors)")
         #expect(child.errors.hasSuffix(gaveUpThePush), "\(child.errors)")
         #expect(!child.errors.contains("interrupted before anything was sent"))
+    }
+
+    /// SIGTERM after `deliver` has put the night in place (held, by the audit trail's lock, before
+    /// it reports): nothing was cut short, so the night is delivered, exit 0 and metrics that say
+    /// so, not 130; the signal, which the delivery did not take as its interrupt, gives the push
+    /// up at its start.
+    @Test(.timeLimit(.minutes(2))) func aSignalAfterTheLastUploadLeavesTheNightDelivered() async throws {
+        let listener = try SilentListener()
+        let work = Workspace(["m.yaml": deliveredManifest(), "in/customers.csv": customers])
+        let server = try SFTPServer()
+        defer { listener.stop(); work.remove(); server.remove() }
+        try await undeliveredNight(work, server)
+        // The trail's lock is held: once delivered, `deliver` waits for it to add its entry.
+        let trail = open(work.path + "/audit.jsonl", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        #expect(trail >= 0 && flock(trail, LOCK_EX) == 0)
+        let child = try Child(["deliver", "m.yaml", "--date", night, "--audit", "audit.jsonl", "--metrics", "deliver.prom",
+                               "--metrics-push", "http://127.0.0.1:\(listener.port)"], in: work.path, environment: environment(server))
+        // The ledger says the trigger file is written: the delivery's last step is done.
+        let deadline = Date().addingTimeInterval(60)
+        while !(work.read(ledger) ?? "").contains("\"done\":true") && Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        #expect((work.read(ledger) ?? "").contains("\"done\":true"), "\(child.errors)")
+        kill(child.process.processIdentifier, SIGTERM)
+        close(trail)
+        let (status, _) = await child.finish()
+        #expect(status == 0, "\(child.errors)")
+        #expect(child.errors.hasPrefix("showbatch: delivered out/\(file) to \(server.url)\(file) ("), "\(child.errors)")
+        #expect(child.errors.hasSuffix(gaveUpThePush), "\(child.errors)")
+        #expect(work.read("deliver.prom")?.contains("\nshowbatch_run_exit_code{showbatch_job=\"m.yaml\"} 0\n") == true, "\(work.read("deliver.prom") ?? "")")
+        #expect(server.uploaded == [file, file + ".done"])
+        #expect(work.read("audit.jsonl")?.contains("\"event\":\"delivered\",\"outcome\":\"delivered\"") == true)
+    }
+
+    /// SIGTERM while `merge` waits to try its delivery again ends it as interrupted (130), as it
+    /// ends a run (and `deliver`), not as undelivered (5): the merged night is in place and
+    /// recorded, the shards kept, and the next merge delivers it.
+    @Test(.timeLimit(.minutes(3))) func aSignalWhileMergeDeliversEndsItAsInterrupted() async throws {
+        let work = Workspace(["m.yaml": deliveredManifest(retry: "{attempts: 3, backoff: 60s, max_backoff: 60s}"), "in/customers.csv": customers])
+        let server = try SFTPServer()
+        defer { work.remove(); server.remove() }
+        for shard in 0..<2 {
+            let run = try await showbatch(["run", "m.yaml", "--emulate", "--date", night, "--shard", "\(shard)/2", "--quiet"], in: work.path,
+                                          environment: environment(server))
+            #expect(run.status == 0, "\(run.stderr)")
+        }
+        server.stop()
+        let child = try Child(["merge", "m.yaml", "--shards", "2", "--date", night, "--metrics", "merge.prom"], in: work.path,
+                              environment: environment(server), signal: (trigger: "trying again in", number: SIGTERM))
+        let (status, _) = await child.finish()
+        #expect(status == 130, "\(child.errors)")
+        #expect(child.errors.contains("interrupted while waiting to try again"), "\(child.errors)")
+        #expect(work.read("merge.prom")?.contains("\nshowbatch_run_exit_code{showbatch_job=\"m.yaml\"} 130\n") == true, "\(work.read("merge.prom") ?? "")")
+        #expect(work.exists("out/\(file)") && work.exists("out/cards-20261201-0001-shard-0.csv") && server.uploaded.isEmpty)
+
+        try server.start()
+        let next = try await showbatch(["merge", "m.yaml", "--shards", "2", "--date", night], in: work.path, environment: environment(server))
+        #expect(next.status == 0, "\(next.stderr)")
+        #expect(server.uploaded == [file, file + ".done"])
     }
 }

@@ -103,6 +103,17 @@ package struct DeliveryOutcome: Sendable, Equatable {
     package var destination: String
     package var size: Int
     package var result: Result
+    /// A signal cut it short (it is `.failed`): it ended an operation on the server or a wait to
+    /// try again, or kept a try from being made.
+    package var interrupted = false
+}
+
+extension [DeliveryOutcome] {
+    /// Whether a signal cut one of these deliveries short: the command that made them (`run`,
+    /// `merge` or `deliver`) then ends as interrupted (130), the night kept for the next try. A
+    /// signal that came when no delivery was left to cut short interrupted none: a night
+    /// delivered whole is delivered, whenever a signal comes.
+    package var cutShort: Bool { contains(where: \.interrupted) }
 }
 
 /// What a delivery does next for a night, from its ledger record and (once listed) the upload
@@ -197,10 +208,17 @@ enum Deliverer {
                     return outcome
                 case .interrupted:
                     outcome.result = .failed(error.message)
+                    outcome.interrupted = true
                     return outcome
                 case .retry:
-                    guard retry.network && attempt < retry.attempts && !isCancelled() else {
+                    guard retry.network && attempt < retry.attempts else {
                         outcome.result = .failed(error.message)
+                        return outcome
+                    }
+                    // A try a signal keeps from being made is a delivery cut short.
+                    guard !isCancelled() else {
+                        outcome.result = .failed(error.message)
+                        outcome.interrupted = true
                         return outcome
                     }
                 }
@@ -211,6 +229,7 @@ enum Deliverer {
                 while Date() < until && !isCancelled() { Thread.sleep(forTimeInterval: min(0.05, max(0, until.timeIntervalSinceNow))) }
                 if isCancelled() {
                     outcome.result = .failed("interrupted while waiting to try again (\(error.message))")
+                    outcome.interrupted = true
                     return outcome
                 }
                 attempt += 1

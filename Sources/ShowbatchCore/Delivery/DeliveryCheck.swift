@@ -16,6 +16,8 @@ package enum DeliveryCheck {
         package var failure: String?
         /// The failure is one only a person fixes (exit 6), not one a later try may not have (5).
         package var needsPerson = false
+        /// A signal cut the check short (exit 130).
+        package var interrupted = false
     }
 
     /// Checks every distinct target of `manifest`'s outputs with `output.deliver`; `step` is
@@ -65,6 +67,7 @@ package enum DeliveryCheck {
         } catch {
             result.failure = error.message
             result.needsPerson = error.kind == .person
+            result.interrupted = error.kind == .interrupted
         }
         return result
     }

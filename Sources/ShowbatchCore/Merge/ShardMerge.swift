@@ -56,7 +56,8 @@ package struct MergeSummary: Sendable, Equatable {
     package var outputs: [MergedOutput] = []
     /// The merge was interrupted: nothing was written.
     package var interrupted = false
-    /// How each merged file's delivery ended (`output.deliver`).
+    /// How each merged file's delivery ended (`output.deliver`); a signal that cut one short
+    /// (`cutShort`) makes the merge interrupted too (130), its files written and recorded.
     package var deliveries: [DeliveryOutcome] = []
     /// The night's rows (every output's), and how many are not ok; nil when a shard's identity
     /// does not say.
@@ -84,7 +85,7 @@ package struct MergeSummary: Sendable, Equatable {
         summary.outputs = outputs.map(\.path)
         summary.deliveries = deliveries
         summary.allowance = allowance
-        summary.interrupted = interrupted
+        summary.interrupted = interrupted || deliveries.cutShort
         summary.night = night
         summary.elapsed = elapsed
         summary.nights = notAddingUp.map { path in

@@ -51,6 +51,9 @@ package enum NightDelivery {
         let outcomes = try await deliverUnaudited(manifest: manifest, night: night, what: what, rebuildLedger: rebuildLedger, note: note,
                                                   isCancelled: isCancelled)
         summary.deliveries = outcomes
+        // Interrupted (130) as a run is: when a signal cut a delivery short, not when one came
+        // after the last had ended.
+        summary.interrupted = outcomes.cutShort
         summary.outputs = outcomes.map(\.path)
         summary.leftAsTheyWere = summary.outputs
         if let path = audit ?? manifest.auditPath {

@@ -220,11 +220,10 @@ package struct Runner: Sendable {
         }
         guard summary.exitCode == .ok else { return }
         summary.deliveries = await deliver(targets)
-        // A signal while a delivery waits or uploads ends the run as any signal does (130): the
-        // night is finished and recorded, and the next run delivers it.
-        if Task.isCancelled && summary.deliveries.contains(where: { if case .failed = $0.result { true } else { false } }) {
-            summary.interrupted = true
-        }
+        // A signal that cut a delivery short (while it waited or uploaded) ends the run as any
+        // signal does (130): the night is finished and recorded, and the next run delivers it.
+        // One that came once every delivery had ended interrupted none of them.
+        if summary.deliveries.cutShort { summary.interrupted = true }
     }
 
     /// Delivers each output the run wrote for its night (or found finished) where its manifest
