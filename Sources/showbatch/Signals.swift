@@ -79,6 +79,10 @@ enum Signals {
         listener.withLock { $0 = body }
     }
 
+    /// Whether a listener is set: once a command that winds down has set one, it never takes it
+    /// away (none would end the process with 130, whatever the command did).
+    static var listening: Bool { listener.withLock { $0 != nil } }
+
     /// Whether a signal has arrived.
     static var fired: Bool { received > 0 }
 
