@@ -114,9 +114,7 @@ final class CommandSignals: Sendable {
             } else {
                 Console.err("showbatch: interrupted before anything was sent\n")
             }
-            let code = interrupted()
-            StandardError.shared.finish(timeout: .seconds(5))
-            exit(code.rawValue)
+            Signals.end(interrupted())
         case .pushing(let code):
             interruptedWhilePushing(code)
         case .working, .finished:
@@ -132,7 +130,6 @@ final class CommandSignals: Sendable {
             parked()
         }
         printer.error("interrupted while pushing the metrics to the Pushgateway: they were not pushed")
-        StandardError.shared.finish(timeout: .seconds(5))
-        exit(code.rawValue)
+        Signals.end(code)
     }
 }

@@ -241,8 +241,7 @@ private final class RunSession: Sendable {
     /// own code stands. Only the one the ending chose comes here.
     func interruptedWhilePushing(_ code: ExitCode) -> Never {
         printer.error("interrupted while pushing the metrics to the Pushgateway: they were not pushed")
-        StandardError.shared.finish(timeout: .seconds(5))
-        exit(code.rawValue)
+        Signals.end(code)
     }
 
     /// A signal: the ending says what it does.
@@ -264,9 +263,7 @@ private final class RunSession: Sendable {
                 } else {
                     Console.err("showbatch: interrupted before anything was sent\n")
                 }
-                let code = record(.interrupted, error: "interrupted before anything was sent", shard: shard.withLock { $0 })
-                StandardError.shared.finish(timeout: .seconds(5))
-                exit(code.rawValue)
+                Signals.end(record(.interrupted, error: "interrupted before anything was sent", shard: shard.withLock { $0 }))
             }
             finisher.name = "showbatch-finisher"
             finisher.start()

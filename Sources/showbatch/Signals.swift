@@ -65,8 +65,7 @@ enum Signals {
                     // No command is running anything that needs winding down (it is starting, or
                     // only reads files): nothing has been sent.
                     StandardError.shared.write("showbatch: interrupted before anything was sent\n")
-                    StandardError.shared.finish(timeout: .seconds(5))
-                    exit(ExitCode.interrupted.rawValue)
+                    end(.interrupted)
                 }
             }
         }
@@ -77,6 +76,18 @@ enum Signals {
     /// Who hears the next signals (nil: the process ends at once with 130).
     static func listen(_ body: (@Sendable () -> Void)?) {
         listener.withLock { $0 = body }
+    }
+
+    /// Ends the process at once with `code`, from a signal's side (nothing was sent yet, the
+    /// push is given up, a command is finished before its work began): what is queued for
+    /// standard error gets its few seconds, then `_exit`. Not `exit`, whose handlers (OpenSSL's
+    /// cleanup among them) tear down what another thread is using at that moment (the push's
+    /// curl starting, a manifest being read): the process died of SIGSEGV instead of ending with
+    /// its code. Files are written and synced by then, and nothing is left in a buffer of the
+    /// process (standard output is written unbuffered, standard error just drained).
+    static func end(_ code: ExitCode) -> Never {
+        StandardError.shared.finish(timeout: .seconds(5))
+        _exit(code.rawValue)
     }
 
     /// Whether a listener is set: once a command that winds down has set one, it never takes it
