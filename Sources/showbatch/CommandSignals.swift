@@ -19,22 +19,9 @@ import Glibc
 /// push and that the command did not take as its interrupt gives it up at its start
 /// (`RunRecords.signalsGiveUpThePush`). Once the command is done, a signal changes nothing.
 final class CommandSignals: Sendable {
-    enum Phase {
-        /// Nothing has been sent or opened: a signal finishes the command.
-        case starting
-        /// The command works, or ends (its code decided, its records being written): a signal is
-        /// counted, nothing more.
-        case working
-        /// Its records are pushed, the command's code this: a signal gives the push up.
-        case pushing(ExitCode)
-        /// A signal that came before the work began finishes the command, or the command is done:
-        /// a signal changes nothing.
-        case finished
-    }
-
-    private let phase = Mutex(Phase.starting)
-    /// Set by the one who gives up the push and ends the process.
-    private let givingUp = Atomic(false)
+    /// Who ends the command, decided as for `run`; the work itself is not cancelled, it asks
+    /// `Signals.fired`.
+    private let state = Mutex(CommandEnding<Void>())
     private let printer: EventPrinter
 
     init(printer: EventPrinter) {
@@ -52,42 +39,30 @@ final class CommandSignals: Sendable {
     /// signal that came first is finishing the command: its finisher ends the process, and the
     /// caller must not go on (`parked`).
     func begin() -> Bool {
-        phase.withLock { phase in
-            guard case .starting = phase else { return false }
-            phase = .working
-            return true
-        }
+        state.withLock { $0.start {} } != nil
     }
 
-    /// The command ends by itself (an error before its work began, or its work done): true when it
-    /// is the one to write its records, false when a signal's finisher is (the caller must not go
+    /// The command ends by itself before its work began (an error): true when it is the one to
+    /// say so and write its records, false when a signal's finisher is (the caller must not go
     /// on). Called before the command prints its end, so that a signal after that line is never
     /// taken for one before anything was sent.
     func ending() -> Bool {
-        phase.withLock { phase in
-            switch phase {
-            case .starting:
-                phase = .working
-                return true
-            case .working: return true
-            case .pushing, .finished: return false
-            }
-        }
+        state.withLock { $0.claimEnd() }
     }
 
     /// The records are about to be pushed, the command's code `code`: gives the push up now when a
     /// signal the command did not take as its interrupt came already.
     func pushing(_ code: ExitCode) {
-        let givenUp = phase.withLock { phase in
-            phase = .pushing(code)
-            return RunRecords.signalsGiveUpThePush(Signals.received, runEndedWith: code)
+        if state.withLock({ $0.pushStarts(code, runEndedWith: code, signals: Signals.received) }) {
+            interruptedWhilePushing(code)
         }
-        if givenUp { interruptedWhilePushing(code) }
     }
 
-    /// The command is done (its records written and pushed, if it has any).
+    /// The command is done (its records written and pushed, if it has any): a signal changes
+    /// nothing from now on. One that gave the push up as it ended is ending the process: this
+    /// waits for that exit.
     func done() {
-        phase.withLock { $0 = .finished }
+        if !state.withLock({ $0.pushEnded() }) { parked() }
     }
 
     /// For a command that is not to go on (`begin` or `ending` said false): waits, holding its
@@ -101,34 +76,34 @@ final class CommandSignals: Sendable {
         while true { await withUnsafeContinuation { (_: UnsafeContinuation<Void, Never>) in } }
     }
 
-    private func signalled(_ interrupted: @Sendable () -> ExitCode) {
-        let before = phase.withLock { phase -> Phase in
-            let before = phase
-            if case .starting = phase { phase = .finished }
-            return before
-        }
-        switch before {
-        case .starting:
-            if printer.format == .json {
-                printer.error("interrupted before anything was sent")
-            } else {
-                Console.err("showbatch: interrupted before anything was sent\n")
+    private func signalled(_ interrupted: @escaping @Sendable () -> ExitCode) {
+        switch state.withLock({ $0.signal() }) {
+        case .finish:
+            // On a thread of its own: the records may wait on the network for seconds, and a
+            // second signal must be heard meanwhile (it gives the push up).
+            let finisher = Thread { [self] in
+                Blocking.markCurrent()
+                if printer.format == .json {
+                    printer.error("interrupted before anything was sent")
+                } else {
+                    Console.err("showbatch: interrupted before anything was sent\n")
+                }
+                let code = interrupted()
+                done()
+                Signals.end(code)
             }
-            Signals.end(interrupted())
-        case .pushing(let code):
+            finisher.name = "showbatch-finisher"
+            finisher.start()
+        case .giveUpPush(let code):
             interruptedWhilePushing(code)
-        case .working, .finished:
+        case .cancel, .nothing:
             return
         }
     }
 
     /// The command is over, its files written: the push is given up, not waited for, and the
-    /// command's own code stands.
+    /// command's own code stands. Only the one the ending chose comes here.
     private func interruptedWhilePushing(_ code: ExitCode) -> Never {
-        // The signal's thread and the recording thread may both come here: one says it and exits.
-        guard givingUp.compareExchange(expected: false, desired: true, ordering: .sequentiallyConsistent).exchanged else {
-            parked()
-        }
         printer.error("interrupted while pushing the metrics to the Pushgateway: they were not pushed")
         Signals.end(code)
     }
