@@ -7,31 +7,6 @@ import ShowbatchBasics
 import Glibc
 #endif
 
-/// A night's export delivered by SFTP, with a trigger file after it; `retry` as given.
-private func deliveredManifest(retry: String = "{attempts: 2, backoff: 50ms, max_backoff: 100ms}") -> String {
-    """
-    vault: tnt1
-    retry: \(retry)
-    output:
-      path: "out/cards-${run.date}-${run.seq:4}.csv"
-      columns: [{id: "${row.id}"}, card]
-      deliver:
-        sftp: "${SB_SFTP_URL}"
-        user: "${SB_SFTP_USER}"
-        key_file: "${SB_SFTP_KEY}"
-        known_hosts: "${SB_KNOWN_HOSTS}"
-        done: "${file}.done"
-    emulator:
-      aliases: {tok_a: "4111111111111111", tok_b: "5555555555554444"}
-    requests:
-      - name: "c-${row.id}"
-        each: {csv: in/customers.csv}
-        path: /post
-        payload: {card: "${row.alias}"}
-        labels: {card: json.card}
-    """
-}
-
 private let night = "2026-12-01"
 private let file = "cards-20261201-0001.csv"
 private let customers = "id,alias\n1,tok_a\n2,tok_b\n3,tok_a\n"
@@ -61,7 +36,7 @@ private let gaveUpThePush = "showbatch: error: interrupted while pushing the met
     /// delivery's own code (0) stands.
     @Test(.timeLimit(.minutes(2))) func aSignalWhileDeliverPushesGivesThePushUp() async throws {
         let listener = try SilentListener()
-        let work = Workspace(["m.yaml": deliveredManifest(), "in/customers.csv": customers])
+        let work = Workspace(["m.yaml": sftpNightManifest(), "in/customers.csv": customers])
         let server = try SFTPServer()
         defer { listener.stop(); work.remove(); server.remove() }
         try await undeliveredNight(work, server)
@@ -119,7 +94,7 @@ private let gaveUpThePush = "showbatch: error: interrupted while pushing the met
     /// up at its start.
     @Test(.timeLimit(.minutes(2))) func aSignalAfterTheLastUploadLeavesTheNightDelivered() async throws {
         let listener = try SilentListener()
-        let work = Workspace(["m.yaml": deliveredManifest(), "in/customers.csv": customers])
+        let work = Workspace(["m.yaml": sftpNightManifest(), "in/customers.csv": customers])
         let server = try SFTPServer()
         defer { listener.stop(); work.remove(); server.remove() }
         try await undeliveredNight(work, server)
@@ -147,7 +122,7 @@ private let gaveUpThePush = "showbatch: error: interrupted while pushing the met
     /// ends a run (and `deliver`), not as undelivered (5): the merged night is in place and
     /// recorded, the shards kept, and the next merge delivers it.
     @Test(.timeLimit(.minutes(3))) func aSignalWhileMergeDeliversEndsItAsInterrupted() async throws {
-        let work = Workspace(["m.yaml": deliveredManifest(retry: "{attempts: 3, backoff: 60s, max_backoff: 60s}"), "in/customers.csv": customers])
+        let work = Workspace(["m.yaml": sftpNightManifest(retry: "{attempts: 3, backoff: 60s, max_backoff: 60s}"), "in/customers.csv": customers])
         let server = try SFTPServer()
         defer { work.remove(); server.remove() }
         for shard in 0..<2 {

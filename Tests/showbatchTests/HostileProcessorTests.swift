@@ -7,30 +7,7 @@ import Glibc
 
 /// A night delivered by SFTP with a trigger file. `timeout` well above what a loaded machine
 /// takes for a step through the proxy, and far below a stalled server's hold.
-private func manifest(timeout: String = "15s") -> String {
-    """
-    vault: tnt1
-    timeout: \(timeout)
-    retry: {attempts: 2, backoff: 50ms, max_backoff: 100ms}
-    output:
-      path: "out/cards-${run.date}-${run.seq:4}.csv"
-      columns: [{id: "${row.id}"}, card]
-      deliver:
-        sftp: "${SB_SFTP_URL}"
-        user: "${SB_SFTP_USER}"
-        key_file: "${SB_SFTP_KEY}"
-        known_hosts: "${SB_KNOWN_HOSTS}"
-        done: "${file}.done"
-    emulator:
-      aliases: {tok_a: "4111111111111111", tok_b: "5555555555554444"}
-    requests:
-      - name: "c-${row.id}"
-        each: {csv: in/customers.csv}
-        path: /post
-        payload: {card: "${row.alias}"}
-        labels: {card: json.card}
-    """
-}
+private func manifest(timeout: String = "15s") -> String { sftpNightManifest(timeout: timeout) }
 
 /// Night `index`'s date, from 2026-11-01 (past, so never refused as ahead of today).
 private func date(_ index: Int) -> String { "2026-11-\(index + 1 < 10 ? "0" : "")\(index + 1)" }
