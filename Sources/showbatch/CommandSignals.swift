@@ -6,26 +6,24 @@ import Synchronization
 import Glibc
 #endif
 
-/// What a signal does to `deliver` and `merge`, from the moment the command starts to the end of
-/// the process, as it does to `run` (`RunSession`). The listener is set once, first, and never
-/// taken away: with none, a signal ends the process with 130 and "interrupted before anything was
-/// sent", which is false once the command has begun (files delivered), and races the command's
-/// own exit.
+/// What a signal does to a command (`run`, `deliver`, `merge`) from its start to the end of the process.
 ///
-/// Before the work begins (the manifest being read), a signal finishes the command: nothing was
-/// sent, 130, its records written and pushed. While it works, a signal is counted, and the work
-/// (which asks `Signals.fired`) winds down by itself. While its records are pushed, a signal gives
-/// the push up at once and the process ends with the command's own code; one that came before the
-/// push and that the command did not take as its interrupt gives it up at its start
+/// The listener is set once, first, and never taken away. Before the work begins (the manifest
+/// being read), a signal finishes the command: nothing was sent, 130, its records written and
+/// pushed. While it works, a signal cancels the work (`cancel`; `deliver` and `merge` ask
+/// `Signals.fired` instead). While the records are pushed, a signal gives the push up at once and
+/// the process ends with the command's own code; one that came before the push and that the
+/// command did not take as its interrupt gives it up at its start
 /// (`RunRecords.signalsGiveUpThePush`). Once the command is done, a signal changes nothing.
-final class CommandSignals: Sendable {
-    /// Who ends the command, decided as for `run`; the work itself is not cancelled, it asks
-    /// `Signals.fired`.
-    private let state = Mutex(CommandEnding<Void>())
+/// `CommandEnding` decides each of these under one lock.
+final class CommandSignals<Work: Sendable>: Sendable {
+    private let state = Mutex(CommandEnding<Work>())
     private let printer: EventPrinter
+    private let cancel: @Sendable (Work) -> Void
 
-    init(printer: EventPrinter) {
+    init(printer: EventPrinter, cancel: @escaping @Sendable (Work) -> Void = { _ in }) {
         self.printer = printer
+        self.cancel = cancel
     }
 
     /// Hears every signal from now to the end of the process. `interrupted` finishes the command
@@ -35,25 +33,26 @@ final class CommandSignals: Sendable {
         Signals.listen { [self] in signalled(interrupted) }
     }
 
-    /// The work begins: a signal from now on is the work's to hear (`Signals.fired`). False when a
-    /// signal that came first is finishing the command: its finisher ends the process, and the
-    /// caller must not go on (`parked`).
-    func begin() -> Bool {
-        state.withLock { $0.start {} } != nil
+    /// The work, made by `make` and begun: a signal from now on cancels it. Nil when a signal
+    /// that came first is finishing the command: its finisher ends the process, and the caller
+    /// must not go on (`parked`).
+    func begin(_ make: () -> Work) -> Work? {
+        state.withLock { $0.start(make) }
     }
 
-    /// The command ends by itself before its work began (an error): true when it is the one to
-    /// say so and write its records, false when a signal's finisher is (the caller must not go
-    /// on). Called before the command prints its end, so that a signal after that line is never
-    /// taken for one before anything was sent.
+    /// The command ends by itself: true when it is the one to say so and write its records,
+    /// false when a signal's finisher is (the caller must not go on). Called before the command
+    /// prints its end, so that a signal after that line is never taken for one before anything
+    /// was sent.
     func ending() -> Bool {
         state.withLock { $0.claimEnd() }
     }
 
-    /// The records are about to be pushed, the command's code `code`: gives the push up now when a
-    /// signal the command did not take as its interrupt came already.
-    func pushing(_ code: ExitCode) {
-        if state.withLock({ $0.pushStarts(code, runEndedWith: code, signals: Signals.received) }) {
+    /// The records, whose code is `code`, are about to be pushed for work that ended with
+    /// `workCode`: gives the push up now when a signal the work did not take as its interrupt
+    /// came already.
+    func pushing(_ code: ExitCode, workEndedWith workCode: ExitCode? = nil) {
+        if state.withLock({ $0.pushStarts(code, runEndedWith: workCode ?? code, signals: Signals.received) }) {
             interruptedWhilePushing(code)
         }
     }
@@ -65,7 +64,7 @@ final class CommandSignals: Sendable {
         if !state.withLock({ $0.pushEnded() }) { parked() }
     }
 
-    /// For a command that is not to go on (`begin` or `ending` said false): waits, holding its
+    /// For a command that is not to go on (`begin` or `ending` said no): waits, holding its
     /// thread, for the signal's finisher to end the process.
     func parked() -> Never {
         while true { pause() }
@@ -96,7 +95,9 @@ final class CommandSignals: Sendable {
             finisher.start()
         case .giveUpPush(let code):
             interruptedWhilePushing(code)
-        case .cancel, .nothing:
+        case .cancel(let work):
+            cancel(work)
+        case .nothing:
             return
         }
     }
@@ -107,4 +108,10 @@ final class CommandSignals: Sendable {
         printer.error("interrupted while pushing the metrics to the Pushgateway: they were not pushed")
         Signals.end(code)
     }
+}
+
+extension CommandSignals where Work == Void {
+    /// The work begins (`begin(_:)`, for work that a signal does not cancel: it asks
+    /// `Signals.fired`); false when a signal's finisher has the command's end.
+    func begin() -> Bool { begin {} != nil }
 }

@@ -13,12 +13,12 @@ struct DeliverCommand {
     let started = Date()
     let printer: EventPrinter
     /// What a signal does, from the command's start to the end of the process.
-    let signals: CommandSignals
+    let signals: CommandSignals<Void>
 
     init(_ arguments: DeliverArguments) {
         self.arguments = arguments
         printer = EventPrinter(format: arguments.logFormat, progress: false, quiet: arguments.quiet, runID: runID)
-        signals = CommandSignals(printer: printer)
+        signals = CommandSignals<Void>(printer: printer)
     }
 
     func execute() async -> ExitCode {
@@ -96,10 +96,15 @@ struct DeliverCommand {
     /// Ends the command with `code`: its records written and pushed (on a thread of its own: the
     /// push waits on the network and between its tries), then nothing a signal does changes it.
     private func end(_ code: ExitCode, summary: RunSummary? = nil, error: String? = nil, job: String?, files: Bool = true) async -> ExitCode {
-        defer { signals.done() }
-        guard !records.isEmpty else { return code }
+        guard !records.isEmpty else {
+            signals.done()
+            return code
+        }
+        // Done on that thread too: a signal that gave the push up holds it until its exit.
         return await Blocking.run("showbatch-records") {
-            recordNow(code, summary: summary, error: error, job: job, files: files)
+            let result = recordNow(code, summary: summary, error: error, job: job, files: files)
+            signals.done()
+            return result
         }
     }
 

@@ -13,12 +13,12 @@ struct MergeCommand {
     let started = Date()
     let printer: EventPrinter
     /// What a signal does, from the command's start to the end of the process.
-    let signals: CommandSignals
+    let signals: CommandSignals<Void>
 
     init(_ arguments: MergeArguments) {
         self.arguments = arguments
         printer = EventPrinter(format: arguments.logFormat, progress: false, quiet: arguments.quiet, verbose: arguments.verbose, runID: runID)
-        signals = CommandSignals(printer: printer)
+        signals = CommandSignals<Void>(printer: printer)
     }
 
     private var json: Bool { arguments.logFormat == .json }

@@ -50,7 +50,7 @@ private final class RunSession: Sendable {
     let started = Date()
     let runID: String
     /// Who ends the command: it, a signal that came before the run existed, or one during the push.
-    let ending = Mutex(CommandEnding<Task<Result<RunSummary, RunError>, Never>>())
+    let signals: CommandSignals<Task<Result<RunSummary, RunError>, Never>>
     /// `--shard`, once read (before the manifest): a signal's finisher records it too.
     let shard = Mutex<Shard?>(nil)
     /// Prints until the run's own printer (with its progress line) takes over.
@@ -65,14 +65,19 @@ private final class RunSession: Sendable {
         printer = EventPrinter(format: arguments.options.logFormat, progress: false, quiet: arguments.options.quiet,
                                verbose: arguments.options.verbose, runID: runID, progressEvery: arguments.progressEvery)
         records = RunRecords(metrics: arguments.metrics, report: arguments.report, push: arguments.metricsPush)
+        signals = CommandSignals(printer: printer) { $0.cancel() }
     }
 
     func execute() async -> ExitCode {
-        // Caught from the first moment: reading a big manifest or data file takes a while.
-        Signals.listen { [self] in signalled() }
         // Checked before anything else: even a manifest that cannot be read gets its metrics, and
         // they must never replace it.
         let sideFiles = [("--metrics", arguments.metrics), ("--report", arguments.report)].compactMap { flag, path in path.map { (flag: flag, path: $0) } }
+        // Caught from the first moment: reading a big manifest or data file takes a while.
+        signals.listen { [self] in
+            // A refused --metrics or --report path is not written to.
+            record(.interrupted, error: "interrupted before anything was sent", shard: shard.withLock { $0 },
+                   files: RunReport.sideFileProblem(sideFiles, manifest: arguments.manifest) == nil)
+        }
         if let problem = RunReport.sideFileProblem(sideFiles, manifest: arguments.manifest) {
             let usage = UsageError(message: problem, command: "run")
             return await finish(usage.exitCode, error: problem, files: false) { printer.invalid(usage.description) }
@@ -147,14 +152,12 @@ private final class RunSession: Sendable {
         // Made under the phase's lock: a signal from here on cancels the run, never ends the
         // process as if nothing had started; one that came while the manifest loaded is
         // finishing the command already, and nothing starts.
-        let made = ending.withLock { ending in
-            ending.start {
-                Task { () -> Result<RunSummary, RunError> in
-                    do throws(RunError) { return .success(try await runner.run()) } catch { return .failure(error) }
-                }
+        let made = signals.begin {
+            Task { () -> Result<RunSummary, RunError> in
+                do throws(RunError) { return .success(try await runner.run()) } catch { return .failure(error) }
             }
         }
-        guard let task = made else { return await heldForTheSignal(.interrupted) }
+        guard let task = made else { await signals.parked() }
         switch await task.value {
         case .success(let summary):
             live.endProgress()
@@ -200,17 +203,15 @@ private final class RunSession: Sendable {
     /// name was the alternative).
     func finish(_ code: ExitCode, summary: RunSummary? = nil, error: String? = nil, shard: Shard? = nil,
                 files: Bool = true, saying say: () -> Void = {}) async -> ExitCode {
-        guard ending.withLock({ $0.claimEnd() }) else { return await heldForTheSignal(code) }
+        guard signals.ending() else { await signals.parked() }
         say()
         if records.isEmpty { return code }
-        return await Blocking.run("showbatch-records") { record(code, summary: summary, error: error, shard: shard, files: files) }
-    }
-
-    /// Waits, holding no thread, for a signal's finisher to end the process.
-    func heldForTheSignal(_ code: ExitCode) async -> ExitCode {
-        // Never resumed: the finisher's exit ends the process.
-        await withUnsafeContinuation { (_: UnsafeContinuation<Void, Never>) in }
-        return code
+        // Done on that thread too: a signal that gave the push up holds it until its exit.
+        return await Blocking.run("showbatch-records") {
+            let result = record(code, summary: summary, error: error, shard: shard, files: files)
+            signals.done()
+            return result
+        }
     }
 
     /// Writes the metrics and the report, and pushes the metrics, for a run that ended with
@@ -222,52 +223,13 @@ private final class RunSession: Sendable {
         let report = RunReport(runID: runID, manifest: arguments.manifest, shard: shard.map { "\($0.index)/\($0.count)" },
                                started: started, ended: Date(), exitCode: code, summary: summary, error: error,
                                job: job.withLock { $0 })
-        let result = records.record(report, files: files, beforePush: { [self] result in
-            if ending.withLock({ $0.pushStarts(result, runEndedWith: code, signals: Signals.received) }) {
-                interruptedWhilePushing(result)
-            }
-        }, problem: { [printer] problem in
+        return records.record(report, files: files, beforePush: { [signals] result in signals.pushing(result, workEndedWith: code) },
+                              problem: { [printer] problem in
             switch problem {
             case .error(let text): printer.error(text)
             case .warning(let text): printer.unquietWarning(text)
             }
         })
-        // A signal that gave the push up as it ended is ending the process: its exit is the one.
-        if records.push != nil, !ending.withLock({ $0.pushEnded() }) { while true { pause() } }
-        return result
-    }
-
-    /// The run is over, its files written: the push is given up, not waited for, and the run's
-    /// own code stands. Only the one the ending chose comes here.
-    func interruptedWhilePushing(_ code: ExitCode) -> Never {
-        printer.error("interrupted while pushing the metrics to the Pushgateway: they were not pushed")
-        Signals.end(code)
-    }
-
-    /// A signal: the ending says what it does.
-    func signalled() {
-        switch ending.withLock({ $0.signal() }) {
-        case .giveUpPush(let code):
-            interruptedWhilePushing(code)
-        case .cancel(let task):
-            task.cancel()
-        case .nothing:
-            return
-        case .finish:
-            // On a thread of its own: the records may wait on the network for seconds, and a
-            // second signal must be heard meanwhile (it gives the push up).
-            let finisher = Thread { [self] in
-                Blocking.markCurrent()
-                if arguments.options.logFormat == .json {
-                    printer.error("interrupted before anything was sent")
-                } else {
-                    Console.err("showbatch: interrupted before anything was sent\n")
-                }
-                Signals.end(record(.interrupted, error: "interrupted before anything was sent", shard: shard.withLock { $0 }))
-            }
-            finisher.name = "showbatch-finisher"
-            finisher.start()
-        }
     }
 }
 

@@ -23,8 +23,19 @@ private func handleSignal(_ number: Int32) {
 /// A thread of its own reads the pipe and calls the listener of the moment; with none (a command
 /// that has nothing to wind down), the process ends at once with 130, saying nothing was sent.
 enum Signals {
-    private static let listener = Mutex<(@Sendable () -> Void)?>(nil)
+    /// Who hears the next signal.
+    private enum Hearer {
+        /// No command winds anything down yet: a signal ends the process (nothing was sent).
+        case nobody
+        case listener(@Sendable () -> Void)
+        /// A signal is ending the process: later ones change nothing, and no command starts.
+        case ending
+    }
+
+    private static let hearer = Mutex(Hearer.nobody)
     private static let count = Atomic<Int>(0)
+    /// Set by the one that ends the process: it alone exits.
+    private static let ended = Atomic(false)
 
     /// Catches SIGINT, SIGTERM and SIGHUP from now on. Without the pipe a signal would end the process
     /// by its default action, with no cleanup: the process ends at once with 3 instead.
@@ -59,23 +70,36 @@ enum Signals {
                 if result < 0 && errno == EINTR { continue }
                 guard result == 1 else { return }
                 count.add(1, ordering: .sequentiallyConsistent)
-                if let listener = listener.withLock({ $0 }) {
-                    listener()
-                } else {
-                    // No command is running anything that needs winding down (it is starting, or
-                    // only reads files): nothing has been sent.
-                    StandardError.shared.write("showbatch: interrupted before anything was sent\n")
-                    end(.interrupted)
+                let heard = hearer.withLock { hearer -> (@Sendable () -> Void)? in
+                    switch hearer {
+                    case .listener(let body): return body
+                    case .ending: return nil
+                    case .nobody:
+                        hearer = .ending
+                        return {
+                            // No command is running anything that needs winding down (it is
+                            // starting, or only reads files): nothing has been sent.
+                            StandardError.shared.write("showbatch: interrupted before anything was sent\n")
+                            end(.interrupted)
+                        }
+                    }
                 }
+                heard?()
             }
         }
         thread.name = "showbatch-signals"
         thread.start()
     }
 
-    /// Who hears the next signals (nil: the process ends at once with 130).
-    static func listen(_ body: (@Sendable () -> Void)?) {
-        listener.withLock { $0 = body }
+    /// Who hears the next signals, to the end of the process. When a signal that came before
+    /// is ending the process already, the caller waits for that exit: its command never starts.
+    static func listen(_ body: @escaping @Sendable () -> Void) {
+        let ending = hearer.withLock { hearer -> Bool in
+            if case .ending = hearer { return true }
+            hearer = .listener(body)
+            return false
+        }
+        if ending { while true { pause() } }
     }
 
     /// Ends the process at once with `code`, from a signal's side (nothing was sent yet, the
@@ -86,13 +110,25 @@ enum Signals {
     /// its code. Files are written and synced by then, and nothing is left in a buffer of the
     /// process (standard output is written unbuffered, standard error just drained).
     static func end(_ code: ExitCode) -> Never {
-        StandardError.shared.finish(timeout: .seconds(5))
+        endOnce()
         _exit(code.rawValue)
     }
 
-    /// Whether a listener is set: once a command that winds down has set one, it never takes it
-    /// away (none would end the process with 130, whatever the command did).
-    static var listening: Bool { listener.withLock { $0 != nil } }
+    /// Ends the process with `code` once its command has returned (its handlers run, as `exit`'s
+    /// do), unless a signal is ending it already: then that exit is the one.
+    static func exitProcess(_ code: ExitCode) -> Never {
+        endOnce()
+        exit(code.rawValue)
+    }
+
+    /// Lets only the first caller on (and drains standard error for it); any other waits for
+    /// that caller's exit.
+    private static func endOnce() {
+        guard ended.compareExchange(expected: false, desired: true, ordering: .sequentiallyConsistent).exchanged else {
+            while true { pause() }
+        }
+        StandardError.shared.finish(timeout: .seconds(5))
+    }
 
     /// Whether a signal has arrived.
     static var fired: Bool { received > 0 }

@@ -18,7 +18,6 @@ if let failure = Console.outputFailure, code == .ok || code == .rowsFailed {
     StandardError.shared.write("showbatch: error: cannot write to standard output (\(failure)); what it shows is not whole\n")
     code = .runtime
 }
-// What is queued for standard error gets a few seconds to be read; a reader that has stalled
-// does not keep the process from ending.
-StandardError.shared.finish(timeout: .seconds(5))
-exit(code.rawValue)
+// What is queued for standard error gets a few seconds to be read (a reader that has stalled
+// does not keep the process from ending); a signal ending the process already has the exit.
+Signals.exitProcess(code)

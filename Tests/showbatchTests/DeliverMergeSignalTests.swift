@@ -2,7 +2,6 @@ import Foundation
 import Testing
 import TestSupport
 import ShowbatchBasics
-@testable import showbatch
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -143,26 +142,5 @@ private let gaveUpThePush = "showbatch: error: interrupted while pushing the met
         let next = try await showbatch(["merge", "m.yaml", "--shards", "2", "--date", night], in: work.path, environment: environment(server))
         #expect(next.status == 0, "\(next.stderr)")
         #expect(server.uploaded == [file, file + ".done"])
-    }
-
-    /// `deliver` and `merge`, run in this process, leave their listener set once they are done:
-    /// the process still waits (up to 5 s) for standard error after them, and a signal then must
-    /// not find none, which ends it with 130 and "interrupted before anything was sent" after a
-    /// night was delivered, racing its own exit. An early failure's listener too.
-    @Test(arguments: [(["deliver", "M", "--quiet"], ExitCode.usage), (["deliver", "M", "--metrics", "M"], .usage),
-                      (["merge", "M", "--shards", "2", "--quiet"], .usage)])
-    func theListenerStaysOnceTheCommandIsDone(command: [String], code: ExitCode) async throws {
-        let work = Workspace(["m.yaml": "vault: tnt1\noutput: {path: out/r.csv}\nrequests: [{name: a, path: /p}]\n"])
-        defer { work.remove() }
-        let invocation = try ArgumentParser.parse(command.map { $0 == "M" ? work.path + "/m.yaml" : $0 })
-        Signals.listen(nil)
-        let ended: ExitCode
-        switch invocation {
-        case .deliver(let arguments): ended = await DeliverCommand(arguments).execute()
-        case .merge(let arguments): ended = MergeCommand(arguments).execute()
-        default: Issue.record("\(command) is not deliver or merge"); return
-        }
-        #expect(ended == code)
-        #expect(Signals.listening)
     }
 }
