@@ -1,10 +1,11 @@
 import ShowbatchBasics
 
-/// Who ends a command that a signal may end too, decided in one place (kept under the
-/// command's lock): the command itself (its summary or its error, then its records), the
-/// finisher of a signal that came before the run existed (it records "interrupted"), or a
-/// signal during the metrics push (it gives the push up). One of them ends the process; the
-/// others wait for its exit. `Run` is the run's handle, cancelled by a signal while it runs.
+/// Who ends a command that a signal may end too: one of them ends the process, the others wait.
+///
+/// Decided in one place, kept under the command's lock: the command itself (its summary or its
+/// error, then its records), the finisher of a signal that came before the run existed (it
+/// records "interrupted"), or a signal during the metrics push (it gives the push up). `Run` is
+/// the run's handle, cancelled by a signal while it runs.
 package struct CommandEnding<Run: Sendable>: Sendable {
     package enum Phase: Sendable {
         /// Nothing sent or opened yet: a signal finishes the command at once.

@@ -131,7 +131,8 @@ package struct Runner: Sendable {
             do throws(RunError) {
                 if try runNight.begin(manifest: manifest, isCancelled: { Task.isCancelled }) { plan = try planOutputs(runNight) }
             } catch {
-                // An interrupt ends the wait for the ledger's lock: no number taken, nothing sent.
+                // An interrupt ends the wait for the ledger's lock: nothing sent (a number an
+                // output before took stays taken, as a night's number always does).
                 if case .runtime(let problem) = error, case .ledgerLocked(_, waited: false)? = problem as? NightError {
                     return RunSummary(interruptedBeforeStart: ())
                 }

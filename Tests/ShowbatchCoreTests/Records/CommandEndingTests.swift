@@ -12,7 +12,7 @@ import Testing
     }
 
     /// One party's place in its own steps.
-    enum Step { case load, start, runEnds, claim, pushStarts, pushEnds, exit, parked, done }
+    enum Step { case load, start, runEnds, claim, record, pushStarts, pushEnds, exit, parked, done }
 
     struct World {
         var ending = CommandEnding<FakeRun>()
@@ -25,6 +25,8 @@ import Testing
         var runCode = ExitCode.ok
         let earlyError: Bool
         let push: Bool
+        /// Work ending without claiming the end first, as `deliver` and `merge` do (`run` claims).
+        let unclaimedEnd: Bool
         var exits: [(who: String, code: ExitCode)] = []
         var recorders = 0
         var signalsAtPushEnd: [(count: Int, runCode: ExitCode)] = []
@@ -35,6 +37,7 @@ import Testing
             earlyError = Self.pick(4, &random) == 0
             push = Self.pick(3, &random) != 0
             signalsLeft = Self.pick(4, &random)
+            unclaimedEnd = Self.pick(2, &random) == 0
         }
 
         /// A seeded choice among `count`.
@@ -60,14 +63,12 @@ import Testing
             case .runEnds:
                 run!.ended = true
                 runCode = run!.cancelled ? .interrupted : [ExitCode.ok, .rowsFailed, .stopped][Self.pick(3, &random)]
-                main = .claim
+                main = unclaimedEnd ? .record : .claim
             case .claim:
-                if ending.claimEnd() {
-                    recorders += 1
-                    main = push ? .pushStarts : .exit
-                } else {
-                    main = .parked
-                }
+                main = ending.claimEnd() ? .record : .parked
+            case .record:
+                recorders += 1
+                main = push ? .pushStarts : .pushEnds
             case .pushStarts:
                 if ending.pushStarts(runCode, runEndedWith: runCode, signals: signals) {
                     exits.append(("main giving up", runCode))
@@ -76,8 +77,9 @@ import Testing
                     main = .pushEnds
                 }
             case .pushEnds:
+                // Called with no push too: the command is done.
                 if ending.pushEnded() {
-                    signalsAtPushEnd.append((signals, runCode))
+                    if push { signalsAtPushEnd.append((signals, runCode)) }
                     main = .exit
                 } else {
                     main = .parked
@@ -98,7 +100,7 @@ import Testing
             case .cancel(let run):
                 if !run.ended { run.cancelled = true }
             case .finish:
-                finisher = .claim
+                finisher = .record
             case .giveUpPush(let code):
                 exits.append(("signal giving up", code))
             case .nothing:
@@ -109,15 +111,15 @@ import Testing
         /// A signal's finisher: records "interrupted" (pushing it too), then exits.
         mutating func stepFinisher() {
             switch finisher {
-            case .claim?:
+            case .record?:
                 recorders += 1
-                finisher = push ? .pushStarts : .exit
+                finisher = push ? .pushStarts : .pushEnds
             case .pushStarts?:
                 finisher = ending.pushStarts(.interrupted, runEndedWith: .interrupted, signals: signals) ? .done : .pushEnds
                 if finisher == .done { exits.append(("finisher giving up", .interrupted)) }
             case .pushEnds?:
                 if ending.pushEnded() {
-                    signalsAtPushEnd.append((signals, .interrupted))
+                    if push { signalsAtPushEnd.append((signals, .interrupted)) }
                     finisher = .exit
                 } else {
                     finisher = .parked
