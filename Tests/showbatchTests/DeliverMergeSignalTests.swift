@@ -100,15 +100,18 @@ private let gaveUpThePush = "showbatch: error: interrupted while pushing the met
         // The trail's lock is held: once delivered, `deliver` waits for it to add its entry.
         let trail = open(work.path + "/audit.jsonl", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         #expect(trail >= 0 && flock(trail, LOCK_EX) == 0)
+        // Once the ledger says the trigger file is written (the delivery's last step is done),
+        // the trail is let go (its wait is bounded) and the signal sent, from Child's thread.
+        let ledgerPath = work.path + "/" + ledger
         let child = try Child(["deliver", "m.yaml", "--date", night, "--audit", "audit.jsonl", "--metrics", "deliver.prom",
-                               "--metrics-push", "http://127.0.0.1:\(listener.port)"], in: work.path, environment: environment(server))
-        // The ledger says the trigger file is written: the delivery's last step is done.
-        let deadline = Date().addingTimeInterval(60)
-        while !(work.read(ledger) ?? "").contains("\"done\":true") && Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
-        #expect((work.read(ledger) ?? "").contains("\"done\":true"), "\(child.errors)")
-        kill(child.process.processIdentifier, SIGTERM)
-        close(trail)
+                               "--metrics-push", "http://127.0.0.1:\(listener.port)"], in: work.path, environment: environment(server),
+                              signalWhen: (condition: { _ in
+                                  guard let text = try? String(contentsOfFile: ledgerPath, encoding: .utf8), text.contains("\"done\":true") else { return false }
+                                  close(trail)
+                                  return true
+                              }, number: SIGTERM))
         let (status, _) = await child.finish()
+        #expect(child.signalled, "\(child.errors)")
         #expect(status == 0, "\(child.errors)")
         #expect(child.errors.hasPrefix("showbatch: delivered out/\(file) to \(server.url)\(file) ("), "\(child.errors)")
         #expect(child.errors.hasSuffix(gaveUpThePush), "\(child.errors)")

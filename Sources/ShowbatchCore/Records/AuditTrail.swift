@@ -31,6 +31,9 @@ package struct AuditTrail: Sendable {
     private let key: SecretBytes?
     /// The ledgers (by output template) that anchor the trail.
     private let anchors: [String]
+    /// How long another run's lock on the trail is waited for. An entry records what was done,
+    /// so no signal gives the wait up; another run appends in moments.
+    var lockWait: TimeInterval = 30
 
     /// The trail at `path` for the run `runID` of `manifest`.
     package init(path: String, runID: String, manifest: Manifest, environment: [String: String] = ProcessInfo.processInfo.environment) {
@@ -112,7 +115,14 @@ package struct AuditTrail: Sendable {
         guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_uid == geteuid(), info.st_mode & 0o077 == 0, info.st_nlink == 1 else {
             throw RunError.runtime(RecordsError.auditTrailNotPrivate(path: path))
         }
-        guard flock(fd, LOCK_EX) == 0 else { throw RunError.runtime(FileError(.lock, .auditTrail, path, errno: errno)) }
+        let deadline = Date().addingTimeInterval(lockWait)
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            guard errno == EWOULDBLOCK || errno == EINTR else { throw RunError.runtime(FileError(.lock, .auditTrail, path, errno: errno)) }
+            guard Date() < deadline else {
+                throw RunError.runtime(FileError(.lock, .auditTrail, path, cause: .reason("another run has held it for over \(Int(lockWait)) s")))
+            }
+            usleep(20_000)
+        }
         // Its size under the lock: another run may have added a line meanwhile.
         guard fstat(fd, &info) == 0 else { throw RunError.runtime(FileError(.read, .auditTrail, path, errno: errno)) }
         let file = FileDescriptor(borrowing: fd, path: path)
