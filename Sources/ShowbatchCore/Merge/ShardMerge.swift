@@ -179,6 +179,7 @@ package enum ShardMerge {
         plan.expectRecipients(encryptors.mapValues(\.fingerprints))
         try plan.check()
         let mergeKey = DataKey.random()
+        // Held until the merge returns, delivery included: an unsharded run is kept off these outputs.
         var lock: [Int32] = []
         defer { lock.forEach { close($0) } }
         for output in plan.outputs where !output.unchanged {
@@ -186,83 +187,17 @@ package enum ShardMerge {
         }
         // An output and its rejects file are merged together: a file of each shard for each.
         try raiseOpenFileLimit(plan.shards * (plan.outputs.contains { $0.target.rejects != nil } ? 2 : 1) + 16)
+        guard let written = try writeOutputs(plan, encryptors: encryptors, mergeKey: mergeKey, isCancelled: isCancelled) else {
+            return MergeSummary(outputs: [], interrupted: true)
+        }
         var summary = MergeSummary()
         summary.night = night.date
-        // The rows of each merged file, read back from it before it is put in place, by output.
-        var counted: [Int: NightFileRows] = [:]
-        var partials: [(fd: Int32, path: String)] = []
-        func discard() {
-            for partial in partials where partial.fd >= 0 { close(partial.fd) }
-            for partial in partials { unlink(partial.path) }
-            partials.removeAll()
-        }
-        do throws(RunError) {
-            for output in plan.outputs {
-                // An output and, with rejects, its rejects file: written together.
-                var fds: [Int32] = []
-                for path in output.target.paths {
-                    guard !output.unchanged else {
-                        fds.append(-1)
-                        continue
-                    }
-                    let partial = SideFile.partial.of(path)
-                    fds.append(try PrivateFile.create(partial, for: path))
-                    partials.append((fds.last!, partial))
-                }
-                let encryptor = encryptors[output.index]
-                guard let rows = try plan.merge(output, into: fds[0], rejectsInto: fds.count > 1 ? fds[1] : -1,
-                                                sealedUnder: encryptor == nil ? nil : mergeKey, isCancelled: isCancelled) else {
-                    discard()
-                    return MergeSummary(outputs: [], interrupted: true)
-                }
-                for (fd, path) in zip(fds, output.target.paths) where fd >= 0 {
-                    guard fdatasync(fd) == 0 else {
-                        throw RunError.runtime(FileError(.write, SideFile.partial.of(path), errno: errno))
-                    }
-                    // What the night's rows add up to is counted from the merged file itself.
-                    let isOutput = path == output.target.path
-                    let rowsHere = try NightCount.rows(of: SideFile.partial.of(path), layout: isOutput ? output.target.layout : output.target.rejects!.layout,
-                                                       key: encryptor == nil ? nil : mergeKey)
-                    var count = counted[output.index] ?? NightFileRows(output: 0, rejects: nil, counts: output.nightCounts ?? RowCounts())
-                    if isOutput { count.output = rowsHere } else { count.rejects = rowsHere }
-                    counted[output.index] = count
-                    // The night's header and trailer go around the merged rows, totalled from them.
-                    let envelope = path == output.target.path ? output.target.envelope : nil
-                    if let envelope, encryptor == nil {
-                        try envelope.write(SideFile.partial.of(path), to: SideFile.enveloping.of(path), for: path, layout: output.target.layout)
-                        partials.append((-1, SideFile.enveloping.of(path)))
-                    }
-                    if let encryptor {
-                        do throws(RunError) {
-                            let lines = try envelope.map { envelope throws(RunError) in
-                                envelope.lines(try envelope.totals(of: SideFile.partial.of(path), layout: output.target.layout, key: mergeKey),
-                                               layout: output.target.layout)
-                            }
-                            try OpenPGPPublisher.makeMessage(sealed: fd, partial: SideFile.partial.of(path), key: mergeKey, for: path,
-                                                             encryptor: encryptor, isCancelled: isCancelled, around: lines)
-                        } catch {
-                            if isCancelled() {
-                                discard()
-                                return MergeSummary(outputs: [], interrupted: true)
-                            }
-                            throw error
-                        }
-                        partials.append((-1, SideFile.encrypting.of(path)))
-                    }
-                    close(fd)
-                    if let at = partials.firstIndex(where: { $0.fd == fd }) { partials[at].fd = -1 }
-                }
-                summary.outputs.append(MergedOutput(path: output.target.path, rows: rows, unchanged: output.unchanged))
-            }
-        } catch {
-            discard()
-            throw error
-        }
+        summary.outputs = written.outputs
         // Every output is complete: only now does any of them replace a file.
         try putInPlace(plan)
         let allowance = options.maxFailed ?? manifest.maxFailed
         judge(&summary, plan.nightCounts, allowance: allowance)
-        try record(plan, counted: counted, allowance: allowance, summary: &summary, note: note)
+        try record(plan, counted: written.counted, allowance: allowance, summary: &summary, note: note)
         guard summary.complete else {
             // As a run's: the night waits for its failed rows, sent again shard by shard from
             // the shards' journals (kept), then merged again.
@@ -277,6 +212,103 @@ package enum ShardMerge {
             removeShards(plan)
         }
         return summary
+    }
+
+    /// A merged file beside the one it replaces: its descriptor while open (-1 once closed), and its path.
+    private typealias Partial = (fd: Int32, path: String)
+
+    /// Writes every output's merged files beside it, replacing nothing; nil when interrupted, and none left behind then or on an error.
+    private static func writeOutputs(_ plan: MergePlan, encryptors: [Int: OpenPGPEncryptor], mergeKey: DataKey,
+                                     isCancelled: @escaping @Sendable () -> Bool) throws(RunError) -> (outputs: [MergedOutput], counted: [Int: NightFileRows])? {
+        var outputs: [MergedOutput] = []
+        // The rows of each merged file, read back from it before it is put in place, by output.
+        var counted: [Int: NightFileRows] = [:]
+        var partials: [Partial] = []
+        func discard() {
+            for partial in partials where partial.fd >= 0 { close(partial.fd) }
+            for partial in partials { unlink(partial.path) }
+            partials.removeAll()
+        }
+        do throws(RunError) {
+            for output in plan.outputs {
+                guard let merged = try writeOutput(output, of: plan, encryptor: encryptors[output.index], mergeKey: mergeKey,
+                                                   partials: &partials, isCancelled: isCancelled) else {
+                    discard()
+                    return nil
+                }
+                if let rows = merged.counted { counted[output.index] = rows }
+                outputs.append(MergedOutput(path: output.target.path, rows: merged.rows, unchanged: output.unchanged))
+            }
+        } catch {
+            discard()
+            throw error
+        }
+        return (outputs, counted)
+    }
+
+    /// Writes one output's merged files beside it, synced and closed, each in `partials` for the caller to discard; nil when interrupted.
+    private static func writeOutput(_ output: MergePlan.Output, of plan: MergePlan, encryptor: OpenPGPEncryptor?, mergeKey: DataKey,
+                                    partials: inout [Partial], isCancelled: @escaping @Sendable () -> Bool) throws(RunError) -> (rows: Int, counted: NightFileRows?)? {
+        // An output and, with rejects, its rejects file: written together.
+        var fds: [Int32] = []
+        for path in output.target.paths {
+            guard !output.unchanged else {
+                fds.append(-1)
+                continue
+            }
+            let partial = SideFile.partial.of(path)
+            fds.append(try PrivateFile.create(partial, for: path))
+            partials.append((fds.last!, partial))
+        }
+        guard let rows = try plan.merge(output, into: fds[0], rejectsInto: fds.count > 1 ? fds[1] : -1,
+                                        sealedUnder: encryptor == nil ? nil : mergeKey, isCancelled: isCancelled) else {
+            return nil
+        }
+        var counted: NightFileRows?
+        for (fd, path) in zip(fds, output.target.paths) where fd >= 0 {
+            guard fdatasync(fd) == 0 else {
+                throw RunError.runtime(FileError(.write, SideFile.partial.of(path), errno: errno))
+            }
+            // What the night's rows add up to is counted from the merged file itself.
+            let isOutput = path == output.target.path
+            let rowsHere = try NightCount.rows(of: SideFile.partial.of(path), layout: isOutput ? output.target.layout : output.target.rejects!.layout,
+                                               key: encryptor == nil ? nil : mergeKey)
+            var count = counted ?? NightFileRows(output: 0, rejects: nil, counts: output.nightCounts ?? RowCounts())
+            if isOutput { count.output = rowsHere } else { count.rejects = rowsHere }
+            counted = count
+            guard try wrap(path, fd: fd, of: output, encryptor: encryptor, mergeKey: mergeKey, partials: &partials, isCancelled: isCancelled) else {
+                return nil
+            }
+            close(fd)
+            if let at = partials.firstIndex(where: { $0.fd == fd }) { partials[at].fd = -1 }
+        }
+        return (rows, counted)
+    }
+
+    /// Makes what replaces a merged file's rows (them in the night's envelope, or an OpenPGP message), in `partials`; false when interrupted.
+    private static func wrap(_ path: String, fd: Int32, of output: MergePlan.Output, encryptor: OpenPGPEncryptor?, mergeKey: DataKey,
+                             partials: inout [Partial], isCancelled: @escaping @Sendable () -> Bool) throws(RunError) -> Bool {
+        // The night's header and trailer go around the merged rows, totalled from them.
+        let envelope = path == output.target.path ? output.target.envelope : nil
+        if let envelope, encryptor == nil {
+            try envelope.write(SideFile.partial.of(path), to: SideFile.enveloping.of(path), for: path, layout: output.target.layout)
+            partials.append((-1, SideFile.enveloping.of(path)))
+        }
+        if let encryptor {
+            do throws(RunError) {
+                let lines = try envelope.map { envelope throws(RunError) in
+                    envelope.lines(try envelope.totals(of: SideFile.partial.of(path), layout: output.target.layout, key: mergeKey),
+                                   layout: output.target.layout)
+                }
+                try OpenPGPPublisher.makeMessage(sealed: fd, partial: SideFile.partial.of(path), key: mergeKey, for: path,
+                                                 encryptor: encryptor, isCancelled: isCancelled, around: lines)
+            } catch {
+                if isCancelled() { return false }
+                throw error
+            }
+            partials.append((-1, SideFile.encrypting.of(path)))
+        }
+        return true
     }
 
     /// The night's rows not ok against its allowance, as a run's are: all ok, or within
