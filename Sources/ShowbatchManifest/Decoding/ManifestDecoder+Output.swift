@@ -2,7 +2,8 @@ import Foundation
 import ShowbatchBasics
 import ShowbatchYAML
 
-// The output section: path, format, CSV dialect, columns and rejects.
+// The output section: its keys in the order they are read, and its mappings (CSV dialect,
+// columns, encryption, delivery); its own keys' checks are in ManifestDecoder+OutputParts.
 extension ManifestDecoder {
     static let outputKeys = ManifestReference.keys(under: "output")
     static let csvKeys = ManifestReference.keys(under: "output.csv")
@@ -10,27 +11,27 @@ extension ManifestDecoder {
     static let deliverKeys = ManifestReference.keys(under: "output.deliver")
     static let signKeys = ManifestReference.keys(under: "output.encrypt.sign")
 
+    /// An `output` mapping, read key by key into the spec; nil when its path is missing or refused.
     mutating func output(_ node: Node, _ context: @autoclosure () -> String) -> OutputSpec? {
-        guard let map = fields(node, context(), known: Self.outputKeys) else { return nil }
-        guard let pathNode = map["path"] else {
-            problem(node.mark, "missing required key \"path\" in \(context())")
-            return nil
-        }
-        guard let path = nightText(pathNode, "\(context()).path"), !path.isEmpty else { return nil }
-        if path != "-", let end = OutputSpec.endProblem(path) {
-            problem(pathNode.mark, "\(context()).path must name a file, not end in \(end)")
-            return nil
-        }
+        guard let map = fields(node, context(), known: Self.outputKeys), let (path, pathNode) = outputPath(map, of: node, context()) else { return nil }
         var spec = OutputSpec(path: resolve(path))
-        if let formatNode = map["format"], let format = text(formatNode, "\(context()).format") {
-            if let value = OutputFormat(rawValue: format.lowercased()) {
-                spec.format = value
-            } else {
-                problem(formatNode.mark, "\(context()).format \"\(format)\" is not valid; expected csv, json or jsonl")
-            }
-        } else if OutputFormat.fromExtension(path) == nil {
-            problem(pathNode.mark, "cannot tell the format of \"\(path)\" from its extension; add format: csv, json or jsonl")
+        // In this order: a signing key is tried only while no problem is found, and problems at
+        // one place are told in the order they are found.
+        outputFormat(map, into: &spec, path: path, at: pathNode, context())
+        rowLayout(map, into: &spec, context())
+        outputRejects(map, into: &spec, path: path, context())
+        compression(map, into: &spec, context())
+        rejectPartial(map, into: &spec, context())
+        if let encryptNode = map["encrypt"] {
+            spec.encrypt = encrypt(encryptNode, context())
         }
+        outputNight(map, into: &spec, path: path, at: pathNode, context())
+        checkOpenPGPNames(map, spec, path: path, at: pathNode, context())
+        return spec
+    }
+
+    /// `output.csv` and `output.columns`: how each row is written.
+    private mutating func rowLayout(_ map: KnownKeys, into spec: inout OutputSpec, _ context: @autoclosure () -> String) {
         if let csvNode = map["csv"], let csv = fields(csvNode, "\(context()).csv", known: Self.csvKeys) {
             spec.csv = dialect(csv, "\(context()).csv")
         }
@@ -39,37 +40,10 @@ extension ManifestDecoder {
             spec.columnMarks = columnsNode.sequence.map { $0.map(\.mark) } ?? []
             spec.columnsKeyMark = map.pairs.first { $0.key.text == "columns" }?.key.mark
         }
-        if let rejectsNode = map["rejects"], let rejects = nightText(rejectsNode, "\(context()).rejects") {
-            if rejects.isEmpty {
-                problem(rejectsNode.mark, "\(context()).rejects must name a file")
-            } else if OutputFormat.fromExtension(rejects) == nil && spec.format == nil {
-                problem(rejectsNode.mark, "cannot tell the format of \"\(rejects)\" from its extension; use .csv, .json or .jsonl")
-            } else if rejects == path {
-                problem(rejectsNode.mark, "\(context()).rejects must be another file than \(context()).path")
-            } else {
-                spec.rejects = resolve(rejects)
-            }
-        }
-        if let compressNode = map["compress"], let text = text(compressNode, "\(context()).compress") {
-            switch text.lowercased() {
-            case "gzip": spec.compress = true
-            case "none": spec.compress = false
-            default: problem(compressNode.mark, "\(context()).compress must be gzip or none; found \"\(text)\"")
-            }
-        }
-        if let partialNode = map["reject_partial"], let value = bool(partialNode, "\(context()).reject_partial") {
-            if spec.rejects == nil && map["rejects"] == nil {
-                problem(partialNode.mark, "\(context()).reject_partial needs \(context()).rejects")
-            }
-            spec.rejectPartial = value
-        } else {
-            // A partial row lacks a label the processor's file needs: with a rejects file it goes
-            // there, like a failed row, unless the manifest says reject_partial: false.
-            spec.rejectPartial = spec.rejects != nil
-        }
-        if let encryptNode = map["encrypt"] {
-            spec.encrypt = encrypt(encryptNode, context())
-        }
+    }
+
+    /// What ties the output to its night: rejects numbered as its nights are, its envelope, and its delivery.
+    private mutating func outputNight(_ map: KnownKeys, into spec: inout OutputSpec, path: String, at pathNode: Node, _ context: @autoclosure () -> String) {
         if let rejectsNode = map["rejects"], let rejects = spec.rejects, NightName.numbers(rejects) && !NightName.names(path) {
             problem(rejectsNode.mark, "\(context()).rejects holds ${run.seq}, the number of the output's nights, but \(context()).path names no night; put ${run.date} or ${run.seq} in the path too")
         }
@@ -80,27 +54,6 @@ extension ManifestDecoder {
                 problem(pathNode.mark, "\(context()).path must name the night (${run.date} or ${run.seq}) when \(context()).deliver is set: a processor takes each night's file under its own name, and the night's record beside it is what delivers it once")
             }
         }
-        // A file named like an OpenPGP message holds one, and an encrypted output is named so:
-        // neither a plaintext `cards.csv.pgp` nor an encrypted `cards.csv` is ever written.
-        let encrypted = map["encrypt"] != nil
-        if OutputFormat.isOpenPGPPath(path) != encrypted {
-            problem(pathNode.mark, encrypted
-                    ? "\(context()).path must end in .pgp, .gpg or .asc: the output is encrypted (\(context()).encrypt)"
-                    : "\(context()).path ends in .\((path as NSString).pathExtension) but the output is not encrypted; add \(context()).encrypt with the recipients, or name the file for what it holds")
-        }
-        // `.asc` is what the armored form is called, `.pgp` and `.gpg` the binary one: a processor
-        // that goes by the name reads the file as what it is.
-        if let encrypt = spec.encrypt, OutputFormat.isOpenPGPPath(path), path.hasSuffix(".asc") != encrypt.armor {
-            problem(pathNode.mark, encrypt.armor
-                    ? "\(context()).path ends in .\((path as NSString).pathExtension) but \(context()).encrypt.armor is true: an armored message is named .asc"
-                    : "\(context()).path ends in .asc, the name of an armored message, but \(context()).encrypt.armor is not true; set armor: true, or name the file .pgp")
-        }
-        if let rejectsNode = map["rejects"], let rejects = spec.rejects, OutputFormat.isOpenPGPPath(rejects) != encrypted {
-            problem(rejectsNode.mark, encrypted
-                    ? "\(context()).rejects must end in .pgp, .gpg or .asc: rejected rows are encrypted with the output"
-                    : "\(context()).rejects ends in .\((rejects as NSString).pathExtension) but the output is not encrypted")
-        }
-        return spec
     }
 
     /// `output.deliver`: where the finished file is uploaded (SFTP), as whom, and the host's key.
