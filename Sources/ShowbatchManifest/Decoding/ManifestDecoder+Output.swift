@@ -378,8 +378,8 @@ extension ManifestDecoder {
         }
     }
 
-    /// A label that is revealed but in no column: the vault was asked for a value nobody gets
-    /// (often a column that renames another label by mistake).
+    /// Warns of a key or known_hosts file others can read or write.
+    ///
     /// As ssh warns of them: a private key others can read or write (a key anyone on the machine
     /// can copy), or a known_hosts file others can write (a host key anyone can replace). The file
     /// a link leads to is what counts (a Secret's mount).
@@ -397,6 +397,8 @@ extension ManifestDecoder {
         }
     }
 
+    /// Warns of a label that is revealed but in no column: the vault was asked for a value
+    /// nobody gets (often a column that renames another label by mistake).
     private mutating func warnOfUnwrittenLabels(_ spec: OutputSpec, labels: [String]) {
         guard let columns = spec.columns, let mark = spec.columnsKeyMark else { return }
         let written = Set(columns.compactMap { column -> String? in
