@@ -207,96 +207,118 @@ extension YAMLParser {
             case YAML_STREAM_END_EVENT:
                 return true
             case YAML_DOCUMENT_START_EVENT:
-                documents += 1
-                if documents > 1 {
-                    throw error(at, "a manifest holds one YAML document; a second one starts here")
-                }
-                return false
+                try startDocument(at: at)
             case YAML_ALIAS_EVENT:
-                let name = string(event.data.alias.anchor) ?? ""
-                guard let anchored = anchors[name] else {
-                    throw error(at, "an alias refers to no anchor defined before it (a plain value cannot start with *: quote the value if it is not an alias)")
-                }
-                // The alias is reported where it is used; its content is shared with the anchor.
-                var record = storage.record(anchored)
-                record.start = start
-                record.end = end
-                record.isAlias = true
-                record.isAnchored = false
-                // What a merge takes from it is counted when merged, entry by entry.
-                let cost = storage.cost(record)
-                if !isMergeSource() { try expand(by: cost, at: at) }
-                let index = try append(record)
-                hasAliases = true
-                try add(index, cost: cost)
+                try addAlias(named: string(event.data.alias.anchor) ?? "", start: start, end: end, at: at)
             case YAML_SCALAR_EVENT:
-                let data = event.data.scalar
-                let bytes = UnsafeBufferPointer(start: data.value, count: data.length)
-                var record = Document.Record(start: start, end: end, offset: UInt32(textCount), count: UInt32(data.length), kind: .scalar)
-                // Cannot overflow: decoded text is at most 1.5 times the source (see `Document.text`).
-                precondition(textCount + data.length <= storage.text.count, "scalar text outgrew its buffer")
-                if data.length > 0 {
-                    UnsafeMutableRawPointer(storage.text.baseAddress! + textCount).copyMemory(from: data.value, byteCount: data.length)
-                }
-                textCount += data.length
-                switch data.style {
-                case YAML_SINGLE_QUOTED_SCALAR_STYLE: record.style = .singleQuoted
-                case YAML_DOUBLE_QUOTED_SCALAR_STYLE: record.style = .doubleQuoted
-                case YAML_LITERAL_SCALAR_STYLE: record.style = .literal
-                case YAML_FOLDED_SCALAR_STYLE: record.style = .folded
-                default: record.style = .plain
-                }
-                if let tagPointer = data.tag {
-                    let tag = try self.tag(String(cString: tagPointer), bytes: bytes, at: at)
-                    record.tag = tag.rawValue + 1
-                    set(&record, [.nonSpecific, .str, .merge].contains(tag) ? .string : CoreSchema.resolve(bytes: bytes), as: tag)
-                } else if record.style == .plain && data.plain_implicit == 1 {
-                    let resolved = CoreSchema.resolve(bytes: bytes)
-                    if resolved == .tooLarge { throw tooLargeInteger(at) }
-                    set(&record, resolved, as: nil)
-                }
-                let anchor = string(data.anchor)
-                record.isAnchored = anchor != nil
-                let index = try append(record)
-                if let anchor { anchors[anchor] = index }
-                try add(index, cost: Document.nodeCost &+ record.count)
+                try addScalar(of: event, start: start, end: end, at: at)
             case YAML_SEQUENCE_START_EVENT:
                 let data = event.data.sequence_start
-                try checkCollectionTag(string(data.tag), kind: .sequence, at: at)
-                try push(.sequence, start, at, anchor: string(data.anchor))
+                try openCollection(.sequence, tag: string(data.tag), anchor: string(data.anchor), start: start, at: at)
             case YAML_MAPPING_START_EVENT:
                 let data = event.data.mapping_start
-                try checkCollectionTag(string(data.tag), kind: .mapping, at: at)
-                try push(.mapping, start, at, anchor: string(data.anchor))
+                try openCollection(.mapping, tag: string(data.tag), anchor: string(data.anchor), start: start, at: at)
             case YAML_SEQUENCE_END_EVENT, YAML_MAPPING_END_EVENT:
-                let frame = stack.removeLast()
-                var record = Document.Record(start: frame.start, end: end, offset: 0, count: 0, kind: frame.kind)
-                // The slot before the children holds the container's cost (`Storage.cost`).
-                let costSlot = childCount
-                try appendChild(0, of: record)
-                record.offset = UInt32(childCount)
-                var cost = UInt64(Document.nodeCost) + frame.cost
-                if frame.kind == .sequence {
-                    for child in pending[frame.first...] { try appendChild(Int(child), of: record) }
-                    record.count = UInt32(pending.count - frame.first)
-                } else {
-                    let pairs = try appendPairs(from: frame.first, of: record)
-                    record.count = UInt32(pairs.count)
-                    // Merge keys and what they name are no entries; what they merge is.
-                    cost = cost - pairs.mergeCost + pairs.mergedCost
-                }
-                let saturated = UInt32(min(cost, UInt64(UInt32.max)))
-                _ = storage.setChild(costSlot, saturated)
-                record.isAnchored = frame.anchor != nil
-                pending.removeSubrange(frame.first...)
-                let index = try append(record)
-                if let anchor = frame.anchor { anchors[anchor] = index }
-                try add(index, cost: saturated)
-                if frame.streamed { stream?.end(Node(document: document, index: index)) }
+                try closeCollection(end: end)
             default:
                 return false
             }
             return false
+        }
+
+        /// Counts a document's start: a manifest is one document.
+        mutating func startDocument(at: Mark) throws(YAMLError) {
+            documents += 1
+            if documents > 1 {
+                throw error(at, "a manifest holds one YAML document; a second one starts here")
+            }
+        }
+
+        /// Adds an alias as a copy of its anchor's record, counting what it expands the document by.
+        mutating func addAlias(named name: String, start: Int, end: Int, at: Mark) throws(YAMLError) {
+            guard let anchored = anchors[name] else {
+                throw error(at, "an alias refers to no anchor defined before it (a plain value cannot start with *: quote the value if it is not an alias)")
+            }
+            // The alias is reported where it is used; its content is shared with the anchor.
+            var record = storage.record(anchored)
+            record.start = start
+            record.end = end
+            record.isAlias = true
+            record.isAnchored = false
+            // What a merge takes from it is counted when merged, entry by entry.
+            let cost = storage.cost(record)
+            if !isMergeSource() { try expand(by: cost, at: at) }
+            let index = try append(record)
+            hasAliases = true
+            try add(index, cost: cost)
+        }
+
+        /// Adds a scalar: its text copied, its style kept, its type from its tag or plain text.
+        mutating func addScalar(of event: yaml_event_t, start: Int, end: Int, at: Mark) throws(YAMLError) {
+            let data = event.data.scalar
+            let bytes = UnsafeBufferPointer(start: data.value, count: data.length)
+            var record = Document.Record(start: start, end: end, offset: UInt32(textCount), count: UInt32(data.length), kind: .scalar)
+            // Cannot overflow: decoded text is at most 1.5 times the source (see `Document.text`).
+            precondition(textCount + data.length <= storage.text.count, "scalar text outgrew its buffer")
+            if data.length > 0 {
+                UnsafeMutableRawPointer(storage.text.baseAddress! + textCount).copyMemory(from: data.value, byteCount: data.length)
+            }
+            textCount += data.length
+            switch data.style {
+            case YAML_SINGLE_QUOTED_SCALAR_STYLE: record.style = .singleQuoted
+            case YAML_DOUBLE_QUOTED_SCALAR_STYLE: record.style = .doubleQuoted
+            case YAML_LITERAL_SCALAR_STYLE: record.style = .literal
+            case YAML_FOLDED_SCALAR_STYLE: record.style = .folded
+            default: record.style = .plain
+            }
+            if let tagPointer = data.tag {
+                let tag = try self.tag(String(cString: tagPointer), bytes: bytes, at: at)
+                record.tag = tag.rawValue + 1
+                set(&record, [.nonSpecific, .str, .merge].contains(tag) ? .string : CoreSchema.resolve(bytes: bytes), as: tag)
+            } else if record.style == .plain && data.plain_implicit == 1 {
+                let resolved = CoreSchema.resolve(bytes: bytes)
+                if resolved == .tooLarge { throw tooLargeInteger(at) }
+                set(&record, resolved, as: nil)
+            }
+            let anchor = string(data.anchor)
+            record.isAnchored = anchor != nil
+            let index = try append(record)
+            if let anchor { anchors[anchor] = index }
+            try add(index, cost: Document.nodeCost &+ record.count)
+        }
+
+        /// Opens a list or mapping once its tag is one it may take.
+        mutating func openCollection(_ kind: Node.Kind, tag: String?, anchor: String?, start: Int, at: Mark) throws(YAMLError) {
+            try checkCollectionTag(tag, kind: kind, at: at)
+            try push(kind, start, at, anchor: anchor)
+        }
+
+        /// Closes the innermost list or mapping, storing its children and adding it to its parent.
+        mutating func closeCollection(end: Int) throws(YAMLError) {
+            let frame = stack.removeLast()
+            var record = Document.Record(start: frame.start, end: end, offset: 0, count: 0, kind: frame.kind)
+            // The slot before the children holds the container's cost (`Storage.cost`).
+            let costSlot = childCount
+            try appendChild(0, of: record)
+            record.offset = UInt32(childCount)
+            var cost = UInt64(Document.nodeCost) + frame.cost
+            if frame.kind == .sequence {
+                for child in pending[frame.first...] { try appendChild(Int(child), of: record) }
+                record.count = UInt32(pending.count - frame.first)
+            } else {
+                let pairs = try appendPairs(from: frame.first, of: record)
+                record.count = UInt32(pairs.count)
+                // Merge keys and what they name are no entries; what they merge is.
+                cost = cost - pairs.mergeCost + pairs.mergedCost
+            }
+            let saturated = UInt32(min(cost, UInt64(UInt32.max)))
+            _ = storage.setChild(costSlot, saturated)
+            record.isAnchored = frame.anchor != nil
+            pending.removeSubrange(frame.first...)
+            let index = try append(record)
+            if let anchor = frame.anchor { anchors[anchor] = index }
+            try add(index, cost: saturated)
+            if frame.streamed { stream?.end(Node(document: document, index: index)) }
         }
 
         /// Stores a resolved value's type (`!!float 1` is a float); `Storage.bits` reads its payload
