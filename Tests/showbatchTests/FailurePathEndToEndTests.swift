@@ -185,6 +185,32 @@ extension FailurePathEndToEndTests {
     }
 }
 
+extension FailurePathEndToEndTests {
+    /// SIGTERM while the run waits for another run's lock on the audit trail, to write its
+    /// run_started entry: nothing was sent, and the run is interrupted (130) at once, not after
+    /// the 30 s wait nor as a lock it could not take (3).
+    @Test(.timeLimit(.minutes(1))) func aSignalWhileWaitingForTheAuditTrailsLockIsAnInterrupt() async throws {
+        let work = Workspace(["m.yaml": """
+        vault: tnt1
+        output: {path: out/r.csv}
+        requests: [{name: a, path: /p}]
+        """])
+        defer { work.remove() }
+        let trailPath = work.path + "/audit.jsonl"
+        let held = open(trailPath, O_RDWR | O_CREAT, 0o600)
+        defer { close(held) }
+        #expect(flock(held, LOCK_EX) == 0)
+        // The run has the trail open (twice, with the test's own) only while it waits.
+        let child = try Child(["run", "m.yaml", "--emulate", "--audit", "audit.jsonl"], in: work.path,
+                              signalWhen: (condition: { pid in holdsOpen(trailPath, pid) }, number: SIGTERM))
+        let (status, _) = await child.finish()
+        #expect(child.signalled)
+        #expect(status == 130, "\(child.errors)")
+        #expect(child.errors == "showbatch: 0 rows: 0 ok, 0 partial, 0 failed; 0 retries; 0ms, 0.0 requests/s; interrupted before any output was opened\n")
+        #expect(!work.exists("out/r.csv"))
+    }
+}
+
 /// Whether process `pid` holds `path` open (read from /proc).
 private func holdsOpen(_ path: String, _ pid: Int32) -> Bool {
     let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []

@@ -135,7 +135,14 @@ package enum ShardMerge {
         }
         let trail = AuditTrail(path: path, runID: options.runID, manifest: manifest)
         let night = JSONMember("night", .string(decided.date.description))
-        try trail.append("merge_started", outcome: "started", extra: [JSONMember("shards", .number(String(options.shards))), night])
+        do {
+            try trail.append("merge_started", outcome: "started", extra: [JSONMember("shards", .number(String(options.shards))), night],
+                             isCancelled: isCancelled)
+        } catch {
+            // An interrupt ends the wait for another run's lock on the trail: nothing was merged.
+            if isCancelled() { return MergeSummary(outputs: [], interrupted: true) }
+            throw error
+        }
         func entry(_ write: () throws(RunError) -> Void) {
             do { try write() } catch { note(error.description) }
         }

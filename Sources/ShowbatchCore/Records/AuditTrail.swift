@@ -31,9 +31,8 @@ package struct AuditTrail: Sendable {
     private let key: SecretBytes?
     /// The ledgers (by output template) that anchor the trail.
     private let anchors: [String]
-    /// How long another run's lock on the trail is waited for. An entry records what was done,
-    /// so no signal gives the wait up; another run appends in moments.
-    var lockWait: TimeInterval = 30
+    /// How long another run's lock on the trail is waited for (another run appends in moments).
+    var lockWait: Duration = .seconds(30)
 
     /// The trail at `path` for the run `runID` of `manifest`.
     package init(path: String, runID: String, manifest: Manifest, environment: [String: String] = ProcessInfo.processInfo.environment) {
@@ -103,7 +102,10 @@ package struct AuditTrail: Sendable {
     }
 
     /// Appends the event `event` with `outcome` and what it touched; the failure in words.
-    package func append(_ event: String, outcome: String, outputs: [Output] = [], extra: [JSONMember] = []) throws(RunError) {
+    /// `isCancelled` ends the wait for another run's lock: only an entry written before the work
+    /// begins gives it (an entry that records what was done waits out a signal).
+    package func append(_ event: String, outcome: String, outputs: [Output] = [], extra: [JSONMember] = [],
+                        isCancelled: () -> Bool = { false }) throws(RunError) {
         try PrivateFile.makeParent(of: path, for: path)
         // A folder others can write is one where the trail can be moved away and started anew.
         let slash = path.lastIndex(of: "/")
@@ -115,11 +117,15 @@ package struct AuditTrail: Sendable {
         guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_uid == geteuid(), info.st_mode & 0o077 == 0, info.st_nlink == 1 else {
             throw RunError.runtime(RecordsError.auditTrailNotPrivate(path: path))
         }
-        let deadline = Date().addingTimeInterval(lockWait)
+        // The monotonic clock: a clock set back does not lengthen the wait.
+        let deadline = ContinuousClock.now + lockWait
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             guard errno == EWOULDBLOCK || errno == EINTR else { throw RunError.runtime(FileError(.lock, .auditTrail, path, errno: errno)) }
-            guard Date() < deadline else {
-                throw RunError.runtime(FileError(.lock, .auditTrail, path, cause: .reason("another run has held it for over \(Int(lockWait)) s")))
+            if isCancelled() {
+                throw RunError.runtime(FileError(.lock, .auditTrail, path, cause: .reason("interrupted while another run held it")))
+            }
+            guard ContinuousClock.now < deadline else {
+                throw RunError.runtime(FileError(.lock, .auditTrail, path, cause: .reason("another run has held it for over \(lockWait.components.seconds) s")))
             }
             usleep(20_000)
         }

@@ -56,8 +56,10 @@ package struct Runner: Sendable {
                 JSONMember("mode", .string(options.mode == .retryFailed ? "retry_failed" : options.mode == .resume ? "resume" : "fresh")),
                 JSONMember("shard", options.shard.map { .string("\($0.index)/\($0.count)") } ?? .null),
                 JSONMember("night", .string(night.date.description)),
-            ])
+            ], isCancelled: { Task.isCancelled })
         } catch {
+            // An interrupt ends the wait for another run's lock on the trail: nothing was sent.
+            if Task.isCancelled { return RunSummary(interruptedBeforeStart: ()) }
             throw redactor.redact(error)
         }
         do {

@@ -26,7 +26,7 @@ import TestSupport
         defer { dir.remove() }
         let manifest = try loadManifest("vault: tnt1\noutput: {path: r.csv}\nrequests: [{name: a, path: /p}]\n", in: dir)
         var trail = AuditTrail(path: dir.path + "/audit.jsonl", runID: "r1", manifest: manifest)
-        trail.lockWait = 1
+        trail.lockWait = .seconds(1)
         let held = open(trail.path, O_RDWR | O_CREAT, 0o600)
         defer { close(held) }
         #expect(flock(held, LOCK_EX) == 0)
