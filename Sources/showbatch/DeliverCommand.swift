@@ -25,12 +25,14 @@ struct DeliverCommand {
         // Heard from the first moment to the last (`CommandSignals`): a signal before the
         // delivery begins finishes the command; then it is the delivery's, then the push's.
         let sideFiles = [("--metrics", arguments.metrics), ("--report", arguments.report)].compactMap { flag, path in path.map { (flag: flag, path: $0) } }
+        // Decided once: the command and a signal's finisher write the same side files, or none.
+        let sideFileProblem = RunReport.sideFileProblem(sideFiles, manifest: arguments.manifest)
         signals.listen { [self] in
             // A refused --metrics or --report path is not written to.
             recordNow(.interrupted, error: "interrupted before anything was sent", job: nil,
-                      files: RunReport.sideFileProblem(sideFiles, manifest: arguments.manifest) == nil)
+                      files: sideFileProblem == nil)
         }
-        if let problem = RunReport.sideFileProblem(sideFiles, manifest: arguments.manifest) {
+        if let problem = sideFileProblem {
             guard signals.ending() else { await signals.parked() }
             printer.invalid(UsageError(message: problem, command: "deliver").description)
             return await end(.usage, error: problem, job: nil, files: false)

@@ -28,12 +28,14 @@ struct MergeCommand {
         // begins finishes the command; then it stops the merge, which removes what it had
         // written, or cuts its delivery short; then it gives the push up.
         let sideFiles = [("--metrics", arguments.metrics), ("--report", arguments.report)].compactMap { flag, path in path.map { (flag: flag, path: $0) } }
+        // Decided once: the command and a signal's finisher write the same side files, or none.
+        let sideFileProblem = RunReport.sideFileProblem(sideFiles, manifest: arguments.manifest)
         signals.listen { [self] in
             // A refused --metrics or --report path is not written to.
             record(.interrupted, error: "interrupted before anything was sent", job: nil,
-                   files: RunReport.sideFileProblem(sideFiles, manifest: arguments.manifest) == nil)
+                   files: sideFileProblem == nil)
         }
-        if let problem = RunReport.sideFileProblem(sideFiles, manifest: arguments.manifest) {
+        if let problem = sideFileProblem {
             guard signals.ending() else { signals.parked() }
             printer.invalid(UsageError(message: problem, command: "merge").description)
             return end(.usage, error: problem, job: nil, files: false)

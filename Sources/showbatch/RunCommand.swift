@@ -72,13 +72,15 @@ private final class RunSession: Sendable {
         // Checked before anything else: even a manifest that cannot be read gets its metrics, and
         // they must never replace it.
         let sideFiles = [("--metrics", arguments.metrics), ("--report", arguments.report)].compactMap { flag, path in path.map { (flag: flag, path: $0) } }
+        // Decided once: the command and a signal's finisher write the same side files, or none.
+        let sideFileProblem = RunReport.sideFileProblem(sideFiles, manifest: arguments.manifest)
         // Caught from the first moment: reading a big manifest or data file takes a while.
         signals.listen { [self] in
             // A refused --metrics or --report path is not written to.
             record(.interrupted, error: "interrupted before anything was sent", shard: shard.withLock { $0 },
-                   files: RunReport.sideFileProblem(sideFiles, manifest: arguments.manifest) == nil)
+                   files: sideFileProblem == nil)
         }
-        if let problem = RunReport.sideFileProblem(sideFiles, manifest: arguments.manifest) {
+        if let problem = sideFileProblem {
             let usage = UsageError(message: problem, command: "run")
             return await finish(usage.exitCode, error: problem, files: false) { printer.invalid(usage.description) }
         }

@@ -78,9 +78,12 @@ enum Signals {
                         hearer = .ending
                         return {
                             // No command is running anything that needs winding down (it is
-                            // starting, or only reads files): nothing has been sent.
+                            // starting, or only reads files): nothing has been sent. Said only
+                            // by the one that ends the process: main may be exiting with its code.
+                            claimExit()
                             StandardError.shared.write("showbatch: interrupted before anything was sent\n")
-                            end(.interrupted)
+                            StandardError.shared.finish(timeout: .seconds(5))
+                            _exit(ExitCode.interrupted.rawValue)
                         }
                     }
                 }
@@ -110,24 +113,24 @@ enum Signals {
     /// its code. Files are written and synced by then, and nothing is left in a buffer of the
     /// process (standard output is written unbuffered, standard error just drained).
     static func end(_ code: ExitCode) -> Never {
-        endOnce()
+        claimExit()
+        StandardError.shared.finish(timeout: .seconds(5))
         _exit(code.rawValue)
     }
 
     /// Ends the process with `code` once its command has returned (its handlers run, as `exit`'s
     /// do), unless a signal is ending it already: then that exit is the one.
     static func exitProcess(_ code: ExitCode) -> Never {
-        endOnce()
+        claimExit()
+        StandardError.shared.finish(timeout: .seconds(5))
         exit(code.rawValue)
     }
 
-    /// Lets only the first caller on (and drains standard error for it); any other waits for
-    /// that caller's exit.
-    private static func endOnce() {
+    /// Lets only the first caller on; any other waits for that caller's exit.
+    private static func claimExit() {
         guard ended.compareExchange(expected: false, desired: true, ordering: .sequentiallyConsistent).exchanged else {
             while true { pause() }
         }
-        StandardError.shared.finish(timeout: .seconds(5))
     }
 
     /// Whether a signal has arrived.

@@ -85,8 +85,8 @@ private let gaveUpThePush = "showbatch: error: interrupted while pushing the met
         #expect(child.errors == "m.yaml:2:11: error: requests must be a list of requests; found an integer\n  requests: 3\n            ^\n" + gaveUpThePush)
     }
 
-    /// SIGTERM after `deliver` has put the night in place (held, by the audit trail's lock, before
-    /// it reports): nothing was cut short, so the night is delivered, exit 0 and metrics that say
+    /// SIGTERM after `deliver` has put the night in place (held before it reports by the audit
+    /// trail's lock, let go as the signal is sent): nothing was cut short, so the night is delivered, exit 0 and metrics that say
     /// so, not 130; the signal, which the delivery did not take as its interrupt, gives the push
     /// up at its start.
     @Test(.timeLimit(.minutes(2))) func aSignalAfterTheLastUploadLeavesTheNightDelivered() async throws {
