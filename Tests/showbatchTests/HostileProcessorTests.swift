@@ -57,10 +57,12 @@ private func date(_ index: Int) -> String { "2026-11-\(index + 1 < 10 ? "0" : ""
                 server.control(["processor": "take", "hold": ["op": "OPEN", "path": ".part", "seconds": 90]])
                 try await kill(work, server, arguments, at: "HOLD OPEN")
             case 2:
-                server.control(["processor": "take", "hold": ["op": "RENAME", "seconds": 90]])
+                server.control(["processor": "take", "hold": ["op": "RENAME", "seconds": 90, "path": name]])
                 try await kill(work, server, arguments, at: "HOLD RENAME")
             case 3:
-                server.control(["processor": "take", "hold": ["op": "RENAME", "seconds": 90, "when": "after"]])
+                // This night's rename only: the session held at the last night's rename wakes
+                // (90 s on) and forwards it, and its answer must not be taken for this one's.
+                server.control(["processor": "take", "hold": ["op": "RENAME", "seconds": 90, "when": "after", "path": name]])
                 try await kill(work, server, arguments, at: "HOLD-AFTER RENAME")
             case 4:
                 server.control(["processor": "take", "hold": ["op": "OPEN", "path": ".done", "seconds": 90]])
