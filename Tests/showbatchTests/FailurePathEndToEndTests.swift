@@ -159,55 +159,34 @@ extension FailurePathEndToEndTests {
 }
 
 extension FailurePathEndToEndTests {
-    /// SIGTERM while the run waits for the night ledger's lock (another run numbers its night):
-    /// the wait ends, no number is taken, and the run is interrupted (130), not refused as if the
-    /// lock had been held for 30 s.
-    @Test(.timeLimit(.minutes(1))) func aSignalWhileWaitingForTheLedgersLockIsAnInterrupt() async throws {
+    /// SIGTERM while the run waits for another run's lock before anything is sent: the night
+    /// ledger's (another run numbers its night) or the audit trail's (its run_started entry). The
+    /// wait ends, nothing is sent or numbered, and the run is interrupted (130) at once, not
+    /// refused as a lock held too long (3) after its 30 s.
+    @Test(.timeLimit(.minutes(1)), arguments: [
+        ("out/c-${run.date}-${run.seq:4}.csv", "out/.c-{date}-{seq:4}.csv.sequence.lock", [String]()),
+        ("out/c.csv", "audit.jsonl", ["--audit", "audit.jsonl"]),
+    ])
+    func aSignalWhileWaitingForALockBeforeSendingIsAnInterrupt(output: String, lock: String, flags: [String]) async throws {
         let work = Workspace(["m.yaml": """
         vault: tnt1
-        output: {path: "out/c-${run.date}-${run.seq:4}.csv"}
+        output: {path: "\(output)"}
         requests: [{name: a, path: /p}]
         """])
         defer { work.remove() }
         mkdir(work.path + "/out", 0o700)
-        let lockPath = work.path + "/out/.c-{date}-{seq:4}.csv.sequence.lock"
+        let lockPath = work.path + "/" + lock
         let held = open(lockPath, O_RDWR | O_CREAT, 0o600)
         defer { close(held) }
         #expect(flock(held, LOCK_EX) == 0)
-        // The run has the lock file open only while it waits for the lock: then the signal.
-        let child = try Child(["run", "m.yaml", "--emulate", "--date", "2026-12-01"], in: work.path,
+        // The run has the lock's file open only while it waits for the lock: then the signal.
+        let child = try Child(["run", "m.yaml", "--emulate", "--date", "2026-12-01"] + flags, in: work.path,
                               signalWhen: (condition: { pid in holdsOpen(lockPath, pid) }, number: SIGTERM))
         let (status, _) = await child.finish()
         #expect(child.signalled)
         #expect(status == 130, "\(child.errors)")
         #expect(child.errors == "showbatch: 0 rows: 0 ok, 0 partial, 0 failed; 0 retries; 0ms, 0.0 requests/s; interrupted before any output was opened\n")
-        #expect(!work.exists("out/c-20261201-0001.csv"))
-    }
-}
-
-extension FailurePathEndToEndTests {
-    /// SIGTERM while the run waits for another run's lock on the audit trail, to write its
-    /// run_started entry: nothing was sent, and the run is interrupted (130) at once, not after
-    /// the 30 s wait nor as a lock it could not take (3).
-    @Test(.timeLimit(.minutes(1))) func aSignalWhileWaitingForTheAuditTrailsLockIsAnInterrupt() async throws {
-        let work = Workspace(["m.yaml": """
-        vault: tnt1
-        output: {path: out/r.csv}
-        requests: [{name: a, path: /p}]
-        """])
-        defer { work.remove() }
-        let trailPath = work.path + "/audit.jsonl"
-        let held = open(trailPath, O_RDWR | O_CREAT, 0o600)
-        defer { close(held) }
-        #expect(flock(held, LOCK_EX) == 0)
-        // The run has the trail open (twice, with the test's own) only while it waits.
-        let child = try Child(["run", "m.yaml", "--emulate", "--audit", "audit.jsonl"], in: work.path,
-                              signalWhen: (condition: { pid in holdsOpen(trailPath, pid) }, number: SIGTERM))
-        let (status, _) = await child.finish()
-        #expect(child.signalled)
-        #expect(status == 130, "\(child.errors)")
-        #expect(child.errors == "showbatch: 0 rows: 0 ok, 0 partial, 0 failed; 0 retries; 0ms, 0.0 requests/s; interrupted before any output was opened\n")
-        #expect(!work.exists("out/r.csv"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: work.path + "/out").filter { !$0.hasPrefix(".") } == [])
     }
 }
 
