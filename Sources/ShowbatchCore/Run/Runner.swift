@@ -133,11 +133,9 @@ package struct Runner: Sendable {
             do throws(RunError) {
                 if try runNight.begin(manifest: manifest, isCancelled: { Task.isCancelled }) { plan = try planOutputs(runNight) }
             } catch {
-                // An interrupt ends the wait for the ledger's lock: nothing sent (a number an
-                // output before took stays taken, as a night's number always does).
-                if case .runtime(let problem) = error, case .ledgerLocked(_, waited: false)? = problem as? NightError {
-                    return RunSummary(interruptedBeforeStart: ())
-                }
+                // An interrupt ends the wait for the ledger's lock, as for the trail's: nothing
+                // sent (a number an output before took stays taken, as a night's number does).
+                if Task.isCancelled { return RunSummary(interruptedBeforeStart: ()) }
                 throw error
             }
         }
