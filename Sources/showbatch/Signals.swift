@@ -78,12 +78,8 @@ enum Signals {
                         hearer = .ending
                         return {
                             // No command is running anything that needs winding down (it is
-                            // starting, or only reads files): nothing has been sent. Said only
-                            // by the one that ends the process: main may be exiting with its code.
-                            claimExit()
-                            StandardError.shared.write("showbatch: interrupted before anything was sent\n")
-                            StandardError.shared.finish(timeout: .seconds(5))
-                            _exit(ExitCode.interrupted.rawValue)
+                            // starting, or only reads files): nothing has been sent.
+                            end(.interrupted, saying: "showbatch: interrupted before anything was sent\n")
                         }
                     }
                 }
@@ -105,15 +101,19 @@ enum Signals {
         if ending { while true { pause() } }
     }
 
-    /// Ends the process at once with `code`, from a signal's side (nothing was sent yet, the
-    /// push is given up, a command is finished before its work began): what is queued for
-    /// standard error gets its few seconds, then `_exit`. Not `exit`, whose handlers (OpenSSL's
-    /// cleanup among them) tear down what another thread is using at that moment (the push's
-    /// curl starting, a manifest being read): the process died of SIGSEGV instead of ending with
-    /// its code. Files are written and synced by then, and nothing is left in a buffer of the
-    /// process (standard output is written unbuffered, standard error just drained).
-    static func end(_ code: ExitCode) -> Never {
+    /// Ends the process at once with `code`, from a signal's side, saying `line` first.
+    ///
+    /// Called when nothing was sent yet, the push is given up, or a command is finished before
+    /// its work began. Only the one that ends the process says its line (main may be exiting with
+    /// its code). What is queued for standard error gets its few seconds, then `_exit`. Not
+    /// `exit`, whose handlers (OpenSSL's cleanup among them) tear down what another thread is
+    /// using at that moment (the push's curl starting, a manifest being read): the process died
+    /// of SIGSEGV instead of ending with its code. Files are written and synced by then, and
+    /// nothing is left in a buffer of the process (standard output is written unbuffered,
+    /// standard error just drained).
+    static func end(_ code: ExitCode, saying line: String? = nil) -> Never {
         claimExit()
+        if let line { StandardError.shared.write(line) }
         StandardError.shared.finish(timeout: .seconds(5))
         _exit(code.rawValue)
     }
